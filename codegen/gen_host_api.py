@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Generates shoal's typed host API (types x operations) from the tables below.
+
+Outputs (checked in; CI regenerates and fails on a diff):
+  include/shoal/detail/host_api.h   C declarations, included by <shoal/shoal.h>
+  src/runtime/host_api.cc           definitions: one line each into the generic facade
+
+Run from anywhere: python3 codegen/gen_host_api.py [--check]
+"""
+import argparse
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# OpenSHMEM 1.5 standard RMA types: (TYPENAME, C type)
+RMA_TYPES = [
+    ("float", "float"), ("double", "double"), ("longdouble", "long double"),
+    ("char", "char"), ("schar", "signed char"), ("short", "short"), ("int", "int"),
+    ("long", "long"), ("longlong", "long long"), ("uchar", "unsigned char"),
+    ("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong", "unsigned long"),
+    ("ulonglong", "unsigned long long"), ("int8", "int8_t"), ("int16", "int16_t"),
+    ("int32", "int32_t"), ("int64", "int64_t"), ("uint8", "uint8_t"), ("uint16", "uint16_t"),
+    ("uint32", "uint32_t"), ("uint64", "uint64_t"), ("size", "size_t"), ("ptrdiff", "ptrdiff_t"),
+]
+SIZES = [8, 16, 32, 64, 128]  # sized RMA: putN/getN/iputN/igetN, N in bits
+
+# Standard AMO types (fetch/set/swap/compare_swap/inc/add and their fetch forms).
+AMO_STD = [("int", "int"), ("long", "long"), ("longlong", "long long"), ("uint", "unsigned int"),
+           ("ulong", "unsigned long"), ("ulonglong", "unsigned long long"), ("int32", "int32_t"),
+           ("int64", "int64_t"), ("uint32", "uint32_t"), ("uint64", "uint64_t"), ("size", "size_t"),
+           ("ptrdiff", "ptrdiff_t")]
+# Extended AMO types: fetch/set/swap (OpenSHMEM), plus add/fetch_add (shoal, as NVSHMEM 3.7).
+AMO_FLOAT = [("float", "float"), ("double", "double")]
+# Bitwise AMO types.
+AMO_BITWISE = [("uint", "unsigned int"), ("ulong", "unsigned long"), ("ulonglong", "unsigned long long"),
+               ("int32", "int32_t"), ("int64", "int64_t"), ("uint32", "uint32_t"), ("uint64", "uint64_t")]
+# Point-to-point synchronization types (wait_until / test).
+SYNC_TYPES = [("short", "short"), ("int", "int"), ("long", "long"), ("longlong", "long long"),
+              ("ushort", "unsigned short"), ("uint", "unsigned int"), ("ulong", "unsigned long"),
+              ("ulonglong", "unsigned long long"), ("int32", "int32_t"), ("int64", "int64_t"),
+              ("uint32", "uint32_t"), ("uint64", "uint64_t"), ("size", "size_t"), ("ptrdiff", "ptrdiff_t")]
+
+SIZED_CTYPE = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t", 128: None}
+
+
+class Emitter:
+    def __init__(self):
+        self.decls = []
+        self.defs = []
+
+    def section(self, title):
+        self.decls.append(f"\n/* {title} */")
+        self.defs.append(f"\n// {title}")
+
+    def fn(self, ret, name, params, body):
+        self.decls.append(f"SHOAL_API {ret} {name}({params});")
+        self.defs.append(f"{ret} {name}({params}) {{ {body} }}")
+
+
+def rma(e):
+    e.section("RMA: typed put/get/p/g/iput/iget and _nbi (OpenSHMEM standard RMA types)")
+    for tn, ct in RMA_TYPES:
+        sz = f"sizeof({ct})"
+        al = f"alignof({ct})"
+        for nbi in ("", "_nbi"):
+            e.fn("void", f"shoal_{tn}_put{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
+                 f'f::put("shoal_{tn}_put{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+            e.fn("void", f"shoal_{tn}_get{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
+                 f'f::get("shoal_{tn}_get{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+        e.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
+             f'f::put("shoal_{tn}_p", dest, &value, 1, {sz}, {al}, pe);')
+        e.fn(ct, f"shoal_{tn}_g", f"const {ct}* source, int pe",
+             f'{ct} value{{}}; f::get("shoal_{tn}_g", &value, source, 1, {sz}, {al}, pe); return value;')
+        e.fn("void", f"shoal_{tn}_iput",
+             f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+             f'f::iput("shoal_{tn}_iput", dest, source, dst, sst, nelems, {sz}, pe);')
+        e.fn("void", f"shoal_{tn}_iget",
+             f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+             f'f::iget("shoal_{tn}_iget", dest, source, dst, sst, nelems, {sz}, pe);')
+
+    e.section("RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem)")
+    for bits in SIZES:
+        nb = bits // 8
+        for nbi in ("", "_nbi"):
+            e.fn("void", f"shoal_put{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
+                 f'f::put("shoal_put{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+            e.fn("void", f"shoal_get{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
+                 f'f::get("shoal_get{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+        e.fn("void", f"shoal_iput{bits}",
+             "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+             f'f::iput("shoal_iput{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
+        e.fn("void", f"shoal_iget{bits}",
+             "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+             f'f::iget("shoal_iget{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
+    for nbi in ("", "_nbi"):
+        e.fn("void", f"shoal_putmem{nbi}", "void* dest, const void* source, size_t nelems, int pe",
+             f'f::put("shoal_putmem{nbi}", dest, source, nelems, 1, 1, pe);')
+        e.fn("void", f"shoal_getmem{nbi}", "void* dest, const void* source, size_t nelems, int pe",
+             f'f::get("shoal_getmem{nbi}", dest, source, nelems, 1, 1, pe);')
+
+
+def signals(e):
+    e.section("put-with-signal: typed, sized and untyped, blocking and _nbi")
+    variants = [(f"shoal_{tn}_put_signal", ct, f"sizeof({ct})") for tn, ct in RMA_TYPES]
+    variants += [(f"shoal_put{b}_signal", "void", str(b // 8)) for b in SIZES]
+    variants += [("shoal_putmem_signal", "void", "1")]
+    for base, ct, sz in variants:
+        src = "const void" if ct == "void" else f"const {ct}"
+        for nbi in ("", "_nbi"):
+            name = f"{base}{nbi}"
+            e.fn("void", name,
+                 f"{ct}* dest, {src}* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
+                 f'f::put_signal("{name}", dest, source, nelems, {sz}, sig_addr, signal, sig_op, pe);')
+
+
+def atomics(e):
+    e.section("atomics (AMO): standard, extended (float/double) and bitwise types")
+    amo = {}
+    for tn, ct in AMO_STD:
+        amo.setdefault((tn, ct), set()).update(
+            ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add"])
+    for tn, ct in AMO_FLOAT:
+        amo.setdefault((tn, ct), set()).update(["fetch", "set", "swap", "fetch_add", "add"])
+    for tn, ct in AMO_BITWISE:
+        amo.setdefault((tn, ct), set()).update(["fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"])
+    order = ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add",
+             "fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"]
+    for (tn, ct), ops in amo.items():
+        ty = f"sd::scalar_of<{ct}>()"
+        for op in order:
+            if op not in ops:
+                continue
+            name = f"shoal_{tn}_atomic_{op}"
+            enum = f"sd::amo_op::{op}_" if op in ("and", "or", "xor") else f"sd::amo_op::{op}"
+            call = f'"{name}", {enum}, {ty}'
+            if op == "fetch":
+                e.fn(ct, name, f"const {ct}* source, int pe",
+                     f"{ct} r{{}}; f::amo({call}, const_cast<{ct}*>(source), nullptr, nullptr, &r, pe); return r;")
+            elif op == "set":
+                e.fn("void", name, f"{ct}* dest, {ct} value, int pe",
+                     f"f::amo({call}, dest, &value, nullptr, nullptr, pe);")
+            elif op == "compare_swap":
+                e.fn(ct, name, f"{ct}* dest, {ct} cond, {ct} value, int pe",
+                     f"{ct} r{{}}; f::amo({call}, dest, &value, &cond, &r, pe); return r;")
+            elif op in ("fetch_inc",):
+                e.fn(ct, name, f"{ct}* dest, int pe",
+                     f"{ct} r{{}}; f::amo({call}, dest, nullptr, nullptr, &r, pe); return r;")
+            elif op == "inc":
+                e.fn("void", name, f"{ct}* dest, int pe", f"f::amo({call}, dest, nullptr, nullptr, nullptr, pe);")
+            elif op.startswith("fetch_") or op == "swap":
+                e.fn(ct, name, f"{ct}* dest, {ct} value, int pe",
+                     f"{ct} r{{}}; f::amo({call}, dest, &value, nullptr, &r, pe); return r;")
+            else:  # add, and, or, xor
+                e.fn("void", name, f"{ct}* dest, {ct} value, int pe",
+                     f"f::amo({call}, dest, &value, nullptr, nullptr, pe);")
+
+
+def sync(e):
+    e.section("point-to-point synchronization: wait_until / test and their _all/_any/_some(_vector) forms")
+    for tn, ct in SYNC_TYPES:
+        ty = f"sd::scalar_of<{ct}>()"
+        for verb, test in (("wait_until", "false"), ("test", "true")):
+            n = f"shoal_{tn}_{verb}"
+            if verb == "wait_until":
+                e.fn("void", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
+                     f'f::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
+            else:
+                e.fn("int", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
+                     f'return (int)f::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
+            for mode in ("all", "any", "some"):
+                for vec in (False, True):
+                    n = f"shoal_{tn}_{verb}_{mode}" + ("_vector" if vec else "")
+                    val = f"{ct}* cmp_values" if vec else f"{ct} cmp_value"
+                    valp = "cmp_values" if vec else "&cmp_value"
+                    idx = "size_t* indices, " if mode == "some" else ""
+                    idxa = "indices" if mode == "some" else "nullptr"
+                    params = f"{ct}* ivars, size_t nelems, {idx}const int* status, int cmp, {val}"
+                    args = (f'"{n}", {ty}, ivars, nelems, status, {idxa}, cmp, {valp}, '
+                            f'{"true" if vec else "false"}, W::{mode}, {test}')
+                    if mode == "all" and verb == "wait_until":
+                        e.fn("void", n, params, f"f::wait({args});")
+                    elif mode == "all":
+                        e.fn("int", n, params, f"return (int)f::wait({args});")
+                    else:
+                        e.fn("size_t", n, params, f"return f::wait({args});")
+
+
+HEADER = """/* clang-format off */
+/* GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
+ * shoal's typed host API (OpenSHMEM 1.5 names with the shoal_ prefix). Included by <shoal/shoal.h>.
+ * Contracts are those of the generic calls documented in <shoal/shoal.h>:
+ *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements; pe in [0, n_pes)
+ *   put_signal: data first, then sig_op (SHOAL_SIGNAL_SET/ADD) with signal on sig_addr at pe
+ *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
+ *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
+ */
+#ifndef SHOAL_DETAIL_HOST_API_H_
+#define SHOAL_DETAIL_HOST_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shoal/types.h"
+
+SHOAL_EXTERN_C_BEGIN
+"""
+
+FOOTER = """
+SHOAL_EXTERN_C_END
+
+#endif /* SHOAL_DETAIL_HOST_API_H_ */
+"""
+
+SOURCE_HEAD = """// clang-format off
+// GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
+// Each typed C entry point forwards to one generic, type-erased implementation in facade.hpp.
+#include "runtime/facade.hpp"
+#include "shoal/shoal.h"
+
+namespace f = shoal::detail::facade;
+namespace sd = shoal::detail;
+using W = shoal::detail::world_impl::wait_mode;
+
+extern "C" {
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true", help="fail if the checked-in outputs differ")
+    args = ap.parse_args()
+    e = Emitter()
+    rma(e)
+    signals(e)
+    atomics(e)
+    sync(e)
+    outputs = {
+        ROOT / "include/shoal/detail/host_api.h": HEADER + "\n".join(e.decls) + "\n" + FOOTER,
+        ROOT / "src/runtime/host_api.cc": SOURCE_HEAD + "\n".join(e.defs) + "\n\n}  // extern \"C\"\n",
+    }
+    stale = []
+    for path, text in outputs.items():
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path.relative_to(ROOT)))
+        else:
+            path.write_text(text)
+    if stale:
+        print("generated files are stale; run python3 codegen/gen_host_api.py:", *stale, sep="\n  ")
+        return 1
+    n = len([d for d in e.decls if d.startswith("SHOAL_API")])
+    print(f"{'checked' if args.check else 'wrote'} {n} typed entry points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+// The device handle of a world: everything a kernel needs to reach the symmetric heap, in one
+// trivially-copyable struct passed to kernels by value (or held in the facade's per-translation-
+// unit __constant__ copy). Plain C++: host code builds and inspects it; <shoal/device/*.cuh> use it.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define SHOAL_HOST_DEVICE __host__ __device__
+#else
+#define SHOAL_HOST_DEVICE
+#endif
+
+namespace shoal {
+
+namespace detail {
+
+/// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
+/// Zero-filled when the heap grows; epochs only grow, so nothing is ever reset.
+struct device_sync {
+  static constexpr int kMaxRounds = 32;
+  /// Dissemination barrier: word r is written (st.release.sys) by PE (me - 2^r) mod n with the
+  /// barrier epoch it has reached; read (relaxed polls, then one acquire) by this PE.
+  uint64_t barrier_round[kMaxRounds];
+  /// This PE's own barrier epoch: written and read only by this PE's GPU (the one thread that
+  /// runs the barrier), kept here so that it survives across kernels.
+  uint64_t barrier_epoch;
+  uint64_t reserved[15];
+};
+static_assert(std::is_trivially_copyable_v<device_sync>);
+
+}  // namespace detail
+
+/// A world's view for kernels. Remote address of local pointer p on PE pe:
+///   region + local_of(pe) * stride + (p - heap_base)
+struct device_world {
+  int32_t my_pe = -1;
+  int32_t n_pes = 0;
+  char* heap_base = nullptr;   ///< this PE's heap, in this process's address space
+  char* region = nullptr;      ///< heap of node-local index 0; local k's heap at region + k*stride
+  uint64_t stride = 0;         ///< bytes between consecutive local PEs' heaps (= heap reserve)
+  /// Device memory, n_pes entries: the PE's node-local index if its heap is mapped here and the
+  /// GPU can load/store it (NVLink/PCIe P2P), else -1. nullptr means the identity (every PE is
+  /// local and reachable, local index == pe): the common single-node case, no table load needed.
+  const int32_t* local_of_pe = nullptr;
+  uint64_t sync_offset = 0;    ///< offset of detail::device_sync in every heap
+  uint64_t wait_timeout_ns = 0;  ///< a device wait longer than this reports and traps; 0: unbounded
+  uint32_t flags = 0;          ///< reserved
+
+  /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
+  SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const {
+    return local_of_pe == nullptr ? pe : local_of_pe[pe];
+  }
+};
+static_assert(std::is_trivially_copyable_v<device_world>);
+static_assert(std::is_standard_layout_v<device_world>);
+
+}  // namespace shoal

@@ -1,0 +1,92 @@
+/* shoal: one include for the host API (C11 and C++). OpenSHMEM 1.5 names with the shoal_ prefix,
+ * so an OpenSHMEM or NVSHMEM host program is a rename away. Every call is thread-safe
+ * (SHOAL_THREAD_MULTIPLE). On bad input or failure a call reports "<call>: <what> [file:line]"
+ * and, by default, stops every PE of the job; shoal_set_error_mode(SHOAL_ERRORS_RETURN) makes
+ * it record the error for shoal_last_error() and return instead. */
+#ifndef SHOAL_SHOAL_H_
+#define SHOAL_SHOAL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shoal/types.h"
+
+SHOAL_EXTERN_C_BEGIN
+
+/* --- library setup (collective over every PE unless noted) --- */
+
+/** Joins the job described by the launcher's environment (shoalrun, mpirun, srun, torchrun). */
+SHOAL_API void shoal_init(void);
+/** Same as shoal_init; `*provided` = SHOAL_THREAD_MULTIPLE (every call may come from any thread). Returns 0. */
+SHOAL_API int shoal_init_thread(int requested, int* provided);
+/** The thread level granted (SHOAL_THREAD_MULTIPLE once initialized). Not collective. */
+SHOAL_API void shoal_query_thread(int* provided);
+/** Joins the job given explicitly: attr->rank of attr->size, rendezvous attr->uid. Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoal_init_attr(const shoal_init_attr_t* attr);
+/** Makes a rendezvous id on the PE that will be rank 0 (opens its listener). Not collective. Returns 0 or SHOAL_ERR_*. */
+SHOAL_API int shoal_get_uniqueid(shoal_uniqueid_t* uid);
+/** Barrier, then releases the heap and disconnects. Calls after it fail with SHOAL_ERR_NOT_INITIALIZED. */
+SHOAL_API void shoal_finalize(void);
+/** Stops every PE with `status`. Does not return. */
+SHOAL_API void shoal_global_exit(int status);
+
+SHOAL_API int shoal_my_pe(void);
+SHOAL_API int shoal_n_pes(void);
+/** OpenSHMEM spec version this API follows (SHOAL_MAJOR_VERSION.SHOAL_MINOR_VERSION). */
+SHOAL_API void shoal_info_get_version(int* major, int* minor);
+/** The symmetric heap's backend of the default world: "host" or "cuda" ("" before init). */
+SHOAL_API const char* shoalx_backend_name(void);
+/** Vendor string, at most SHOAL_MAX_NAME_LEN bytes including the terminator. */
+SHOAL_API void shoal_info_get_name(char* name);
+
+/* --- errors --- */
+
+/** SHOAL_ERRORS_ABORT (default) or SHOAL_ERRORS_RETURN; returns the previous mode. Process-wide. */
+SHOAL_API int shoal_set_error_mode(int mode);
+/** The calling thread's last error code (SHOAL_OK if none since the last clear) and its message. */
+SHOAL_API int shoal_last_error(const char** message);
+SHOAL_API void shoal_clear_error(void);
+
+/* --- symmetric memory (collective; every PE passes the same sizes in the same order) --- */
+
+/** num_bytes of symmetric memory, 16-byte aligned; NULL for 0 bytes or on error. */
+SHOAL_API void* shoal_malloc(size_t num_bytes);
+/** count*elem_bytes zeroed bytes on every PE. */
+SHOAL_API void* shoal_calloc(size_t count, size_t elem_bytes);
+/** num_bytes aligned to `alignment` (a power of two). */
+SHOAL_API void* shoal_align(size_t alignment, size_t num_bytes);
+/** Resizes keeping the contents; may move. NULL ptr acts as malloc, 0 bytes as free. */
+SHOAL_API void* shoal_realloc(void* ptr, size_t num_bytes);
+/** Frees a block from shoal_malloc & co. NULL is a no-op. Double free is an error. */
+SHOAL_API void shoal_free(void* ptr);
+/** Address of `dest`'s copy on `pe` that this PE may load/store directly, or NULL. Not collective. */
+SHOAL_API void* shoal_ptr(const void* dest, int pe);
+SHOAL_API int shoal_pe_accessible(int pe);
+SHOAL_API int shoal_addr_accessible(const void* addr, int pe);
+
+/* --- ordering and synchronization --- */
+
+/** Orders this PE's puts, AMOs and signals to each PE: those before arrive before those after. */
+SHOAL_API void shoal_fence(void);
+/** Completes all of this PE's outstanding puts, AMOs and signals (visible at their targets). */
+SHOAL_API void shoal_quiet(void);
+/** Collective: quiet, then returns once every PE has arrived. */
+SHOAL_API void shoal_barrier_all(void);
+/** Collective: returns once every PE has arrived (no completion of outstanding operations). */
+SHOAL_API void shoal_sync_all(void);
+
+/* --- signals (sig_addr: a symmetric uint64_t) --- */
+
+/** Atomically reads the local signal word. */
+SHOAL_API uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
+/** Waits until the local signal word compares true (SHOAL_CMP_*) with cmp_value; returns its value. */
+SHOAL_API uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
+/** Applies sig_op (SHOAL_SIGNAL_SET/ADD) with `signal` to sig_addr on `pe`. */
+SHOAL_API void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+
+SHOAL_EXTERN_C_END
+
+/* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test. */
+#include "shoal/detail/host_api.h"
+
+#endif /* SHOAL_SHOAL_H_ */

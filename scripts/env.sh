@@ -1,0 +1,6 @@
+# Sourced by the scripts: finds nvcc where the CUDA toolkit usually lives, and keeps NVLink
+# multicast off (the project's GPU machines must never use it).
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1

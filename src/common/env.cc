@@ -1,0 +1,171 @@
+#include "common/env.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "common/check.hpp"
+
+namespace shoal::detail::env {
+
+namespace {
+
+// The one declaration of every variable. Keep docs/env.md in step (shoal-info --env-markdown prints it).
+constexpr std::array kTable = {
+    // launch and rendezvous (set by shoalrun, or by the user under mpirun/srun/torchrun)
+    variable{"SHOAL_RANK", kind::integer, "-1", "this PE's rank; -1: take it from the launcher (OMPI, PMI, SLURM, torchrun)"},
+    variable{"SHOAL_SIZE", kind::integer, "-1", "number of PEs; -1: take it from the launcher"},
+    variable{"SHOAL_LOCAL_RANK", kind::integer, "-1", "rank among the PEs of this node; -1: from the launcher"},
+    variable{"SHOAL_LOCAL_SIZE", kind::integer, "-1", "number of PEs on this node; -1: from the launcher"},
+    variable{"SHOAL_BOOTSTRAP_UID", kind::string, "", "rendezvous id (shoal-uid-v1:ADDR:PORT:SECRET) set by shoalrun"},
+    variable{"SHOAL_BOOTSTRAP_FD", kind::integer, "-1", "listening socket inherited by PE 0 from shoalrun"},
+    variable{"SHOAL_BOOTSTRAP_ADDR", kind::string, "",
+             "HOST:PORT where PE 0 listens when launched by mpirun/srun/torchrun (default: MASTER_ADDR, "
+             "MASTER_PORT+1, or a node-local file rendezvous)"},
+    variable{"SHOAL_BOOTSTRAP_TIMEOUT", kind::duration_ms, "30s", "how long init waits for every PE to arrive"},
+    variable{"SHOAL_PEER_TIMEOUT", kind::duration_ms, "10s",
+             "a PE silent this long (no heartbeat) is declared dead and the job stops"},
+    // memory
+    variable{"SHOAL_BACKEND", kind::string, "auto", "symmetric heap backend: auto (cuda if a GPU is usable), cuda, host"},
+    variable{"SHOAL_HEAP_RESERVE", kind::size, "64G", "virtual address range reserved for each PE's heap (its maximum size)"},
+    variable{"SHOAL_HEAP_CHUNK", kind::size, "32M", "physical memory is added to the heap in chunks of this size"},
+    variable{"SHOAL_DEVICE", kind::integer, "-1", "GPU ordinal for this PE; -1: local rank modulo the visible GPUs"},
+    // behaviour
+    variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
+             "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},
+    variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
+             "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
+    // diagnostics
+    variable{"SHOAL_DEBUG", kind::string, "warn", "log level: none, warn, info, trace"},
+    variable{"SHOAL_DEBUG_SUBSYS", kind::string, "all",
+             "comma list of subsystems to log: init, bootstrap, heap, transport, rma, coll, all"},
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+const variable& lookup(std::string_view name) {
+  for (const auto& v : kTable)
+    if (name == v.name) return v;
+  SHOAL_THROW(errc::internal, "shoal env", "variable {} is not declared in the environment table", name);
+}
+
+std::string text_of(const variable& v) {
+  auto value = raw(v.name);
+  return value ? *value : std::string(v.default_value);
+}
+
+[[noreturn]] void bad_value(const variable& v, std::string_view text) {
+  SHOAL_THROW(errc::invalid_argument, "shoal env", "{}='{}' is not a valid {} value ({})", v.name, text,
+              to_string(v.type), v.doc);
+}
+
+template <class T>
+T parse_or_throw(const variable& v, kind expected, std::optional<T> (*parse)(std::string_view)) {
+  if (v.type != expected)
+    SHOAL_THROW(errc::internal, "shoal env", "variable {} is a {}, read as a {}", v.name, to_string(v.type),
+                to_string(expected));
+  std::string text = text_of(v);
+  auto value = parse(text);
+  if (!value) bad_value(v, text);
+  return *value;
+}
+
+}  // namespace
+
+std::span<const variable> table() { return kTable; }
+
+const char* to_string(kind k) {
+  switch (k) {
+    case kind::boolean: return "bool";
+    case kind::integer: return "int";
+    case kind::size: return "size";
+    case kind::duration_ms: return "ms";
+    case kind::string: return "string";
+  }
+  return "?";
+}
+
+std::optional<std::string> raw(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  text = trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  text = trim(text);
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (end == text.data() || ec != std::errc()) return std::nullopt;
+  std::string suffix = lower(trim(std::string_view(end, text.data() + text.size() - end)));
+  if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();
+  if (suffix.size() == 2 && suffix[1] == 'i') suffix.pop_back();  // "GiB" == "G"
+  unsigned shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "k") shift = 10;
+  else if (suffix == "m") shift = 20;
+  else if (suffix == "g") shift = 30;
+  else if (suffix == "t") shift = 40;
+  else return std::nullopt;
+  if (shift != 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string t = lower(trim(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+  if (t == "0" || t == "false" || t == "no" || t == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<std::chrono::milliseconds> parse_ms(std::string_view text) {
+  text = trim(text);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (end == text.data() || ec != std::errc() || value < 0) return std::nullopt;
+  std::string suffix = lower(trim(std::string_view(end, text.data() + text.size() - end)));
+  int64_t scale = 0;
+  if (suffix.empty() || suffix == "ms") scale = 1;
+  else if (suffix == "s") scale = 1000;
+  else if (suffix == "m" || suffix == "min") scale = 60'000;
+  else return std::nullopt;
+  if (value > INT64_MAX / scale) return std::nullopt;
+  return std::chrono::milliseconds(value * scale);
+}
+
+bool get_bool(std::string_view name) { return parse_or_throw<bool>(lookup(name), kind::boolean, parse_bool); }
+int64_t get_int(std::string_view name) { return parse_or_throw<int64_t>(lookup(name), kind::integer, parse_int); }
+uint64_t get_size(std::string_view name) { return parse_or_throw<uint64_t>(lookup(name), kind::size, parse_size); }
+std::chrono::milliseconds get_ms(std::string_view name) {
+  return parse_or_throw<std::chrono::milliseconds>(lookup(name), kind::duration_ms, parse_ms);
+}
+std::string get_string(std::string_view name) {
+  const variable& v = lookup(name);
+  if (v.type != kind::string)
+    SHOAL_THROW(errc::internal, "shoal env", "variable {} is a {}, read as a string", v.name, to_string(v.type));
+  return text_of(v);
+}
+
+std::string effective(std::string_view name) { return text_of(lookup(name)); }
+
+}  // namespace shoal::detail::env

@@ -1,0 +1,329 @@
+#include "runtime/facade.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/check.hpp"
+#include "shoal/shoal.h"
+
+namespace shoal::detail::facade {
+
+namespace {
+
+enum class state { never, live, finalized };
+
+std::mutex g_init_mutex;                // serializes init/finalize
+std::unique_ptr<world_impl> g_world;    // the default world
+std::atomic<world_impl*> g_current{nullptr};
+std::atomic<state> g_state{state::never};
+std::atomic<int> g_error_mode{SHOAL_ERRORS_ABORT};
+
+// Per-translation-unit device facades (<shoal/device/facade.cuh>) register an update function at
+// static-init time; each is called with the default world's device handle when it appears and
+// with an empty handle when it goes away.
+using device_update_fn = void (*)(const void* world, size_t bytes);
+std::mutex g_facades_mutex;
+std::vector<device_update_fn> g_facades;
+
+void publish_device_world(const device_world& w) {
+  std::lock_guard lock(g_facades_mutex);
+  for (auto fn : g_facades) fn(&w, sizeof(w));
+}
+
+thread_local int t_last_code = SHOAL_OK;
+thread_local std::string t_last_message;
+
+}  // namespace
+
+world_impl& current(const char* call) {
+  world_impl* w = g_current.load(std::memory_order_acquire);
+  if (w == nullptr) {
+    if (g_state.load() == state::finalized)
+      SHOAL_THROW(errc::not_initialized, call, "shoal was finalized; no call is allowed after shoal_finalize");
+    SHOAL_THROW(errc::not_initialized, call, "shoal is not initialized; call shoal_init first");
+  }
+  return *w;
+}
+
+void report(const shoal::error& e) noexcept {
+  t_last_code = static_cast<int>(e.code());
+  t_last_message = e.what();
+  if (g_error_mode.load() == SHOAL_ERRORS_RETURN) return;
+  std::fprintf(stderr, "shoal: error: %s\n", e.what());
+  std::fflush(nullptr);
+  world_impl* w = g_current.load();
+  // A bad argument on one PE leaves its peers waiting for it: stop them all, with this status.
+  if (w != nullptr) w->global_exit(1);
+  ::_exit(1);
+}
+
+void report_unknown(const char* call, const char* what) noexcept {
+  report(shoal::error(errc::internal, call, what));
+}
+
+namespace {
+size_t total_bytes(const char* call, size_t nelems, size_t elem_bytes) {
+  size_t total = 0;
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call,
+                  "nelems={} x {} bytes overflows size_t", nelems, elem_bytes);
+  return total;
+}
+}  // namespace
+
+void put(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+         int pe) noexcept {
+  guarded_void(call, [&] { current(call).put(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
+}
+void get(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+         int pe) noexcept {
+  guarded_void(call, [&] { current(call).get(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
+}
+void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+          size_t elem_bytes, int pe) noexcept {
+  guarded_void(call, [&] { current(call).iput(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
+}
+void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+          size_t elem_bytes, int pe) noexcept {
+  guarded_void(call, [&] { current(call).iget(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
+}
+void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes,
+                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept {
+  guarded_void(call, [&] {
+    current(call).put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), sig_addr, signal, sig_op, pe);
+  });
+}
+void amo(const char* call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,
+         void* fetched, int pe) noexcept {
+  guarded_void(call, [&] { current(call).atomic(call, op, type, dest, operand, compare_value, fetched, pe); });
+}
+size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices, int cmp,
+            const void* values, bool vector, world_impl::wait_mode mode, bool test_only) noexcept {
+  size_t fallback = mode == world_impl::wait_mode::any ? SIZE_MAX : 0;
+  return guarded(
+      call,
+      [&] { return current(call).wait(call, type, ivars, nelems, status, indices, cmp, values, vector, mode, test_only); },
+      fallback);
+}
+
+namespace {
+
+int init_with(const char* call, const init_options& options) {
+  return guarded(
+      call,
+      [&] {
+        std::lock_guard lock(g_init_mutex);
+        if (g_state.load() == state::live)
+          SHOAL_THROW(errc::invalid_argument, call, "shoal is already initialized (one default world per process; "
+                                                    "use shoal::world for more)");
+        g_world = std::make_unique<world_impl>(options);
+        g_current.store(g_world.get(), std::memory_order_release);
+        g_state.store(state::live);
+        publish_device_world(g_world->device_handle());
+        return SHOAL_OK;
+      },
+      -1);
+}
+
+int last_code_or(int fallback) { return t_last_code != SHOAL_OK ? t_last_code : fallback; }
+
+}  // namespace
+
+}  // namespace shoal::detail::facade
+
+namespace f = shoal::detail::facade;
+using shoal::errc;
+
+extern "C" {
+
+SHOAL_API void shoal_detail_register_device_facade(void (*update)(const void* world, size_t bytes)) {
+  if (update == nullptr) return;
+  std::lock_guard lock(f::g_facades_mutex);
+  f::g_facades.push_back(update);
+  // A translation unit loaded after init (dlopen) catches up at once.
+  if (auto* w = f::g_current.load()) update(&w->device_handle(), sizeof(shoal::device_world));
+}
+
+void shoal_init(void) { f::init_with("shoal_init", {}); }
+
+int shoal_init_thread(int requested, int* provided) {
+  int rc = f::init_with("shoal_init_thread", {});
+  if (provided != nullptr) *provided = SHOAL_THREAD_MULTIPLE;
+  return rc == SHOAL_OK ? 0 : f::last_code_or(rc);
+}
+
+void shoal_query_thread(int* provided) {
+  f::guarded_void("shoal_query_thread", [&] {
+    SHOAL_CHECK_ARG(provided != nullptr, "shoal_query_thread", "provided is null");
+    *provided = f::g_state.load() == f::state::live ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;
+  });
+}
+
+int shoal_init_attr(const shoal_init_attr_t* attr) {
+  const char* call = "shoal_init_attr";
+  int rc = f::guarded(
+      call,
+      [&] {
+        SHOAL_CHECK_ARG(attr != nullptr, call, "attr is null");
+        SHOAL_CHECK_ARG(attr->version == SHOAL_INIT_ATTR_VERSION, call, "attr->version={} is not {}",
+                        attr->version, SHOAL_INIT_ATTR_VERSION);
+        shoal::init_options options;
+        options.rank = attr->rank;
+        options.size = attr->size;
+        options.unique_id = shoal::detail::unique_id::from_bytes(attr->uid.internal, "attr->uid").to_string();
+        return f::init_with(call, options);
+      },
+      -1);
+  return rc == SHOAL_OK ? 0 : f::last_code_or(SHOAL_ERR_INTERNAL);
+}
+
+int shoal_get_uniqueid(shoal_uniqueid_t* uid) {
+  const char* call = "shoal_get_uniqueid";
+  int rc = f::guarded(
+      call,
+      [&] {
+        SHOAL_CHECK_ARG(uid != nullptr, call, "uid is null");
+        auto id = shoal::detail::unique_id::parse(shoal::make_unique_id(), "shoal_get_uniqueid");
+        std::memset(uid->internal, 0, sizeof(uid->internal));
+        id.to_bytes(uid->internal);
+        return SHOAL_OK;
+      },
+      -1);
+  return rc == SHOAL_OK ? 0 : f::last_code_or(SHOAL_ERR_INTERNAL);
+}
+
+void shoal_finalize(void) {
+  f::guarded_void("shoal_finalize", [] {
+    std::lock_guard lock(f::g_init_mutex);
+    f::current("shoal_finalize");
+    f::g_current.store(nullptr);
+    f::g_state.store(f::state::finalized);
+    f::publish_device_world(shoal::device_world{});
+    auto w = std::move(f::g_world);
+    w->finalize();
+  });
+}
+
+void shoal_global_exit(int status) {
+  shoal::detail::world_impl* w = f::g_current.load();
+  std::fflush(nullptr);
+  if (w != nullptr) w->global_exit(status);
+  ::_exit(status);
+}
+
+int shoal_my_pe(void) {
+  return f::guarded("shoal_my_pe", [] { return f::current("shoal_my_pe").my_pe(); }, -1);
+}
+int shoal_n_pes(void) {
+  return f::guarded("shoal_n_pes", [] { return f::current("shoal_n_pes").n_pes(); }, -1);
+}
+
+const char* shoalx_backend_name(void) {
+  shoal::detail::world_impl* w = f::g_current.load();
+  return w != nullptr ? w->backend_name() : "";
+}
+
+void shoal_info_get_version(int* major, int* minor) {
+  if (major != nullptr) *major = SHOAL_MAJOR_VERSION;
+  if (minor != nullptr) *minor = SHOAL_MINOR_VERSION;
+}
+void shoal_info_get_name(char* name) {
+  if (name != nullptr) std::snprintf(name, SHOAL_MAX_NAME_LEN, "%s %s", SHOAL_VENDOR_STRING, shoal::version());
+}
+
+int shoal_set_error_mode(int mode) {
+  if (mode != SHOAL_ERRORS_ABORT && mode != SHOAL_ERRORS_RETURN) {
+    f::report(shoal::error(errc::invalid_argument, "shoal_set_error_mode",
+                           fmt::format("mode={} is neither SHOAL_ERRORS_ABORT nor SHOAL_ERRORS_RETURN", mode)));
+    return f::g_error_mode.load();
+  }
+  return f::g_error_mode.exchange(mode);
+}
+int shoal_last_error(const char** message) {
+  if (message != nullptr) *message = f::t_last_message.c_str();
+  return f::t_last_code;
+}
+void shoal_clear_error(void) {
+  f::t_last_code = SHOAL_OK;
+  f::t_last_message.clear();
+}
+
+void* shoal_malloc(size_t num_bytes) {
+  const char* call = "shoal_malloc";
+  return f::guarded(call, [&] { return f::current(call).malloc(call, num_bytes, 16, false); }, (void*)nullptr);
+}
+void* shoal_calloc(size_t count, size_t elem_bytes) {
+  const char* call = "shoal_calloc";
+  return f::guarded(
+      call, [&] { return f::current(call).malloc(call, f::total_bytes(call, count, elem_bytes), 16, true); },
+      (void*)nullptr);
+}
+void* shoal_align(size_t alignment, size_t num_bytes) {
+  const char* call = "shoal_align";
+  return f::guarded(call, [&] { return f::current(call).malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
+}
+void* shoal_realloc(void* ptr, size_t num_bytes) {
+  const char* call = "shoal_realloc";
+  return f::guarded(call, [&] { return f::current(call).realloc(call, ptr, num_bytes); }, (void*)nullptr);
+}
+void shoal_free(void* ptr) {
+  const char* call = "shoal_free";
+  f::guarded_void(call, [&] { f::current(call).free(call, ptr); });
+}
+void* shoal_ptr(const void* dest, int pe) {
+  const char* call = "shoal_ptr";
+  return f::guarded(call, [&] { return f::current(call).ptr(dest, pe); }, (void*)nullptr);
+}
+int shoal_pe_accessible(int pe) {
+  const char* call = "shoal_pe_accessible";
+  return f::guarded(call, [&] {
+    auto& w = f::current(call);
+    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none ? 1 : 0;
+  });
+}
+int shoal_addr_accessible(const void* addr, int pe) {
+  const char* call = "shoal_addr_accessible";
+  return f::guarded(call, [&] {
+    auto& w = f::current(call);
+    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none && w.heap().offset_of(addr) >= 0
+               ? 1
+               : 0;
+  });
+}
+
+void shoal_fence(void) { f::guarded_void("shoal_fence", [] { f::current("shoal_fence").fence("shoal_fence"); }); }
+void shoal_quiet(void) { f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").quiet("shoal_quiet"); }); }
+void shoal_barrier_all(void) {
+  f::guarded_void("shoal_barrier_all", [] { f::current("shoal_barrier_all").barrier_all("shoal_barrier_all"); });
+}
+void shoal_sync_all(void) {
+  f::guarded_void("shoal_sync_all", [] { f::current("shoal_sync_all").sync_all("shoal_sync_all"); });
+}
+
+uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
+  const char* call = "shoal_signal_fetch";
+  return f::guarded(call, [&] { return f::current(call).signal_fetch(call, sig_addr); }, uint64_t{0});
+}
+uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
+  const char* call = "shoal_signal_wait_until";
+  return f::guarded(
+      call,
+      [&] {
+        auto& w = f::current(call);
+        w.wait(call, shoal::detail::scalar_of<uint64_t>(), sig_addr, 1, nullptr, nullptr, cmp, &cmp_value, false,
+               shoal::detail::world_impl::wait_mode::all, false);
+        return w.signal_fetch(call, sig_addr);
+      },
+      uint64_t{0});
+}
+void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  const char* call = "shoalx_signal_op";
+  f::guarded_void(call, [&] { f::current(call).signal_op(call, sig_addr, signal, sig_op, pe); });
+}
+
+}  // extern "C"

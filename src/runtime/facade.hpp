@@ -1,0 +1,54 @@
+// The C facade's generic entry points: the generated typed functions (host_api.cc) and the
+// hand-written ones (facade.cc) land here. Each converts shoal::error into the C error contract
+// (abort the job, or record and return, per shoal_set_error_mode) at this boundary only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/scalar.hpp"
+#include "runtime/world_impl.hpp"
+
+namespace shoal::detail::facade {
+
+/// The default world, or throws errc::not_initialized naming `call`.
+world_impl& current(const char* call);
+/// Reports `e` per the error mode: records it for shoal_last_error(); in abort mode also prints
+/// it and stops the job.
+void report(const shoal::error& e) noexcept;
+/// Same for any other exception escaping an entry point (bad_alloc…).
+void report_unknown(const char* call, const char* what) noexcept;
+
+/// Runs f() on behalf of C entry point `call`; on failure reports and returns `fallback`.
+template <class F, class R = decltype(std::declval<F>()())>
+R guarded(const char* call, F&& f, R fallback = R()) noexcept {
+  try {
+    return f();
+  } catch (const shoal::error& e) {
+    report(e);
+  } catch (const std::exception& e) {
+    report_unknown(call, e.what());
+  }
+  return fallback;
+}
+template <class F>
+void guarded_void(const char* call, F&& f) noexcept {
+  guarded(call, [&] { f(); return 0; }, 0);
+}
+
+void put(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+         int pe) noexcept;
+void get(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+         int pe) noexcept;
+void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+          size_t elem_bytes, int pe) noexcept;
+void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+          size_t elem_bytes, int pe) noexcept;
+void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes,
+                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept;
+void amo(const char* call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,
+         void* fetched, int pe) noexcept;
+size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices, int cmp,
+            const void* values, bool vector, world_impl::wait_mode mode, bool test_only) noexcept;
+
+}  // namespace shoal::detail::facade

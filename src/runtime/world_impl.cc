@@ -1,0 +1,530 @@
+#include "runtime/world_impl.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "bootstrap/launch_env.hpp"
+#include "common/check.hpp"
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "runtime/registry.hpp"
+#include "runtime/wait.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+std::unique_ptr<chunk_backend> choose_backend(const std::string& requested) {
+  std::string name = requested.empty() ? env::get_string("SHOAL_BACKEND") : requested;
+  if (name == "auto") name = cuda_usable() ? "cuda" : "host";
+  if (name == "host") return make_host_backend();
+  if (name == "cuda") return make_cuda_backend("shoal_init");
+  SHOAL_THROW(errc::invalid_argument, "shoal_init", "backend '{}' is not one of auto, host, cuda (SHOAL_BACKEND)",
+              name);
+}
+
+// Called on the monitor thread when the job must stop: another PE died or went silent, or some
+// PE called global_exit. Nothing can be unwound safely from here, so report and leave.
+void stop_process(int status, const std::string& why) {
+  std::fflush(stdout);
+  std::string line = fmt::format("shoal: stopping this PE: {}\n", why);
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+  ::_exit(status);
+}
+
+bootstrap_options options_for(const init_options& options) {
+  bootstrap_options boot;
+  if (options.rank >= 0 || options.size >= 0 || !options.unique_id.empty()) {
+    SHOAL_CHECK_ARG(options.size >= 1, "shoal_init_attr", "size={} must be at least 1", options.size);
+    SHOAL_CHECK_ARG(options.rank >= 0 && options.rank < options.size, "shoal_init_attr",
+                    "rank={} is out of range [0, {})", options.rank, options.size);
+    SHOAL_CHECK_ARG(!options.unique_id.empty() || options.size == 1, "shoal_init_attr",
+                    "unique_id is empty; make one with shoal_get_uniqueid on one PE and pass it to all");
+    boot.rank = options.rank;
+    boot.size = options.size;
+    if (options.unique_id.empty()) {
+      boot.uid = unique_id::parse(make_unique_id("127.0.0.1"), "unique_id");
+    } else {
+      boot.uid = unique_id::parse(options.unique_id, "unique_id");
+    }
+    if (boot.rank == 0) boot.listen_fd = take_listener(boot.uid);
+  } else {
+    boot = resolve_bootstrap(detect_launch_env());
+  }
+  boot.connect_timeout = env::get_ms("SHOAL_BOOTSTRAP_TIMEOUT");
+  boot.peer_timeout = env::get_ms("SHOAL_PEER_TIMEOUT");
+  return boot;
+}
+
+}  // namespace
+
+world_impl::world_impl(const init_options& options) {
+  log::configure();
+  check_collectives_ = env::get_bool("SHOAL_CHECK_COLLECTIVES");
+  wait_timeout_ = env::get_ms("SHOAL_WAIT_TIMEOUT");
+  auto backend = choose_backend(options.backend);  // before the rendezvous: a bad name fails alone
+
+  auto start = std::chrono::steady_clock::now();
+  boot_ = bootstrap::connect(options_for(options), stop_process);
+  my_pe_ = boot_->rank();
+  n_pes_ = boot_->size();
+  log::set_pe(my_pe_);
+
+  uint64_t reserve = options.heap_reserve_bytes != 0 ? options.heap_reserve_bytes : env::get_size("SHOAL_HEAP_RESERVE");
+  SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum",
+                  reserve);
+  uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
+  heap_ = std::make_unique<symmetric_heap>(*boot_, node_map::discover(*boot_), std::move(backend), reserve, chunk);
+  alloc_ = std::make_unique<symmetric_allocator>(heap_->reserve_bytes());
+  ops_ = heap_->backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops();
+  setup_reserved_block();
+  boot_->barrier("shoal_init");
+
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  SHOAL_LOG(info, init, "PE {}/{} ready in {:.1f} ms: backend {}, heap reserve {} MiB per PE, {} PE(s) on this node",
+            my_pe_, n_pes_, ms, heap_->backend().name(), heap_->reserve_bytes() >> 20,
+            heap_->nodes().pe_of_local.size());
+  for (int pe = 0; pe < n_pes_; ++pe)
+    SHOAL_LOG(info, transport, "PE {} -> PE {}: {}", my_pe_, pe, to_string(path_to(pe)));
+}
+
+void world_impl::setup_reserved_block() {
+  // Allocated first, so it sits at offset 0 on every PE.
+  uint64_t table_offset = (sizeof(device_sync) + 255) / 256 * 256;
+  uint64_t bytes = std::max<uint64_t>(sizeof(sync_area), table_offset + sizeof(int32_t) * n_pes_);
+  auto off = alloc_->allocate(bytes, 256);
+  SHOAL_ASSERT(off && *off == 0);
+  heap_->grow_to(alloc_->high_water(), "shoal_init");
+  ops_->zero(heap_->base(), bytes);
+
+  device_.my_pe = my_pe_;
+  device_.n_pes = n_pes_;
+  if (ops_->direct()) {
+    sync_ = reinterpret_cast<sync_area*>(heap_->base());
+    return;
+  }
+  device_.heap_base = heap_->base();
+  device_.region = heap_->heap_of_local(0);
+  device_.stride = heap_->stride();
+  device_.sync_offset = 0;
+  device_.wait_timeout_ns = static_cast<uint64_t>(wait_timeout_.count()) * 1'000'000;
+  // The identity table (nullptr) when every PE is local with local index == pe; else a real one.
+  std::vector<int32_t> local(n_pes_);
+  bool identity = true;
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    local[pe] = path_to(pe) == peer_path::none ? -1 : heap_->nodes().local_of_pe[pe];
+    identity &= local[pe] == pe;
+  }
+  if (!identity) {
+    char* table = heap_->base() + table_offset;
+    ops_->copy(table, local.data(), sizeof(int32_t) * n_pes_);
+    device_.local_of_pe = reinterpret_cast<const int32_t*>(table);
+  }
+}
+
+world_impl::~world_impl() {
+  if (!finalized_) {
+    try {
+      finalize();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shoal: finalize during world teardown failed: %s\n", e.what());
+    }
+  }
+}
+
+void world_impl::finalize() {
+  if (finalized_) return;
+  std::lock_guard lock(collective_mutex_);
+  finalized_ = true;
+  boot_->barrier("shoal_finalize");
+  ops_.reset();
+  heap_.reset();
+  boot_->finalize();
+}
+
+peer_path world_impl::path_to(int pe) const {
+  if (pe == my_pe_) return peer_path::self;
+  if (heap_->heap_of(pe) == nullptr) return peer_path::none;
+  return std::string_view(heap_->backend().name()) == "host" ? peer_path::shared_memory : peer_path::p2p_nvlink;
+}
+
+uint64_t world_impl::heap_in_use_bytes() const {
+  std::shared_lock lock(alloc_mutex_);
+  return alloc_->bytes_in_use();
+}
+
+// ---------------------------------------------------------------------------------------------
+// validation
+
+void world_impl::check_pe(std::string_view call, int pe) const {
+  SHOAL_CHECK_ARG(pe >= 0 && pe < n_pes_, call, "pe={} is out of range [0, {})", pe, n_pes_);
+}
+
+uint64_t world_impl::check_symmetric(std::string_view call, const char* arg, const void* addr, size_t num_bytes,
+                                     size_t align) const {
+  SHOAL_CHECK_ARG(addr != nullptr, call, "{} is null", arg);
+  int64_t off = heap_->offset_of(addr);
+  SHOAL_CHECK_ARG(off >= 0, call, "{}={} is not in the symmetric heap (allocate it with shoal_malloc)", arg, addr);
+  SHOAL_CHECK_ARG(align <= 1 || reinterpret_cast<uintptr_t>(addr) % align == 0, call,
+                  "{}={} is not aligned to {} bytes, as its type requires", arg, addr, align);
+  std::shared_lock lock(alloc_mutex_);
+  auto block = alloc_->find(static_cast<uint64_t>(off));
+  SHOAL_CHECK_ARG(block.has_value(), call, "{}={} is not inside a live symmetric allocation (freed?)", arg, addr);
+  uint64_t end = static_cast<uint64_t>(off) + num_bytes;
+  SHOAL_CHECK_ARG(num_bytes <= block->num_bytes && end <= block->offset + block->num_bytes, call,
+                  "{}={} + {} bytes runs {} bytes past the end of its {}-byte allocation", arg, addr, num_bytes,
+                  end - (block->offset + block->num_bytes), block->num_bytes);
+  return static_cast<uint64_t>(off);
+}
+
+char* world_impl::remote(std::string_view call, int pe, uint64_t offset) const {
+  char* base = heap_->heap_of(pe);
+  if (base == nullptr)
+    SHOAL_THROW(errc::unsupported, call,
+                "pe={} is on another node and this build has no transport to reach it yet (host proxy pending)", pe);
+  return base + offset;
+}
+
+void world_impl::check_sig_op(std::string_view call, int sig_op) const {
+  SHOAL_CHECK_ARG(sig_op == SHOAL_SIGNAL_SET || sig_op == SHOAL_SIGNAL_ADD, call,
+                  "sig_op={} is neither SHOAL_SIGNAL_SET nor SHOAL_SIGNAL_ADD", sig_op);
+}
+
+void world_impl::agree(std::string_view call, const std::string& args) {
+  // Every PE contributes its view of the call; all compare all, so all throw together.
+  constexpr size_t kBytes = 120;
+  char mine[kBytes] = {};
+  std::snprintf(mine, kBytes, "%s", args.c_str());
+  std::vector<char> all(kBytes * n_pes_);
+  boot_->allgather(mine, all.data(), kBytes, call);
+  if (!check_collectives_) return;
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    const char* theirs = all.data() + pe * kBytes;
+    if (std::strncmp(theirs, all.data(), kBytes) != 0)
+      SHOAL_THROW(errc::mismatch, call, "PEs disagree on a collective call: PE 0 called {}, PE {} called {}",
+                  std::string_view(all.data()), pe, std::string_view(theirs));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory
+
+void* world_impl::malloc(std::string_view call, size_t num_bytes, size_t alignment, bool zero) {
+  std::lock_guard lock(collective_mutex_);
+  bool bad_align = alignment == 0 || !std::has_single_bit(alignment);
+  bool too_big = num_bytes > heap_->reserve_bytes();
+  // Agree first (on the raw arguments), so a PE with bad input fails together with its peers.
+  agree(call, fmt::format("{}(num_bytes={}, alignment={})", call, num_bytes, alignment));
+  SHOAL_CHECK_ARG(!bad_align, call, "alignment={} is not a power of two", alignment);
+  SHOAL_CHECK_ARG(!too_big, call, "num_bytes={} exceeds the heap reserve of {} bytes per PE (SHOAL_HEAP_RESERVE)",
+                  num_bytes, heap_->reserve_bytes());
+  if (num_bytes == 0) return nullptr;
+  std::optional<uint64_t> off;
+  {
+    std::unique_lock alock(alloc_mutex_);
+    off = alloc_->allocate(num_bytes, std::max<size_t>(alignment, 16));
+  }
+  if (!off)
+    SHOAL_THROW(errc::out_of_memory, call,
+                "no room for num_bytes={} in the symmetric heap ({} of {} bytes in use; raise SHOAL_HEAP_RESERVE)",
+                num_bytes, heap_in_use_bytes(), heap_->reserve_bytes());
+  try {
+    heap_->grow_to(alloc_->high_water(), call);
+  } catch (...) {
+    std::unique_lock alock(alloc_mutex_);
+    alloc_->free(*off);
+    throw;
+  }
+  char* p = heap_->base() + *off;
+  if (zero) {
+    ops_->zero(p, num_bytes);
+    boot_->barrier(call);  // nobody writes into a peer's block before the peer has zeroed it
+  }
+  SHOAL_LOG(trace, heap, "{}({}) -> offset {}", call, num_bytes, *off);
+  return p;
+}
+
+void* world_impl::realloc(std::string_view call, void* ptr, size_t num_bytes) {
+  if (ptr == nullptr) return malloc(call, num_bytes, 16, false);
+  if (num_bytes == 0) {
+    free(call, ptr);
+    return nullptr;
+  }
+  std::lock_guard lock(collective_mutex_);
+  int64_t off = heap_->offset_of(ptr);
+  std::optional<symmetric_allocator::block> block;
+  if (off >= 0) {
+    std::shared_lock alock(alloc_mutex_);
+    block = alloc_->find(static_cast<uint64_t>(off));
+  }
+  bool valid = block && block->offset == static_cast<uint64_t>(off);
+  agree(call, fmt::format("{}(ptr=+{}, num_bytes={}, valid={})", call, off, num_bytes, valid));
+  SHOAL_CHECK_ARG(valid, call, "ptr={} is not the start of a live symmetric allocation", ptr);
+  std::optional<uint64_t> moved;
+  {
+    std::unique_lock alock(alloc_mutex_);
+    if (alloc_->resize_in_place(block->offset, num_bytes)) {
+      moved = block->offset;
+    } else {
+      moved = alloc_->allocate(num_bytes, 16);
+    }
+  }
+  if (!moved)
+    SHOAL_THROW(errc::out_of_memory, call, "no room for num_bytes={} in the symmetric heap", num_bytes);
+  heap_->grow_to(alloc_->high_water(), call);
+  if (*moved != block->offset) {
+    // Old and new blocks may overlap only when the new one starts lower; copy through a bounce
+    // buffer then, since the GPU copy engines have no memmove.
+    uint64_t keep = std::min<uint64_t>(block->num_bytes, num_bytes);
+    if (*moved + keep > block->offset && *moved < block->offset + keep) {
+      std::vector<char> bounce(keep);
+      ops_->copy(bounce.data(), ptr, keep);
+      ops_->copy(heap_->base() + *moved, bounce.data(), keep);
+    } else {
+      ops_->copy(heap_->base() + *moved, ptr, keep);
+    }
+    std::unique_lock alock(alloc_mutex_);
+    alloc_->free(block->offset);
+  }
+  boot_->barrier(call);  // every PE has copied before anyone writes the new block
+  return heap_->base() + *moved;
+}
+
+void world_impl::free(std::string_view call, void* ptr) {
+  std::lock_guard lock(collective_mutex_);
+  int64_t off = ptr == nullptr ? -1 : heap_->offset_of(ptr);
+  bool live = false;
+  if (off >= 0) {
+    std::shared_lock alock(alloc_mutex_);
+    auto block = alloc_->find(static_cast<uint64_t>(off));
+    live = block && block->offset == static_cast<uint64_t>(off) && off != 0;  // offset 0: shoal's sync words
+  }
+  agree(call, fmt::format("{}(ptr={})", call, ptr == nullptr ? std::string("null") : fmt::format("+{}", off)));
+  if (ptr == nullptr) return;
+  SHOAL_CHECK_ARG(off >= 0, call, "ptr={} is not in the symmetric heap", ptr);
+  SHOAL_CHECK_ARG(live, call, "ptr={} is not the start of a live symmetric allocation (double free?)", ptr);
+  std::unique_lock alock(alloc_mutex_);
+  alloc_->free(static_cast<uint64_t>(off));
+}
+
+void* world_impl::ptr(const void* addr, int pe) const {
+  if (pe < 0 || pe >= n_pes_ || addr == nullptr) return nullptr;
+  int64_t off = heap_->offset_of(addr);
+  if (off < 0) return nullptr;
+  char* base = heap_->heap_of(pe);
+  if (base == nullptr || !ops_->direct()) return nullptr;
+  return base + off;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMA
+
+void world_impl::put(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
+                     int pe) {
+  check_pe(call, pe);
+  if (num_bytes == 0) return;
+  SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
+  uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
+  ops_->copy(remote(call, pe, off), source, num_bytes);
+}
+
+void world_impl::get(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
+                     int pe) {
+  check_pe(call, pe);
+  if (num_bytes == 0) return;
+  SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
+  uint64_t off = check_symmetric(call, "source", source, num_bytes, elem_align);
+  ops_->copy(dest, remote(call, pe, off), num_bytes);
+}
+
+namespace {
+// Extent in bytes of num_elems elements spaced `stride` elements apart (stride >= 1).
+uint64_t strided_extent(ptrdiff_t stride, size_t num_elems, size_t elem_bytes) {
+  return (static_cast<uint64_t>(num_elems) - 1) * static_cast<uint64_t>(stride) * elem_bytes + elem_bytes;
+}
+}  // namespace
+
+void world_impl::iput(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
+                      ptrdiff_t source_stride, size_t num_elems, size_t elem_bytes, int pe) {
+  check_pe(call, pe);
+  SHOAL_CHECK_ARG(dest_stride >= 1, call, "dst={} must be at least 1", dest_stride);
+  SHOAL_CHECK_ARG(source_stride >= 1, call, "sst={} must be at least 1", source_stride);
+  if (num_elems == 0) return;
+  SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
+  uint64_t off = check_symmetric(call, "dest", dest, strided_extent(dest_stride, num_elems, elem_bytes), elem_bytes);
+  char* to = remote(call, pe, off);
+  auto* from = static_cast<const char*>(source);
+  for (size_t i = 0; i < num_elems; ++i)
+    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
+}
+
+void world_impl::iget(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
+                      ptrdiff_t source_stride, size_t num_elems, size_t elem_bytes, int pe) {
+  check_pe(call, pe);
+  SHOAL_CHECK_ARG(dest_stride >= 1, call, "dst={} must be at least 1", dest_stride);
+  SHOAL_CHECK_ARG(source_stride >= 1, call, "sst={} must be at least 1", source_stride);
+  if (num_elems == 0) return;
+  SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
+  uint64_t off =
+      check_symmetric(call, "source", source, strided_extent(source_stride, num_elems, elem_bytes), elem_bytes);
+  const char* from = remote(call, pe, off);
+  auto* to = static_cast<char*>(dest);
+  for (size_t i = 0; i < num_elems; ++i)
+    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
+}
+
+void world_impl::atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
+                        const void* compare_value, void* fetched, int pe) {
+  check_pe(call, pe);
+  uint64_t off = check_symmetric(call, "dest", dest, type.bytes, type.bytes);
+  ops_->atomic(op, type, remote(call, pe, off), operand, compare_value, fetched);
+}
+
+// ---------------------------------------------------------------------------------------------
+// signals
+
+void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes,
+                            uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  check_pe(call, pe);
+  check_sig_op(call, sig_op);
+  uint64_t sig_off = check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
+  if (num_bytes > 0) {
+    SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
+    uint64_t off = check_symmetric(call, "dest", dest, num_bytes, 1);
+    ops_->copy(remote(call, pe, off), source, num_bytes);
+  }
+  // The signal update is sequentially consistent, so it is ordered after the data above.
+  amo_op op = sig_op == SHOAL_SIGNAL_SET ? amo_op::set : amo_op::add;
+  ops_->atomic(op, scalar_of<uint64_t>(), remote(call, pe, sig_off), &signal, nullptr, nullptr);
+}
+
+void world_impl::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  put_signal(call, nullptr, nullptr, 0, sig_addr, signal, sig_op, pe);
+}
+
+uint64_t world_impl::signal_fetch(std::string_view call, const uint64_t* sig_addr) {
+  check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
+  uint64_t v;
+  ops_->load(scalar_of<uint64_t>(), sig_addr, &v);
+  return v;
+}
+
+size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t nelems, const int* status,
+                        size_t* indices, int cmp, const void* values, bool vector, wait_mode mode, bool test_only) {
+  SHOAL_CHECK_ARG(cmp >= SHOAL_CMP_EQ && cmp <= SHOAL_CMP_GE, call, "cmp={} is not a SHOAL_CMP_* value", cmp);
+  SHOAL_CHECK_ARG(values != nullptr, call, "cmp_value{} is null", vector ? "s" : "");
+  if (nelems == 0) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
+  check_symmetric(call, "ivars", ivars, nelems * type.bytes, type.bytes);
+  SHOAL_CHECK_ARG(mode != wait_mode::some || indices != nullptr, call, "indices is null");
+  auto* base = static_cast<char*>(ivars);
+  auto value_of = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * type.bytes : 0); };
+  auto satisfied = [&](size_t i) {
+    alignas(8) unsigned char seen[8];
+    ops_->load(type, base + i * type.bytes, seen);
+    return compare(type, seen, cmp, value_of(i));
+  };
+  bool any_active = false;
+  for (size_t i = 0; i < nelems; ++i) any_active |= status == nullptr || status[i] == 0;
+  if (!any_active) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
+
+  backoff pause(test_only ? std::chrono::milliseconds(0) : wait_timeout_);
+  while (true) {
+    size_t found = 0, pending = 0, first = SIZE_MAX, first_pending = SIZE_MAX;
+    for (size_t i = 0; i < nelems; ++i) {
+      if (status != nullptr && status[i] != 0) continue;
+      if (satisfied(i)) {
+        if (mode == wait_mode::some) indices[found] = i;
+        if (first == SIZE_MAX) first = i;
+        ++found;
+      } else {
+        ++pending;
+        if (first_pending == SIZE_MAX) first_pending = i;
+      }
+    }
+    switch (mode) {
+      case wait_mode::all:
+        if (pending == 0) return 1;
+        break;
+      case wait_mode::any:
+        if (first != SIZE_MAX) return first;
+        break;
+      case wait_mode::some:
+        if (found > 0) return found;
+        break;
+    }
+    if (test_only) return mode == wait_mode::any ? SIZE_MAX : 0;
+    if (!pause.pause()) {
+      alignas(8) unsigned char seen[8] = {};
+      ops_->load(type, base + first_pending * type.bytes, seen);
+      uint64_t seen_bits = 0, want_bits = 0;
+      std::memcpy(&seen_bits, seen, type.bytes);
+      std::memcpy(&want_bits, value_of(first_pending), type.bytes);
+      SHOAL_THROW(errc::timeout, call,
+                  "waited {} ms (SHOAL_WAIT_TIMEOUT) on PE {}: ivars[{}] at {} is 0x{:x}, waiting for cmp {} 0x{:x}",
+                  wait_timeout_.count(), my_pe_, first_pending, static_cast<void*>(base + first_pending * type.bytes),
+                  seen_bits, cmp, want_bits);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ordering and synchronization
+
+void world_impl::fence(std::string_view) { ops_->quiet(); }
+void world_impl::quiet(std::string_view) { ops_->quiet(); }
+
+void world_impl::dissemination_barrier(std::string_view call) {
+  uint64_t epoch = ++barrier_epoch_;
+  // GPU heaps are not for the CPU to poll: their host barrier goes through the bootstrap.
+  if (!ops_->direct()) {
+    boot_->barrier(call);
+    return;
+  }
+  // Fall back to the bootstrap when some PE cannot be reached through shared memory.
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    if (heap_->heap_of(pe) == nullptr) {
+      boot_->barrier(call);
+      return;
+    }
+  }
+  for (int round = 0, dist = 1; dist < n_pes_; ++round, dist <<= 1) {
+    int to = (my_pe_ + dist) % n_pes_;
+    auto* peer_sync = reinterpret_cast<sync_area*>(heap_->heap_of(to));
+    std::atomic_ref<uint64_t>(peer_sync->barrier_round[round]).store(epoch, std::memory_order_release);
+    std::atomic_ref<uint64_t> mine(sync_->barrier_round[round]);
+    backoff pause(wait_timeout_);
+    while (mine.load(std::memory_order_acquire) < epoch) {
+      if (!pause.pause()) {
+        int from = (my_pe_ - dist % n_pes_ + n_pes_) % n_pes_;
+        SHOAL_THROW(errc::timeout, call,
+                    "PE {} waited {} ms (SHOAL_WAIT_TIMEOUT) in barrier {} round {} for PE {} (it has reached "
+                    "barrier {})",
+                    my_pe_, wait_timeout_.count(), epoch, round, from, mine.load());
+      }
+    }
+  }
+}
+
+void world_impl::barrier_all(std::string_view call) {
+  std::lock_guard lock(collective_mutex_);
+  quiet(call);
+  dissemination_barrier(call);
+}
+
+void world_impl::sync_all(std::string_view call) {
+  std::lock_guard lock(collective_mutex_);
+  dissemination_barrier(call);
+}
+
+void world_impl::global_exit(int status) {
+  std::fflush(nullptr);
+  boot_->abort_job(status, fmt::format("PE {} called shoal_global_exit({})", my_pe_, status));
+  ::_exit(status);
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,125 @@
+// The world's state and the one implementation of every host-API family. The C++ `shoal::world`
+// and the generated C facade both call into here with the public call's name, so every error
+// names the call the user made.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "heap/allocator.hpp"
+#include "heap/symmetric_heap.hpp"
+#include "runtime/scalar.hpp"
+#include "shoal/device_world.hpp"
+#include "shoal/world.hpp"
+#include "transport/memory_ops.hpp"
+
+namespace shoal::detail {
+
+/// Shoal's own words at the start of every PE's heap (allocated first, so at the same offset on
+/// every PE). Written by peers with host atomics, read by the owner.
+struct sync_area {
+  static constexpr int kMaxRounds = 32;
+  /// barrier_all / sync_all (dissemination): word r is written by PE (me - 2^r) mod n with the
+  /// barrier epoch it has reached (release store); read (acquire) by this PE, which waits until
+  /// it is >= its own epoch. Epochs only grow, so nothing is ever reset.
+  uint64_t barrier_round[kMaxRounds];
+};
+
+class world_impl {
+ public:
+  explicit world_impl(const init_options& options);
+  ~world_impl();
+
+  void finalize();
+  bool finalized() const { return finalized_; }
+
+  int my_pe() const { return my_pe_; }
+  int n_pes() const { return n_pes_; }
+  const char* backend_name() const { return heap_->backend().name(); }
+  peer_path path_to(int pe) const;
+  symmetric_heap& heap() { return *heap_; }
+  /// The handle kernels receive (valid for GPU heaps; for the host backend only my_pe/n_pes are set).
+  const device_world& device_handle() const { return device_; }
+  uint64_t heap_in_use_bytes() const;
+  bootstrap& boot() { return *boot_; }
+
+  // memory (collective)
+  void* malloc(std::string_view call, size_t num_bytes, size_t alignment, bool zero);
+  void* realloc(std::string_view call, void* ptr, size_t num_bytes);
+  void free(std::string_view call, void* ptr);
+  void* ptr(const void* addr, int pe) const;
+
+  // RMA: `elem` gives the alignment the typed call requires (1 for *mem).
+  void put(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align, int pe);
+  void get(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align, int pe);
+  void iput(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride,
+            size_t num_elems, size_t elem_bytes, int pe);
+  void iget(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride,
+            size_t num_elems, size_t elem_bytes, int pe);
+
+  // atomics: values are passed by pointer as `type`
+  void atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
+              const void* compare_value, void* fetched, int pe);
+
+  // signals
+  void put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr,
+                  uint64_t signal, int sig_op, int pe);
+  void signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+  uint64_t signal_fetch(std::string_view call, const uint64_t* sig_addr);
+
+  /// The wait/test family in one place. `ivars`: nelems local symmetric words of `type`;
+  /// `status` (may be null): nonzero entries are excluded; `values`: one value, or nelems when
+  /// `vector`. Returns: all → 0 / 1 (test: 1 if satisfied); any → the index satisfied, or SIZE_MAX;
+  /// some → the number of indices written to `indices`.
+  enum class wait_mode { all, any, some };
+  size_t wait(std::string_view call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices,
+              int cmp, const void* values, bool vector, wait_mode mode, bool test_only);
+
+  void fence(std::string_view call);
+  void quiet(std::string_view call);
+  void barrier_all(std::string_view call);
+  void sync_all(std::string_view call);
+  [[noreturn]] void global_exit(int status);
+
+ private:
+  struct checked_range {
+    uint64_t offset;  // in the symmetric heap
+  };
+  void check_pe(std::string_view call, int pe) const;
+  /// Validates that [addr, addr+num_bytes) lies inside one live allocation and is aligned to
+  /// `align`; returns its heap offset. `arg` names the argument in errors.
+  uint64_t check_symmetric(std::string_view call, const char* arg, const void* addr, size_t num_bytes,
+                           size_t align) const;
+  char* remote(std::string_view call, int pe, uint64_t offset) const;
+  void check_sig_op(std::string_view call, int sig_op) const;
+  void dissemination_barrier(std::string_view call);
+  /// Shoal's reserved block at heap offset 0: host sync words (host backend) or the device sync
+  /// words plus the PE -> local-index table (GPU backends).
+  void setup_reserved_block();
+  /// Exchanges a description of a collective call; throws errc::mismatch on every PE if any differ.
+  void agree(std::string_view call, const std::string& args);
+
+  int my_pe_ = -1;
+  int n_pes_ = 0;
+  bool finalized_ = false;
+  std::unique_ptr<bootstrap> boot_;
+  std::unique_ptr<symmetric_heap> heap_;
+  std::unique_ptr<memory_ops> ops_;  // how host-issued operations touch this backend's memory
+  device_world device_;
+  mutable std::shared_mutex alloc_mutex_;  // writers: malloc/free; readers: every RMA check
+  std::unique_ptr<symmetric_allocator> alloc_;
+  std::mutex collective_mutex_;  // collectives are not concurrent (OpenSHMEM), but don't corrupt if they are
+  sync_area* sync_ = nullptr;    // this PE's host sync words (in its heap; host backend only)
+  uint64_t barrier_epoch_ = 0;
+  bool check_collectives_ = true;
+  std::chrono::milliseconds wait_timeout_{0};
+};
+
+}  // namespace shoal::detail

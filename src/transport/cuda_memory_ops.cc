@@ -1,0 +1,82 @@
+// Host-issued operations on GPU symmetric memory (this PE's or a peer's, mapped over NVLink):
+// copies with cudaMemcpyAsync, atomics with a one-thread kernel, all on one internal stream that
+// quiet() drains. Slow by design (a launch per atomic); the device API is the fast path.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "common/check.hpp"
+#include "transport/amo_kernel.hpp"
+#include "transport/memory_ops.hpp"
+
+#define SHOAL_CUDA_CHECK(expr, call)                                                                        \
+  do {                                                                                                      \
+    cudaError_t shoal_err_ = (expr);                                                                        \
+    if (shoal_err_ != cudaSuccess)                                                                          \
+      SHOAL_THROW(::shoal::errc::cuda, (call), "{} failed: {} ({})", #expr, cudaGetErrorString(shoal_err_), \
+                  cudaGetErrorName(shoal_err_));                                                            \
+  } while (0)
+
+namespace shoal::detail {
+
+namespace {
+
+class cuda_memory_ops final : public memory_ops {
+ public:
+  cuda_memory_ops() {
+    SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "shoal_init");
+    SHOAL_CUDA_CHECK(cudaMallocHost(&fetched_, sizeof(unsigned long long)), "shoal_init");
+  }
+  ~cuda_memory_ops() override {
+    cudaStreamSynchronize(stream_);
+    cudaFreeHost(fetched_);
+    cudaStreamDestroy(stream_);
+  }
+
+  void copy(void* dest, const void* source, size_t num_bytes) override {
+    std::lock_guard lock(mutex_);
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, source, num_bytes, cudaMemcpyDefault, stream_), "shoal host RMA");
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal host RMA");
+  }
+
+  void atomic(amo_op op, scalar type, void* target, const void* operand, const void* compare_value,
+              void* fetched) override {
+    if (type.bytes != 4 && type.bytes != 8)
+      SHOAL_THROW(errc::unsupported, "shoal host atomic", "{}-byte atomics are not supported on GPU memory",
+                  type.bytes);
+    amo_args a{op, 0, 0};
+    if (operand != nullptr) std::memcpy(&a.operand, operand, type.bytes);
+    if (compare_value != nullptr) std::memcpy(&a.compare, compare_value, type.bytes);
+    std::lock_guard lock(mutex_);
+    SHOAL_CUDA_CHECK(launch_amo_kernel(type, target, a, fetched_, stream_), "shoal host atomic");
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal host atomic");
+    if (fetched != nullptr) std::memcpy(fetched, fetched_, type.bytes);
+  }
+
+  void load(scalar type, const void* addr, void* out) override { copy(out, addr, type.bytes); }
+
+  void zero(void* dest, size_t num_bytes) override {
+    std::lock_guard lock(mutex_);
+    SHOAL_CUDA_CHECK(cudaMemsetAsync(dest, 0, num_bytes, stream_), "shoal_calloc");
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal_calloc");
+  }
+
+  void quiet() override {
+    std::lock_guard lock(mutex_);
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal_quiet");
+  }
+
+  bool direct() const override { return false; }
+
+ private:
+  std::mutex mutex_;  // one stream and one result slot for every host thread
+  cudaStream_t stream_ = nullptr;
+  unsigned long long* fetched_ = nullptr;  // pinned host: the atomic kernel writes the old value here
+};
+
+}  // namespace
+
+std::unique_ptr<memory_ops> make_cuda_memory_ops() { return std::make_unique<cuda_memory_ops>(); }
+
+}  // namespace shoal::detail
