@@ -54,8 +54,8 @@ void write_json(const std::string& path, const std::vector<row>& rows) {
         "  {{\"benchmark\": \"{}\", \"impl\": \"{}\", \"backend\": \"{}\", \"num_pes\": {}, \"scope\": \"{}\", "
         "\"size_bytes\": {}, \"iterations\": {}, \"latency_us\": {:.4f}, \"bandwidth_gbps\": {:.4f}, "
         "\"ratio\": {:.4f}, \"baseline\": \"{}\"}}{}\n",
-        r.benchmark, r.impl, r.backend, r.num_pes, r.scope, r.size_bytes, r.iterations, r.latency_us,
-        r.bandwidth_gbps, r.ratio, r.baseline, i + 1 < rows.size() ? "," : "");
+        r.benchmark, r.impl, r.backend, r.num_pes, r.scope, r.size_bytes, r.iterations, r.latency_us, r.bandwidth_gbps,
+        r.ratio, r.baseline, i + 1 < rows.size() ? "," : "");
   }
   out << "]\n";
 }

@@ -11,13 +11,13 @@ struct row {
   std::string impl;       ///< "shoal", "memcpy" (ceiling), "nvshmem", "nccl"
   std::string backend;    ///< "host" or "cuda"
   int num_pes = 0;
-  std::string scope;      ///< "thread", "warp", "block", "host", ...
+  std::string scope;  ///< "thread", "warp", "block", "host", ...
   size_t size_bytes = 0;
   int iterations = 0;
-  double latency_us = 0;  ///< median time per operation
+  double latency_us = 0;      ///< median time per operation
   double bandwidth_gbps = 0;  ///< GB/s (1e9 bytes/s); 0 for latency-only rows
-  double ratio = 0;       ///< vs the row's baseline in the same run (bandwidth: shoal/baseline; latency: shoal/baseline)
-  std::string baseline;   ///< which impl `ratio` compares against
+  double ratio = 0;      ///< vs the row's baseline in the same run (bandwidth: shoal/baseline; latency: shoal/baseline)
+  std::string baseline;  ///< which impl `ratio` compares against
 };
 
 void print_table(const std::vector<row>& rows);

@@ -4,6 +4,10 @@
 //
 //   shoalrun -n 2 shoal-bench [put_bw get_bw p_ping_pong put_signal_ping_pong atomic_latency
 //                              barrier_latency] -b 8 -e 64M -f 2 -n 100 -w 10 --csv out.csv
+//
+// When the job's heap is on GPUs (backend "cuda"), the device-initiated set runs instead
+// (bench/device/: put_bw, get_bw, put_bw_bidir, p_ping_pong, put_signal_ping_pong,
+// put_quiet_latency, atomic_latency, barrier_latency; options -c -t -s too).
 #include <time.h>
 
 #include <algorithm>
@@ -16,11 +20,19 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
+#include "device/options.hpp"
 #include "report.hpp"
 #include "shoal/shoal.h"
+
+#ifndef SHOAL_BENCH_DEVICE
+#define SHOAL_BENCH_DEVICE 0  // 1 where bench/device/*.cu are built (SHOAL_CUDA)
+#endif
+#if SHOAL_BENCH_DEVICE
+#include "device/device_bench.hpp"
+#endif
 
 namespace {
 
@@ -109,8 +121,10 @@ void bandwidth(context& ctx, bool is_put) {
       int iters = iters_for(ctx.cfg, bytes);
       double shoal_us = time_per_iter(ctx.cfg, iters, [&](int n) {
         for (int i = 0; i < n; ++i) {
-          if (is_put) shoal_putmem_nbi(sym, local.data(), bytes, 1);
-          else shoal_getmem_nbi(local.data(), sym, bytes, 1);
+          if (is_put)
+            shoal_putmem_nbi(sym, local.data(), bytes, 1);
+          else
+            shoal_getmem_nbi(local.data(), sym, bytes, 1);
         }
         shoal_quiet();
       });
@@ -260,58 +274,38 @@ void barrier_latency(context& ctx) {
 
 int main(int argc, char** argv) {
   CLI::App app{"shoal-bench: perftest-style RMA, atomic, signal and sync measurements between PEs"};
-  config cfg;
-  std::vector<std::string> which;
-  std::string csv, json;
-  auto parse_size = [](const std::string& text) {
-    size_t pos = 0;
-    unsigned long long v = std::stoull(text, &pos);
-    std::string suffix = text.substr(pos);
-    if (suffix == "K" || suffix == "k") v <<= 10;
-    else if (suffix == "M" || suffix == "m") v <<= 20;
-    else if (suffix == "G" || suffix == "g") v <<= 30;
-    else if (!suffix.empty()) throw CLI::ValidationError("size", "bad size suffix in '" + text + "'");
-    return static_cast<size_t>(v);
-  };
-  std::string min_text = "8", max_text = "64M";
-  app.add_option("benchmarks", which,
-                 "which to run: put_bw get_bw p_ping_pong put_signal_ping_pong atomic_latency barrier_latency "
-                 "(default: all)");
-  app.add_option("-b,--min-size", min_text, "smallest message (bytes; K/M/G suffixes)");
-  app.add_option("-e,--max-size", max_text, "largest message");
-  app.add_option("-f,--step-factor", cfg.factor, "size multiplier between points")->check(CLI::Range(2, 1024));
-  app.add_option("-n,--iters", cfg.iterations, "timed iterations per point (scaled down for large sizes)")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("-w,--warmup", cfg.warmup, "untimed iterations before each point")->check(CLI::Range(0, 1000000));
-  app.add_option("-r,--reps", cfg.reps, "timed repetitions per point; the median is reported")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--csv", csv, "write the rows as CSV to this file (PE 0)");
-  app.add_option("--json", json, "write the rows as JSON to this file (PE 0)");
+  shoal::bench::options opts;
+  shoal::bench::add_options(app, opts);
   CLI11_PARSE(app, argc, argv);
-  try {
-    cfg.min_bytes = parse_size(min_text);
-    cfg.max_bytes = parse_size(max_text);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shoal-bench: -b/-e: %s\n", e.what());
+  if (std::string err = shoal::bench::finish(opts); !err.empty()) {
+    std::fprintf(stderr, "shoal-bench: %s\n", err.c_str());
     return 2;
   }
-  if (cfg.min_bytes == 0 || cfg.min_bytes > cfg.max_bytes) {
-    std::fprintf(stderr, "shoal-bench: -b %zu / -e %zu: need 0 < min <= max\n", cfg.min_bytes, cfg.max_bytes);
-    return 2;
-  }
-  const std::vector<std::string> all = {"put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong",
-                                        "atomic_latency", "barrier_latency"};
-  if (which.empty()) which = all;
-  for (const auto& w : which) {
-    if (std::find(all.begin(), all.end(), w) == all.end()) {
+  const std::vector<std::string> host_set = {"put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong",
+                                             "atomic_latency", "barrier_latency"};
+  const std::vector<std::string> device_set = shoal::bench::device_benchmark_names();
+  auto in = [](const std::vector<std::string>& set, const std::string& name) {
+    return std::find(set.begin(), set.end(), name) != set.end();
+  };
+  for (const auto& w : opts.which) {
+    if (!in(host_set, w) && !in(device_set, w)) {
       std::fprintf(stderr, "shoal-bench: unknown benchmark '%s'\n", w.c_str());
       return 2;
     }
   }
 
+#if SHOAL_BENCH_DEVICE
+  // Before init, so that the cuda backend adopts this GPU (a no-op without one).
+  shoal::bench::device_select_gpu();
+#endif
   shoal_init();
   context ctx;
-  ctx.cfg = cfg;
+  ctx.cfg.min_bytes = opts.min_bytes;
+  ctx.cfg.max_bytes = opts.max_bytes;
+  ctx.cfg.factor = opts.factor;
+  ctx.cfg.iterations = opts.iterations;
+  ctx.cfg.warmup = opts.warmup;
+  ctx.cfg.reps = opts.reps;
   ctx.me = shoal_my_pe();
   ctx.npes = shoal_n_pes();
   if (ctx.npes < 2) {
@@ -320,20 +314,55 @@ int main(int argc, char** argv) {
     return 2;
   }
   ctx.backend = shoalx_backend_name();
-  for (const auto& w : which) {
-    if (w == "put_bw") bandwidth(ctx, true);
-    else if (w == "get_bw") bandwidth(ctx, false);
-    else if (w == "p_ping_pong") p_ping_pong(ctx);
-    else if (w == "put_signal_ping_pong") put_signal_ping_pong(ctx);
-    else if (w == "atomic_latency") atomic_latency(ctx);
-    else if (w == "barrier_latency") barrier_latency(ctx);
+  // Device-initiated operations where the heap is on GPUs; host-issued ones otherwise.
+  const bool device = SHOAL_BENCH_DEVICE && ctx.backend == "cuda";
+  const std::vector<std::string>& set = device ? device_set : host_set;
+  std::vector<std::string> which;
+  for (const auto& w : opts.which.empty() ? set : opts.which) {
+    if (in(set, w))
+      which.push_back(w);
+    else if (ctx.me == 0)
+      std::fprintf(stderr, "shoal-bench: '%s' is not in the %s set; skipped\n", w.c_str(), device ? "device" : "host");
+  }
+  bool checks_passed = true;
+  bool aborted = false;
+  if (device) {
+#if SHOAL_BENCH_DEVICE
+    try {
+      checks_passed = shoal::bench::run_device_benchmarks(opts, which, ctx.rows, ctx.backend);
+    } catch (const std::exception& e) {
+      // Keep what was measured; the job stops (shoalrun ends the other PEs).
+      std::fprintf(stderr, "shoal-bench: PE %d: %s\n", ctx.me, e.what());
+      aborted = true;
+    }
+#endif
+  } else {
+    for (const auto& w : which) {
+      if (w == "put_bw")
+        bandwidth(ctx, true);
+      else if (w == "get_bw")
+        bandwidth(ctx, false);
+      else if (w == "p_ping_pong")
+        p_ping_pong(ctx);
+      else if (w == "put_signal_ping_pong")
+        put_signal_ping_pong(ctx);
+      else if (w == "atomic_latency")
+        atomic_latency(ctx);
+      else if (w == "barrier_latency")
+        barrier_latency(ctx);
+    }
   }
   if (ctx.me == 0) {
-    fmt::print("shoal-bench: {} PEs, host-issued operations, backend {}\n", ctx.npes, ctx.backend);
+    fmt::print("shoal-bench: {} PEs, {} operations, backend {}\n", ctx.npes,
+               device ? "device-initiated" : "host-issued", ctx.backend);
     shoal::bench::print_table(ctx.rows);
-    if (!csv.empty()) shoal::bench::write_csv(csv, ctx.rows);
-    if (!json.empty()) shoal::bench::write_json(json, ctx.rows);
+    if (!opts.csv.empty()) shoal::bench::write_csv(opts.csv, ctx.rows);
+    if (!opts.json.empty()) shoal::bench::write_json(opts.json, ctx.rows);
+  }
+  if (aborted) {
+    std::fflush(nullptr);
+    std::_Exit(1);  // the peer may be waiting inside a benchmark: no collective finalize
   }
   shoal_finalize();
-  return 0;
+  return checks_passed ? 0 : 1;
 }

@@ -17,5 +17,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/shoal-config-version.cmak
 install(FILES ${PROJECT_BINARY_DIR}/shoal-config.cmake ${PROJECT_BINARY_DIR}/shoal-config-version.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/shoal)
 
+file(RELATIVE_PATH SHOAL_PC_RELATIVE_PREFIX ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/shoal.pc.in ${PROJECT_BINARY_DIR}/shoal.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/shoal.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -89,4 +89,9 @@ SHOAL_EXTERN_C_END
 /* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test. */
 #include "shoal/detail/host_api.h"
 
+/* Under nvcc (C++): the device API too, as the shoal_ and shoalx_ device facade (as nvshmem.h does). */
+#if defined(__CUDACC__)
+#include "shoal/device/facade.cuh"
+#endif
+
 #endif /* SHOAL_SHOAL_H_ */

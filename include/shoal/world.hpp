@@ -22,10 +22,10 @@ class world_impl;
 /// How to join a job. Unset fields come from the launcher's environment (shoalrun, mpirun,
 /// srun, torchrun) and the SHOAL_* variables.
 struct init_options {
-  int rank = -1;           ///< this PE, or -1 for the environment's
-  int size = -1;           ///< number of PEs, or -1 for the environment's
-  std::string unique_id;   ///< text form from make_unique_id() (shoal-uid-v1:…); empty: environment
-  std::string backend;     ///< "host", "cuda", or empty for SHOAL_BACKEND
+  int rank = -1;                    ///< this PE, or -1 for the environment's
+  int size = -1;                    ///< number of PEs, or -1 for the environment's
+  std::string unique_id;            ///< text form from make_unique_id() (shoal-uid-v1:…); empty: environment
+  std::string backend;              ///< "host", "cuda", or empty for SHOAL_BACKEND
   uint64_t heap_reserve_bytes = 0;  ///< maximum heap per PE; 0: SHOAL_HEAP_RESERVE
 };
 
@@ -66,7 +66,7 @@ class SHOAL_API world {
   // --- symmetric memory (collective: every PE calls with the same arguments, in the same order) ---
   /// num_bytes == 0 returns nullptr. Mismatched arguments across PEs throw errc::mismatch on all.
   void* malloc(size_t num_bytes);
-  void* calloc(size_t count, size_t elem_bytes);  ///< zeroed on every PE
+  void* calloc(size_t count, size_t elem_bytes);    ///< zeroed on every PE
   void* align(size_t alignment, size_t num_bytes);  ///< alignment: a power of two
   /// Resizes, keeping the first min(old, new) bytes; may move. nullptr ptr acts as malloc.
   void* realloc(void* ptr, size_t num_bytes);
@@ -92,7 +92,9 @@ class SHOAL_API world {
   void iget(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
             size_t elem_bytes, int pe);
   template <class T>
-  void p(T* dest, T value, int pe) { put(dest, &value, sizeof(T), pe); }
+  void p(T* dest, T value, int pe) {
+    put(dest, &value, sizeof(T), pe);
+  }
   template <class T>
   T g(const T* source, int pe) {
     T value;

@@ -24,25 +24,25 @@ namespace shoal::detail {
   ::shoal::detail::throw_error((code), (call), ::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
 
 /// Bad input from the caller: the message should name the argument.
-#define SHOAL_CHECK_ARG(cond, call, ...)                                           \
-  do {                                                                             \
+#define SHOAL_CHECK_ARG(cond, call, ...)                                            \
+  do {                                                                              \
     if (!(cond)) SHOAL_THROW(::shoal::errc::invalid_argument, (call), __VA_ARGS__); \
   } while (0)
 
 /// A system call that returns -1 and sets errno on failure.
-#define SHOAL_SYSCHECK(expr, call)                                                                        \
-  do {                                                                                                    \
-    if ((expr) == -1) {                                                                                   \
-      int shoal_errno_ = errno;                                                                           \
+#define SHOAL_SYSCHECK(expr, call)                                                                               \
+  do {                                                                                                           \
+    if ((expr) == -1) {                                                                                          \
+      int shoal_errno_ = errno;                                                                                  \
       SHOAL_THROW(::shoal::errc::system, (call), "{} failed: {} (errno {})", #expr, std::strerror(shoal_errno_), \
-                  shoal_errno_);                                                                          \
-    }                                                                                                     \
+                  shoal_errno_);                                                                                 \
+    }                                                                                                            \
   } while (0)
 
 #ifdef SHOAL_DEBUG_ASSERTS
-#define SHOAL_ASSERT(cond)                                                                                  \
-  do {                                                                                                      \
-    if (!(cond)) SHOAL_THROW(::shoal::errc::internal, "shoal", "internal invariant failed: {}", #cond);     \
+#define SHOAL_ASSERT(cond)                                                                              \
+  do {                                                                                                  \
+    if (!(cond)) SHOAL_THROW(::shoal::errc::internal, "shoal", "internal invariant failed: {}", #cond); \
   } while (0)
 #else
 #define SHOAL_ASSERT(cond) \

@@ -15,7 +15,8 @@ namespace {
 // The one declaration of every variable. Keep docs/env.md in step (shoal-info --env-markdown prints it).
 constexpr std::array kTable = {
     // launch and rendezvous (set by shoalrun, or by the user under mpirun/srun/torchrun)
-    variable{"SHOAL_RANK", kind::integer, "-1", "this PE's rank; -1: take it from the launcher (OMPI, PMI, SLURM, torchrun)"},
+    variable{"SHOAL_RANK", kind::integer, "-1",
+             "this PE's rank; -1: take it from the launcher (OMPI, PMI, SLURM, torchrun)"},
     variable{"SHOAL_SIZE", kind::integer, "-1", "number of PEs; -1: take it from the launcher"},
     variable{"SHOAL_LOCAL_RANK", kind::integer, "-1", "rank among the PEs of this node; -1: from the launcher"},
     variable{"SHOAL_LOCAL_SIZE", kind::integer, "-1", "number of PEs on this node; -1: from the launcher"},
@@ -28,10 +29,14 @@ constexpr std::array kTable = {
     variable{"SHOAL_PEER_TIMEOUT", kind::duration_ms, "10s",
              "a PE silent this long (no heartbeat) is declared dead and the job stops"},
     // memory
-    variable{"SHOAL_BACKEND", kind::string, "auto", "symmetric heap backend: auto (cuda if a GPU is usable), cuda, host"},
-    variable{"SHOAL_HEAP_RESERVE", kind::size, "64G", "virtual address range reserved for each PE's heap (its maximum size)"},
+    variable{"SHOAL_BACKEND", kind::string, "auto",
+             "symmetric heap backend: auto (cuda if a GPU is usable), cuda, host"},
+    variable{"SHOAL_HEAP_RESERVE", kind::size, "64G",
+             "virtual address range reserved for each PE's heap (its maximum size)"},
     variable{"SHOAL_HEAP_CHUNK", kind::size, "32M", "physical memory is added to the heap in chunks of this size"},
-    variable{"SHOAL_DEVICE", kind::integer, "-1", "GPU ordinal for this PE; -1: local rank modulo the visible GPUs"},
+    variable{"SHOAL_DEVICE", kind::integer, "-1",
+             "GPU ordinal for this PE; -1: the current CUDA context's device if one is current, else local rank modulo "
+             "the visible GPUs"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},
@@ -88,11 +93,16 @@ std::span<const variable> table() { return kTable; }
 
 const char* to_string(kind k) {
   switch (k) {
-    case kind::boolean: return "bool";
-    case kind::integer: return "int";
-    case kind::size: return "size";
-    case kind::duration_ms: return "ms";
-    case kind::string: return "string";
+    case kind::boolean:
+      return "bool";
+    case kind::integer:
+      return "int";
+    case kind::size:
+      return "size";
+    case kind::duration_ms:
+      return "ms";
+    case kind::string:
+      return "string";
   }
   return "?";
 }
@@ -121,12 +131,18 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();
   if (suffix.size() == 2 && suffix[1] == 'i') suffix.pop_back();  // "GiB" == "G"
   unsigned shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else if (suffix == "t") shift = 40;
-  else return std::nullopt;
+  if (suffix.empty())
+    shift = 0;
+  else if (suffix == "k")
+    shift = 10;
+  else if (suffix == "m")
+    shift = 20;
+  else if (suffix == "g")
+    shift = 30;
+  else if (suffix == "t")
+    shift = 40;
+  else
+    return std::nullopt;
   if (shift != 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
   return value << shift;
 }
@@ -145,10 +161,14 @@ std::optional<std::chrono::milliseconds> parse_ms(std::string_view text) {
   if (end == text.data() || ec != std::errc() || value < 0) return std::nullopt;
   std::string suffix = lower(trim(std::string_view(end, text.data() + text.size() - end)));
   int64_t scale = 0;
-  if (suffix.empty() || suffix == "ms") scale = 1;
-  else if (suffix == "s") scale = 1000;
-  else if (suffix == "m" || suffix == "min") scale = 60'000;
-  else return std::nullopt;
+  if (suffix.empty() || suffix == "ms")
+    scale = 1;
+  else if (suffix == "s")
+    scale = 1000;
+  else if (suffix == "m" || suffix == "min")
+    scale = 60'000;
+  else
+    return std::nullopt;
   if (value > INT64_MAX / scale) return std::nullopt;
   return std::chrono::milliseconds(value * scale);
 }

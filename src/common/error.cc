@@ -6,17 +6,28 @@ namespace shoal {
 
 const char* to_string(errc code) noexcept {
   switch (code) {
-    case errc::ok: return "ok";
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::not_initialized: return "not_initialized";
-    case errc::out_of_memory: return "out_of_memory";
-    case errc::mismatch: return "mismatch";
-    case errc::timeout: return "timeout";
-    case errc::peer_failure: return "peer_failure";
-    case errc::system: return "system";
-    case errc::cuda: return "cuda";
-    case errc::unsupported: return "unsupported";
-    case errc::internal: return "internal";
+    case errc::ok:
+      return "ok";
+    case errc::invalid_argument:
+      return "invalid_argument";
+    case errc::not_initialized:
+      return "not_initialized";
+    case errc::out_of_memory:
+      return "out_of_memory";
+    case errc::mismatch:
+      return "mismatch";
+    case errc::timeout:
+      return "timeout";
+    case errc::peer_failure:
+      return "peer_failure";
+    case errc::system:
+      return "system";
+    case errc::cuda:
+      return "cuda";
+    case errc::unsupported:
+      return "unsupported";
+    case errc::internal:
+      return "internal";
   }
   return "unknown";
 }

@@ -13,19 +13,24 @@ std::atomic<unsigned> g_mask{~0u};
 std::atomic<int> g_pe{-1};
 
 constexpr std::pair<subsys, const char*> kNames[] = {
-    {subsys::init, "init"}, {subsys::bootstrap, "bootstrap"}, {subsys::heap, "heap"},
-    {subsys::transport, "transport"}, {subsys::rma, "rma"}, {subsys::coll, "coll"},
+    {subsys::init, "init"}, {subsys::bootstrap, "bootstrap"}, {subsys::heap, "heap"}, {subsys::transport, "transport"},
+    {subsys::rma, "rma"},   {subsys::coll, "coll"},
 };
 }  // namespace
 
 void configure() {
   std::string lvl = env::get_string("SHOAL_DEBUG");
   level parsed = level::warn;
-  if (lvl == "none") parsed = level::none;
-  else if (lvl == "warn" || lvl == "WARN") parsed = level::warn;
-  else if (lvl == "info" || lvl == "INFO") parsed = level::info;
-  else if (lvl == "trace" || lvl == "TRACE") parsed = level::trace;
-  else std::fprintf(stderr, "[shoal] SHOAL_DEBUG='%s' is not one of none, warn, info, trace; using warn\n", lvl.c_str());
+  if (lvl == "none")
+    parsed = level::none;
+  else if (lvl == "warn" || lvl == "WARN")
+    parsed = level::warn;
+  else if (lvl == "info" || lvl == "INFO")
+    parsed = level::info;
+  else if (lvl == "trace" || lvl == "TRACE")
+    parsed = level::trace;
+  else
+    std::fprintf(stderr, "[shoal] SHOAL_DEBUG='%s' is not one of none, warn, info, trace; using warn\n", lvl.c_str());
   g_level.store(static_cast<int>(parsed));
 
   std::string list = env::get_string("SHOAL_DEBUG_SUBSYS");

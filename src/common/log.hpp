@@ -10,8 +10,14 @@
 namespace shoal::detail::log {
 
 enum class level : int { none = 0, warn = 1, info = 2, trace = 3 };
-enum class subsys : unsigned { init = 1u << 0, bootstrap = 1u << 1, heap = 1u << 2, transport = 1u << 3,
-                               rma = 1u << 4, coll = 1u << 5 };
+enum class subsys : unsigned {
+  init = 1u << 0,
+  bootstrap = 1u << 1,
+  heap = 1u << 2,
+  transport = 1u << 3,
+  rma = 1u << 4,
+  coll = 1u << 5
+};
 
 /// Reads SHOAL_DEBUG / SHOAL_DEBUG_SUBSYS (again); called by init, cheap to repeat.
 void configure();
@@ -24,9 +30,9 @@ void write(level lvl, subsys sys, const std::string& message);
 
 }  // namespace shoal::detail::log
 
-#define SHOAL_LOG(lvl, sys, ...)                                                                         \
-  do {                                                                                                   \
+#define SHOAL_LOG(lvl, sys, ...)                                                                            \
+  do {                                                                                                      \
     if (::shoal::detail::log::enabled(::shoal::detail::log::level::lvl, ::shoal::detail::log::subsys::sys)) \
-      ::shoal::detail::log::write(::shoal::detail::log::level::lvl, ::shoal::detail::log::subsys::sys,  \
-                                  ::fmt::format(__VA_ARGS__));                                           \
+      ::shoal::detail::log::write(::shoal::detail::log::level::lvl, ::shoal::detail::log::subsys::sys,      \
+                                  ::fmt::format(__VA_ARGS__));                                              \
   } while (0)

@@ -19,9 +19,9 @@ struct chunk {
 class chunk_backend {
  public:
   virtual ~chunk_backend() = default;
-  virtual const char* name() const = 0;           ///< "host" or "cuda"
-  virtual size_t granularity() const = 0;         ///< chunk sizes and map offsets are multiples of this
-  virtual bool host_accessible() const = 0;       ///< the CPU may load/store mapped memory directly
+  virtual const char* name() const = 0;      ///< "host" or "cuda"
+  virtual size_t granularity() const = 0;    ///< chunk sizes and map offsets are multiples of this
+  virtual bool host_accessible() const = 0;  ///< the CPU may load/store mapped memory directly
   /// Reserves `bytes` of address space, inaccessible until mapped. Throws on failure.
   virtual void* reserve(size_t bytes) = 0;
   virtual void release(void* base, size_t bytes) = 0;

@@ -18,8 +18,8 @@ namespace {
 
 enum class state { never, live, finalized };
 
-std::mutex g_init_mutex;                // serializes init/finalize
-std::unique_ptr<world_impl> g_world;    // the default world
+std::mutex g_init_mutex;              // serializes init/finalize
+std::unique_ptr<world_impl> g_world;  // the default world
 std::atomic<world_impl*> g_current{nullptr};
 std::atomic<state> g_state{state::never};
 std::atomic<int> g_error_mode{SHOAL_ERRORS_ABORT};
@@ -31,9 +31,14 @@ using device_update_fn = void (*)(const void* world, size_t bytes);
 std::mutex g_facades_mutex;
 std::vector<device_update_fn> g_facades;
 
+bool g_published = false;  // a GPU world's handle is in the facades (host-backend worlds are never published)
+
 void publish_device_world(const device_world& w) {
   std::lock_guard lock(g_facades_mutex);
+  bool gpu = w.heap_base != nullptr;
+  if (!gpu && !g_published) return;  // nothing to set or clear: no CUDA call on GPU-less machines
   for (auto fn : g_facades) fn(&w, sizeof(w));
+  g_published = gpu;
 }
 
 thread_local int t_last_code = SHOAL_OK;
@@ -63,15 +68,13 @@ void report(const shoal::error& e) noexcept {
   ::_exit(1);
 }
 
-void report_unknown(const char* call, const char* what) noexcept {
-  report(shoal::error(errc::internal, call, what));
-}
+void report_unknown(const char* call, const char* what) noexcept { report(shoal::error(errc::internal, call, what)); }
 
 namespace {
 size_t total_bytes(const char* call, size_t nelems, size_t elem_bytes) {
   size_t total = 0;
-  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call,
-                  "nelems={} x {} bytes overflows size_t", nelems, elem_bytes);
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call, "nelems={} x {} bytes overflows size_t",
+                  nelems, elem_bytes);
   return total;
 }
 }  // namespace
@@ -92,8 +95,8 @@ void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdi
           size_t elem_bytes, int pe) noexcept {
   guarded_void(call, [&] { current(call).iget(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
 }
-void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes,
-                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept {
+void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, uint64_t* sig_addr,
+                uint64_t signal, int sig_op, int pe) noexcept {
   guarded_void(call, [&] {
     current(call).put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), sig_addr, signal, sig_op, pe);
   });
@@ -107,7 +110,9 @@ size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int
   size_t fallback = mode == world_impl::wait_mode::any ? SIZE_MAX : 0;
   return guarded(
       call,
-      [&] { return current(call).wait(call, type, ivars, nelems, status, indices, cmp, values, vector, mode, test_only); },
+      [&] {
+        return current(call).wait(call, type, ivars, nelems, status, indices, cmp, values, vector, mode, test_only);
+      },
       fallback);
 }
 
@@ -119,8 +124,9 @@ int init_with(const char* call, const init_options& options) {
       [&] {
         std::lock_guard lock(g_init_mutex);
         if (g_state.load() == state::live)
-          SHOAL_THROW(errc::invalid_argument, call, "shoal is already initialized (one default world per process; "
-                                                    "use shoal::world for more)");
+          SHOAL_THROW(errc::invalid_argument, call,
+                      "shoal is already initialized (one default world per process; "
+                      "use shoal::world for more)");
         g_world = std::make_unique<world_impl>(options);
         g_current.store(g_world.get(), std::memory_order_release);
         g_state.store(state::live);
@@ -146,7 +152,8 @@ SHOAL_API void shoal_detail_register_device_facade(void (*update)(const void* wo
   std::lock_guard lock(f::g_facades_mutex);
   f::g_facades.push_back(update);
   // A translation unit loaded after init (dlopen) catches up at once.
-  if (auto* w = f::g_current.load()) update(&w->device_handle(), sizeof(shoal::device_world));
+  auto* w = f::g_current.load();
+  if (w != nullptr && w->device_handle().heap_base != nullptr) update(&w->device_handle(), sizeof(shoal::device_world));
 }
 
 void shoal_init(void) { f::init_with("shoal_init", {}); }
@@ -170,8 +177,8 @@ int shoal_init_attr(const shoal_init_attr_t* attr) {
       call,
       [&] {
         SHOAL_CHECK_ARG(attr != nullptr, call, "attr is null");
-        SHOAL_CHECK_ARG(attr->version == SHOAL_INIT_ATTR_VERSION, call, "attr->version={} is not {}",
-                        attr->version, SHOAL_INIT_ATTR_VERSION);
+        SHOAL_CHECK_ARG(attr->version == SHOAL_INIT_ATTR_VERSION, call, "attr->version={} is not {}", attr->version,
+                        SHOAL_INIT_ATTR_VERSION);
         shoal::init_options options;
         options.rank = attr->rank;
         options.size = attr->size;
@@ -217,10 +224,12 @@ void shoal_global_exit(int status) {
 }
 
 int shoal_my_pe(void) {
-  return f::guarded("shoal_my_pe", [] { return f::current("shoal_my_pe").my_pe(); }, -1);
+  return f::guarded(
+      "shoal_my_pe", [] { return f::current("shoal_my_pe").my_pe(); }, -1);
 }
 int shoal_n_pes(void) {
-  return f::guarded("shoal_n_pes", [] { return f::current("shoal_n_pes").n_pes(); }, -1);
+  return f::guarded(
+      "shoal_n_pes", [] { return f::current("shoal_n_pes").n_pes(); }, -1);
 }
 
 const char* shoalx_backend_name(void) {
@@ -255,7 +264,8 @@ void shoal_clear_error(void) {
 
 void* shoal_malloc(size_t num_bytes) {
   const char* call = "shoal_malloc";
-  return f::guarded(call, [&] { return f::current(call).malloc(call, num_bytes, 16, false); }, (void*)nullptr);
+  return f::guarded(
+      call, [&] { return f::current(call).malloc(call, num_bytes, 16, false); }, (void*)nullptr);
 }
 void* shoal_calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal_calloc";
@@ -265,11 +275,13 @@ void* shoal_calloc(size_t count, size_t elem_bytes) {
 }
 void* shoal_align(size_t alignment, size_t num_bytes) {
   const char* call = "shoal_align";
-  return f::guarded(call, [&] { return f::current(call).malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
+  return f::guarded(
+      call, [&] { return f::current(call).malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
 }
 void* shoal_realloc(void* ptr, size_t num_bytes) {
   const char* call = "shoal_realloc";
-  return f::guarded(call, [&] { return f::current(call).realloc(call, ptr, num_bytes); }, (void*)nullptr);
+  return f::guarded(
+      call, [&] { return f::current(call).realloc(call, ptr, num_bytes); }, (void*)nullptr);
 }
 void shoal_free(void* ptr) {
   const char* call = "shoal_free";
@@ -277,7 +289,8 @@ void shoal_free(void* ptr) {
 }
 void* shoal_ptr(const void* dest, int pe) {
   const char* call = "shoal_ptr";
-  return f::guarded(call, [&] { return f::current(call).ptr(dest, pe); }, (void*)nullptr);
+  return f::guarded(
+      call, [&] { return f::current(call).ptr(dest, pe); }, (void*)nullptr);
 }
 int shoal_pe_accessible(int pe) {
   const char* call = "shoal_pe_accessible";
@@ -290,14 +303,17 @@ int shoal_addr_accessible(const void* addr, int pe) {
   const char* call = "shoal_addr_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none && w.heap().offset_of(addr) >= 0
-               ? 1
-               : 0;
+    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none && w.heap().offset_of(addr) >= 0 ? 1
+                                                                                                                 : 0;
   });
 }
 
-void shoal_fence(void) { f::guarded_void("shoal_fence", [] { f::current("shoal_fence").fence("shoal_fence"); }); }
-void shoal_quiet(void) { f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").quiet("shoal_quiet"); }); }
+void shoal_fence(void) {
+  f::guarded_void("shoal_fence", [] { f::current("shoal_fence").fence("shoal_fence"); });
+}
+void shoal_quiet(void) {
+  f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").quiet("shoal_quiet"); });
+}
 void shoal_barrier_all(void) {
   f::guarded_void("shoal_barrier_all", [] { f::current("shoal_barrier_all").barrier_all("shoal_barrier_all"); });
 }
@@ -307,7 +323,8 @@ void shoal_sync_all(void) {
 
 uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
   const char* call = "shoal_signal_fetch";
-  return f::guarded(call, [&] { return f::current(call).signal_fetch(call, sig_addr); }, uint64_t{0});
+  return f::guarded(
+      call, [&] { return f::current(call).signal_fetch(call, sig_addr); }, uint64_t{0});
 }
 uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
   const char* call = "shoal_signal_wait_until";

@@ -7,20 +7,34 @@ namespace shoal::detail {
 
 const char* to_string(amo_op op) {
   switch (op) {
-    case amo_op::fetch: return "fetch";
-    case amo_op::set: return "set";
-    case amo_op::swap: return "swap";
-    case amo_op::compare_swap: return "compare_swap";
-    case amo_op::fetch_add: return "fetch_add";
-    case amo_op::add: return "add";
-    case amo_op::fetch_inc: return "fetch_inc";
-    case amo_op::inc: return "inc";
-    case amo_op::fetch_and: return "fetch_and";
-    case amo_op::and_: return "and";
-    case amo_op::fetch_or: return "fetch_or";
-    case amo_op::or_: return "or";
-    case amo_op::fetch_xor: return "fetch_xor";
-    case amo_op::xor_: return "xor";
+    case amo_op::fetch:
+      return "fetch";
+    case amo_op::set:
+      return "set";
+    case amo_op::swap:
+      return "swap";
+    case amo_op::compare_swap:
+      return "compare_swap";
+    case amo_op::fetch_add:
+      return "fetch_add";
+    case amo_op::add:
+      return "add";
+    case amo_op::fetch_inc:
+      return "fetch_inc";
+    case amo_op::inc:
+      return "inc";
+    case amo_op::fetch_and:
+      return "fetch_and";
+    case amo_op::and_:
+      return "and";
+    case amo_op::fetch_or:
+      return "fetch_or";
+    case amo_op::or_:
+      return "or";
+    case amo_op::fetch_xor:
+      return "fetch_xor";
+    case amo_op::xor_:
+      return "xor";
   }
   return "?";
 }
@@ -37,12 +51,18 @@ T read_as(const void* p) {
 template <class T>
 bool compare_typed(T a, int cmp, T b) {
   switch (cmp) {
-    case SHOAL_CMP_EQ: return a == b;
-    case SHOAL_CMP_NE: return a != b;
-    case SHOAL_CMP_GT: return a > b;
-    case SHOAL_CMP_LE: return a <= b;
-    case SHOAL_CMP_LT: return a < b;
-    case SHOAL_CMP_GE: return a >= b;
+    case SHOAL_CMP_EQ:
+      return a == b;
+    case SHOAL_CMP_NE:
+      return a != b;
+    case SHOAL_CMP_GT:
+      return a > b;
+    case SHOAL_CMP_LE:
+      return a <= b;
+    case SHOAL_CMP_LT:
+      return a < b;
+    case SHOAL_CMP_GE:
+      return a >= b;
   }
   return false;
 }
@@ -53,24 +73,34 @@ decltype(auto) dispatch(scalar type, F&& f) {
   switch (type.kind) {
     case scalar_kind::signed_int:
       switch (type.bytes) {
-        case 1: return f.template operator()<int8_t>();
-        case 2: return f.template operator()<int16_t>();
-        case 4: return f.template operator()<int32_t>();
-        case 8: return f.template operator()<int64_t>();
+        case 1:
+          return f.template operator()<int8_t>();
+        case 2:
+          return f.template operator()<int16_t>();
+        case 4:
+          return f.template operator()<int32_t>();
+        case 8:
+          return f.template operator()<int64_t>();
       }
       break;
     case scalar_kind::unsigned_int:
       switch (type.bytes) {
-        case 1: return f.template operator()<uint8_t>();
-        case 2: return f.template operator()<uint16_t>();
-        case 4: return f.template operator()<uint32_t>();
-        case 8: return f.template operator()<uint64_t>();
+        case 1:
+          return f.template operator()<uint8_t>();
+        case 2:
+          return f.template operator()<uint16_t>();
+        case 4:
+          return f.template operator()<uint32_t>();
+        case 8:
+          return f.template operator()<uint64_t>();
       }
       break;
     case scalar_kind::floating:
       switch (type.bytes) {
-        case 4: return f.template operator()<float>();
-        case 8: return f.template operator()<double>();
+        case 4:
+          return f.template operator()<float>();
+        case 8:
+          return f.template operator()<double>();
       }
       break;
   }
@@ -98,9 +128,15 @@ void host_atomic(amo_op op, scalar type, void* target, const void* operand, cons
     T old{};
     if constexpr (std::is_floating_point_v<T>) {
       switch (op) {
-        case amo_op::fetch: old = ref.load(); break;
-        case amo_op::set: ref.store(value); break;
-        case amo_op::swap: old = ref.exchange(value); break;
+        case amo_op::fetch:
+          old = ref.load();
+          break;
+        case amo_op::set:
+          ref.store(value);
+          break;
+        case amo_op::swap:
+          old = ref.exchange(value);
+          break;
         case amo_op::compare_swap: {
           // Bitwise comparison, as the device does: compare the representation.
           using bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
@@ -122,9 +158,15 @@ void host_atomic(amo_op op, scalar type, void* target, const void* operand, cons
       }
     } else {
       switch (op) {
-        case amo_op::fetch: old = ref.load(); break;
-        case amo_op::set: ref.store(value); break;
-        case amo_op::swap: old = ref.exchange(value); break;
+        case amo_op::fetch:
+          old = ref.load();
+          break;
+        case amo_op::set:
+          ref.store(value);
+          break;
+        case amo_op::swap:
+          old = ref.exchange(value);
+          break;
         case amo_op::compare_swap: {
           T expected = read_as<T>(compare_value);
           ref.compare_exchange_strong(expected, value);
@@ -132,15 +174,25 @@ void host_atomic(amo_op op, scalar type, void* target, const void* operand, cons
           break;
         }
         case amo_op::fetch_add:
-        case amo_op::add: old = ref.fetch_add(value); break;
+        case amo_op::add:
+          old = ref.fetch_add(value);
+          break;
         case amo_op::fetch_inc:
-        case amo_op::inc: old = ref.fetch_add(T{1}); break;
+        case amo_op::inc:
+          old = ref.fetch_add(T{1});
+          break;
         case amo_op::fetch_and:
-        case amo_op::and_: old = ref.fetch_and(value); break;
+        case amo_op::and_:
+          old = ref.fetch_and(value);
+          break;
         case amo_op::fetch_or:
-        case amo_op::or_: old = ref.fetch_or(value); break;
+        case amo_op::or_:
+          old = ref.fetch_or(value);
+          break;
         case amo_op::fetch_xor:
-        case amo_op::xor_: old = ref.fetch_xor(value); break;
+        case amo_op::xor_:
+          old = ref.fetch_xor(value);
+          break;
       }
     }
     if (fetched != nullptr) std::memcpy(fetched, &old, sizeof(T));

@@ -20,15 +20,30 @@ struct scalar {
 
 template <class T>
 constexpr scalar scalar_of() {
-  if constexpr (std::is_floating_point_v<T>) return {scalar_kind::floating, sizeof(T)};
-  else if constexpr (std::is_signed_v<T>) return {scalar_kind::signed_int, sizeof(T)};
-  else return {scalar_kind::unsigned_int, sizeof(T)};
+  if constexpr (std::is_floating_point_v<T>)
+    return {scalar_kind::floating, sizeof(T)};
+  else if constexpr (std::is_signed_v<T>)
+    return {scalar_kind::signed_int, sizeof(T)};
+  else
+    return {scalar_kind::unsigned_int, sizeof(T)};
 }
 
 /// Atomic memory operations (OpenSHMEM names).
 enum class amo_op : uint8_t {
-  fetch, set, swap, compare_swap, fetch_add, add, fetch_inc, inc,
-  fetch_and, and_, fetch_or, or_, fetch_xor, xor_,
+  fetch,
+  set,
+  swap,
+  compare_swap,
+  fetch_add,
+  add,
+  fetch_inc,
+  inc,
+  fetch_and,
+  and_,
+  fetch_or,
+  or_,
+  fetch_xor,
+  xor_,
 };
 const char* to_string(amo_op op);
 

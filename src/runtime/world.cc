@@ -41,11 +41,16 @@ const char* version() noexcept {
 
 const char* to_string(peer_path path) noexcept {
   switch (path) {
-    case peer_path::self: return "self";
-    case peer_path::shared_memory: return "shared memory (host)";
-    case peer_path::p2p_nvlink: return "p2p (NVLink)";
-    case peer_path::p2p_pcie: return "p2p (PCIe)";
-    case peer_path::none: return "none";
+    case peer_path::self:
+      return "self";
+    case peer_path::shared_memory:
+      return "shared memory (host)";
+    case peer_path::p2p_nvlink:
+      return "p2p (NVLink)";
+    case peer_path::p2p_pcie:
+      return "p2p (PCIe)";
+    case peer_path::none:
+      return "none";
   }
   return "?";
 }
@@ -68,22 +73,30 @@ int world::my_pe() const { return live(impl_, "shoal::world::my_pe").my_pe(); }
 int world::n_pes() const { return live(impl_, "shoal::world::n_pes").n_pes(); }
 const char* world::backend_name() const { return live(impl_, "shoal::world::backend_name").backend_name(); }
 peer_path world::path_to(int pe) const { return live(impl_, "shoal::world::path_to").path_to(pe); }
-uint64_t world::heap_reserve_bytes() const { return live(impl_, "shoal::world::heap_reserve_bytes").heap().reserve_bytes(); }
-uint64_t world::heap_mapped_bytes() const { return live(impl_, "shoal::world::heap_mapped_bytes").heap().mapped_bytes(); }
+uint64_t world::heap_reserve_bytes() const {
+  return live(impl_, "shoal::world::heap_reserve_bytes").heap().reserve_bytes();
+}
+uint64_t world::heap_mapped_bytes() const {
+  return live(impl_, "shoal::world::heap_mapped_bytes").heap().mapped_bytes();
+}
 uint64_t world::heap_in_use_bytes() const { return live(impl_, "shoal::world::heap_in_use_bytes").heap_in_use_bytes(); }
 
-void* world::malloc(size_t num_bytes) { return live(impl_, "shoal::world::malloc").malloc("shoal::world::malloc", num_bytes, 16, false); }
+void* world::malloc(size_t num_bytes) {
+  return live(impl_, "shoal::world::malloc").malloc("shoal::world::malloc", num_bytes, 16, false);
+}
 void* world::calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal::world::calloc";
   size_t total = 0;
-  SHOAL_CHECK_ARG(!__builtin_mul_overflow(count, elem_bytes, &total), call, "count={} x elem_bytes={} overflows",
-                  count, elem_bytes);
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(count, elem_bytes, &total), call, "count={} x elem_bytes={} overflows", count,
+                  elem_bytes);
   return live(impl_, call).malloc(call, total, 16, true);
 }
 void* world::align(size_t alignment, size_t num_bytes) {
   return live(impl_, "shoal::world::align").malloc("shoal::world::align", num_bytes, alignment, false);
 }
-void* world::realloc(void* ptr, size_t num_bytes) { return live(impl_, "shoal::world::realloc").realloc("shoal::world::realloc", ptr, num_bytes); }
+void* world::realloc(void* ptr, size_t num_bytes) {
+  return live(impl_, "shoal::world::realloc").realloc("shoal::world::realloc", ptr, num_bytes);
+}
 void world::free(void* ptr) { live(impl_, "shoal::world::free").free("shoal::world::free", ptr); }
 void* world::ptr(const void* addr, int pe) const { return live(impl_, "shoal::world::ptr").ptr(addr, pe); }
 bool world::pe_accessible(int pe) const {
@@ -95,26 +108,39 @@ bool world::addr_accessible(const void* addr, int pe) const {
   return pe_accessible(pe) && w.heap().offset_of(addr) >= 0;
 }
 
-void world::put(void* dest, const void* source, size_t num_bytes, int pe) { live(impl_, "shoal::world::put").put("shoal::world::put", dest, source, num_bytes, 1, pe); }
-void world::get(void* dest, const void* source, size_t num_bytes, int pe) { live(impl_, "shoal::world::get").get("shoal::world::get", dest, source, num_bytes, 1, pe); }
-void world::put_nbi(void* dest, const void* source, size_t num_bytes, int pe) { live(impl_, "shoal::world::put_nbi").put("shoal::world::put_nbi", dest, source, num_bytes, 1, pe); }
-void world::get_nbi(void* dest, const void* source, size_t num_bytes, int pe) { live(impl_, "shoal::world::get_nbi").get("shoal::world::get_nbi", dest, source, num_bytes, 1, pe); }
+void world::put(void* dest, const void* source, size_t num_bytes, int pe) {
+  live(impl_, "shoal::world::put").put("shoal::world::put", dest, source, num_bytes, 1, pe);
+}
+void world::get(void* dest, const void* source, size_t num_bytes, int pe) {
+  live(impl_, "shoal::world::get").get("shoal::world::get", dest, source, num_bytes, 1, pe);
+}
+void world::put_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
+  live(impl_, "shoal::world::put_nbi").put("shoal::world::put_nbi", dest, source, num_bytes, 1, pe);
+}
+void world::get_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
+  live(impl_, "shoal::world::get_nbi").get("shoal::world::get_nbi", dest, source, num_bytes, 1, pe);
+}
 void world::iput(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
                  size_t elem_bytes, int pe) {
-  live(impl_, "shoal::world::iput").iput("shoal::world::iput", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
+  live(impl_, "shoal::world::iput")
+      .iput("shoal::world::iput", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
 }
 void world::iget(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
                  size_t elem_bytes, int pe) {
-  live(impl_, "shoal::world::iget").iget("shoal::world::iget", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
+  live(impl_, "shoal::world::iget")
+      .iget("shoal::world::iget", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
 }
 void world::put_signal(void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr, uint64_t signal,
                        int sig_op, int pe) {
-  live(impl_, "shoal::world::put_signal").put_signal("shoal::world::put_signal", dest, source, num_bytes, sig_addr, signal, sig_op, pe);
+  live(impl_, "shoal::world::put_signal")
+      .put_signal("shoal::world::put_signal", dest, source, num_bytes, sig_addr, signal, sig_op, pe);
 }
 void world::signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   live(impl_, "shoal::world::signal_op").signal_op("shoal::world::signal_op", sig_addr, signal, sig_op, pe);
 }
-uint64_t world::signal_fetch(const uint64_t* sig_addr) { return live(impl_, "shoal::world::signal_fetch").signal_fetch("shoal::world::signal_fetch", sig_addr); }
+uint64_t world::signal_fetch(const uint64_t* sig_addr) {
+  return live(impl_, "shoal::world::signal_fetch").signal_fetch("shoal::world::signal_fetch", sig_addr);
+}
 uint64_t world::signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t value) {
   const char* call = "shoal::world::signal_wait_until";
   auto& w = live(impl_, call);

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <map>
 
+#include <fmt/ranges.h>
+
 #include "bootstrap/launch_env.hpp"
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "heap/cuda_backend.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/wait.hpp"
 
@@ -76,10 +79,11 @@ world_impl::world_impl(const init_options& options) {
   log::set_pe(my_pe_);
 
   uint64_t reserve = options.heap_reserve_bytes != 0 ? options.heap_reserve_bytes : env::get_size("SHOAL_HEAP_RESERVE");
-  SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum",
-                  reserve);
+  SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum", reserve);
   uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
-  heap_ = std::make_unique<symmetric_heap>(*boot_, node_map::discover(*boot_), std::move(backend), reserve, chunk);
+  node_map nodes = node_map::discover(*boot_);
+  paths_ = discover_paths(*backend, nodes);
+  heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
   alloc_ = std::make_unique<symmetric_allocator>(heap_->reserve_bytes());
   ops_ = heap_->backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops();
   setup_reserved_block();
@@ -147,11 +151,44 @@ void world_impl::finalize() {
   boot_->finalize();
 }
 
-peer_path world_impl::path_to(int pe) const {
-  if (pe == my_pe_) return peer_path::self;
-  if (heap_->heap_of(pe) == nullptr) return peer_path::none;
-  return std::string_view(heap_->backend().name()) == "host" ? peer_path::shared_memory : peer_path::p2p_nvlink;
+std::vector<peer_path> world_impl::discover_paths(const chunk_backend& backend, const node_map& nodes) {
+  std::vector<peer_path> paths(n_pes_, peer_path::none);
+  const cuda_backend_info* gpu = cuda_info(backend);
+  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES).
+  constexpr size_t kIdBytes = 32;
+  char mine[kIdBytes] = {};
+  if (gpu != nullptr) std::snprintf(mine, kIdBytes, "%s", gpu->pci_bus_id().c_str());
+  std::vector<char> all(kIdBytes * n_pes_);
+  boot_->allgather(mine, all.data(), kIdBytes, "shoal_init");
+  std::vector<int> unreachable;
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    if (pe == my_pe_) {
+      paths[pe] = peer_path::self;
+    } else if (nodes.local_of_pe[pe] < 0) {
+      paths[pe] = peer_path::none;  // another node: needs the proxy transport (not built yet)
+    } else if (gpu == nullptr) {
+      paths[pe] = peer_path::shared_memory;
+    } else {
+      int peer_dev = cuda_device_of_pci_bus_id(std::string(all.data() + pe * kIdBytes));
+      cuda_peer_link link = peer_dev < 0 ? cuda_peer_link{} : cuda_peer_link_between(gpu->device_ordinal(), peer_dev);
+      // NVLink carries every CUDA atomic natively; PCIe P2P usually does not.
+      if (peer_dev == gpu->device_ordinal())
+        paths[pe] = peer_path::p2p_nvlink;
+      else if (link.access)
+        paths[pe] = link.native_atomics ? peer_path::p2p_nvlink : peer_path::p2p_pcie;
+      else
+        unreachable.push_back(pe);
+    }
+  }
+  if (!unreachable.empty())
+    SHOAL_THROW(errc::unsupported, "shoal_init",
+                "PE {} cannot reach the GPU of same-node PE(s) {} by P2P (is that GPU hidden by "
+                "CUDA_VISIBLE_DEVICES, or without peer access?); shoal needs P2P between the GPUs of one node",
+                my_pe_, fmt::join(unreachable, ", "));
+  return paths;
 }
+
+peer_path world_impl::path_to(int pe) const { return paths_[pe]; }
 
 uint64_t world_impl::heap_in_use_bytes() const {
   std::shared_lock lock(alloc_mutex_);
@@ -221,6 +258,9 @@ void* world_impl::malloc(std::string_view call, size_t num_bytes, size_t alignme
   // Agree first (on the raw arguments), so a PE with bad input fails together with its peers.
   agree(call, fmt::format("{}(num_bytes={}, alignment={})", call, num_bytes, alignment));
   SHOAL_CHECK_ARG(!bad_align, call, "alignment={} is not a power of two", alignment);
+  SHOAL_CHECK_ARG(alignment <= heap_->base_alignment(), call,
+                  "alignment={} exceeds the {}-byte alignment of every PE's heap base", alignment,
+                  heap_->base_alignment());
   SHOAL_CHECK_ARG(!too_big, call, "num_bytes={} exceeds the heap reserve of {} bytes per PE (SHOAL_HEAP_RESERVE)",
                   num_bytes, heap_->reserve_bytes());
   if (num_bytes == 0) return nullptr;
@@ -274,8 +314,7 @@ void* world_impl::realloc(std::string_view call, void* ptr, size_t num_bytes) {
       moved = alloc_->allocate(num_bytes, 16);
     }
   }
-  if (!moved)
-    SHOAL_THROW(errc::out_of_memory, call, "no room for num_bytes={} in the symmetric heap", num_bytes);
+  if (!moved) SHOAL_THROW(errc::out_of_memory, call, "no room for num_bytes={} in the symmetric heap", num_bytes);
   heap_->grow_to(alloc_->high_water(), call);
   if (*moved != block->offset) {
     // Old and new blocks may overlap only when the new one starts lower; copy through a bounce
@@ -388,8 +427,8 @@ void world_impl::atomic(std::string_view call, amo_op op, scalar type, void* des
 // ---------------------------------------------------------------------------------------------
 // signals
 
-void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes,
-                            uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr,
+                            uint64_t signal, int sig_op, int pe) {
   check_pe(call, pe);
   check_sig_op(call, sig_op);
   uint64_t sig_off = check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));

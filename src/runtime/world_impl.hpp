@@ -65,8 +65,8 @@ class world_impl {
             size_t num_elems, size_t elem_bytes, int pe);
 
   // atomics: values are passed by pointer as `type`
-  void atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
-              const void* compare_value, void* fetched, int pe);
+  void atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,
+              void* fetched, int pe);
 
   // signals
   void put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr,
@@ -103,6 +103,8 @@ class world_impl {
   /// Shoal's reserved block at heap offset 0: host sync words (host backend) or the device sync
   /// words plus the PE -> local-index table (GPU backends).
   void setup_reserved_block();
+  /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
+  std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
   /// Exchanges a description of a collective call; throws errc::mismatch on every PE if any differ.
   void agree(std::string_view call, const std::string& args);
 
@@ -111,7 +113,8 @@ class world_impl {
   bool finalized_ = false;
   std::unique_ptr<bootstrap> boot_;
   std::unique_ptr<symmetric_heap> heap_;
-  std::unique_ptr<memory_ops> ops_;  // how host-issued operations touch this backend's memory
+  std::unique_ptr<memory_ops> ops_;
+  std::vector<peer_path> paths_;  // per PE  // how host-issued operations touch this backend's memory
   device_world device_;
   mutable std::shared_mutex alloc_mutex_;  // writers: malloc/free; readers: every RMA check
   std::unique_ptr<symmetric_allocator> alloc_;

@@ -1,7 +1,7 @@
 // The one-thread atomic kernel behind host-issued atomics on GPU memory (cuda_memory_ops.cc).
 // Kept apart from the host code so no host-only header (fmt) passes through nvcc.
-#include <cuda/atomic>
 #include <cuda_runtime.h>
+#include <cuda/atomic>
 
 #include "transport/amo_kernel.hpp"
 
@@ -23,18 +23,33 @@ __device__ void amo_typed(void* target, amo_args a, unsigned long long* fetched)
   T old{};
   if constexpr (std::is_floating_point_v<T>) {
     switch (a.op) {
-      case amo_op::fetch: old = ref.load(); break;
-      case amo_op::set: ref.store(value); break;
-      case amo_op::swap: old = ref.exchange(value); break;
+      case amo_op::fetch:
+        old = ref.load();
+        break;
+      case amo_op::set:
+        ref.store(value);
+        break;
+      case amo_op::swap:
+        old = ref.exchange(value);
+        break;
       case amo_op::fetch_add:
-      case amo_op::add: old = ref.fetch_add(value); break;
-      default: break;
+      case amo_op::add:
+        old = ref.fetch_add(value);
+        break;
+      default:
+        break;
     }
   } else {
     switch (a.op) {
-      case amo_op::fetch: old = ref.load(); break;
-      case amo_op::set: ref.store(value); break;
-      case amo_op::swap: old = ref.exchange(value); break;
+      case amo_op::fetch:
+        old = ref.load();
+        break;
+      case amo_op::set:
+        ref.store(value);
+        break;
+      case amo_op::swap:
+        old = ref.exchange(value);
+        break;
       case amo_op::compare_swap: {
         T expected = from_bits<T>(a.compare);
         ref.compare_exchange_strong(expected, value);
@@ -42,15 +57,25 @@ __device__ void amo_typed(void* target, amo_args a, unsigned long long* fetched)
         break;
       }
       case amo_op::fetch_add:
-      case amo_op::add: old = ref.fetch_add(value); break;
+      case amo_op::add:
+        old = ref.fetch_add(value);
+        break;
       case amo_op::fetch_inc:
-      case amo_op::inc: old = ref.fetch_add(T{1}); break;
+      case amo_op::inc:
+        old = ref.fetch_add(T{1});
+        break;
       case amo_op::fetch_and:
-      case amo_op::and_: old = ref.fetch_and(value); break;
+      case amo_op::and_:
+        old = ref.fetch_and(value);
+        break;
       case amo_op::fetch_or:
-      case amo_op::or_: old = ref.fetch_or(value); break;
+      case amo_op::or_:
+        old = ref.fetch_or(value);
+        break;
       case amo_op::fetch_xor:
-      case amo_op::xor_: old = ref.fetch_xor(value); break;
+      case amo_op::xor_:
+        old = ref.fetch_xor(value);
+        break;
     }
   }
   unsigned long long bits = 0;
@@ -62,16 +87,22 @@ __device__ void amo_typed(void* target, amo_args a, unsigned long long* fetched)
 __global__ void amo_kernel(scalar type, void* target, amo_args a, unsigned long long* fetched) {
   switch (type.kind) {
     case scalar_kind::signed_int:
-      if (type.bytes == 4) amo_typed<int32_t>(target, a, fetched);
-      else amo_typed<long long>(target, a, fetched);
+      if (type.bytes == 4)
+        amo_typed<int32_t>(target, a, fetched);
+      else
+        amo_typed<long long>(target, a, fetched);
       break;
     case scalar_kind::unsigned_int:
-      if (type.bytes == 4) amo_typed<uint32_t>(target, a, fetched);
-      else amo_typed<unsigned long long>(target, a, fetched);
+      if (type.bytes == 4)
+        amo_typed<uint32_t>(target, a, fetched);
+      else
+        amo_typed<unsigned long long>(target, a, fetched);
       break;
     case scalar_kind::floating:
-      if (type.bytes == 4) amo_typed<float>(target, a, fetched);
-      else amo_typed<double>(target, a, fetched);
+      if (type.bytes == 4)
+        amo_typed<float>(target, a, fetched);
+      else
+        amo_typed<double>(target, a, fetched);
       break;
   }
 }

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "common/env.hpp"
 #include "shoal/world.hpp"
@@ -54,10 +54,9 @@ int main(int argc, char** argv) {
       std::string peers;
       for (int pe = 0; pe < world.n_pes(); ++pe)
         peers += fmt::format("\n    PE {:<3} {}", pe, shoal::to_string(world.path_to(pe)));
-      fmt::print(
-          "PE {} of {}: backend {}\n  heap: reserve {} MiB, mapped {} MiB, in use {} B\n  paths from PE {}:{}\n",
-          world.my_pe(), world.n_pes(), world.backend_name(), world.heap_reserve_bytes() >> 20,
-          world.heap_mapped_bytes() >> 20, world.heap_in_use_bytes(), world.my_pe(), peers);
+      fmt::print("PE {} of {}: backend {}\n  heap: reserve {} MiB, mapped {} MiB, in use {} B\n  paths from PE {}:{}\n",
+                 world.my_pe(), world.n_pes(), world.backend_name(), world.heap_reserve_bytes() >> 20,
+                 world.heap_mapped_bytes() >> 20, world.heap_in_use_bytes(), world.my_pe(), peers);
       bool print_env = world.my_pe() == 0;
       world.finalize();
       if (!print_env) return 0;

@@ -1,0 +1,11 @@
+# Fails when docs/env.md's table differs from `shoal-info --env-markdown` (the env table in src/common/env.cc).
+execute_process(COMMAND ${INFO} --env-markdown OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "shoal-info --env-markdown failed (${rc})")
+endif()
+file(READ ${DOC} doc)
+string(FIND "${doc}" "${table}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "docs/env.md is stale: paste the output of `shoal-info --env-markdown` into it")
+endif()
+message(STATUS "docs/env.md matches the env table")
