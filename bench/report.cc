@@ -24,13 +24,13 @@ std::ofstream open_or_throw(const std::string& path) {
 }  // namespace
 
 void print_table(const std::vector<row>& rows) {
-  fmt::print("{:<26} {:<8} {:<7} {:>4} {:>8} {:>12} {:>11} {:>8}  {}\n", "benchmark", "impl", "scope", "PEs", "size",
+  fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12} {:>11} {:>8}  {}\n", "benchmark", "impl", "scope", "PEs", "size",
              "latency_us", "GB/s", "ratio", "vs");
   std::string last;
   for (const auto& r : rows) {
     if (!last.empty() && last != r.benchmark) fmt::print("\n");
     last = r.benchmark;
-    fmt::print("{:<26} {:<8} {:<7} {:>4} {:>8} {:>12.3f} {:>11.2f} {:>8}  {}\n", r.benchmark, r.impl, r.scope,
+    fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12.3f} {:>11.2f} {:>8}  {}\n", r.benchmark, r.impl, r.scope,
                r.num_pes, human_size(r.size_bytes), r.latency_us, r.bandwidth_gbps,
                r.ratio > 0 ? fmt::format("{:.3f}", r.ratio) : std::string("-"), r.baseline);
   }

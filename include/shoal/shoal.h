@@ -84,6 +84,26 @@ SHOAL_API uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t
 /** Applies sig_op (SHOAL_SIGNAL_SET/ADD) with `signal` to sig_addr on `pe`. */
 SHOAL_API void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
 
+/* --- on a CUDA stream (GPU heaps): enqueued in stream order, capturable in CUDA graphs --- */
+/* `stream` is a cudaStream_t (struct CUstream_st*; NULL = the legacy default stream). On the host
+ * backend these fail with SHOAL_ERR_UNSUPPORTED. Arguments are checked when the call is made. */
+struct CUstream_st;
+
+/** Copies nelems bytes from local `source` to symmetric `dest` on `pe` once earlier work on `stream` is done. */
+SHOAL_API void shoalx_putmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream);
+/** Copies nelems bytes from symmetric `source` on `pe` to local `dest`, in stream order. */
+SHOAL_API void shoalx_getmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream);
+/** shoal_<T>_p in stream order, for 1/2/4/8-byte values passed as their bit pattern (value_bits). */
+SHOAL_API void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int pe, struct CUstream_st* stream);
+/** sig_op with `signal` on sig_addr at `pe`, ordered after (and releasing) everything earlier on the stream. */
+SHOAL_API void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st* stream);
+/** Holds later work on `stream` until the local signal word compares true with cmp_value. Bounded by SHOAL_WAIT_TIMEOUT. */
+SHOAL_API void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st* stream);
+/** Completes every put issued on or before `stream`'s current position. */
+SHOAL_API void shoalx_quiet_on_stream(struct CUstream_st* stream);
+/** quiet, then a barrier with every PE, in stream order (shares the device barrier's sync words). */
+SHOAL_API void shoalx_barrier_all_on_stream(struct CUstream_st* stream);
+
 SHOAL_EXTERN_C_END
 
 /* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test. */

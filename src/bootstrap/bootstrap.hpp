@@ -21,8 +21,8 @@ namespace shoal::detail {
 /// Where PE 0 listens plus the job secret. Text form (env SHOAL_BOOTSTRAP_UID):
 ///   shoal-uid-v1:<ipv4 or [ipv6]>:<port>:<32 lowercase hex digits>
 struct unique_id {
-  sockaddr_storage addr{};              ///< PE 0's listener (AF_INET or AF_INET6)
-  std::array<uint8_t, 16> secret{};     ///< random; a peer that can't present it is refused
+  sockaddr_storage addr{};           ///< PE 0's listener (AF_INET or AF_INET6)
+  std::array<uint8_t, 16> secret{};  ///< random; a peer that can't present it is refused
 
   /// Random secret (from getrandom) and the given address.
   static unique_id generate(const sockaddr_storage& listen_addr);
@@ -57,8 +57,9 @@ struct bootstrap_options {
 /// Exit status passed to the failure handler when a PE died or went silent (abort_job passes its own).
 inline constexpr int peer_failure_status = 1;
 
-/// Called (from the monitor thread) when the job must stop: another PE died, went silent, or
-/// called global_exit. `status` is the exit status to use; `why` names the PE and the cause.
+/// Called (from the monitor thread; see abort_job for the exceptions) when the job must stop: another
+/// PE died, went silent, or called global_exit. `status` is the exit status to use; `why` names the PE
+/// and the cause. Called at most once per PE; it must not destroy the bootstrap.
 using failure_handler = std::function<void(int status, const std::string& why)>;
 
 class bootstrap {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/check.hpp"
+#include "shoal/detail/device_registry.h"
 #include "shoal/shoal.h"
 
 namespace shoal::detail::facade {

@@ -82,6 +82,17 @@ class world_impl {
   size_t wait(std::string_view call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices,
               int cmp, const void* values, bool vector, wait_mode mode, bool test_only);
 
+  // *_on_stream (GPU heaps only; `stream` is a cudaStream_t)
+  void put_on_stream(std::string_view call, void* dest, const void* source, size_t num_bytes, int pe, void* stream);
+  void get_on_stream(std::string_view call, void* dest, const void* source, size_t num_bytes, int pe, void* stream);
+  void p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe, void* stream);
+  void signal_op_on_stream(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                           void* stream);
+  void wait_until_on_stream(std::string_view call, void* ivar, scalar type, int cmp, uint64_t value_bits,
+                            void* stream);
+  void quiet_on_stream(std::string_view call, void* stream);
+  void barrier_all_on_stream(std::string_view call, void* stream);
+
   void fence(std::string_view call);
   void quiet(std::string_view call);
   void barrier_all(std::string_view call);
@@ -93,6 +104,7 @@ class world_impl {
     uint64_t offset;  // in the symmetric heap
   };
   void check_pe(std::string_view call, int pe) const;
+  void check_gpu_heap(std::string_view call) const;
   /// Validates that [addr, addr+num_bytes) lies inside one live allocation and is aligned to
   /// `align`; returns its heap offset. `arg` names the argument in errors.
   uint64_t check_symmetric(std::string_view call, const char* arg, const void* addr, size_t num_bytes,

@@ -1,0 +1,23 @@
+// shoal-bench's device-initiated set (bench/device/*.cu, built when SHOAL_CUDA is on: the compile
+// definition SHOAL_BENCH_DEVICE=1), called from shoal-bench's main when the job's heap is on GPUs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device/options.hpp"
+#include "report.hpp"
+
+namespace shoal::bench {
+
+/// Before shoal_init: makes this PE's GPU current (SHOAL_DEVICE, else the launcher's local rank
+/// modulo the visible GPUs), the one the cuda backend then picks too. false: no usable GPU.
+bool device_select_gpu();
+
+/// After shoal_init on the cuda backend: runs the named device benchmarks (all when empty); PE 0
+/// appends the rows. Returns false if a point failed its data check (its row says so). Throws
+/// std::runtime_error on a CUDA error or a timed-out device wait.
+bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
+                           const std::string& backend);
+
+}  // namespace shoal::bench

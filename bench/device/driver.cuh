@@ -1,0 +1,811 @@
+// The host side of the device-initiated benchmarks, shared by shoal-bench and shoal-bench-nvshmem:
+// sizes, iteration counts, CUDA-event timing (median of reps), the same-run baselines, the data
+// spot check, and the rows. Templated on the API adapter (see kernels.cuh), whose host part is
+//   kName, host_malloc/host_calloc/host_free (collective), host_barrier, host_ptr(addr, pe),
+//   my_pe, n_pes; optionally `using tma = <adapter>` and kTmaName: a second block-put path.
+//
+// Roles: PE 0 measures and owns the rows. It also fills, clears and checks every buffer involved,
+// its peer's through the raw peer pointer, so PE 1 only runs its side of two-sided benchmarks
+// (ping-pongs, bidirectional traffic, barriers). PEs >= 2 take part in barriers only. Every PE
+// calls host_barrier the same number of times in the same order.
+//
+// Never hangs: device spins are bounded (kernel_ctx), and the host gives every kernel
+// kKernelTimeoutSeconds before it reports and exits (a stuck kernel dies with the process).
+#pragma once
+
+#include <time.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "device/kernels.cuh"
+#include "device/options.hpp"
+#include "report.hpp"
+
+namespace shoal::bench::dev {
+
+inline constexpr double kKernelTimeoutSeconds = 30;
+inline constexpr uint64_t kSpinTimeoutNs = 10'000'000'000ull;
+/// GPU busy time enqueued ahead of every timed region (covers the host's enqueue of event + kernel).
+inline constexpr uint64_t kLaunchCoverNs = 50'000;
+/// Time budget of one bandwidth point's timed reps: fewer iterations where the warm-up shows a path
+/// too slow for the default count (keeps the whole sweep's runtime bounded).
+inline constexpr double kPointBudgetUs = 200'000;
+/// At most this many bytes move in one timed bandwidth kernel (fewer iterations for large sizes).
+inline constexpr size_t kBwBytesPerKernel = size_t{2} << 30;
+inline constexpr size_t kDefaultDeviceMaxBytes = size_t{256} << 20;
+inline constexpr size_t kPingPongMaxBytes = size_t{64} << 10;
+inline constexpr size_t kPutQuietMaxBytes = size_t{1} << 10;
+
+struct cuda_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw cuda_failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+/// The GPU for this PE, before the library initializes: SHOAL_DEVICE if set, else the launcher's
+/// local rank (shoalrun, mpirun, srun, torchrun) modulo the visible GPUs. false: no usable GPU.
+inline bool select_gpu_from_env() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  int ordinal = -1;
+  if (const char* d = std::getenv("SHOAL_DEVICE"); d != nullptr && *d != '\0') ordinal = std::atoi(d);
+  if (ordinal < 0) {
+    int local = 0;
+    for (const char* name :
+         {"SHOAL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        local = std::atoi(v);
+        break;
+      }
+    }
+    ordinal = local % count;
+  }
+  if (ordinal >= count || cudaSetDevice(ordinal) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+template <class Api>
+class driver {
+ public:
+  driver(const options& opts, std::vector<row>& rows, std::string backend)
+      : opts_(opts), rows_(rows), backend_(std::move(backend)) {
+    me_ = Api::my_pe();
+    npes_ = Api::n_pes();
+    peer_ = me_ == 0 ? 1 : (me_ == 1 ? 0 : -1);
+    max_bytes_ = opts_.max_bytes_given ? opts_.max_bytes : kDefaultDeviceMaxBytes;
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
+    cuda_check(cudaMalloc(&scratch_, sizeof(scratch)), "cudaMalloc");
+    cuda_check(cudaMemset(scratch_, 0, sizeof(scratch)), "cudaMemset");
+    int device = 0;
+    cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    ctx_ = kernel_ctx{&scratch_->status, kSpinTimeoutNs};
+  }
+  ~driver() {
+    cudaFree(scratch_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
+  }
+  driver(const driver&) = delete;
+  driver& operator=(const driver&) = delete;
+
+  /// Runs the named benchmarks (all when empty), in a fixed order so every PE agrees.
+  void run(const std::vector<std::string>& which) {
+    auto wanted = [&](const char* name) {
+      return which.empty() || std::find(which.begin(), which.end(), name) != which.end();
+    };
+    if (wanted("put_bw")) bandwidth("put_bw", /*get=*/false);
+    if (wanted("get_bw")) bandwidth("get_bw", /*get=*/true);
+    if (wanted("put_bw_bidir")) bandwidth_bidir();
+    if (wanted("p_ping_pong")) p_ping_pong();
+    if (wanted("put_signal_ping_pong")) put_signal_ping_pong();
+    if (wanted("put_quiet_latency")) put_quiet_latency();
+    if (wanted("atomic_latency")) atomic_latency();
+    if (wanted("barrier_latency")) barrier_latency();
+  }
+
+  /// Some point's data did not check out (its row says so); the run should exit non-zero.
+  bool any_check_failed() const { return check_failed_; }
+
+ private:
+  /// Device memory of this PE that bench kernels write and the host reads back.
+  struct scratch {
+    status_word status;
+    unsigned long long mismatches;
+    uint64_t word;
+    uint64_t sink;
+  };
+
+  struct grid {
+    scope s;
+    int ctas;
+    int threads;
+    std::string label() const {
+      const char* name = s == scope::thread ? "thread" : (s == scope::warp ? "warp" : "block");
+      return std::string(name) + "/" + std::to_string(ctas) + "x" + std::to_string(threads);
+    }
+    size_t units() const {
+      const size_t total = static_cast<size_t>(ctas) * threads;
+      return s == scope::thread ? total : (s == scope::warp ? total / 32 : static_cast<size_t>(ctas));
+    }
+    /// Bytes per scope instance: the message split evenly, rounded up to 16 bytes.
+    size_t chunk(size_t num_bytes) const {
+      const size_t per = (num_bytes + units() - 1) / units();
+      return (per + 15) / 16 * 16;
+    }
+  };
+
+  // ---- plumbing ----
+
+  bool active() const { return peer_ >= 0; }
+
+  void launched(const char* what) { cuda_check(cudaGetLastError(), what); }
+
+  /// Waits for the stream with a watchdog; then checks this PE's status word.
+  void finish(const char* what) {
+    timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned polls = 0;; ++polls) {
+      cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) cuda_check(e, what);
+      timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      const double waited = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9;
+      if (waited > kKernelTimeoutSeconds) {
+        std::fprintf(stderr, "shoal-bench: PE %d: %s (%s) did not finish within %.0f s; stopping\n", me_, what,
+                     Api::kName, kKernelTimeoutSeconds);
+        std::fflush(nullptr);
+        std::_Exit(3);
+      }
+      if (polls > 1000) {
+        timespec nap{0, 20000};
+        nanosleep(&nap, nullptr);
+      }
+    }
+    status_word st{};
+    cuda_check(cudaMemcpy(&st, &scratch_->status, sizeof(st), cudaMemcpyDeviceToHost), "read status");
+    if (st.code != 0)
+      throw cuda_failure(std::string(what) + " (" + Api::kName + "): a bounded device wait timed out (tag " +
+                         std::to_string(st.where) + ")");
+  }
+
+  /// Runs `launch` (which enqueues one kernel or copy loop) between two events; microseconds. A delay
+  /// kernel ahead keeps the host's launch latency out of the figure.
+  template <class Launch>
+  double timed_us(const char* what, Launch&& launch) {
+    delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
+    cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    launch();
+    launched(what);
+    cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    finish(what);
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms * 1e3;
+  }
+
+  /// Median over reps of timed_us.
+  template <class Launch>
+  double median_us(const char* what, Launch&& launch) {
+    std::vector<double> v;
+    for (int r = 0; r < opts_.reps; ++r) v.push_back(timed_us(what, launch));
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+
+  /// Bandwidth loops: a timed warm-up of `warm` iterations, then before_timed(), then the median of
+  /// reps runs of `iters` iterations (fewer when the warm-up says they would exceed kPointBudgetUs;
+  /// `iters` is updated). launch(n) enqueues n iterations. Returns microseconds per iteration.
+  template <class Launch, class Between>
+  double per_iter_us(const char* what, int warm, int& iters, Launch&& launch, Between&& before_timed) {
+    const double warm_us = timed_us(what, [&] { launch(warm); });
+    const double per_iter = warm_us / warm;
+    const double budget = kPointBudgetUs / opts_.reps;
+    if (per_iter * iters > budget) iters = std::max(1, static_cast<int>(budget / per_iter));
+    before_timed();
+    return median_us(what, [&] { launch(iters); }) / iters;
+  }
+
+  template <class Launch>
+  void untimed(const char* what, Launch&& launch) {
+    launch();
+    launched(what);
+    finish(what);
+  }
+
+  int aux_blocks() const { return sms_ * 4; }
+
+  uint32_t fill(char* buf, size_t num_bytes) {
+    const uint32_t seed = ++seed_;
+    untimed("fill", [&] { fill_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, seed); });
+    return seed;
+  }
+  void clear(char* buf, size_t num_bytes) {
+    untimed("clear", [&] { clear_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes); });
+  }
+  /// true if buf[0, num_bytes) holds pattern `seed`.
+  bool holds(const char* buf, size_t num_bytes, uint32_t seed) {
+    untimed("verify", [&] {
+      cudaMemsetAsync(&scratch_->mismatches, 0, sizeof(unsigned long long), stream_);
+      verify_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, seed, &scratch_->mismatches);
+    });
+    unsigned long long bad = 0;
+    cuda_check(cudaMemcpy(&bad, &scratch_->mismatches, sizeof(bad), cudaMemcpyDeviceToHost), "read mismatches");
+    return bad == 0;
+  }
+  /// Reads a (possibly remote) 64-bit word.
+  uint64_t read_word(const uint64_t* word) {
+    untimed("read word", [&] { read_u64_kernel<<<1, 1, 0, stream_>>>(word, &scratch_->word); });
+    uint64_t v = 0;
+    cuda_check(cudaMemcpy(&v, &scratch_->word, sizeof(v), cudaMemcpyDeviceToHost), "read word");
+    return v;
+  }
+
+  template <class T>
+  T* remote(T* symmetric, int pe) {
+    void* p = Api::host_ptr(symmetric, pe);
+    if (p == nullptr)
+      throw std::runtime_error(std::string(Api::kName) + ": no load/store path from PE " + std::to_string(me_) +
+                               " to PE " + std::to_string(pe) +
+                               " (the device benchmarks need NVLink or PCIe peer access)");
+    return static_cast<T*>(p);
+  }
+
+  /// Timed iterations of one device loop: 10 x -n for latency loops.
+  int loop_iters() const { return std::max(1, opts_.iterations * 10); }
+  int loop_warmup() const { return std::max(1, opts_.warmup * 10); }
+  /// Bandwidth: at most kBwBytesPerKernel per timed kernel, at least 4 iterations.
+  int bw_iters(size_t num_bytes) const {
+    const size_t by_bytes = kBwBytesPerKernel / std::max<size_t>(num_bytes, 1);
+    return static_cast<int>(std::clamp<size_t>(by_bytes, 4, static_cast<size_t>(std::max(loop_iters(), 4))));
+  }
+
+  row make(const std::string& bench, const std::string& impl, const std::string& scope_label, size_t num_bytes,
+           int iters, double us_per_iter) const {
+    row r;
+    r.benchmark = bench;
+    r.impl = impl;
+    r.backend = backend_;
+    r.num_pes = npes_;
+    r.scope = scope_label;
+    r.size_bytes = num_bytes;
+    r.iterations = iters;
+    r.latency_us = us_per_iter;
+    return r;
+  }
+
+  /// A measured row; `ok` false marks it as failing its data check (and the run as failed).
+  void add(row r, bool ok) {
+    if (!ok) {
+      r.baseline = "DATA-CHECK-FAILED";
+      r.ratio = 0;
+      check_failed_ = true;
+      std::fprintf(stderr, "shoal-bench: %s %s %s %zu bytes: the data check failed\n", r.benchmark.c_str(),
+                   r.impl.c_str(), r.scope.c_str(), r.size_bytes);
+    }
+    rows_.push_back(std::move(r));
+  }
+
+  std::vector<grid> bw_grids(bool block_only) const {
+    std::vector<grid> out;
+    const bool all = opts_.scope == "all";
+    if (all || opts_.scope == "block") {
+      out.push_back({scope::block, sms_, opts_.threads});
+      if (opts_.ctas != sms_) out.push_back({scope::block, opts_.ctas, opts_.threads});
+    }
+    if (block_only) return out;
+    if (all || opts_.scope == "warp") out.push_back({scope::warp, opts_.ctas, opts_.threads});
+    if (all || opts_.scope == "thread") out.push_back({scope::thread, opts_.ctas, opts_.threads});
+    return out;
+  }
+
+  template <class A, scope S, bool kGet>
+  void launch_rma_bw(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg) {
+    auto kernel = rma_bw_kernel<A, S, kGet>;
+    size_t smem = 0;
+    if constexpr (S == scope::block) smem = A::kBlockSmemBytes;
+    static bool configured = false;  // once per kernel instantiation, outside any timed region
+    if (!configured && smem > 48 * 1024) {
+      cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                 "cudaFuncSetAttribute");
+    }
+    configured = true;
+    kernel<<<g.ctas, g.threads, smem, stream_>>>(dst, src, num_bytes, g.chunk(num_bytes), iters, peer_, bg, ctx_);
+  }
+
+  template <class A, bool kGet>
+  void launch_rma_bw_any(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg) {
+    switch (g.s) {
+      case scope::thread:
+        launch_rma_bw<A, scope::thread, kGet>(g, dst, src, num_bytes, iters, bg);
+        break;
+      case scope::warp:
+        launch_rma_bw<A, scope::warp, kGet>(g, dst, src, num_bytes, iters, bg);
+        break;
+      case scope::block:
+        launch_rma_bw<A, scope::block, kGet>(g, dst, src, num_bytes, iters, bg);
+        break;
+    }
+  }
+
+  // ---- put_bw / get_bw: PE 0 moves the message to / from PE 1; PE 1 is passive ----
+
+  void bandwidth(const char* name, bool get) {
+    char* src = static_cast<char*>(Api::host_malloc(max_bytes_));
+    char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
+    Api::host_barrier();
+    // put: local src -> peer dst. get: peer src -> local dst.
+    char* data_src = me_ != 0 ? nullptr : (get ? remote(src, peer_) : src);  // where the pattern is written
+    char* data_dst = me_ != 0 ? nullptr : (get ? dst : remote(dst, peer_));  // where it must arrive
+    bool ce_ok = true;
+    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
+      // One host barrier per size keeps the passive PEs' host waits short (SHOAL_WAIT_TIMEOUT).
+      Api::host_barrier();
+      if (me_ == 0) {
+        const int iters = bw_iters(num_bytes);
+        const int warm = std::clamp(opts_.warmup * 10, 1, iters);
+        std::vector<grid> grids = bw_grids(false);
+        double copy_bw_full = 0;
+        std::string last_copy_grid;
+        double copy_bw = 0;
+        for (const grid& g : grids) {
+          const std::string copy_grid = std::to_string(g.ctas) + "x" + std::to_string(g.threads);
+          // Baseline: the plain SM copy kernel on the same grid (measured once per grid shape).
+          if (copy_grid != last_copy_grid) {
+            last_copy_grid = copy_grid;
+            auto run = [&] {
+              const uint32_t seed = fill(data_src, num_bytes);
+              auto k = [&](int n) {
+                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, num_bytes, n, background{}, ctx_);
+              };
+              int n = iters;
+              const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(data_dst, num_bytes); });
+              row r = make(name, "sm_copy", "grid/" + copy_grid, num_bytes, n, us);
+              r.bandwidth_gbps = num_bytes / (us * 1e3);
+              copy_bw = r.bandwidth_gbps;
+              add(r, holds(data_dst, num_bytes, seed));
+            };
+            run();
+            if (g.ctas == sms_) copy_bw_full = copy_bw;
+          }
+          measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, num_bytes, iters, warm, copy_bw);
+          if constexpr (requires { typename Api::tma; }) {
+            if (!get && g.s == scope::block)
+              measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, num_bytes,
+                                             iters, warm, copy_bw);
+          }
+        }
+        // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.
+        if (ce_ok && copy_bw_full > 0) {
+          const uint32_t seed = fill(data_src, num_bytes);
+          cudaError_t e = cudaMemcpyAsync(data_dst, data_src, num_bytes, cudaMemcpyDeviceToDevice, stream_);
+          if (e != cudaSuccess) {
+            cudaGetLastError();
+            std::fprintf(stderr, "shoal-bench: %s: no copy-engine row (cudaMemcpyAsync between the heaps: %s)\n", name,
+                         cudaGetErrorString(e));
+            ce_ok = false;
+          } else {
+            finish("copy engine");
+            int n = iters;
+            const double us = per_iter_us(
+                "copy engine", 1, n,
+                [&](int count) {
+                  for (int i = 0; i < count; ++i)
+                    cudaMemcpyAsync(data_dst, data_src, num_bytes, cudaMemcpyDeviceToDevice, stream_);
+                },
+                [&] { clear(data_dst, num_bytes); });
+            row r = make(name, "copy_engine", "ce", num_bytes, n, us);
+            r.bandwidth_gbps = num_bytes / (us * 1e3);
+            r.ratio = r.bandwidth_gbps / copy_bw_full;
+            r.baseline = "sm_copy/" + std::to_string(sms_) + "x" + std::to_string(opts_.threads);
+            add(r, holds(data_dst, num_bytes, seed));
+          }
+        }
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(dst);
+    Api::host_free(src);
+  }
+
+  /// One (size, grid, API path) point of put_bw/get_bw, PE 0 only. src/dst: symmetric; data_src/
+  /// data_dst: where the pattern is written / must arrive (raw pointers).
+  template <class A>
+  void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, char* data_src,
+                   char* data_dst, size_t num_bytes, int iters, int warm, double copy_bw) {
+    const uint32_t seed = fill(data_src, num_bytes);
+    auto k = [&](int n) {
+      if (get)
+        launch_rma_bw_any<A, true>(g, dst, src, num_bytes, n, background{});
+      else
+        launch_rma_bw_any<A, false>(g, dst, src, num_bytes, n, background{});
+    };
+    const double us = per_iter_us(impl, warm, iters, k, [&] { clear(data_dst, num_bytes); });
+    row r = make(name, impl, g.label(), num_bytes, iters, us);
+    r.bandwidth_gbps = num_bytes / (us * 1e3);
+    r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
+    r.baseline = "sm_copy";
+    add(r, holds(data_dst, num_bytes, seed));
+  }
+
+  // ---- put_bw_bidir: both PEs put to each other; PE 0's direction is timed ----
+
+  void bandwidth_bidir() {
+    char* src = static_cast<char*>(Api::host_malloc(max_bytes_));
+    char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
+    auto* ctrl = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // [0] started, [1] stop
+    Api::host_barrier();
+    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
+      const int iters = bw_iters(num_bytes);
+      const int warm = std::clamp(opts_.warmup * 10, 1, iters);
+      for (const grid& g : bw_grids(true)) {
+        double copy_bw = 0;
+        bidir_point(
+            "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, num_bytes,
+            iters, warm, 0,
+            [&](char* peer_dst, int n, background bg) {
+              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, num_bytes, n, bg, ctx_);
+            },
+            &copy_bw);
+        bidir_point(
+            Api::kName, g.label(), src, dst, ctrl, num_bytes, iters, warm, copy_bw,
+            [&](char*, int n, background bg) {
+              launch_rma_bw<Api, scope::block, false>(g, dst, src, num_bytes, n, bg);
+            },
+            nullptr);
+        if constexpr (requires { typename Api::tma; }) {
+          bidir_point(
+              Api::kTmaName, g.label(), src, dst, ctrl, num_bytes, iters, warm, copy_bw,
+              [&](char*, int n, background bg) {
+                launch_rma_bw<typename Api::tma, scope::block, false>(g, dst, src, num_bytes, n, bg);
+              },
+              nullptr);
+        }
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(ctrl);
+    Api::host_free(dst);
+    Api::host_free(src);
+  }
+
+  /// launch(peer_dst, iterations, background): enqueue one put kernel of this path toward the peer.
+  template <class Launch>
+  void bidir_point(const std::string& impl, const std::string& label, char* src, char* dst, uint64_t* ctrl,
+                   size_t num_bytes, int iters, int warm, double copy_bw, Launch&& launch, double* bw_out) {
+    const uint64_t gen = ++generation_;
+    uint32_t seed_mine = 0, seed_peer = 0;
+    if (me_ == 0) {
+      seed_mine = fill(src, num_bytes);
+      seed_peer = fill(remote(src, peer_), num_bytes);
+    }
+    Api::host_barrier();  // PE 1's source is ready
+    if (me_ == 1) {
+      // Background traffic toward PE 0 until PE 0 says stop (bounded by the device timeout).
+      background bg{remote(ctrl, peer_), gen, ctrl + 1, gen};
+      untimed("put_bw_bidir background", [&] { launch(remote(dst, peer_), INT_MAX, bg); });
+    } else if (me_ == 0) {
+      untimed("wait for the peer's traffic", [&] { wait_u64_kernel<<<1, 1, 0, stream_>>>(ctrl, gen, ctx_); });
+      char* peer_dst = remote(dst, peer_);
+      // PE 1 keeps writing our dst while we clear it: many complete passes land during the timed reps.
+      const double us = per_iter_us(
+          "put_bw_bidir", warm, iters, [&](int n) { launch(peer_dst, n, background{}); },
+          [&] {
+            clear(peer_dst, num_bytes);
+            clear(dst, num_bytes);
+          });
+      untimed("stop the peer", [&] { store_u64_kernel<<<1, 1, 0, stream_>>>(remote(ctrl + 1, peer_), gen); });
+      row r = make("put_bw_bidir", impl, label, num_bytes, iters, us);
+      r.bandwidth_gbps = num_bytes / (us * 1e3);
+      if (bw_out != nullptr) *bw_out = r.bandwidth_gbps;
+      if (copy_bw > 0) {
+        r.ratio = r.bandwidth_gbps / copy_bw;
+        r.baseline = "sm_copy";
+      }
+      pending_ = r;
+    }
+    Api::host_barrier();  // PE 1's traffic has ended
+    if (me_ == 0) add(pending_, holds(remote(dst, peer_), num_bytes, seed_mine) && holds(dst, num_bytes, seed_peer));
+  }
+
+  // ---- p_ping_pong: int p + wait_until, half round trip ----
+
+  void p_ping_pong() {
+    int* flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
+    int* raw_flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
+    Api::host_barrier();
+    const int iters = loop_iters();
+    const int warm = loop_warmup();
+    const int total = warm + opts_.reps * iters;
+    int* raw_peer = active() ? remote(raw_flag, peer_) : nullptr;
+    // Both use fresh flags: sequence numbers 1..total.
+    const double raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
+      raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
+    });
+    const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
+      p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
+    });
+    if (me_ == 0) {
+      // The last reply wrote `total` into PE 0's flag.
+      int seen_api = 0, seen_raw = 0;
+      cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
+      cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
+      row r = make("p_ping_pong", Api::kName, "thread", sizeof(int), iters, api_us);
+      r.ratio = api_us / raw_us;
+      r.baseline = "raw";
+      add(r, seen_api == total);
+      add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
+    }
+    Api::host_barrier();
+    Api::host_free(raw_flag);
+    Api::host_free(flag);
+  }
+
+  /// Ping-pong protocol: PE 1 (responder) runs all warm + reps*iters rounds in one kernel; PE 0 runs
+  /// a warm-up kernel, then reps timed kernels of iters rounds. Sequence numbers go on from 1.
+  /// launch(first, count, initiator). Returns PE 0's median half round trip in microseconds.
+  template <class Launch>
+  double ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq = 1) {
+    Api::host_barrier();
+    double us = 0;
+    if (me_ == 1) {
+      untimed(what, [&] { launch(static_cast<int>(first_seq), warm + opts_.reps * iters, false); });
+    } else if (me_ == 0) {
+      untimed(what, [&] { launch(static_cast<int>(first_seq), warm, true); });
+      int next = static_cast<int>(first_seq) + warm;
+      us = median_us(what,
+                     [&] {
+                       launch(next, iters, true);
+                       next += iters;
+                     }) /
+           iters / 2;
+    }
+    Api::host_barrier();
+    return us;
+  }
+
+  // ---- put_signal_ping_pong: block-scope putmem_signal + signal_wait_until, half round trip ----
+
+  void put_signal_ping_pong() {
+    const size_t max_bytes = std::min(max_bytes_, kPingPongMaxBytes);
+    char* buf = static_cast<char*>(Api::host_malloc(max_bytes));
+    char* src = static_cast<char*>(Api::host_malloc(max_bytes));
+    auto* sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+    auto* raw_sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+    Api::host_barrier();
+    const int iters = loop_iters();
+    const int warm = loop_warmup();
+    const int threads = opts_.threads;
+    const std::string label = "block/1x" + std::to_string(threads);
+    char* peer_buf = active() ? remote(buf, peer_) : nullptr;
+    uint64_t* peer_raw_sig = active() ? remote(raw_sig, peer_) : nullptr;
+    uint64_t api_seq = 1, raw_seq = 1;  // next sequence number of each signal word
+    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
+      uint32_t seed0 = 0, seed1 = 0;
+      if (me_ == 0) {
+        seed0 = fill(src, num_bytes);
+        seed1 = fill(remote(src, peer_), num_bytes);
+      }
+      double us[2] = {0, 0};
+      bool ok[2] = {true, true};
+      for (int v = 0; v < 2; ++v) {  // 0: raw baseline, 1: the API
+        const bool raw = v == 0;
+        uint64_t& seq = raw ? raw_seq : api_seq;
+        uint64_t* word = raw ? raw_sig : sig;
+        if (me_ == 0) {
+          clear(buf, num_bytes);
+          clear(peer_buf, num_bytes);
+        }
+        us[v] = ping_pong_run(
+            raw ? "raw put-signal ping-pong" : "put_signal ping-pong", iters, warm,
+            [&](int first, int count, bool initiator) {
+              if (raw) {
+                raw_put_signal_ping_pong_kernel<<<1, threads, 0, stream_>>>(peer_buf, src, num_bytes, raw_sig,
+                                                                            peer_raw_sig, static_cast<uint64_t>(first),
+                                                                            count, initiator, ctx_);
+              } else {
+                put_signal_ping_pong_kernel<Api><<<1, threads, 0, stream_>>>(
+                    buf, src, num_bytes, sig, static_cast<uint64_t>(first), count, peer_, initiator);
+              }
+            },
+            seq);
+        seq += warm + static_cast<uint64_t>(opts_.reps) * iters;
+        if (me_ == 0) {
+          uint64_t seen = 0;
+          cuda_check(cudaMemcpy(&seen, word, sizeof(seen), cudaMemcpyDeviceToHost), "read signal");
+          ok[v] = seen == seq - 1 && holds(buf, num_bytes, seed1) && holds(peer_buf, num_bytes, seed0);
+        }
+      }
+      if (me_ == 0) {
+        row r = make("put_signal_ping_pong", Api::kName, label, num_bytes, iters, us[1]);
+        r.ratio = us[1] / us[0];
+        r.baseline = "raw";
+        add(r, ok[1]);
+        add(make("put_signal_ping_pong", "raw", label, num_bytes, iters, us[0]), ok[0]);
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(raw_sig);
+    Api::host_free(sig);
+    Api::host_free(src);
+    Api::host_free(buf);
+  }
+
+  // ---- put_quiet_latency: one thread, putmem + quiet; PE 1 passive ----
+
+  void put_quiet_latency() {
+    const size_t max_bytes = std::min(max_bytes_, kPutQuietMaxBytes);
+    char* src = static_cast<char*>(Api::host_malloc(max_bytes));
+    char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
+    Api::host_barrier();
+    if (me_ == 0) {
+      const int iters = loop_iters();
+      const int warm = loop_warmup();
+      char* peer_dst = remote(dst, peer_);
+      for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
+        double us[2];
+        bool ok[2];
+        for (int v = 0; v < 2; ++v) {
+          const bool raw = v == 0;
+          const uint32_t seed = fill(src, num_bytes);
+          auto k = [&](int n) {
+            if (raw)
+              raw_put_fence_kernel<<<1, 1, 0, stream_>>>(peer_dst, src, num_bytes, n);
+            else
+              put_quiet_kernel<Api><<<1, 1, 0, stream_>>>(dst, src, num_bytes, n, peer_);
+          };
+          untimed("put_quiet warm-up", [&] { k(warm); });
+          clear(peer_dst, num_bytes);
+          us[v] = median_us(raw ? "raw put+fence" : "putmem+quiet", [&] { k(iters); }) / iters;
+          ok[v] = holds(peer_dst, num_bytes, seed);
+        }
+        row r = make("put_quiet_latency", Api::kName, "thread", num_bytes, iters, us[1]);
+        r.ratio = us[1] / us[0];
+        r.baseline = "raw";
+        add(r, ok[1]);
+        add(make("put_quiet_latency", "raw", "thread", num_bytes, iters, us[0]), ok[0]);
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(dst);
+    Api::host_free(src);
+  }
+
+  // ---- atomic_latency: dependent uint64 fetch_add on PE 1's word; PE 1 passive ----
+
+  void atomic_latency() {
+    auto* word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+    auto* raw_word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+    Api::host_barrier();
+    if (me_ == 0) {
+      const int iters = loop_iters();
+      const int warm = loop_warmup();
+      uint64_t* peer_raw = remote(raw_word, peer_);
+      const uint64_t expected = warm + static_cast<uint64_t>(opts_.reps) * iters;
+      untimed("raw fetch_add warm-up",
+              [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
+      const double raw_us =
+          median_us("raw fetch_add",
+                    [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
+          iters;
+      untimed("fetch_add warm-up",
+              [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, warm, peer_, &scratch_->sink); });
+      const double us =
+          median_us("fetch_add",
+                    [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, iters, peer_, &scratch_->sink); }) /
+          iters;
+      row r = make("atomic_latency", Api::kName, "thread", sizeof(uint64_t), iters, us);
+      r.ratio = us / raw_us;
+      r.baseline = "raw";
+      add(r, read_word(remote(word, peer_)) == expected);
+      add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), read_word(peer_raw) == expected);
+    }
+    Api::host_barrier();
+    Api::host_free(raw_word);
+    Api::host_free(word);
+  }
+
+  // ---- barrier_latency: device barrier_all (one thread) and sync_all_block (one block); every PE ----
+
+  void barrier_latency() {
+    auto* words = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // raw: [0] thread, [1] block
+    Api::host_barrier();
+    const int iters = loop_iters();
+    const int warm = loop_warmup();
+    const int threads = opts_.threads;
+    const bool raw_ok = npes_ == 2;  // the raw flag barrier is written for two PEs
+    struct variant {
+      const char* label;
+      bool block;
+    };
+    for (const variant& v : {variant{"thread", false}, variant{"block", true}}) {
+      const std::string label = v.block ? "block/1x" + std::to_string(threads) : "thread";
+      const int block_threads = v.block ? threads : 1;
+      double raw_us = 0;
+      if (raw_ok) {
+        uint64_t* mine = words + (v.block ? 1 : 0);
+        uint64_t* theirs = remote(mine, peer_);
+        raw_us = barrier_run("raw barrier", iters, warm, [&](int first, int count) {
+          raw_barrier_kernel<<<1, block_threads, 0, stream_>>>(mine, theirs, static_cast<uint64_t>(first), count, ctx_);
+        });
+      }
+      const double us = barrier_run(v.block ? "sync_all_block" : "barrier_all", iters, warm, [&](int, int count) {
+        if (v.block)
+          sync_all_block_kernel<Api><<<1, block_threads, 0, stream_>>>(count);
+        else
+          barrier_all_kernel<Api><<<1, 1, 0, stream_>>>(count);
+      });
+      if (me_ == 0) {
+        row r = make("barrier_latency", Api::kName, label, 0, iters, us);
+        if (raw_ok) {
+          r.ratio = us / raw_us;
+          r.baseline = "raw";
+        }
+        add(r, true);
+        if (raw_ok) add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(words);
+  }
+
+  /// Like ping_pong_run for an all-PE barrier: PEs other than 0 run every round in one kernel.
+  /// launch(first_epoch, count). Returns PE 0's median time per barrier (us).
+  template <class Launch>
+  double barrier_run(const char* what, int iters, int warm, Launch&& launch) {
+    Api::host_barrier();
+    double us = 0;
+    if (me_ != 0) {
+      untimed(what, [&] { launch(1, warm + opts_.reps * iters); });
+    } else {
+      untimed(what, [&] { launch(1, warm); });
+      int next = 1 + warm;
+      us = median_us(what,
+                     [&] {
+                       launch(next, iters);
+                       next += iters;
+                     }) /
+           iters;
+    }
+    Api::host_barrier();
+    return us;
+  }
+
+  const options& opts_;
+  std::vector<row>& rows_;
+  std::string backend_;
+  int me_ = 0, npes_ = 0, peer_ = -1, sms_ = 0;
+  size_t max_bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  scratch* scratch_ = nullptr;
+  kernel_ctx ctx_{};
+  uint32_t seed_ = 0;
+  uint64_t generation_ = 0;
+  row pending_;
+  bool check_failed_ = false;
+};
+
+}  // namespace shoal::bench::dev

@@ -1,0 +1,405 @@
+// Kernels of the device-initiated benchmarks, shared by shoal-bench (shoal's header-only device API,
+// no -rdc) and shoal-bench-nvshmem (NVSHMEM, -rdc): each measured kernel is a template on an API
+// adapter `Api` (bench/device/shoal_api.cuh, bench/nvshmem/nvshmem_api.cuh) with static __device__
+// functions named after the NVSHMEM calls they stand for. The baselines (plain SM copy, raw flag
+// ping-pong, raw atomics, raw flag barrier) use peer pointers only and are the same for every API.
+//
+// Defines kernels: included by exactly one translation unit of each binary.
+//
+// Every spin in this file is bounded (kernel_ctx::timeout_ns, checked on %globaltimer): a stuck wait
+// records a failure in the PE's status word and leaves the kernel instead of hanging the job.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace shoal::bench::dev {
+
+enum class scope : int { thread, warp, block };
+
+/// Written by bench kernels (device memory of this PE), read by this PE's host after each kernel.
+struct status_word {
+  unsigned int code;   ///< 0: fine; else a failure code (kTimedOut, ...); first failure wins
+  unsigned int where;  ///< which wait failed (kernel-specific tag)
+};
+inline constexpr unsigned int kTimedOut = 1;
+
+/// What every bench kernel gets besides its own arguments.
+struct kernel_ctx {
+  status_word* status;  ///< this PE's status word
+  uint64_t timeout_ns;  ///< bound on every spin
+};
+
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ void record_failure(const kernel_ctx& ctx, unsigned int code, unsigned int where) {
+  if (atomicCAS(&ctx.status->code, 0u, code) == 0u) atomicExch(&ctx.status->where, where);
+}
+
+/// Polls `*flag >= value` with volatile (relaxed) loads, the clock read every 256 polls. false: timed out.
+template <class T>
+__device__ __forceinline__ bool spin_until_ge(const volatile T* flag, T value, const kernel_ctx& ctx,
+                                              unsigned int where) {
+  uint64_t deadline = 0;
+  uint32_t polls = 0;
+  while (*flag < value) {
+    if ((++polls & 255u) == 0) {
+      const uint64_t t = now_ns();
+      if (deadline == 0) {
+        deadline = t + ctx.timeout_ns;
+      } else if (t > deadline) {
+        record_failure(ctx, kTimedOut, where);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// --- data pattern: fill, clear, verify ------------------------------------------------------------
+
+/// 32-bit word `word_index` of the pattern `seed`; no byte is ever zero, so a cleared (zero) byte
+/// never passes for data.
+__host__ __device__ __forceinline__ uint32_t pattern_word(uint64_t word_index, uint32_t seed) {
+  uint32_t x =
+      static_cast<uint32_t>(word_index) * 2654435761u ^ (seed * 0x9E3779B9u + static_cast<uint32_t>(word_index >> 32));
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  return x | 0x01010101u;
+}
+
+__device__ __forceinline__ uint8_t pattern_byte(uint64_t i, uint32_t seed) {
+  return static_cast<uint8_t>(pattern_word(i >> 2, seed) >> (8 * (i & 3)));
+}
+
+/// buf[0, num_bytes) = pattern `seed` (buf 4-byte aligned; it may be a peer's memory).
+__global__ void fill_pattern_kernel(char* buf, size_t num_bytes, uint32_t seed) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t words = num_bytes / 4;
+  auto* w = reinterpret_cast<uint32_t*>(buf);
+  for (size_t i = tid; i < words; i += stride) w[i] = pattern_word(i, seed);
+  for (size_t i = words * 4 + tid; i < num_bytes; i += stride) buf[i] = static_cast<char>(pattern_byte(i, seed));
+}
+
+/// buf[0, num_bytes) = 0 (it may be a peer's memory).
+__global__ void clear_kernel(char* buf, size_t num_bytes) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t words = num_bytes / 4;
+  auto* w = reinterpret_cast<uint32_t*>(buf);
+  for (size_t i = tid; i < words; i += stride) w[i] = 0;
+  for (size_t i = words * 4 + tid; i < num_bytes; i += stride) buf[i] = 0;
+}
+
+/// Adds to *mismatches the number of 4-byte words (and tail bytes) of buf that differ from the pattern.
+__global__ void verify_pattern_kernel(const char* buf, size_t num_bytes, uint32_t seed,
+                                      unsigned long long* mismatches) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t words = num_bytes / 4;
+  const auto* w = reinterpret_cast<const uint32_t*>(buf);
+  unsigned long long bad = 0;
+  for (size_t i = tid; i < words; i += stride) bad += w[i] != pattern_word(i, seed);
+  for (size_t i = words * 4 + tid; i < num_bytes; i += stride)
+    bad += static_cast<uint8_t>(buf[i]) != pattern_byte(i, seed);
+  if (bad != 0) atomicAdd(mismatches, bad);
+}
+
+/// Spins for `ns` nanoseconds. Enqueued before a timed region so that the GPU is still busy while the
+/// host records the start event and launches the measured kernel: the launch latency stays out of it.
+__global__ void delay_kernel(uint64_t ns) {
+  const uint64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+/// *out = *word (word may be a peer's memory): lets the host read a peer's counter.
+__global__ void read_u64_kernel(const volatile uint64_t* word, uint64_t* out) { *out = *word; }
+
+/// One volatile store to `word` (a peer's control word), then a system fence.
+__global__ void store_u64_kernel(volatile uint64_t* word, uint64_t value) {
+  *word = value;
+  __threadfence_system();
+}
+
+/// Waits (bounded) until the local control word reaches `value`.
+__global__ void wait_u64_kernel(const volatile uint64_t* word, uint64_t value, kernel_ctx ctx) {
+  spin_until_ge(word, value, ctx, 90);
+}
+
+// --- bandwidth --------------------------------------------------------------------------------
+
+/// The scope instance (thread, warp or block) this thread belongs to, numbered over the grid.
+template <scope S>
+__device__ __forceinline__ size_t unit_index() {
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if constexpr (S == scope::thread) return tid;
+  if constexpr (S == scope::warp) return tid / 32;
+  return blockIdx.x;
+}
+
+/// Optional start/stop protocol of background traffic (put_bw_bidir's second direction): block 0's
+/// thread 0 writes `started_value` to `started_remote` (the measuring PE's control word) once the
+/// kernel runs; every block leaves its loop at the first iteration that sees *stop >= stop_value
+/// (the measuring PE writes it when done). Null pointers: a plain fixed-count loop.
+struct background {
+  uint64_t* started_remote = nullptr;
+  uint64_t started_value = 0;
+  const volatile uint64_t* stop = nullptr;
+  uint64_t stop_value = 0;
+};
+
+/// True when a background loop must end: stop seen, or timed out (recorded). Block-uniform; has
+/// __syncthreads().
+__device__ __forceinline__ bool background_done(const background& bg, uint64_t deadline, const kernel_ctx& ctx) {
+  __shared__ int s_done;
+  if (threadIdx.x == 0) {
+    int done = *bg.stop >= bg.stop_value;
+    if (!done && now_ns() > deadline) {
+      record_failure(ctx, kTimedOut, 91);
+      done = 1;
+    }
+    s_done = done;
+  }
+  __syncthreads();
+  const bool done = s_done != 0;
+  __syncthreads();
+  return done;
+}
+
+__device__ __forceinline__ void background_start(const background& bg) {
+  if (bg.started_remote != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    *reinterpret_cast<volatile uint64_t*>(bg.started_remote) = bg.started_value;
+    __threadfence_system();
+  }
+}
+
+/// `iters` times, scope instance u of the grid puts (kGet: gets) bytes [u*chunk, (u+1)*chunk) of the
+/// message with the API's _nbi call of scope S; then every thread calls quiet. dst/src: symmetric
+/// (put: dst remote; get: src remote).
+template <class Api, scope S, bool kGet>
+__global__ void rma_bw_kernel(char* dst, const char* src, size_t num_bytes, size_t chunk, int iters, int peer,
+                              background bg, kernel_ctx ctx) {
+  const size_t off = unit_index<S>() * chunk;
+  const size_t n = off < num_bytes ? (num_bytes - off < chunk ? num_bytes - off : chunk) : 0;
+  background_start(bg);
+  const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
+  for (int i = 0; i < iters; ++i) {
+    if constexpr (S == scope::block) {
+      if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
+    }
+    if (n == 0) break;  // uniform over the scope instance
+    if constexpr (kGet) {
+      if constexpr (S == scope::thread) Api::getmem_nbi(dst + off, src + off, n, peer);
+      if constexpr (S == scope::warp) Api::getmem_nbi_warp(dst + off, src + off, n, peer);
+      if constexpr (S == scope::block) Api::getmem_nbi_block(dst + off, src + off, n, peer);
+    } else {
+      if constexpr (S == scope::thread) Api::putmem_nbi(dst + off, src + off, n, peer);
+      if constexpr (S == scope::warp) Api::putmem_nbi_warp(dst + off, src + off, n, peer);
+      if constexpr (S == scope::block) Api::putmem_nbi_block(dst + off, src + off, n, peer);
+    }
+  }
+  Api::quiet();
+}
+
+/// Baseline: the plain SM copy kernel, grid-stride int4 loads and stores (4 loads in flight per
+/// thread), `iters` times over the whole message; dst or src is a raw peer pointer. Same start/stop
+/// protocol as rma_bw_kernel.
+__global__ void sm_copy_kernel(char* dst, const char* src, size_t num_bytes, int iters, background bg, kernel_ctx ctx) {
+  constexpr int kUnroll = 4;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t vecs = num_bytes / 16;
+  auto* d = reinterpret_cast<int4*>(dst);
+  const auto* s = reinterpret_cast<const int4*>(src);
+  background_start(bg);
+  const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
+  for (int it = 0; it < iters; ++it) {
+    if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
+    size_t i = tid;
+    for (; i + (kUnroll - 1) * stride < vecs; i += kUnroll * stride) {
+      int4 r[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) r[u] = s[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) d[i + u * stride] = r[u];
+    }
+    for (; i < vecs; i += stride) d[i] = s[i];
+    for (size_t b = vecs * 16 + tid; b < num_bytes; b += stride) dst[b] = src[b];
+    asm volatile("" ::: "memory");  // every iteration copies again
+  }
+}
+
+// --- latency: ping-pongs (both PEs run; the initiator is timed, the responder runs one kernel) ---
+
+/// `count` rounds of p + wait_until on an int flag, sequence numbers first .. first+count-1.
+/// Initiator: p(seq) to the peer, then wait for the reply seq; responder: the other way round.
+template <class Api>
+__global__ void p_ping_pong_kernel(int* flag, int first, int count, int peer, bool initiator) {
+  for (int i = 0; i < count; ++i) {
+    const int seq = first + i;
+    if (initiator) {
+      Api::int_p(flag, seq, peer);
+      Api::int_wait_until_ge(flag, seq);
+    } else {
+      Api::int_wait_until_ge(flag, seq);
+      Api::int_p(flag, seq, peer);
+    }
+  }
+}
+
+/// Baseline: the raw relaxed-flag ping-pong, volatile store to the peer's flag, volatile poll of ours.
+__global__ void raw_flag_ping_pong_kernel(int* my_flag, int* peer_flag, int first, int count, bool initiator,
+                                          kernel_ctx ctx) {
+  volatile int* mine = my_flag;
+  volatile int* theirs = peer_flag;
+  for (int i = 0; i < count; ++i) {
+    const int seq = first + i;
+    if (initiator) {
+      *theirs = seq;
+      if (!spin_until_ge(mine, seq, ctx, 1)) return;
+    } else {
+      if (!spin_until_ge(mine, seq, ctx, 2)) return;
+      *theirs = seq;
+    }
+  }
+}
+
+/// Block-scope put-with-signal ping-pong: num_bytes of `src` into the peer's `buf`, signal SET to seq;
+/// thread 0 waits for the peer's signal (signal_wait_until >= seq), then the block goes on.
+template <class Api>
+__global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t num_bytes, uint64_t* sig, uint64_t first,
+                                            int count, int peer, bool initiator) {
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seq = first + i;
+    if (!initiator) {
+      if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
+      __syncthreads();
+    }
+    Api::putmem_signal_block(buf, src, num_bytes, sig, seq, peer);
+    if (initiator) {
+      if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
+      __syncthreads();
+    }
+  }
+}
+
+/// Block-uniform bounded wait of thread 0 for *sig >= seq. false: timed out (recorded).
+__device__ __forceinline__ bool block_wait_ge(const uint64_t* sig, uint64_t seq, const kernel_ctx& ctx,
+                                              unsigned int where) {
+  __shared__ int s_ok;
+  if (threadIdx.x == 0) s_ok = spin_until_ge(reinterpret_cast<const volatile uint64_t*>(sig), seq, ctx, where);
+  __syncthreads();
+  const bool ok = s_ok != 0;
+  __syncthreads();
+  return ok;
+}
+
+/// Baseline of put_signal_ping_pong on raw peer pointers: the block copies with int4 stores,
+/// __syncthreads, thread 0 fences (system) and stores the signal with a volatile store; the waiting
+/// side polls with volatile loads.
+__global__ void raw_put_signal_ping_pong_kernel(char* peer_buf, const char* src, size_t num_bytes, uint64_t* my_sig,
+                                                uint64_t* peer_sig, uint64_t first, int count, bool initiator,
+                                                kernel_ctx ctx) {
+  const size_t vecs = num_bytes / 16;
+  auto* d = reinterpret_cast<int4*>(peer_buf);
+  const auto* s = reinterpret_cast<const int4*>(src);
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seq = first + i;
+    if (!initiator && !block_wait_ge(my_sig, seq, ctx, 3)) return;
+    for (size_t v = threadIdx.x; v < vecs; v += blockDim.x) d[v] = s[v];
+    for (size_t b = vecs * 16 + threadIdx.x; b < num_bytes; b += blockDim.x) peer_buf[b] = src[b];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      *reinterpret_cast<volatile uint64_t*>(peer_sig) = seq;
+    }
+    if (initiator && !block_wait_ge(my_sig, seq, ctx, 4)) return;
+  }
+}
+
+// --- latency: one PE (the other passive) ------------------------------------------------------
+
+/// One thread: `iters` x (blocking putmem of num_bytes to the peer, then quiet).
+template <class Api>
+__global__ void put_quiet_kernel(char* dst, const char* src, size_t num_bytes, int iters, int peer) {
+  for (int i = 0; i < iters; ++i) {
+    Api::putmem(dst, src, num_bytes, peer);
+    Api::quiet();
+  }
+}
+
+/// Baseline: one thread copies with int4 stores to a raw peer pointer, then __threadfence_system().
+__global__ void raw_put_fence_kernel(char* peer_dst, const char* src, size_t num_bytes, int iters) {
+  const size_t vecs = num_bytes / 16;
+  for (int i = 0; i < iters; ++i) {
+    for (size_t v = 0; v < vecs; ++v) reinterpret_cast<int4*>(peer_dst)[v] = reinterpret_cast<const int4*>(src)[v];
+    for (size_t b = vecs * 16; b < num_bytes; ++b) peer_dst[b] = src[b];
+    __threadfence_system();
+  }
+}
+
+/// One thread: `iters` dependent uint64 fetch_adds on the peer's word (each adds 1; the next add
+/// depends on the value fetched, so they cannot overlap). *sink keeps the result alive.
+template <class Api>
+__global__ void fetch_add_kernel(uint64_t* word, int iters, int peer, uint64_t* sink) {
+  uint64_t add = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < iters; ++i) {
+    const uint64_t old = Api::uint64_atomic_fetch_add(word, add, peer);
+    acc += old;
+    add = 1 + (old >> 63);  // 1 while the word stays below 2^63
+  }
+  *sink = acc;
+}
+
+/// Baseline: the same chain with atomicAdd_system on a raw peer pointer.
+__global__ void raw_fetch_add_kernel(uint64_t* peer_word, int iters, uint64_t* sink) {
+  unsigned long long add = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < iters; ++i) {
+    const unsigned long long old = atomicAdd_system(reinterpret_cast<unsigned long long*>(peer_word), add);
+    acc += old;
+    add = 1 + (old >> 63);
+  }
+  *sink = acc;
+}
+
+// --- barriers (every PE runs) ----------------------------------------------------------------
+
+/// One thread: `count` device barrier_all calls.
+template <class Api>
+__global__ void barrier_all_kernel(int count) {
+  for (int i = 0; i < count; ++i) Api::barrier_all();
+}
+
+/// One block: `count` sync_all_block calls.
+template <class Api>
+__global__ void sync_all_block_kernel(int count) {
+  for (int i = 0; i < count; ++i) Api::sync_all_block();
+}
+
+/// Baseline for 2 PEs: a raw flag barrier. Thread 0 stores epoch to the peer's word (volatile) and
+/// polls its own until the peer's epoch arrives; with more than one thread, __syncthreads around it.
+__global__ void raw_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uint64_t first, int count, kernel_ctx ctx) {
+  for (int i = 0; i < count; ++i) {
+    const uint64_t epoch = first + i;
+    if (blockDim.x > 1) __syncthreads();
+    if (threadIdx.x == 0) *reinterpret_cast<volatile uint64_t*>(peer_word) = epoch;
+    if (blockDim.x > 1) {
+      if (!block_wait_ge(my_word, epoch, ctx, 5)) return;
+    } else if (!spin_until_ge(reinterpret_cast<const volatile uint64_t*>(my_word), epoch, ctx, 5)) {
+      return;
+    }
+  }
+}
+
+}  // namespace shoal::bench::dev

@@ -1,0 +1,72 @@
+#include "device/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace shoal::bench {
+
+namespace {
+bool parse_size(const std::string& text, size_t& out) {
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string suffix = text.substr(pos);
+  if (suffix == "K" || suffix == "k")
+    v <<= 10;
+  else if (suffix == "M" || suffix == "m")
+    v <<= 20;
+  else if (suffix == "G" || suffix == "g")
+    v <<= 30;
+  else if (!suffix.empty())
+    return false;
+  out = static_cast<size_t>(v);
+  return true;
+}
+}  // namespace
+
+void add_options(CLI::App& app, options& opts) {
+  app.add_option("benchmarks", opts.which, "which to run (default: all of the host or device set)");
+  app.add_option("-b,--min-size", opts.min_text, "smallest message (bytes; K/M/G suffixes)");
+  app.add_option("-e,--max-size", opts.max_text, "largest message (default 64M host, 256M device)");
+  app.add_option("-f,--step-factor", opts.factor, "size multiplier between points")->check(CLI::Range(2, 1024));
+  app.add_option("-n,--iters", opts.iterations, "timed iterations per point (scaled down for large sizes)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("-w,--warmup", opts.warmup, "untimed iterations before each point")->check(CLI::Range(0, 1000000));
+  app.add_option("-r,--reps", opts.reps, "timed repetitions per point; the median is reported")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("-c,--ctas", opts.ctas, "device bandwidth: CTAs (block scope also runs one CTA per SM)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("-t,--threads", opts.threads, "device: threads per CTA (a multiple of 32)")
+      ->check(CLI::Range(32, 1024));
+  app.add_option("-s,--scope", opts.scope, "device bandwidth scope")
+      ->check(CLI::IsMember({"thread", "warp", "block", "all"}));
+  app.add_option("--csv", opts.csv, "write the rows as CSV to this file (PE 0)");
+  app.add_option("--json", opts.json, "write the rows as JSON to this file (PE 0)");
+}
+
+std::string finish(options& opts) {
+  opts.max_bytes_given = !opts.max_text.empty();
+  if (!parse_size(opts.min_text, opts.min_bytes)) return "-b: bad size '" + opts.min_text + "'";
+  if (opts.max_bytes_given && !parse_size(opts.max_text, opts.max_bytes)) return "-e: bad size '" + opts.max_text + "'";
+  if (opts.min_bytes == 0 || (opts.max_bytes_given && opts.min_bytes > opts.max_bytes))
+    return "-b/-e: need 0 < min <= max";
+  if (opts.threads % 32 != 0) return "-t: threads per CTA must be a multiple of 32";
+  return {};
+}
+
+std::vector<std::string> device_benchmark_names() {
+  return {
+      "put_bw",         "get_bw",         "put_bw_bidir", "p_ping_pong", "put_signal_ping_pong", "put_quiet_latency",
+      "atomic_latency", "barrier_latency"};
+}
+
+std::vector<size_t> sizes(size_t min_bytes, size_t max_bytes, size_t factor) {
+  std::vector<size_t> out;
+  for (size_t s = min_bytes; s <= max_bytes; s *= factor) out.push_back(s);
+  return out;
+}
+
+}  // namespace shoal::bench

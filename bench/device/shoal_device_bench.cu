@@ -1,0 +1,19 @@
+// shoal-bench's device-initiated benchmarks through shoal's facade (bench/device/shoal_api.cuh).
+// Compiled by nvcc without -rdc: the header-only device API is the point.
+#include "device/device_bench.hpp"
+#include "device/driver.cuh"
+#include "device/kernels.cuh"
+#include "device/shoal_api.cuh"
+
+namespace shoal::bench {
+
+bool device_select_gpu() { return dev::select_gpu_from_env(); }
+
+bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
+                           const std::string& backend) {
+  dev::driver<dev::shoal_api> d(opts, rows, backend);
+  d.run(which);
+  return !d.any_check_failed();
+}
+
+}  // namespace shoal::bench

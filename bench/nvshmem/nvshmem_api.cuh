@@ -1,0 +1,58 @@
+// The API adapter of bench/device/kernels.cuh and driver.cuh for NVSHMEM's public API: every
+// measured call is the NVSHMEM call of the same name. Needs nvcc -rdc=true and libnvshmem_device.a.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+namespace shoal::bench::dev {
+
+struct nvshmem_api {
+  static constexpr const char* kName = "nvshmem";
+  static constexpr size_t kBlockSmemBytes = 0;
+
+  // --- host ---
+  static void* host_malloc(size_t num_bytes) { return nvshmem_malloc(num_bytes); }
+  static void* host_calloc(size_t num_bytes) { return nvshmem_calloc(1, num_bytes); }
+  static void host_free(void* p) { nvshmem_free(p); }
+  static void host_barrier() { nvshmem_barrier_all(); }
+  static void* host_ptr(void* p, int pe) { return nvshmem_ptr(p, pe); }
+  static int my_pe() { return nvshmem_my_pe(); }
+  static int n_pes() { return nvshmem_n_pes(); }
+
+  // --- device ---
+  static __device__ void putmem(void* d, const void* s, size_t n, int pe) { nvshmem_putmem(d, s, n, pe); }
+  static __device__ void putmem_nbi(void* d, const void* s, size_t n, int pe) { nvshmem_putmem_nbi(d, s, n, pe); }
+  static __device__ void putmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
+    nvshmemx_putmem_nbi_warp(d, s, n, pe);
+  }
+  static __device__ void putmem_nbi_block(void* d, const void* s, size_t n, int pe) {
+    nvshmemx_putmem_nbi_block(d, s, n, pe);
+  }
+  static __device__ void getmem_nbi(void* d, const void* s, size_t n, int pe) { nvshmem_getmem_nbi(d, s, n, pe); }
+  static __device__ void getmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
+    nvshmemx_getmem_nbi_warp(d, s, n, pe);
+  }
+  static __device__ void getmem_nbi_block(void* d, const void* s, size_t n, int pe) {
+    nvshmemx_getmem_nbi_block(d, s, n, pe);
+  }
+  static __device__ void quiet() { nvshmem_quiet(); }
+  static __device__ void int_p(int* d, int v, int pe) { nvshmem_int_p(d, v, pe); }
+  static __device__ void int_wait_until_ge(int* ivar, int v) { nvshmem_int_wait_until(ivar, NVSHMEM_CMP_GE, v); }
+  static __device__ void putmem_signal_block(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {
+    nvshmemx_putmem_signal_block(d, s, n, sig, v, NVSHMEM_SIGNAL_SET, pe);
+  }
+  static __device__ void signal_wait_until_ge(uint64_t* sig, uint64_t v) {
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+  }
+  static __device__ uint64_t uint64_atomic_fetch_add(uint64_t* d, uint64_t v, int pe) {
+    return nvshmem_uint64_atomic_fetch_add(d, v, pe);
+  }
+  static __device__ void barrier_all() { nvshmem_barrier_all(); }
+  static __device__ void sync_all_block() { nvshmemx_sync_all_block(); }
+};
+
+}  // namespace shoal::bench::dev

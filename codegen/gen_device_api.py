@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Generates shoal's typed device facade (types x operations x scopes) from the tables below.
+
+Output (checked in; CI regenerates and fails on a diff):
+  include/shoal/detail/device_api.cuh   the shoal_*/shoalx_* device functions (NVSHMEM names with
+                                        nvshmem_ -> shoal_, nvshmemx_ -> shoalx_), included by
+                                        <shoal/device/facade.cuh>
+
+Every function forwards to the explicit-handle API (<shoal/device/*.cuh>) with the translation
+unit's __constant__ copy of the default world. A thread-scope function that also exists on the host
+(codegen/gen_host_api.py) becomes one __host__ __device__ function that calls the device code on
+the device and the host entry point (declared under shoal_detail_host_* by host_api.h) on the host.
+
+Run from anywhere: python3 codegen/gen_device_api.py [--check]
+"""
+import argparse
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import gen_host_api as host  # noqa: E402  (tables, the host name list and the twin rule)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "include/shoal/detail/device_api.cuh"
+
+W = "shoal_detail_world_c"
+SCOPES = [("", "shoal::device::thread_scope"), ("_warp", "shoal::device::warp_scope"),
+          ("_block", "shoal::device::block_scope")]
+# Device RMA types: the host's standard RMA types without long double (double in device code), plus
+# NVSHMEM's half and bfloat16 (device only).
+RMA_TYPES = [(tn, ct) for tn, ct in host.RMA_TYPES if tn != "longdouble"] + [
+    ("half", "half"), ("bfloat16", "__nv_bfloat16")]
+SIZED = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t",
+         128: "shoal::detail::sized_elem<128>::type"}
+
+
+class Fn:
+    def __init__(self, ret, name, params, body, scope):
+        self.ret, self.name, self.params, self.body, self.scope = ret, name, params, body, scope
+
+
+class Gen:
+    def __init__(self):
+        self.items = []  # Fn or section title (str)
+
+    def section(self, title):
+        self.items.append(title)
+
+    def fn(self, ret, name, params, body, scope=""):
+        self.items.append(Fn(ret, name, params, body, scope))
+
+
+def prefix(scope):
+    """shoal_ for thread scope, shoalx_ for warp/block (NVSHMEM's nvshmem_/nvshmemx_)."""
+    return "shoal_" if scope == "" else "shoalx_"
+
+
+def rma(g):
+    g.section("RMA: typed put/get/p/g/iput/iget, blocking and _nbi, thread/warp/block")
+    for tn, ct in RMA_TYPES:
+        sz = f"sizeof({ct})"
+        for sfx, sc in SCOPES:
+            px = prefix(sfx)
+            for nbi in ("", "_nbi"):
+                for op, impl in (("put", "putmem"), ("get", "getmem")):
+                    n = f"{px}{tn}_{op}{nbi}{sfx}"
+                    g.fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
+                         f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
+            if sfx == "":
+                g.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
+                     f'shoal::detail::p({W}, dest, value, pe, "shoal_{tn}_p");')
+                g.fn(ct, f"shoal_{tn}_g", f"const {ct}* source, int pe",
+                     f'return shoal::detail::g({W}, source, pe, "shoal_{tn}_g");')
+            for op in ("iput", "iget"):
+                n = f"{px}{tn}_{op}{sfx}"
+                g.fn("void", n,
+                     f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+                     f'shoal::detail::{op}<{sc}>({W}, dest, source, dst, sst, nelems, pe, "{n}");', sfx)
+
+    g.section("RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem), thread/warp/block")
+    for bits in host.SIZES:
+        et = SIZED[bits]
+        for sfx, sc in SCOPES:
+            px = prefix(sfx)
+            for nbi in ("", "_nbi"):
+                for op, impl in (("put", "putmem"), ("get", "getmem")):
+                    n = f"{px}{op}{bits}{nbi}{sfx}"
+                    g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
+                         f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems * {bits // 8}, pe, "{n}");', sfx)
+            for op in ("iput", "iget"):
+                n = f"{px}{op}{bits}{sfx}"
+                g.fn("void", n,
+                     "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+                     f"shoal::detail::{op}<{sc}>({W}, static_cast<{et}*>(dest), static_cast<const {et}*>(source), "
+                     f'dst, sst, nelems, pe, "{n}");', sfx)
+    for sfx, sc in SCOPES:
+        px = prefix(sfx)
+        for nbi in ("", "_nbi"):
+            for op, impl in (("putmem", "putmem"), ("getmem", "getmem")):
+                n = f"{px}{op}{nbi}{sfx}"
+                g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
+                     f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems, pe, "{n}");', sfx)
+
+
+def signals(g):
+    g.section("put-with-signal: typed, sized and untyped, blocking and _nbi, thread/warp/block")
+    variants = [(tn, ct, f"sizeof({ct})") for tn, ct in RMA_TYPES]
+    variants += [(f"put{b}", "void", str(b // 8)) for b in host.SIZES]
+    variants += [("putmem", "void", "1")]
+    for base, ct, sz in variants:
+        src = "const void" if ct == "void" else f"const {ct}"
+        stem = base if ct == "void" else f"{base}_put"
+        for sfx, sc in SCOPES:
+            for nbi in ("", "_nbi"):
+                n = f"{prefix(sfx)}{stem}_signal{nbi}{sfx}"
+                g.fn("void", n,
+                     f"{ct}* dest, {src}* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, "
+                     "int pe",
+                     f"shoal::detail::putmem_signal<{sc}>({W}, dest, source, nelems * {sz}, sig_addr, signal, sig_op, "
+                     f'pe, "{n}");', sfx)
+
+
+def atomics(g):
+    g.section("atomics (AMO): standard, extended (float/double) and bitwise types; thread scope")
+    amo = {}
+    for tn, ct in host.AMO_STD:
+        amo.setdefault((tn, ct), set()).update(
+            ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add"])
+    for tn, ct in host.AMO_FLOAT:
+        amo.setdefault((tn, ct), set()).update(["fetch", "set", "swap", "fetch_add", "add"])
+    for tn, ct in host.AMO_BITWISE:
+        amo.setdefault((tn, ct), set()).update(["fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"])
+    order = ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add",
+             "fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"]
+    for (tn, ct), ops in amo.items():
+        for op in order:
+            if op not in ops:
+                continue
+            n = f"shoal_{tn}_atomic_{op}"
+            f = f"shoal::device::atomic_{op}"
+            if op == "fetch":
+                g.fn(ct, n, f"const {ct}* source, int pe", f"return {f}({W}, source, pe);")
+            elif op == "set":
+                g.fn("void", n, f"{ct}* dest, {ct} value, int pe", f"{f}({W}, dest, value, pe);")
+            elif op == "compare_swap":
+                g.fn(ct, n, f"{ct}* dest, {ct} cond, {ct} value, int pe", f"return {f}({W}, dest, cond, value, pe);")
+            elif op == "fetch_inc":
+                g.fn(ct, n, f"{ct}* dest, int pe", f"return {f}({W}, dest, pe);")
+            elif op == "inc":
+                g.fn("void", n, f"{ct}* dest, int pe", f"{f}({W}, dest, pe);")
+            elif op.startswith("fetch_") or op == "swap":
+                g.fn(ct, n, f"{ct}* dest, {ct} value, int pe", f"return {f}({W}, dest, value, pe);")
+            else:
+                g.fn("void", n, f"{ct}* dest, {ct} value, int pe", f"{f}({W}, dest, value, pe);")
+
+
+def sync(g):
+    g.section("point-to-point synchronization: wait_until / test and their _all/_any/_some(_vector) forms")
+    mode_of = {"all": "shoal::detail::wait_mode::all", "any": "shoal::detail::wait_mode::any",
+               "some": "shoal::detail::wait_mode::some"}
+    for tn, ct in host.SYNC_TYPES:
+        for verb, is_test in (("wait_until", "false"), ("test", "true")):
+            n = f"shoal_{tn}_{verb}"
+            if verb == "wait_until":
+                g.fn("void", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
+                     f'shoal::detail::wait_until({W}, ivar, cmp, cmp_value, "{n}");')
+            else:
+                g.fn("int", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
+                     f'return shoal::detail::test({W}, ivar, cmp, cmp_value, "{n}") ? 1 : 0;')
+            for mode in ("all", "any", "some"):
+                for vec in (False, True):
+                    n = f"shoal_{tn}_{verb}_{mode}" + ("_vector" if vec else "")
+                    val = f"{ct}* cmp_values" if vec else f"{ct} cmp_value"
+                    valp = "cmp_values" if vec else "&cmp_value"
+                    idx = "size_t* indices, " if mode == "some" else ""
+                    idxa = "indices" if mode == "some" else "nullptr"
+                    params = f"{ct}* ivars, size_t nelems, {idx}const int* status, int cmp, {val}"
+                    call = (f"shoal::detail::wait_many<{mode_of[mode]}, {'true' if vec else 'false'}, {is_test}>("
+                            f'{W}, ivars, nelems, {idxa}, status, cmp, {valp}, "{n}")')
+                    if mode == "all" and verb == "wait_until":
+                        g.fn("void", n, params, f"{call};")
+                    elif mode == "all":
+                        g.fn("int", n, params, f"return static_cast<int>({call});")
+                    else:
+                        g.fn("size_t", n, params, f"return {call};")
+
+
+def barriers(g):
+    g.section("barrier_all / sync_all at warp and block scope (thread scope: <shoal/device/facade.cuh>)")
+    for op in ("barrier_all", "sync_all"):
+        for sfx, sc in SCOPES[1:]:
+            n = f"shoalx_{op}{sfx}"
+            g.fn("void", n, "void", f'shoal::detail::barrier<{sc}>({W}, "{n}");', sfx)
+
+
+HEADER = """/* clang-format off */
+// GENERATED by codegen/gen_device_api.py: do not edit; edit the generator and rerun it.
+// shoal's typed device facade: NVSHMEM's device API names (nvshmem_ -> shoal_, nvshmemx_ -> shoalx_)
+// on the default world (this translation unit's __constant__ copy, see <shoal/device/facade.cuh>).
+// Contracts are those of the explicit-handle calls they forward to (<shoal/device/*.cuh>):
+//   put/get/p/g/iput/iget (RMA contract, rma.cuh): nelems in elements; warp/block: the whole scope calls
+//   put_signal (put_signal contract, signal.cuh): data visible before the signal (release)
+//   atomics (AMO contract, amo.cuh): relaxed, system scope; thread scope only
+//   wait_until/test (wait contract, sync.cuh): relaxed polls, one acquire; bounded by SHOAL_WAIT_TIMEOUT
+// __host__ __device__ functions call the host entry point of the same symbol on the host.
+#ifndef SHOAL_DETAIL_DEVICE_API_CUH_
+#define SHOAL_DETAIL_DEVICE_API_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+// The facade first: it declares this translation unit's world (shoal_detail_world_c) and includes
+// this file at its end (when this file is included first, its guard makes that a no-op).
+#include "shoal/device/facade.cuh"
+#include "shoal/device/device.cuh"
+"""
+
+FOOTER = """
+#endif  // SHOAL_DETAIL_DEVICE_API_CUH_
+"""
+
+
+def render(g, host_fns):
+    out = [HEADER]
+    seen = set()
+    twins = 0
+    for item in g.items:
+        if isinstance(item, str):
+            out.append(f"\n// {item}")
+            continue
+        f = item
+        assert f.name not in seen, f"duplicate {f.name}"
+        seen.add(f.name)
+        h = host_fns.get(f.name)
+        if h is not None and host.has_device_twin(f.name):
+            hret, hparams = h
+            assert (hret, hparams) == (f.ret, f.params), f"{f.name}: host {h} != device {(f.ret, f.params)}"
+            alias = host.host_alias(f.name)
+            args = ", ".join(p.split()[-1].lstrip("*") for p in f.params.split(", "))
+            ret = "return " if f.ret != "void" else ""
+            out.append(f"__host__ __device__ inline {f.ret} {f.name}({f.params}) {{\n"
+                       f"#ifdef __CUDA_ARCH__\n  {f.body}\n#else\n  {ret}{alias}({args});\n#endif\n}}")
+            twins += 1
+        else:
+            out.append(f"__device__ __forceinline__ {f.ret} {f.name}({f.params}) {{ {f.body} }}")
+    missing = [n for n in host_fns if host.has_device_twin(n) and n not in seen]
+    assert not missing, f"host entry points declared with a device twin but not generated: {missing[:5]}"
+    out.append(FOOTER)
+    return "\n".join(out), len(seen), twins
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true", help="fail if the checked-in output differs")
+    args = ap.parse_args()
+    he = host.Emitter()
+    host.rma(he)
+    host.signals(he)
+    host.atomics(he)
+    host.sync(he)
+    host_fns = {name: (ret, params) for ret, name, params in he.fns}
+    g = Gen()
+    rma(g)
+    signals(g)
+    atomics(g)
+    sync(g)
+    barriers(g)
+    text, count, twins = render(g, host_fns)
+    if args.check:
+        if not OUT.exists() or OUT.read_text() != text:
+            print("generated file is stale; run python3 codegen/gen_device_api.py:",
+                  OUT.relative_to(ROOT), sep="\n  ")
+            return 1
+    else:
+        OUT.write_text(text)
+    print(f"{'checked' if args.check else 'wrote'} {count} device facade functions ({twins} __host__ __device__)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

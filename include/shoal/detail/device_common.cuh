@@ -1,0 +1,173 @@
+// Internals shared by the device API headers: thread-group scopes, peer addressing, the checks
+// that turn a bad PE into a message + trap, and the bounded-wait clock. Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "shoal/device/ptx.cuh"
+#include "shoal/device_world.hpp"
+#include "shoal/types.h"
+
+/// 1 (default): device calls check `pe` (in range, load/store-reachable) and the signal/compare
+/// operators, printing what was wrong and trapping. 0: no checks (a bad PE is undefined behaviour).
+#ifndef SHOAL_DEVICE_CHECKS
+#define SHOAL_DEVICE_CHECKS 1
+#endif
+
+/// Polls between two reads of %globaltimer in a bounded wait (a power of two).
+#ifndef SHOAL_WAIT_POLLS_PER_CLOCK
+#define SHOAL_WAIT_POLLS_PER_CLOCK 64
+#endif
+
+namespace shoal::device {
+
+/// One thread: the calling thread alone does the whole operation.
+struct thread_scope {
+  static __device__ __forceinline__ uint32_t rank() { return 0; }
+  static __device__ __forceinline__ uint32_t size() { return 1; }
+  static __device__ __forceinline__ void sync() {}
+  static constexpr const char* kSuffix = "";
+};
+/// One full warp (all 32 lanes call, converged, same arguments).
+struct warp_scope {
+  static __device__ __forceinline__ uint32_t rank() { return ptx::lane_id(); }
+  static __device__ __forceinline__ uint32_t size() { return 32; }
+  static __device__ __forceinline__ void sync() { __syncwarp(); }
+  static constexpr const char* kSuffix = "_warp";
+};
+/// One thread block (every thread calls, same arguments; contains __syncthreads()).
+struct block_scope {
+  static __device__ __forceinline__ uint32_t rank() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  }
+  static __device__ __forceinline__ uint32_t size() { return blockDim.x * blockDim.y * blockDim.z; }
+  static __device__ __forceinline__ void sync() { __syncthreads(); }
+  static constexpr const char* kSuffix = "_block";
+};
+
+}  // namespace shoal::device
+
+namespace shoal::detail {
+
+inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes) {
+  if (pe < 0 || pe >= n_pes) {
+    printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
+  } else {
+    printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
+  }
+  __trap();
+}
+
+inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe, const char* what, long long value) {
+  printf("shoal: PE %d: %s: bad %s %lld\n", my_pe, call, what, value);
+  __trap();
+}
+
+/// The node-local index of `pe`, or -1 if out of range / unreachable (checked builds trap instead).
+__device__ __forceinline__ int32_t checked_local_of(const device_world& w, int pe, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
+  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+  return local;
+#else
+  (void)call;
+  return w.local_of(pe);
+#endif
+}
+
+/// `p`'s copy on `pe` as seen from this GPU: region + local_of(pe)*stride + (p - heap_base).
+template <class T>
+__device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {
+  const int64_t local = checked_local_of(w, pe, call);
+  const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
+  return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
+}
+
+/// This PE's shoal sync words (device_sync) in its own heap.
+__device__ __forceinline__ device_sync* local_sync(const device_world& w) {
+  return reinterpret_cast<device_sync*>(w.heap_base + w.sync_offset);
+}
+
+/// Text of a SHOAL_CMP_* operator, for messages.
+__device__ __forceinline__ const char* cmp_text(int cmp) {
+  switch (cmp) {
+    case SHOAL_CMP_EQ:
+      return "==";
+    case SHOAL_CMP_NE:
+      return "!=";
+    case SHOAL_CMP_GT:
+      return ">";
+    case SHOAL_CMP_LE:
+      return "<=";
+    case SHOAL_CMP_LT:
+      return "<";
+    case SHOAL_CMP_GE:
+      return ">=";
+    default:
+      return "?";
+  }
+}
+
+/// `value <cmp> target` for a SHOAL_CMP_* operator (unknown operators compare false; checked builds
+/// reject them before the wait starts).
+template <class T>
+__device__ __forceinline__ bool compare(int cmp, T value, T target) {
+  switch (cmp) {
+    case SHOAL_CMP_EQ:
+      return value == target;
+    case SHOAL_CMP_NE:
+      return value != target;
+    case SHOAL_CMP_GT:
+      return value > target;
+    case SHOAL_CMP_LE:
+      return value <= target;
+    case SHOAL_CMP_LT:
+      return value < target;
+    case SHOAL_CMP_GE:
+      return value >= target;
+    default:
+      return false;
+  }
+}
+
+__device__ __forceinline__ void check_cmp(const device_world& w, int cmp, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (cmp < SHOAL_CMP_EQ || cmp > SHOAL_CMP_GE) device_fail_arg(call, w.my_pe, "cmp", cmp);
+#else
+  (void)w, (void)cmp, (void)call;
+#endif
+}
+
+/// The clock of one bounded wait: cheap to tick, reads %globaltimer every SHOAL_WAIT_POLLS_PER_CLOCK
+/// polls, and says when w.wait_timeout_ns (0: never) has passed since its first reading.
+class wait_clock {
+ public:
+  __device__ __forceinline__ explicit wait_clock(uint64_t timeout_ns) : timeout_ns_(timeout_ns) {}
+  /// Call once per unsatisfied poll; true once the timeout has expired.
+  __device__ __forceinline__ bool expired() {
+    if (timeout_ns_ == 0 || (++polls_ & (SHOAL_WAIT_POLLS_PER_CLOCK - 1)) != 0) return false;
+    const uint64_t now = ptx::globaltimer();
+    if (start_ == 0) start_ = now;
+    return now - start_ > timeout_ns_;
+  }
+  __device__ __forceinline__ uint64_t elapsed_ns() const { return ptx::globaltimer() - start_; }
+
+ private:
+  uint64_t timeout_ns_;
+  uint64_t start_ = 0;
+  uint32_t polls_ = 0;
+};
+static_assert((SHOAL_WAIT_POLLS_PER_CLOCK & (SHOAL_WAIT_POLLS_PER_CLOCK - 1)) == 0);
+
+/// Reports a wait that timed out and traps: what it waited on, for what, and what it saw.
+inline __device__ __noinline__ void wait_timed_out(const char* call, int my_pe, uint64_t elapsed_ns, const void* addr,
+                                                   int owner_pe, int cmp, unsigned long long expected,
+                                                   unsigned long long seen) {
+  printf("shoal: PE %d: %s timed out after %llu ns waiting on %p (PE %d): expected %s %llu, seen %llu\n", my_pe, call,
+         static_cast<unsigned long long>(elapsed_ns), addr, owner_pe, cmp_text(cmp), expected, seen);
+  __trap();
+}
+
+}  // namespace shoal::detail

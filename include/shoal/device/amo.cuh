@@ -1,0 +1,147 @@
+// Device atomics (AMO) on the explicit handle: the OpenSHMEM set (fetch, set, swap, compare_swap,
+// fetch_inc, inc, fetch_add, add, fetch_and/or/xor, and/or/xor) plus float/double add/fetch_add.
+// System-scope atomics on the peer's address: atom.<op>.relaxed.sys (through
+// cuda::atomic_ref<T, thread_scope_system>) when a value comes back, red.relaxed.sys otherwise.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda/atomic>
+
+#include "shoal/detail/device_common.cuh"
+#include "shoal/device/ptx.cuh"
+#include "shoal/device_world.hpp"
+
+namespace shoal::detail {
+
+template <class T>
+using sys_atomic = cuda::atomic_ref<T, cuda::thread_scope_system>;
+
+/// The unsigned integer red.* works on for integer T (same size).
+template <class T>
+using red_word = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+template <class T>
+__device__ __forceinline__ void check_amo_type() {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "shoal atomics work on 4- and 8-byte types");
+}
+
+}  // namespace shoal::detail
+
+namespace shoal::device {
+
+// Common contract of every call below (the "AMO contract"):
+//  - dest/source: a symmetric T, naturally aligned, on pe (checked builds trap on a bad pe).
+//  - Atomic at system scope with respect to every other shoal AMO on the same word (any PE, any
+//    GPU thread). Relaxed: no ordering with this PE's puts or other AMOs to other words; order with
+//    fence (before/after) or complete with quiet. Fetching forms block until the old value is back.
+//  - One thread (no warp/block forms).
+
+/// Atomically reads source on pe (ld.relaxed.sys).
+template <class T>
+__device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, const_cast<T*>(source), pe, "shoal::device::atomic_fetch");
+  return detail::sys_atomic<T>(*remote).load(cuda::memory_order_relaxed);
+}
+/// Atomically writes value to dest on pe (st.relaxed.sys).
+template <class T>
+__device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_set");
+  detail::sys_atomic<T>(*remote).store(value, cuda::memory_order_relaxed);
+}
+/// Writes value, returns the old value (atom.exch).
+template <class T>
+__device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_swap");
+  return detail::sys_atomic<T>(*remote).exchange(value, cuda::memory_order_relaxed);
+}
+/// If dest == cond, writes value; returns the old value either way (atom.cas).
+template <class T>
+__device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_compare_swap");
+  T expected = cond;
+  detail::sys_atomic<T>(*remote).compare_exchange_strong(expected, value, cuda::memory_order_relaxed);
+  return expected;
+}
+/// Adds value, returns the old value (atom.add; integers, float, double).
+template <class T>
+__device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_add");
+  return detail::sys_atomic<T>(*remote).fetch_add(value, cuda::memory_order_relaxed);
+}
+/// Adds value (red.add; integers, float, double).
+template <class T>
+__device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_add");
+  if constexpr (std::is_floating_point_v<T>) {
+    ptx::red_add_relaxed_sys(remote, value);
+  } else {
+    using U = detail::red_word<T>;
+    ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  }
+}
+/// Adds 1, returns the old value.
+template <class T>
+__device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_inc");
+  return detail::sys_atomic<T>(*remote).fetch_add(T(1), cuda::memory_order_relaxed);
+}
+/// Adds 1.
+template <class T>
+__device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int pe) {
+  detail::check_amo_type<T>();
+  using U = detail::red_word<T>;
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_inc");
+  ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), U(1));
+}
+/// Bitwise and/or/xor with value, returning the old value (atom.and/or/xor; integer T).
+template <class T>
+__device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_and");
+  return detail::sys_atomic<T>(*remote).fetch_and(value, cuda::memory_order_relaxed);
+}
+template <class T>
+__device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_or");
+  return detail::sys_atomic<T>(*remote).fetch_or(value, cuda::memory_order_relaxed);
+}
+template <class T>
+__device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_xor");
+  return detail::sys_atomic<T>(*remote).fetch_xor(value, cuda::memory_order_relaxed);
+}
+/// Bitwise and/or/xor with value (red.and/or/xor; integer T).
+template <class T>
+__device__ __forceinline__ void atomic_and(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  using U = detail::red_word<T>;
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_and");
+  ptx::red_and_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+}
+template <class T>
+__device__ __forceinline__ void atomic_or(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  using U = detail::red_word<T>;
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_or");
+  ptx::red_or_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+}
+template <class T>
+__device__ __forceinline__ void atomic_xor(const device_world& w, T* dest, T value, int pe) {
+  detail::check_amo_type<T>();
+  using U = detail::red_word<T>;
+  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_xor");
+  ptx::red_xor_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+}
+
+}  // namespace shoal::device

@@ -1,0 +1,243 @@
+// Scope-wide copy engines behind put/get: a vectorized load/store copy spread over a thread, a warp
+// or a block (16-byte accesses when source and destination are co-aligned, narrower otherwise, never
+// a misaligned vector access), and a TMA bulk-copy ring for large block-scope puts. Weak accesses:
+// ordering is the caller's job (fence/quiet/put_signal).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "shoal/detail/device_common.cuh"
+#include "shoal/device/ptx.cuh"
+
+namespace shoal::detail {
+
+template <int kWidth>
+struct vec_of;
+template <>
+struct vec_of<1> {
+  using type = uint8_t;
+};
+template <>
+struct vec_of<4> {
+  using type = uint32_t;
+};
+template <>
+struct vec_of<8> {
+  using type = uint64_t;
+};
+template <>
+struct vec_of<16> {
+  using type = uint4;
+};
+
+/// A weak load of kWidth bytes; kGlobal: the address is global memory (ld.global), else generic.
+template <int kWidth, bool kGlobal>
+__device__ __forceinline__ typename vec_of<kWidth>::type vload(const void* p) {
+  using V = typename vec_of<kWidth>::type;
+  if constexpr (!kGlobal) {
+    return *static_cast<const V*>(p);
+  } else if constexpr (kWidth == 16) {
+    return ptx::ld_global_v4(static_cast<const uint4*>(p));
+  } else if constexpr (kWidth == 8) {
+    return ptx::ld_global_b64(static_cast<const uint64_t*>(p));
+  } else if constexpr (kWidth == 4) {
+    return ptx::ld_global_b32(static_cast<const uint32_t*>(p));
+  } else {
+    return ptx::ld_global_b8(static_cast<const uint8_t*>(p));
+  }
+}
+
+template <int kWidth, bool kGlobal>
+__device__ __forceinline__ void vstore(void* p, typename vec_of<kWidth>::type v) {
+  using V = typename vec_of<kWidth>::type;
+  if constexpr (!kGlobal) {
+    *static_cast<V*>(p) = v;
+  } else if constexpr (kWidth == 16) {
+    ptx::st_global_v4(static_cast<uint4*>(p), v);
+  } else if constexpr (kWidth == 8) {
+    ptx::st_global_b64(static_cast<uint64_t*>(p), v);
+  } else if constexpr (kWidth == 4) {
+    ptx::st_global_b32(static_cast<uint32_t*>(p), v);
+  } else {
+    ptx::st_global_b8(static_cast<uint8_t*>(p), v);
+  }
+}
+
+/// Loads in flight per thread before its stores. A thread or warp alone needs depth (8 x 16 B per
+/// lane); a block has width already (4 x 16 B x its threads) and must stay at <= 64 registers so that
+/// 1024-thread blocks still launch.
+template <class Scope, int kWidth>
+inline constexpr int kCopyUnroll = (kWidth < 8 || std::is_same_v<Scope, device::block_scope>) ? 4 : 8;
+
+/// Copies num_bytes with kWidth-byte accesses; (dst ^ src) % kWidth == 0. Rank r of the scope takes
+/// elements r, r + size, r + 2*size, ... (interleaved, so each unrolled step is coalesced), with
+/// kCopyUnroll loads issued before their stores. Head and tail (< kWidth bytes) go byte by byte,
+/// strided over the scope (any scope size, even 1).
+template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal>
+__device__ __forceinline__ void copy_width(char* dst, const char* src, size_t num_bytes) {
+  using V = typename vec_of<kWidth>::type;
+  constexpr int kUnroll = kCopyUnroll<Scope, kWidth>;
+  const uint32_t rank = Scope::rank();
+  const uint32_t size = Scope::size();
+  size_t head = (kWidth - (reinterpret_cast<uintptr_t>(dst) & (kWidth - 1))) & (kWidth - 1);
+  if (head > num_bytes) head = num_bytes;
+  const size_t num_vecs = (num_bytes - head) / kWidth;
+  const size_t tail = num_bytes - head - num_vecs * kWidth;
+  if constexpr (kWidth > 1) {
+    for (size_t b = rank; b < head; b += size) vstore<1, kDstGlobal>(dst + b, vload<1, kSrcGlobal>(src + b));
+  }
+  const V* s = reinterpret_cast<const V*>(src + head);
+  V* d = reinterpret_cast<V*>(dst + head);
+  size_t i = rank;
+#pragma unroll 1
+  for (; i + static_cast<size_t>(kUnroll - 1) * size < num_vecs; i += static_cast<size_t>(kUnroll) * size) {
+    V r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) r[u] = vload<kWidth, kSrcGlobal>(s + i + u * size);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) vstore<kWidth, kDstGlobal>(d + i + u * size, r[u]);
+  }
+#pragma unroll 1
+  for (; i < num_vecs; i += size) vstore<kWidth, kDstGlobal>(d + i, vload<kWidth, kSrcGlobal>(s + i));
+  if constexpr (kWidth > 1) {
+    const size_t done = head + num_vecs * kWidth;
+    for (size_t b = rank; b < tail; b += size) {
+      vstore<1, kDstGlobal>(dst + done + b, vload<1, kSrcGlobal>(src + done + b));
+    }
+  }
+}
+
+/// Copy with the widest access width that source and destination allow (16, 8, 4 or 1 bytes).
+/// No scope synchronization: every rank returns once its own part is issued.
+template <class Scope, bool kSrcGlobal, bool kDstGlobal>
+__device__ __forceinline__ void copy_spaces(void* dst, const void* src, size_t num_bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
+  if ((misalign & 15) == 0) {
+    copy_width<Scope, 16, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+  } else if ((misalign & 7) == 0) {
+    copy_width<Scope, 8, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+  } else if ((misalign & 3) == 0) {
+    copy_width<Scope, 4, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+  } else {
+    copy_width<Scope, 1, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+  }
+}
+
+/// Put copy: `remote_dst` is a peer's heap (global); the local source may be global, shared or
+/// local memory (ld.global when it is global, generic loads otherwise).
+template <class Scope>
+__device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src, size_t num_bytes) {
+  if (__isGlobal(src)) {
+    copy_spaces<Scope, true, true>(remote_dst, src, num_bytes);
+  } else {
+    copy_spaces<Scope, false, true>(remote_dst, src, num_bytes);
+  }
+}
+
+/// Get copy: `remote_src` is a peer's heap (global); the local destination may be any space.
+template <class Scope>
+__device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_src, size_t num_bytes) {
+  if (__isGlobal(dst)) {
+    copy_spaces<Scope, true, true>(dst, remote_src, num_bytes);
+  } else {
+    copy_spaces<Scope, true, false>(dst, remote_src, num_bytes);
+  }
+}
+
+}  // namespace shoal::detail
+
+namespace shoal::device {
+
+/// Shared-memory bytes the TMA put needs: kStages stages of kStageBytes, then kStages mbarriers.
+template <int kStages = 4, int kStageBytes = 16384>
+inline constexpr size_t tma_workspace_bytes = static_cast<size_t>(kStages) * kStageBytes + 8 * kStages;
+
+/// Smallest put (bytes) that put_block_tma sends through the TMA ring; smaller ones take the
+/// vector path.
+inline constexpr size_t kTmaMinBytes = 32768;
+
+}  // namespace shoal::device
+
+namespace shoal::detail {
+
+/// Block-scope put through a TMA ring: thread 0 streams 16-byte-aligned chunks of kStageBytes
+/// global -> shared (cp.async.bulk, completion on one mbarrier per stage) -> peer global
+/// (cp.async.bulk bulk_group), kStages chunks in flight; everyone else handles the unaligned head and
+/// tail. Returns (after __syncthreads) with every byte written and ordered before thread 0's later
+/// accesses (wait_group 0 + proxy fence), so a later release by thread 0 covers the data.
+/// `smem`: this block's shared memory, tma_workspace_bytes<kStages, kStageBytes> bytes, 16-aligned.
+/// Falls back to the vector copy when the source is not global, source and destination are not
+/// co-aligned mod 16, or the put is under kTmaMinBytes.
+template <int kStages, int kStageBytes>
+__device__ __forceinline__ void copy_to_remote_block_tma(void* remote_dst, const void* src, size_t num_bytes,
+                                                         void* smem) {
+  static_assert(kStages >= 2 && kStageBytes >= 16 && kStageBytes % 16 == 0 && kStageBytes < (1 << 20),
+                "TMA stages: >= 2 stages of a multiple of 16 bytes below 1 MiB (mbarrier tx-count limit)");
+  using device::block_scope;
+  char* dst = static_cast<char*>(remote_dst);
+  const char* s = static_cast<const char*>(src);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(s);
+  if ((misalign & 15) != 0 || num_bytes < device::kTmaMinBytes || !__isGlobal(src) ||
+      (reinterpret_cast<uintptr_t>(smem) & 15) != 0) {
+    copy_to_remote<block_scope>(dst, s, num_bytes);
+    return;
+  }
+  const size_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
+  const size_t body = (num_bytes - head) & ~static_cast<size_t>(15);
+  const size_t tail = num_bytes - head - body;
+  const uint32_t rank = block_scope::rank();
+  // Head and tail (< 16 bytes each), byte by byte over the block (any block size, even 1 thread).
+  for (size_t i = rank; i < head + tail; i += block_scope::size()) {
+    const size_t at = i < head ? i : body + i;
+    dst[at] = s[at];
+  }
+  // Every thread's earlier writes to `src` happen before thread 0's proxy fence (bar.sync), so the
+  // async proxy reads them; the barrier also makes sure no thread still uses `smem`.
+  block_scope::sync();
+  if (rank == 0) {
+    char* stages = static_cast<char*>(smem);
+    uint64_t* bars = reinterpret_cast<uint64_t*>(stages + static_cast<size_t>(kStages) * kStageBytes);
+    for (int st = 0; st < kStages; ++st) ptx::mbarrier_init(&bars[st], 1);
+    ptx::fence_mbarrier_init_release_cluster();
+    ptx::fence_proxy_async_shared_cta();
+    ptx::fence_proxy_async_global();  // generic writes to src -> visible to the async-proxy reads
+    const char* body_src = s + head;
+    char* body_dst = dst + head;
+    const size_t num_chunks = (body + kStageBytes - 1) / kStageBytes;
+    auto chunk_bytes = [&](size_t c) -> uint32_t {
+      const size_t left = body - c * kStageBytes;
+      return static_cast<uint32_t>(left < static_cast<size_t>(kStageBytes) ? left : kStageBytes);
+    };
+    auto load_chunk = [&](size_t c) {
+      const int st = static_cast<int>(c % kStages);
+      ptx::mbarrier_arrive_expect_tx(&bars[st], chunk_bytes(c));
+      ptx::cp_async_bulk_global_to_shared(stages + static_cast<size_t>(st) * kStageBytes, body_src + c * kStageBytes,
+                                          chunk_bytes(c), &bars[st]);
+    };
+    for (size_t c = 0; c < num_chunks && c < static_cast<size_t>(kStages); ++c) load_chunk(c);
+    for (size_t c = 0; c < num_chunks; ++c) {
+      const int st = static_cast<int>(c % kStages);
+      const uint32_t parity = static_cast<uint32_t>((c / kStages) & 1);
+      while (!ptx::mbarrier_try_wait_parity(&bars[st], parity)) {
+      }
+      ptx::cp_async_bulk_shared_to_global(body_dst + c * kStageBytes, stages + static_cast<size_t>(st) * kStageBytes,
+                                          chunk_bytes(c));
+      ptx::cp_async_bulk_commit_group();
+      // Refill the stage of chunk c-1 once its store has read it (all groups but the newest).
+      if (c >= 1 && c - 1 + kStages < num_chunks) {
+        ptx::cp_async_bulk_wait_group_read<1>();
+        load_chunk(c - 1 + kStages);
+      }
+    }
+    ptx::cp_async_bulk_wait_group<0>();  // every bulk store performed (writes visible to this thread)
+    ptx::fence_proxy_async_global();     // ... and ordered before this thread's later generic accesses
+    for (int st = 0; st < kStages; ++st) ptx::mbarrier_inval(&bars[st]);
+  }
+  block_scope::sync();
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# codegen test (no GPU needed): pins the PTX each ordering primitive and fast path of the device API
+# emits, and checks that every public device header compiles alone and <shoal/shoal.h> compiles under
+# nvcc (with and without the facade) and as C11/C++ (unchanged host API).
+# Usage: check_ptx.sh <nvcc> <source root> <work dir> [host C compiler] [host C++ compiler]
+set -euo pipefail
+nvcc=$1
+root=$2
+work=$3
+cc=${4:-cc}
+cxx=${5:-c++}
+mkdir -p "$work"
+flags=(-std=c++20 -arch=sm_90 -Werror all-warnings -I"$root/include")
+fail=0
+bad() {
+  echo "FAIL: $*"
+  fail=1
+}
+
+# --- 1. PTX of each probe kernel ------------------------------------------------------------------
+"$nvcc" "${flags[@]}" -ptx "$root/tests/codegen/ptx_probe.cu" -o "$work/ptx_probe.ptx"
+"$nvcc" "${flags[@]}" -ptx "$root/tests/codegen/facade_probe.cu" -o "$work/facade_probe.ptx"
+cat "$work/ptx_probe.ptx" "$work/facade_probe.ptx" >"$work/all.ptx"
+
+body() {  # the PTX of one entry
+  awk -v k="$1" '$0 ~ "^\\.visible \\.entry " k "\\(" {on=1} on {print} on && /^}/ {exit}' "$work/all.ptx"
+}
+# expect <kernel> <fixed string that must appear> ...
+expect() {
+  local k=$1
+  shift
+  local b
+  b=$(body "$k")
+  [[ -n "$b" ]] || { bad "$k: no such kernel in the PTX"; return; }
+  for s in "$@"; do
+    grep -qF -- "$s" <<<"$b" || bad "$k: expected '$s'"
+  done
+}
+# forbid <kernel> <fixed string that must NOT appear> ...
+forbid() {
+  local k=$1
+  shift
+  local b
+  b=$(body "$k")
+  for s in "$@"; do
+    if grep -qF -- "$s" <<<"$b"; then bad "$k: must not contain '$s'"; fi
+  done
+}
+# at_least <kernel> <count> <fixed string>
+at_least() {
+  local n
+  n=$(body "$1" | grep -cF -- "$3" || true)
+  ((n >= $2)) || bad "$1: expected >= $2 x '$3', found $n"
+}
+
+# raw wrappers (ptx.cuh)
+expect probe_ld_relaxed_sys "ld.relaxed.sys.global.u64"
+expect probe_ld_acquire_sys "ld.acquire.sys.global.u64"
+expect probe_st_relaxed_sys "st.relaxed.sys.global.u64"
+expect probe_st_release_sys "st.release.sys.global.u64"
+expect probe_red_add_release_sys "red.release.sys.global.add.u64"
+expect probe_red_add_relaxed_sys "red.relaxed.sys.global.add.u64"
+expect probe_fence_acq_rel_sys "fence.acq_rel.sys"
+expect probe_fence_sc_sys "fence.sc.sys"
+expect probe_globaltimer "%globaltimer"
+# ordering of the API calls
+expect probe_fence "fence.acq_rel.sys"
+forbid probe_fence "fence.sc"
+expect probe_quiet "fence.sc.sys"
+expect probe_p "st.relaxed.sys.global.u32"
+forbid probe_p "fence." "membar"
+expect probe_g "ld.relaxed.sys.global.u64"
+expect probe_put_signal_set "st.global.v4.u32" "st.release.sys.global.u64"
+forbid probe_put_signal_set "fence.sc" "membar"
+expect probe_put_signal_add_block "bar.sync" "red.release.sys.global.add.u64"
+expect probe_signal_wait_until "ld.relaxed.sys.global.u64" "ld.acquire.sys.global.u64" "%globaltimer"
+forbid probe_signal_wait_until "fence."
+expect probe_wait_until_all "ld.relaxed.sys.global.u32" "fence.acq_rel.sys"
+forbid probe_wait_until_all "ld.acquire"
+expect probe_test_some_vector "ld.relaxed.sys.global.u64" "fence.acq_rel.sys"
+expect probe_atomic_fetch_add "atom.add.relaxed.sys.u64"
+expect probe_atomic_add "red.relaxed.sys.global.add.u64"
+forbid probe_atomic_add "atom."
+expect probe_atomic_float_add "red.relaxed.sys.global.add.f32"
+expect probe_atomic_compare_swap "atom.cas.relaxed.sys.b32"
+expect probe_barrier_all_block "bar.sync" "st.relaxed.sys.global.u64" "ld.relaxed.sys.global.u64" "fence.acq_rel.sys"
+forbid probe_barrier_all_block "fence.sc" "ld.acquire"
+# fast paths (copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring
+expect probe_put_block_vec "ld.global.v4.u32" "st.global.v4.u32"
+at_least probe_put_block_vec 4 "ld.global.v4.u32"
+forbid probe_put_block_vec "fence." "membar"
+expect probe_put_warp "ld.global.v4.u32" "st.global.v4.u32"
+at_least probe_put_warp 8 "ld.global.v4.u32"
+expect probe_get_block "ld.global.v4.u32"
+expect probe_put_block_tma \
+  "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" \
+  "cp.async.bulk.global.shared::cta.bulk_group" "cp.async.bulk.commit_group" \
+  "cp.async.bulk.wait_group.read 1" "cp.async.bulk.wait_group 0" \
+  "mbarrier.try_wait.parity.shared::cta.b64" "mbarrier.arrive.expect_tx.shared::cta.b64" \
+  "fence.proxy.async.global" "st.global.v4.u32"
+# the facade: world from the __constant__ copy, same instructions
+expect probe_facade_int_p "ld.const" "st.relaxed.sys.global.u32"
+expect probe_facade_putmem_signal_block "bar.sync" "red.release.sys.global.add.u64"
+expect probe_facade_signal_wait_until "ld.relaxed.sys.global.u64" "ld.acquire.sys.global.u64"
+expect probe_facade_quiet "fence.sc.sys"
+expect probe_facade_barrier_all "st.relaxed.sys.global.u64" "fence.acq_rel.sys"
+expect probe_facade_fetch_add "atom.add.relaxed.sys.u64"
+
+# --- 2. headers compile alone ------------------------------------------------------------------
+for h in shoal/device/ptx.cuh shoal/device/copy.cuh shoal/device/rma.cuh shoal/device/amo.cuh \
+  shoal/device/signal.cuh shoal/device/sync.cuh shoal/device/device.cuh shoal/device/facade.cuh \
+  shoal/detail/device_api.cuh shoal/shoal.h; do
+  echo "#include <$h>" >"$work/alone.cu"
+  "$nvcc" "${flags[@]}" -c "$work/alone.cu" -o "$work/alone.o" || bad "$h does not compile alone under nvcc"
+done
+echo "#include <shoal/shoal.h>" >"$work/alone.cu"
+"$nvcc" "${flags[@]}" -DSHOAL_NO_DEVICE_FACADE -c "$work/alone.cu" -o "$work/alone.o" ||
+  bad "shoal/shoal.h with SHOAL_NO_DEVICE_FACADE does not compile under nvcc"
+# the plain C/C++ host API and the registry header are untouched by the CUDA branch
+printf '#include <shoal/shoal.h>\n#include <shoal/detail/device_registry.h>\nint main(void) { return shoal_n_pes(); }\n' \
+  >"$work/alone.c"
+"$cc" -std=c11 -Wall -Wextra -Werror -I"$root/include" -c "$work/alone.c" -o "$work/alone_c.o" ||
+  bad "shoal.h + device_registry.h as C11"
+cp "$work/alone.c" "$work/alone.cc"
+"$cxx" -std=c++20 -Wall -Wextra -Werror -I"$root/include" -c "$work/alone.cc" -o "$work/alone_cc.o" ||
+  bad "shoal.h + device_registry.h as C++"
+
+# --- 3. the single-GPU smoke test builds (run it on a GPU: see its header) ---------------------
+"$nvcc" "${flags[@]}" -O2 "$root/tests/codegen/device_smoke.cu" -o "$work/device_smoke" ||
+  bad "tests/codegen/device_smoke.cu does not build"
+
+if ((fail)); then
+  echo "codegen: FAILED (PTX in $work)"
+  exit 1
+fi
+echo "codegen: all PTX checks and header builds passed"
