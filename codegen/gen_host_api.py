@@ -104,16 +104,16 @@ def rma(e):
 
 def signals(e):
     e.section("put-with-signal: typed, sized and untyped, blocking and _nbi")
-    variants = [(f"shoal_{tn}_put_signal", ct, f"sizeof({ct})") for tn, ct in RMA_TYPES]
-    variants += [(f"shoal_put{b}_signal", "void", str(b // 8)) for b in SIZES]
-    variants += [("shoal_putmem_signal", "void", "1")]
-    for base, ct, sz in variants:
+    variants = [(f"shoal_{tn}_put_signal", ct, f"sizeof({ct})", f"alignof({ct})") for tn, ct in RMA_TYPES]
+    variants += [(f"shoal_put{b}_signal", "void", str(b // 8), str(min(b // 8, 8))) for b in SIZES]
+    variants += [("shoal_putmem_signal", "void", "1", "1")]
+    for base, ct, sz, al in variants:
         src = "const void" if ct == "void" else f"const {ct}"
         for nbi in ("", "_nbi"):
             name = f"{base}{nbi}"
             e.fn("void", name,
                  f"{ct}* dest, {src}* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
-                 f'f::put_signal("{name}", dest, source, nelems, {sz}, sig_addr, signal, sig_op, pe);')
+                 f'f::put_signal("{name}", dest, source, nelems, {sz}, {al}, sig_addr, signal, sig_op, pe);')
 
 
 def atomics(e):

@@ -37,21 +37,19 @@ static_assert(std::is_trivially_copyable_v<device_sync>);
 struct device_world {
   int32_t my_pe = -1;
   int32_t n_pes = 0;
-  char* heap_base = nullptr;   ///< this PE's heap, in this process's address space
-  char* region = nullptr;      ///< heap of node-local index 0; local k's heap at region + k*stride
-  uint64_t stride = 0;         ///< bytes between consecutive local PEs' heaps (= heap reserve)
+  char* heap_base = nullptr;  ///< this PE's heap, in this process's address space
+  char* region = nullptr;     ///< heap of node-local index 0; local k's heap at region + k*stride
+  uint64_t stride = 0;        ///< bytes between consecutive local PEs' heaps (= heap reserve)
   /// Device memory, n_pes entries: the PE's node-local index if its heap is mapped here and the
   /// GPU can load/store it (NVLink/PCIe P2P), else -1. nullptr means the identity (every PE is
   /// local and reachable, local index == pe): the common single-node case, no table load needed.
   const int32_t* local_of_pe = nullptr;
-  uint64_t sync_offset = 0;    ///< offset of detail::device_sync in every heap
+  uint64_t sync_offset = 0;      ///< offset of detail::device_sync in every heap
   uint64_t wait_timeout_ns = 0;  ///< a device wait longer than this reports and traps; 0: unbounded
-  uint32_t flags = 0;          ///< reserved
+  uint32_t flags = 0;            ///< reserved
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
-  SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const {
-    return local_of_pe == nullptr ? pe : local_of_pe[pe];
-  }
+  SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }
 };
 static_assert(std::is_trivially_copyable_v<device_world>);
 static_assert(std::is_standard_layout_v<device_world>);

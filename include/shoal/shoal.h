@@ -23,7 +23,8 @@ SHOAL_API int shoal_init_thread(int requested, int* provided);
 SHOAL_API void shoal_query_thread(int* provided);
 /** Joins the job given explicitly: attr->rank of attr->size, rendezvous attr->uid. Returns 0 or a SHOAL_ERR_* code. */
 SHOAL_API int shoal_init_attr(const shoal_init_attr_t* attr);
-/** Makes a rendezvous id on the PE that will be rank 0 (opens its listener). Not collective. Returns 0 or SHOAL_ERR_*. */
+/** Makes a rendezvous id on the PE that will be rank 0 (opens its listener). Not collective. Returns 0 or SHOAL_ERR_*.
+ */
 SHOAL_API int shoal_get_uniqueid(shoal_uniqueid_t* uid);
 /** Barrier, then releases the heap and disconnects. Calls after it fail with SHOAL_ERR_NOT_INITIALIZED. */
 SHOAL_API void shoal_finalize(void);
@@ -59,7 +60,8 @@ SHOAL_API void* shoal_align(size_t alignment, size_t num_bytes);
 SHOAL_API void* shoal_realloc(void* ptr, size_t num_bytes);
 /** Frees a block from shoal_malloc & co. NULL is a no-op. Double free is an error. */
 SHOAL_API void shoal_free(void* ptr);
-/** Address of `dest`'s copy on `pe` that this PE may load/store directly, or NULL. Not collective. */
+/** Address of `dest`'s copy on `pe` for direct loads/stores, or NULL: by the CPU on the host backend, by this PE's
+ * GPU (in kernels) on the cuda backend. Not collective. */
 SHOAL_API void* shoal_ptr(const void* dest, int pe);
 SHOAL_API int shoal_pe_accessible(int pe);
 SHOAL_API int shoal_addr_accessible(const void* addr, int pe);
@@ -90,15 +92,21 @@ SHOAL_API void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op,
 struct CUstream_st;
 
 /** Copies nelems bytes from local `source` to symmetric `dest` on `pe` once earlier work on `stream` is done. */
-SHOAL_API void shoalx_putmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream);
+SHOAL_API void shoalx_putmem_on_stream(void* dest, const void* source, size_t nelems, int pe,
+                                       struct CUstream_st* stream);
 /** Copies nelems bytes from symmetric `source` on `pe` to local `dest`, in stream order. */
-SHOAL_API void shoalx_getmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream);
+SHOAL_API void shoalx_getmem_on_stream(void* dest, const void* source, size_t nelems, int pe,
+                                       struct CUstream_st* stream);
 /** shoal_<T>_p in stream order, for 1/2/4/8-byte values passed as their bit pattern (value_bits). */
-SHOAL_API void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int pe, struct CUstream_st* stream);
+SHOAL_API void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int pe,
+                                  struct CUstream_st* stream);
 /** sig_op with `signal` on sig_addr at `pe`, ordered after (and releasing) everything earlier on the stream. */
-SHOAL_API void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st* stream);
-/** Holds later work on `stream` until the local signal word compares true with cmp_value. Bounded by SHOAL_WAIT_TIMEOUT. */
-SHOAL_API void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st* stream);
+SHOAL_API void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                                          struct CUstream_st* stream);
+/** Holds later work on `stream` until the local signal word compares true with cmp_value. Bounded by
+ * SHOAL_WAIT_TIMEOUT. */
+SHOAL_API void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value,
+                                                  struct CUstream_st* stream);
 /** Completes every put issued on or before `stream`'s current position. */
 SHOAL_API void shoalx_quiet_on_stream(struct CUstream_st* stream);
 /** quiet, then a barrier with every PE, in stream order (shares the device barrier's sync words). */

@@ -72,7 +72,8 @@ class SHOAL_API world {
   void* realloc(void* ptr, size_t num_bytes);
   void free(void* ptr);  ///< nullptr is a no-op (still collective)
 
-  /// Address of `addr`'s copy on `pe` usable by this process with loads/stores, or nullptr.
+  /// Address of `addr`'s copy on `pe` for direct loads/stores (by the CPU on the host backend, by this PE's GPU on
+  /// the cuda backend), or nullptr.
   void* ptr(const void* addr, int pe) const;
   bool pe_accessible(int pe) const;
   bool addr_accessible(const void* addr, int pe) const;

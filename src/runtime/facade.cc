@@ -96,10 +96,11 @@ void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdi
           size_t elem_bytes, int pe) noexcept {
   guarded_void(call, [&] { current(call).iget(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
 }
-void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, uint64_t* sig_addr,
-                uint64_t signal, int sig_op, int pe) noexcept {
+void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept {
   guarded_void(call, [&] {
-    current(call).put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), sig_addr, signal, sig_op, pe);
+    current(call).put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), align, sig_addr, signal, sig_op,
+                             pe);
   });
 }
 void amo(const char* call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,

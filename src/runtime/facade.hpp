@@ -50,8 +50,8 @@ void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdi
           size_t elem_bytes, int pe) noexcept;
 void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
           size_t elem_bytes, int pe) noexcept;
-void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, uint64_t* sig_addr,
-                uint64_t signal, int sig_op, int pe) noexcept;
+void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept;
 void amo(const char* call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,
          void* fetched, int pe) noexcept;
 size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices, int cmp,

@@ -12,12 +12,12 @@
 
 #include "transport/stream_kernels.hpp"
 
-#define SHOAL_STREAM_CHECK(expr, call)                                                                       \
-  do {                                                                                                       \
-    cudaError_t shoal_err_ = (expr);                                                                         \
-    if (shoal_err_ != cudaSuccess)                                                                           \
+#define SHOAL_STREAM_CHECK(expr, call)                                                                      \
+  do {                                                                                                      \
+    cudaError_t shoal_err_ = (expr);                                                                        \
+    if (shoal_err_ != cudaSuccess)                                                                          \
       SHOAL_THROW(::shoal::errc::cuda, (call), "{} failed: {} ({})", #expr, cudaGetErrorString(shoal_err_), \
-                  cudaGetErrorName(shoal_err_));                                                             \
+                  cudaGetErrorName(shoal_err_));                                                            \
   } while (0)
 #endif
 
@@ -25,8 +25,10 @@ namespace shoal::detail {
 
 void world_impl::check_gpu_heap(std::string_view call) const {
   if (ops_->direct() || device_.heap_base == nullptr)
-    SHOAL_THROW(errc::unsupported, call, "on-stream operations need GPU symmetric memory (backend cuda); this "
-                "world's backend is {}", backend_name());
+    SHOAL_THROW(errc::unsupported, call,
+                "on-stream operations need GPU symmetric memory (backend cuda); this "
+                "world's backend is {}",
+                backend_name());
 }
 
 #ifdef SHOAL_HAVE_CUDA
@@ -130,14 +132,12 @@ void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int
 }
 void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st* stream) {
   const char* call = "shoalx_signal_op_on_stream";
-  f::guarded_void(call,
-                  [&] { f::current(call).signal_op_on_stream(call, sig_addr, signal, sig_op, pe, stream); });
+  f::guarded_void(call, [&] { f::current(call).signal_op_on_stream(call, sig_addr, signal, sig_op, pe, stream); });
 }
 void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st* stream) {
   const char* call = "shoalx_signal_wait_until_on_stream";
   f::guarded_void(call, [&] {
-    f::current(call).wait_until_on_stream(call, sig_addr, shoal::detail::scalar_of<uint64_t>(), cmp, cmp_value,
-                                          stream);
+    f::current(call).wait_until_on_stream(call, sig_addr, shoal::detail::scalar_of<uint64_t>(), cmp, cmp_value, stream);
   });
 }
 void shoalx_quiet_on_stream(struct CUstream_st* stream) {

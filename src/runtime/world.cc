@@ -133,7 +133,7 @@ void world::iget(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_
 void world::put_signal(void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr, uint64_t signal,
                        int sig_op, int pe) {
   live(impl_, "shoal::world::put_signal")
-      .put_signal("shoal::world::put_signal", dest, source, num_bytes, sig_addr, signal, sig_op, pe);
+      .put_signal("shoal::world::put_signal", dest, source, num_bytes, 1, sig_addr, signal, sig_op, pe);
 }
 void world::signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   live(impl_, "shoal::world::signal_op").signal_op("shoal::world::signal_op", sig_addr, signal, sig_op, pe);

@@ -232,7 +232,32 @@ void world_impl::check_sig_op(std::string_view call, int sig_op) const {
                   "sig_op={} is neither SHOAL_SIGNAL_SET nor SHOAL_SIGNAL_ADD", sig_op);
 }
 
-void world_impl::agree(std::string_view call, const std::string& args) {
+void world_impl::post(collective_kind kind) {
+  ++collective_seq_;
+  current_kind_ = kind;
+  if (sync_ != nullptr)
+    std::atomic_ref<uint64_t>(sync_->posted)
+        .store(collective_seq_ << 8 | static_cast<uint64_t>(kind), std::memory_order_release);
+}
+
+void world_impl::check_posted(std::string_view call) {
+  uint64_t mine = collective_seq_ << 8 | static_cast<uint64_t>(current_kind_);
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    auto* peer = reinterpret_cast<sync_area*>(heap_->heap_of(pe));
+    if (peer == nullptr) continue;
+    uint64_t theirs = std::atomic_ref<uint64_t>(peer->posted).load(std::memory_order_acquire);
+    if ((theirs >> 8) == collective_seq_ && theirs != mine) {
+      // The peer waits in the bootstrap for this PE; meet it there, so that the round fails on every
+      // PE with both calls named (agree throws errc::mismatch).
+      --collective_seq_;  // agree() posts again
+      agree(call, current_kind_, fmt::format("{}()", call));
+      SHOAL_THROW(errc::mismatch, call, "PE {} is in another collective call than {}", pe, call);
+    }
+  }
+}
+
+void world_impl::agree(std::string_view call, collective_kind kind, const std::string& args) {
+  post(kind);
   // Every PE contributes its view of the call; all compare all, so all throw together.
   constexpr size_t kBytes = 120;
   char mine[kBytes] = {};
@@ -256,7 +281,7 @@ void* world_impl::malloc(std::string_view call, size_t num_bytes, size_t alignme
   bool bad_align = alignment == 0 || !std::has_single_bit(alignment);
   bool too_big = num_bytes > heap_->reserve_bytes();
   // Agree first (on the raw arguments), so a PE with bad input fails together with its peers.
-  agree(call, fmt::format("{}(num_bytes={}, alignment={})", call, num_bytes, alignment));
+  agree(call, collective_kind::alloc, fmt::format("{}(num_bytes={}, alignment={})", call, num_bytes, alignment));
   SHOAL_CHECK_ARG(!bad_align, call, "alignment={} is not a power of two", alignment);
   SHOAL_CHECK_ARG(alignment <= heap_->base_alignment(), call,
                   "alignment={} exceeds the {}-byte alignment of every PE's heap base", alignment,
@@ -303,7 +328,7 @@ void* world_impl::realloc(std::string_view call, void* ptr, size_t num_bytes) {
     block = alloc_->find(static_cast<uint64_t>(off));
   }
   bool valid = block && block->offset == static_cast<uint64_t>(off);
-  agree(call, fmt::format("{}(ptr=+{}, num_bytes={}, valid={})", call, off, num_bytes, valid));
+  agree(call, collective_kind::resize, fmt::format("{}(ptr=+{}, num_bytes={}, valid={})", call, off, num_bytes, valid));
   SHOAL_CHECK_ARG(valid, call, "ptr={} is not the start of a live symmetric allocation", ptr);
   std::optional<uint64_t> moved;
   {
@@ -343,7 +368,8 @@ void world_impl::free(std::string_view call, void* ptr) {
     auto block = alloc_->find(static_cast<uint64_t>(off));
     live = block && block->offset == static_cast<uint64_t>(off) && off != 0;  // offset 0: shoal's sync words
   }
-  agree(call, fmt::format("{}(ptr={})", call, ptr == nullptr ? std::string("null") : fmt::format("+{}", off)));
+  agree(call, collective_kind::release,
+        fmt::format("{}(ptr={})", call, ptr == nullptr ? std::string("null") : fmt::format("+{}", off)));
   if (ptr == nullptr) return;
   SHOAL_CHECK_ARG(off >= 0, call, "ptr={} is not in the symmetric heap", ptr);
   SHOAL_CHECK_ARG(live, call, "ptr={} is not the start of a live symmetric allocation (double free?)", ptr);
@@ -356,7 +382,7 @@ void* world_impl::ptr(const void* addr, int pe) const {
   int64_t off = heap_->offset_of(addr);
   if (off < 0) return nullptr;
   char* base = heap_->heap_of(pe);
-  if (base == nullptr || !ops_->direct()) return nullptr;
+  if (base == nullptr) return nullptr;  // GPU heaps: an address for this PE's GPU (kernels), as nvshmem_ptr
   return base + off;
 }
 
@@ -382,9 +408,15 @@ void world_impl::get(std::string_view call, void* dest, const void* source, size
 }
 
 namespace {
-// Extent in bytes of num_elems elements spaced `stride` elements apart (stride >= 1).
+// Extent in bytes of num_elems elements spaced `stride` elements apart (stride >= 1, num_elems >= 1);
+// UINT64_MAX when it does not fit in 64 bits (the bounds check then rejects it).
 uint64_t strided_extent(ptrdiff_t stride, size_t num_elems, size_t elem_bytes) {
-  return (static_cast<uint64_t>(num_elems) - 1) * static_cast<uint64_t>(stride) * elem_bytes + elem_bytes;
+  uint64_t span = 0, bytes = 0, total = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(num_elems) - 1, static_cast<uint64_t>(stride), &span) ||
+      __builtin_mul_overflow(span, static_cast<uint64_t>(elem_bytes), &bytes) ||
+      __builtin_add_overflow(bytes, static_cast<uint64_t>(elem_bytes), &total))
+    return UINT64_MAX;
+  return total;
 }
 }  // namespace
 
@@ -427,14 +459,14 @@ void world_impl::atomic(std::string_view call, amo_op op, scalar type, void* des
 // ---------------------------------------------------------------------------------------------
 // signals
 
-void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr,
-                            uint64_t signal, int sig_op, int pe) {
+void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
+                            uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   check_pe(call, pe);
   check_sig_op(call, sig_op);
   uint64_t sig_off = check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
   if (num_bytes > 0) {
     SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-    uint64_t off = check_symmetric(call, "dest", dest, num_bytes, 1);
+    uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
     ops_->copy(remote(call, pe, off), source, num_bytes);
   }
   // The signal update is sequentially consistent, so it is ordered after the data above.
@@ -443,7 +475,7 @@ void world_impl::put_signal(std::string_view call, void* dest, const void* sourc
 }
 
 void world_impl::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  put_signal(call, nullptr, nullptr, 0, sig_addr, signal, sig_op, pe);
+  put_signal(call, nullptr, nullptr, 0, 1, sig_addr, signal, sig_op, pe);
 }
 
 uint64_t world_impl::signal_fetch(std::string_view call, const uint64_t* sig_addr) {
@@ -458,7 +490,10 @@ size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t 
   SHOAL_CHECK_ARG(cmp >= SHOAL_CMP_EQ && cmp <= SHOAL_CMP_GE, call, "cmp={} is not a SHOAL_CMP_* value", cmp);
   SHOAL_CHECK_ARG(values != nullptr, call, "cmp_value{} is null", vector ? "s" : "");
   if (nelems == 0) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
-  check_symmetric(call, "ivars", ivars, nelems * type.bytes, type.bytes);
+  size_t ivars_bytes = 0;
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, size_t{type.bytes}, &ivars_bytes), call,
+                  "ivars={} with nelems={} x {} bytes overflows size_t", ivars, nelems, type.bytes);
+  check_symmetric(call, "ivars", ivars, ivars_bytes, type.bytes);
   SHOAL_CHECK_ARG(mode != wait_mode::some || indices != nullptr, call, "indices is null");
   auto* base = static_cast<char*>(ivars);
   auto value_of = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * type.bytes : 0); };
@@ -519,6 +554,7 @@ void world_impl::quiet(std::string_view) { ops_->quiet(); }
 
 void world_impl::dissemination_barrier(std::string_view call) {
   uint64_t epoch = ++barrier_epoch_;
+  post(collective_kind::barrier);
   // GPU heaps are not for the CPU to poll: their host barrier goes through the bootstrap.
   if (!ops_->direct()) {
     boot_->barrier(call);
@@ -537,7 +573,8 @@ void world_impl::dissemination_barrier(std::string_view call) {
     std::atomic_ref<uint64_t>(peer_sync->barrier_round[round]).store(epoch, std::memory_order_release);
     std::atomic_ref<uint64_t> mine(sync_->barrier_round[round]);
     backoff pause(wait_timeout_);
-    while (mine.load(std::memory_order_acquire) < epoch) {
+    for (unsigned polls = 1; mine.load(std::memory_order_acquire) < epoch; ++polls) {
+      if (polls % 1024 == 0) check_posted(call);
       if (!pause.pause()) {
         int from = (my_pe_ - dist % n_pes_ + n_pes_) % n_pes_;
         SHOAL_THROW(errc::timeout, call,

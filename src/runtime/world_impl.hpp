@@ -30,6 +30,10 @@ struct sync_area {
   /// barrier epoch it has reached (release store); read (acquire) by this PE, which waits until
   /// it is >= its own epoch. Epochs only grow, so nothing is ever reset.
   uint64_t barrier_round[kMaxRounds];
+  /// The collective this PE is in: (sequence number << 8) | kind, written (release) by this PE on
+  /// entry to every collective, read by peers waiting in a barrier, so a PE in barrier_all while
+  /// another is in shoal_malloc sees the mismatch instead of waiting out its timeout.
+  uint64_t posted;
 };
 
 class world_impl {
@@ -69,8 +73,8 @@ class world_impl {
               void* fetched, int pe);
 
   // signals
-  void put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr,
-                  uint64_t signal, int sig_op, int pe);
+  void put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
+                  uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
   void signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
   uint64_t signal_fetch(std::string_view call, const uint64_t* sig_addr);
 
@@ -88,8 +92,7 @@ class world_impl {
   void p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe, void* stream);
   void signal_op_on_stream(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                            void* stream);
-  void wait_until_on_stream(std::string_view call, void* ivar, scalar type, int cmp, uint64_t value_bits,
-                            void* stream);
+  void wait_until_on_stream(std::string_view call, void* ivar, scalar type, int cmp, uint64_t value_bits, void* stream);
   void quiet_on_stream(std::string_view call, void* stream);
   void barrier_all_on_stream(std::string_view call, void* stream);
 
@@ -117,8 +120,15 @@ class world_impl {
   void setup_reserved_block();
   /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
   std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
+  /// Kinds of collective calls, for the posted word (sync_area::posted).
+  enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4 };
+  /// Counts and publishes this PE's entry into a collective (host backend: in its sync words).
+  void post(collective_kind kind);
+  /// Slow path of a barrier wait: if a peer is in a different collective at the same sequence
+  /// number, joins the bootstrap round with this call's name so that every PE gets errc::mismatch.
+  void check_posted(std::string_view call);
   /// Exchanges a description of a collective call; throws errc::mismatch on every PE if any differ.
-  void agree(std::string_view call, const std::string& args);
+  void agree(std::string_view call, collective_kind kind, const std::string& args);
 
   int my_pe_ = -1;
   int n_pes_ = 0;
@@ -133,6 +143,8 @@ class world_impl {
   std::mutex collective_mutex_;  // collectives are not concurrent (OpenSHMEM), but don't corrupt if they are
   sync_area* sync_ = nullptr;    // this PE's host sync words (in its heap; host backend only)
   uint64_t barrier_epoch_ = 0;
+  uint64_t collective_seq_ = 0;  // collectives entered by this PE (all kinds)
+  collective_kind current_kind_ = collective_kind::barrier;
   bool check_collectives_ = true;
   std::chrono::milliseconds wait_timeout_{0};
 };

@@ -9,10 +9,18 @@ namespace {
 
 __global__ void p_kernel(device_world w, void* dest, uint64_t value_bits, size_t num_bytes, int pe) {
   switch (num_bytes) {
-    case 1: shoal::device::p(w, static_cast<uint8_t*>(dest), static_cast<uint8_t>(value_bits), pe); break;
-    case 2: shoal::device::p(w, static_cast<uint16_t*>(dest), static_cast<uint16_t>(value_bits), pe); break;
-    case 4: shoal::device::p(w, static_cast<uint32_t*>(dest), static_cast<uint32_t>(value_bits), pe); break;
-    default: shoal::device::p(w, static_cast<uint64_t*>(dest), value_bits, pe); break;
+    case 1:
+      shoal::device::p(w, static_cast<uint8_t*>(dest), static_cast<uint8_t>(value_bits), pe);
+      break;
+    case 2:
+      shoal::device::p(w, static_cast<uint16_t*>(dest), static_cast<uint16_t>(value_bits), pe);
+      break;
+    case 4:
+      shoal::device::p(w, static_cast<uint32_t*>(dest), static_cast<uint32_t>(value_bits), pe);
+      break;
+    default:
+      shoal::device::p(w, static_cast<uint64_t*>(dest), value_bits, pe);
+      break;
   }
 }
 
@@ -34,16 +42,22 @@ __global__ void wait_until_kernel(device_world w, void* ivar, scalar type, int c
   bool is_signed = type.kind == scalar_kind::signed_int;
   switch (type.bytes) {
     case 2:
-      if (is_signed) wait_typed<int16_t>(w, ivar, cmp, value_bits);
-      else wait_typed<uint16_t>(w, ivar, cmp, value_bits);
+      if (is_signed)
+        wait_typed<int16_t>(w, ivar, cmp, value_bits);
+      else
+        wait_typed<uint16_t>(w, ivar, cmp, value_bits);
       break;
     case 4:
-      if (is_signed) wait_typed<int32_t>(w, ivar, cmp, value_bits);
-      else wait_typed<uint32_t>(w, ivar, cmp, value_bits);
+      if (is_signed)
+        wait_typed<int32_t>(w, ivar, cmp, value_bits);
+      else
+        wait_typed<uint32_t>(w, ivar, cmp, value_bits);
       break;
     default:
-      if (is_signed) wait_typed<int64_t>(w, ivar, cmp, value_bits);
-      else wait_typed<uint64_t>(w, ivar, cmp, value_bits);
+      if (is_signed)
+        wait_typed<int64_t>(w, ivar, cmp, value_bits);
+      else
+        wait_typed<uint64_t>(w, ivar, cmp, value_bits);
       break;
   }
 }

@@ -13,7 +13,7 @@ flags=(-std=c++20 -arch=sm_90 -Werror all-warnings -I"$root/include")
 "$nvcc" "${flags[@]}" -c "$root/tests/codegen/facade_tu_a.cu" -o "$work/facade_tu_a.o"
 "$nvcc" "${flags[@]}" -c "$root/tests/codegen/facade_tu_b.cu" -o "$work/facade_tu_b.o"
 "$nvcc" -arch=sm_90 "$work/facade_tu_a.o" "$work/facade_tu_b.o" -o "$work/facade_two_tu" \
-  "$lib" -Xlinker -rpath -Xlinker "$(dirname "$lib")"
+  -Xlinker "$lib" -Xlinker -rpath -Xlinker "$(dirname "$lib")"
 # each unit registered its own update function and owns its own world copy
 for o in facade_tu_a facade_tu_b; do
   nm "$work/$o.o" | grep -q ' U shoal_detail_register_device_facade' || {

@@ -314,12 +314,13 @@ TEST(cuda_heap, two_gpus_map_each_others_chunks) {
 TEST(cuda_heap, footprint_and_time_to_first_chunk) {
   constexpr size_t kChunk = 32 * kMiB;
   constexpr size_t kReservePerPe = size_t{64} << 30;
+  // The backend first: it makes the primary context current (an earlier test may have left this
+  // thread on a context it has since released), which cuMemGetInfo needs.
+  const auto start = std::chrono::steady_clock::now();
+  auto backend = make_cuda_backend("cuda_heap_test");
   size_t free_before = 0;
   size_t total = 0;
   CU_OK(drv().cuMemGetInfo(&free_before, &total));
-
-  const auto start = std::chrono::steady_clock::now();
-  auto backend = make_cuda_backend("cuda_heap_test");
   char* base = static_cast<char*>(backend->reserve(2 * kReservePerPe));
   chunk c = backend->create(kChunk);
   backend->map(base, c);

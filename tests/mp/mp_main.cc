@@ -7,6 +7,23 @@
 
 #include "shoal/shoal.h"
 
+namespace {
+
+// What PEs other than 0 print instead of GoogleTest's full output: their failures only.
+class failure_printer : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::printf("%s:%d: Failure\n%s\n", result.file_name() != nullptr ? result.file_name() : "unknown file",
+                result.line_number(), result.message());
+    std::fflush(stdout);
+  }
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result()->Failed()) std::printf("[  FAILED  ] %s.%s\n", info.test_suite_name(), info.name());
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::GTEST_FLAG(shuffle) = false;
@@ -20,6 +37,7 @@ int main(int argc, char** argv) {
   if (me != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new failure_printer);
   }
   int rc = RUN_ALL_TESTS();
   if (rc != 0) {
@@ -36,6 +54,8 @@ int main(int argc, char** argv) {
   shoal_barrier_all();
   shoal_free(failures);
   if (me == 0) std::printf("shoal mp test: %d of %d PEs failed\n", total, shoal_n_pes());
+  // A PE that exits non-zero makes shoalrun stop the others: get everything out first.
+  std::fflush(nullptr);
   shoal_finalize();
   return total == 0 ? 0 : 1;
 }

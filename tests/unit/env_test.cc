@@ -50,11 +50,21 @@ TEST(Env, TableIsWellFormedAndDefaultsParse) {
     unsetenv(v.name);
     // Every default must parse as its declared type.
     switch (v.type) {
-      case env::kind::boolean: EXPECT_NO_THROW(env::get_bool(name)) << name; break;
-      case env::kind::integer: EXPECT_NO_THROW(env::get_int(name)) << name; break;
-      case env::kind::size: EXPECT_NO_THROW(env::get_size(name)) << name; break;
-      case env::kind::duration_ms: EXPECT_NO_THROW(env::get_ms(name)) << name; break;
-      case env::kind::string: EXPECT_NO_THROW(env::get_string(name)) << name; break;
+      case env::kind::boolean:
+        EXPECT_NO_THROW(env::get_bool(name)) << name;
+        break;
+      case env::kind::integer:
+        EXPECT_NO_THROW(env::get_int(name)) << name;
+        break;
+      case env::kind::size:
+        EXPECT_NO_THROW(env::get_size(name)) << name;
+        break;
+      case env::kind::duration_ms:
+        EXPECT_NO_THROW(env::get_ms(name)) << name;
+        break;
+      case env::kind::string:
+        EXPECT_NO_THROW(env::get_string(name)) << name;
+        break;
     }
   }
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: configure + build (Release), the GPU and codegen tests, then the
+# benchmarks (shoal-bench and, where NVSHMEM is installed, shoal-bench-nvshmem). Everything lands in
+# $OUT (or ./gpu-out): summary.txt plus logs.tgz and bench.tgz.
+#   scripts/gpu_run.sh [tests|bench|all] [extra shoal-bench args...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+shift || true
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out" /tmp/shoal-logs /tmp/shoal-bench
+source scripts/env.sh
+summary=$out/summary.txt
+: >"$summary"
+log() { echo "$@" | tee -a "$summary"; }
+
+log "== $(date -u) $(hostname)"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
+nvidia-smi topo -m >/tmp/shoal-logs/topo.txt 2>&1
+nvsh=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+log "nvshmem: ${nvsh:-not found}"
+
+t0=$(date +%s)
+if ! cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} \
+    >/tmp/shoal-logs/configure.log 2>&1; then
+  tail -40 /tmp/shoal-logs/configure.log | tee -a "$summary"
+  tar czf "$out/logs.tgz" -C /tmp shoal-logs
+  exit 1
+fi
+if ! cmake --build build/gpu -j "$(nproc)" >/tmp/shoal-logs/build.log 2>&1; then
+  grep -E "error|FAILED" /tmp/shoal-logs/build.log | head -60 | tee -a "$summary"
+  tar czf "$out/logs.tgz" -C /tmp shoal-logs
+  exit 1
+fi
+log "build: $(( $(date +%s) - t0 )) s"
+
+if [[ $what == tests || $what == all ]]; then
+  t0=$(date +%s)
+  ctest --test-dir build/gpu -L 'gpu|codegen' --output-on-failure --timeout 240 \
+    >/tmp/shoal-logs/ctest_gpu.log 2>&1
+  grep -E "Test +#|tests passed|FAILED|Skipped|\*\*\*" /tmp/shoal-logs/ctest_gpu.log | tee -a "$summary"
+  grep -hE "init_ms=|extra_device_mib=|violations|iterations" /tmp/shoal-logs/ctest_gpu.log | head -40 | tee -a "$summary"
+  log "gpu tests: $(( $(date +%s) - t0 )) s"
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  t0=$(date +%s)
+  bench/run_gpu_bench.sh build/gpu /tmp/shoal-bench "$@" >/tmp/shoal-logs/bench.log 2>&1
+  log "bench rc=$? $(( $(date +%s) - t0 )) s"
+  [[ -f /tmp/shoal-bench/compare.md ]] && cat /tmp/shoal-bench/compare.md >>"$summary"
+  tail -30 /tmp/shoal-logs/bench.log >>"$summary"
+  tar czf "$out/bench.tgz" -C /tmp shoal-bench
+fi
+tar czf "$out/logs.tgz" -C /tmp shoal-logs

@@ -1,0 +1,121 @@
+// A small harness for the GPU tests: every test program runs on 2 PEs under shoalrun, one GPU
+// each. It skips (exit 77) where no GPU is usable, checks every CUDA call, runs the registered
+// tests in order on every PE, and reduces the failures so that all PEs exit with the same status.
+// Plain C++ (the .cc main and the .cu tests include it); device helpers are fenced by __CUDACC__.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shoal/device_world.hpp"
+
+namespace shoal_test {
+
+// ---- CUDA errors: always fatal (a failed call or a trapped kernel leaves nothing to test) ----
+
+[[noreturn]] void cuda_fail(const char* expr, cudaError_t err, const char* file, int line);
+/// cudaGetLastError (launch errors) then cudaDeviceSynchronize (execution errors) after a kernel.
+void launch_check(const char* what, const char* file, int line);
+
+#define GT_CUDA(expr)                                                                        \
+  do {                                                                                       \
+    cudaError_t gt_err_ = (expr);                                                            \
+    if (gt_err_ != cudaSuccess) ::shoal_test::cuda_fail(#expr, gt_err_, __FILE__, __LINE__); \
+  } while (0)
+#define GT_LAUNCHED(what) ::shoal_test::launch_check(what, __FILE__, __LINE__)
+
+// ---- the job ----
+
+int me();
+int npes();
+int peer();  ///< the next PE, (me + 1) % npes
+/// The default world's device handle (what kernels of the explicit-handle form take by value).
+shoal::device_world device_handle();
+/// Host barrier over all PEs (shoal_barrier_all) after cudaDeviceSynchronize of this PE's GPU.
+void sync_all_pes();
+
+// ---- failures: counted per PE, printed with the PE and the running test's name ----
+
+/// Records one failure and prints "PE <me> FAIL [<test>] <message>".
+void fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
+/// Number of failures this PE has recorded so far.
+long failures();
+/// Compares num_bytes; on a mismatch records one failure naming `what`, the count of bad bytes and
+/// the first few offsets with expected and seen values. Returns true when equal.
+bool check_bytes(const char* what, const void* seen, const void* expected, size_t num_bytes);
+/// `what` with printf arguments, for check_* messages.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+inline constexpr uint8_t kPoison = 0xA5;  ///< buffers are filled with this before every transfer
+
+/// Byte i of the pattern that PE `pe` writes in case `salt`: never 0 and never the poison byte.
+inline uint8_t pattern_byte(int pe, uint32_t salt, size_t i) {
+  uint32_t x = static_cast<uint32_t>(i) * 2654435761u ^ (salt * 40503u) ^ (static_cast<uint32_t>(pe) * 97u);
+  x ^= x >> 13;
+  uint8_t b = static_cast<uint8_t>(x);
+  return b == 0 || b == kPoison ? static_cast<uint8_t>(b + 1) : b;
+}
+inline std::vector<uint8_t> pattern(int pe, uint32_t salt, size_t num_bytes) {
+  std::vector<uint8_t> v(num_bytes);
+  for (size_t i = 0; i < num_bytes; ++i) v[i] = pattern_byte(pe, salt, i);
+  return v;
+}
+
+// ---- mismatches found by kernels ----
+
+/// Filled by kernels (device memory): how many checks failed and the first failure's details.
+struct device_report {
+  unsigned long long count;      ///< failed checks
+  unsigned long long claimed;    ///< 0 until the first failure claims the details below
+  unsigned long long iteration;  ///< first failure: loop iteration (or case number)
+  unsigned long long index;      ///< first failure: element / byte / thread index
+  unsigned long long expected;   ///< first failure: what should have been seen
+  unsigned long long seen;       ///< first failure: what was seen
+};
+/// A zeroed device_report in device memory (cudaMalloc; freed at exit).
+device_report* new_device_report();
+/// Zeroes it again.
+void reset_device_report(device_report* report);
+/// Reads it back; on failures records one failure: "<what>: N failed check(s); first at iteration
+/// I, index X: expected E, seen S". Returns the number of failed checks.
+unsigned long long check_device_report(const char* what, const device_report* report);
+
+// ---- registry ----
+
+using test_fn = void (*)();
+int register_test(const char* name, test_fn fn);
+
+#define GPU_TEST(name)                                                                      \
+  static void name();                                                                       \
+  [[maybe_unused]] static int name##_registered = ::shoal_test::register_test(#name, name); \
+  static void name()
+
+}  // namespace shoal_test
+
+#if defined(__CUDACC__)
+namespace shoal_test {
+/// Nanoseconds of the GPU's global timer (for the tests' own bounded spins).
+__device__ inline uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+/// Counts one failed check; the first one also records where it was and what it saw.
+__device__ inline void report_failure(device_report* r, unsigned long long iteration, unsigned long long index,
+                                      unsigned long long expected, unsigned long long seen) {
+  atomicAdd(&r->count, 1ull);
+  if (atomicCAS(&r->claimed, 0ull, 1ull) == 0ull) {
+    r->iteration = iteration;
+    r->index = index;
+    r->expected = expected;
+    r->seen = seen;
+  }
+}
+}  // namespace shoal_test
+#endif

@@ -1,0 +1,72 @@
+// The device facade in two translation units of one program, built without -rdc: each unit has its
+// own __constant__ copy of the world, registered at static init and filled by shoal_init. Kernels
+// in both units must see the right my_pe/n_pes and be able to put to the peer (and ptr must agree).
+// This unit holds the test; multi_tu_gpu_test_b.cu holds the second unit's kernel.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "multi_tu_gpu_test.hpp"
+#include "shoal/shoal.h"
+
+namespace shoal_test {
+
+namespace {
+
+/// Unit A: one thread reports what the facade says, then the block puts `words` words to the peer.
+__global__ void unit_a_kernel(int* identity, uint32_t* dst, const uint32_t* src, size_t words) {
+  if (threadIdx.x == 0) {
+    identity[0] = shoal_my_pe();
+    identity[1] = shoal_n_pes();
+    identity[2] = shoal_ptr(dst, (shoal_my_pe() + 1) % shoal_n_pes()) != nullptr ? 1 : 0;
+  }
+  shoalx_putmem_block(dst, src, words * sizeof(uint32_t), (shoal_my_pe() + 1) % shoal_n_pes());
+  if (threadIdx.x == 0) shoal_quiet();
+}
+
+void check_identity(const char* unit, const int* dev_identity) {
+  int seen[3];
+  GT_CUDA(cudaMemcpy(seen, dev_identity, sizeof(seen), cudaMemcpyDeviceToHost));
+  if (seen[0] != me() || seen[1] != npes() || seen[2] != 1)
+    fail(
+        "%s: the facade in this translation unit says my_pe=%d n_pes=%d ptr(peer)%s; expected my_pe=%d n_pes=%d "
+        "and a peer mapping (is its __constant__ world filled?)",
+        unit, seen[0], seen[1], seen[2] == 1 ? "!=NULL" : "==NULL", me(), npes());
+}
+
+GPU_TEST(facade_in_two_translation_units) {
+  constexpr size_t kWords = 1000;
+  auto* dst = static_cast<uint32_t*>(shoal_malloc(2 * kWords * sizeof(uint32_t)));
+  auto* src = static_cast<uint32_t*>(shoal_malloc(2 * kWords * sizeof(uint32_t)));
+  int* identity = nullptr;
+  GT_CUDA(cudaMalloc(&identity, 6 * sizeof(int)));
+  GT_CUDA(cudaMemset(identity, 0xff, 6 * sizeof(int)));
+  GT_CUDA(cudaMemset(dst, kPoison, 2 * kWords * sizeof(uint32_t)));
+  std::vector<uint32_t> mine(2 * kWords);
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = 0x01000000u * (me() + 1) + static_cast<uint32_t>(i);
+  GT_CUDA(cudaMemcpy(src, mine.data(), mine.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  sync_all_pes();
+  unit_a_kernel<<<1, 128>>>(identity, dst, src, kWords);
+  GT_LAUNCHED("unit A kernel (shoalx_putmem_block)");
+  run_unit_b_kernel(identity + 3, dst + kWords, src + kWords, kWords);  // the other translation unit
+  GT_LAUNCHED("unit B kernel (shoal_uint32_put)");
+  sync_all_pes();
+  check_identity("unit A (multi_tu_gpu_test.cu)", identity);
+  check_identity("unit B (multi_tu_gpu_test_b.cu)", identity + 3);
+  std::vector<uint32_t> seen(2 * kWords), expected(2 * kWords);
+  const int from = (me() + npes() - 1) % npes();
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = 0x01000000u * (from + 1) + static_cast<uint32_t>(i);
+  GT_CUDA(cudaMemcpy(seen.data(), dst, seen.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  check_bytes("words put by unit A's kernel", seen.data(), expected.data(), kWords * sizeof(uint32_t));
+  check_bytes("words put by unit B's kernel", seen.data() + kWords, expected.data() + kWords,
+              kWords * sizeof(uint32_t));
+  sync_all_pes();
+  GT_CUDA(cudaFree(identity));
+  shoal_free(src);
+  shoal_free(dst);
+}
+
+}  // namespace
+}  // namespace shoal_test
