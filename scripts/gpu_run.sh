@@ -36,10 +36,10 @@ log "build: $(( $(date +%s) - t0 )) s"
 
 if [[ $what == tests || $what == all ]]; then
   t0=$(date +%s)
-  ctest --test-dir build/gpu -L 'gpu|codegen' --output-on-failure --timeout 240 \
+  ctest --test-dir build/gpu -L 'gpu|codegen' -V --timeout 240 \
     >/tmp/shoal-logs/ctest_gpu.log 2>&1
   grep -E "Test +#|tests passed|FAILED|Skipped|\*\*\*" /tmp/shoal-logs/ctest_gpu.log | tee -a "$summary"
-  grep -hE "init_ms=|extra_device_mib=|violations|iterations" /tmp/shoal-logs/ctest_gpu.log | head -40 | tee -a "$summary"
+  grep -hE "init_ms=|extra_device_mib=|litmus |footprint|MiB|first chunk" /tmp/shoal-logs/ctest_gpu.log | head -60 | tee -a "$summary"
   log "gpu tests: $(( $(date +%s) - t0 )) s"
 fi
 
