@@ -14,11 +14,18 @@
 #include "shoal/device_world.hpp"
 #include "shoal/types.h"
 
-/// How a satisfied single-word wait acquires: 0 (default) an ld.acquire.sys re-read of the word
+/// With SHOAL_WAIT_ACQUIRE_POLL=0, how a satisfied single-word wait acquires: 0 (default) an ld.acquire.sys re-read of the word
 /// (retried if it no longer compares true); 1 one fence.acq_rel.sys after the satisfying relaxed
 /// read. Both are correct; which is cheaper on a given GPU is for shoal-bench to say.
 #ifndef SHOAL_WAIT_ACQUIRE_FENCE
 #define SHOAL_WAIT_ACQUIRE_FENCE 0
+#endif
+/// 1 (default): single-word waits (and the barrier) poll with ld.acquire.sys itself, so the read
+/// that sees the value is the acquire (no re-read, no fence). 0: relaxed polls, then the acquire
+/// chosen by SHOAL_WAIT_ACQUIRE_FENCE. Both are correct; on 2xH200 over NVLink acquire polls were
+/// faster (int_p ping-pong half round trip 0.87 us vs 1.04 us; barrier_all 1.69 vs 1.93 us).
+#ifndef SHOAL_WAIT_ACQUIRE_POLL
+#define SHOAL_WAIT_ACQUIRE_POLL 1
 #endif
 
 namespace shoal::detail {
@@ -53,6 +60,13 @@ __device__ __forceinline__ T wait_until(const device_world& w, const T* ivar, in
   check_cmp(w, cmp, call);
   wait_clock clock(w.wait_timeout_ns);
   for (;;) {
+#if SHOAL_WAIT_ACQUIRE_POLL
+    const T seen = load_acquire(ivar);
+    if (compare(cmp, seen, value)) return seen;
+    if (clock.expired()) {
+      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
+    }
+#else
     const T seen = load_relaxed(ivar);
     if (compare(cmp, seen, value)) {
 #if SHOAL_WAIT_ACQUIRE_FENCE
@@ -65,6 +79,7 @@ __device__ __forceinline__ T wait_until(const device_world& w, const T* ivar, in
     } else if (clock.expired()) {
       wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
     }
+#endif
   }
 }
 
@@ -134,10 +149,12 @@ __device__ __forceinline__ size_t wait_many(const device_world& w, const T* ivar
 }
 
 /// The dissemination barrier run by ONE thread per PE. Round r: write this barrier's epoch to
-/// barrier_round[r] of PE (me + 2^r) % n (st.relaxed.sys, released by the fence before it), wait
-/// for my own barrier_round[r] >= epoch (relaxed polls), then fence.acq_rel.sys: the acquire of this
-/// round and the release of the next. Every PE's accesses before the barrier happen before every
-/// PE's accesses after it (acq_rel chain through the rounds).
+/// barrier_round[r] of PE (me + 2^r) % n, then wait for my own barrier_round[r] >= epoch with
+/// relaxed polls and one ld.acquire.sys re-read. Round 0's store is released by a fence.acq_rel.sys
+/// (this PE's accesses before the barrier); later rounds' stores are st.release.sys, so what this
+/// PE acquired in earlier rounds travels on (release/acquire chain, cumulative): every PE's accesses
+/// before the barrier happen before every PE's accesses after it. Only acquires follow the last
+/// wait: no fence waits for this PE's own flag store to be acknowledged over the link.
 __device__ __forceinline__ void barrier_thread(const device_world& w, const char* call) {
   device_sync* sync = local_sync(w);
   const uint64_t epoch = sync->barrier_epoch + 1;  // private to this PE's barrier thread
@@ -148,17 +165,27 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
     const int to = (me + step) % n;
     const int from = (me - step + n) % n;
-    ptx::st_relaxed_sys(peer_ptr(w, &sync->barrier_round[r], to, call), epoch);
+    uint64_t* remote_flag = peer_ptr(w, &sync->barrier_round[r], to, call);
+    if (r == 0) {
+      ptx::st_relaxed_sys(remote_flag, epoch);  // released by the fence above
+    } else {
+      ptx::st_release_sys(remote_flag, epoch);  // passes on what earlier rounds acquired
+    }
     const uint64_t* mine = &sync->barrier_round[r];
     wait_clock clock(w.wait_timeout_ns);
     for (;;) {
-      const uint64_t seen = ptx::ld_relaxed_sys(mine);
+#if SHOAL_WAIT_ACQUIRE_POLL
+      const uint64_t seen = ptx::ld_acquire_sys(mine);
       if (seen >= epoch) break;
+#else
+      const uint64_t seen = ptx::ld_relaxed_sys(mine);
+      // Epochs only grow, so a satisfying relaxed read stays satisfied for the acquire re-read.
+      if (seen >= epoch && ptx::ld_acquire_sys(mine) >= epoch) break;
+#endif
       if (clock.expired()) {
         wait_timed_out(call, me, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, epoch, seen);
       }
     }
-    ptx::fence_acq_rel_sys();
   }
 }
 
