@@ -14,9 +14,9 @@
 #include "shoal/device_world.hpp"
 #include "shoal/types.h"
 
-/// With SHOAL_WAIT_ACQUIRE_POLL=0, how a satisfied single-word wait acquires: 0 (default) an ld.acquire.sys re-read of the word
-/// (retried if it no longer compares true); 1 one fence.acq_rel.sys after the satisfying relaxed
-/// read. Both are correct; which is cheaper on a given GPU is for shoal-bench to say.
+/// With SHOAL_WAIT_ACQUIRE_POLL=0, how a satisfied single-word wait acquires: 0 (default) an ld.acquire.sys re-read of
+/// the word (retried if it no longer compares true); 1 one fence.acq_rel.sys after the satisfying relaxed read. Both
+/// are correct; which is cheaper on a given GPU is for shoal-bench to say.
 #ifndef SHOAL_WAIT_ACQUIRE_FENCE
 #define SHOAL_WAIT_ACQUIRE_FENCE 0
 #endif
