@@ -114,6 +114,9 @@ SHOAL_API void shoalx_barrier_all_on_stream(struct CUstream_st* stream);
 
 SHOAL_EXTERN_C_END
 
+/* Teams: handles, split_strided/split_2d, translate_pe. */
+#include "shoal/team.h"
+
 /* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test. */
 #include "shoal/detail/host_api.h"
 

@@ -87,6 +87,12 @@ world_impl::world_impl(const init_options& options) {
   alloc_ = std::make_unique<symmetric_allocator>(heap_->reserve_bytes());
   ops_ = heap_->backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops();
   setup_reserved_block();
+  std::vector<int32_t> shared;
+  for (int pe : heap_->nodes().pe_of_local)
+    if (path_to(pe) != peer_path::none) shared.push_back(pe);
+  teams_ = std::make_unique<team_table>(
+      my_pe_, n_pes_, std::vector<int32_t>(heap_->nodes().pe_of_local.begin(), heap_->nodes().pe_of_local.end()),
+      std::move(shared));
   boot_->barrier("shoal_init");
 
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -271,6 +277,12 @@ void world_impl::agree(std::string_view call, collective_kind kind, const std::s
       SHOAL_THROW(errc::mismatch, call, "PEs disagree on a collective call: PE 0 called {}, PE {} called {}",
                   std::string_view(all.data()), pe, std::string_view(theirs));
   }
+}
+
+void world_impl::team_allgather(std::string_view call, const void* mine, void* all, size_t bytes_per_pe) {
+  std::lock_guard lock(collective_mutex_);
+  post(collective_kind::team);
+  boot_->allgather(mine, all, bytes_per_pe, call);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "runtime/scalar.hpp"
 #include "shoal/device_world.hpp"
 #include "shoal/world.hpp"
+#include "team/team.hpp"
 #include "transport/memory_ops.hpp"
 
 namespace shoal::detail {
@@ -53,6 +54,11 @@ class world_impl {
   const device_world& device_handle() const { return device_; }
   uint64_t heap_in_use_bytes() const;
   bootstrap& boot() { return *boot_; }
+  /// The teams this PE belongs to (predefined ones made at init).
+  team_table& teams() { return *teams_; }
+  /// Collective over every PE: the team layer's all-gather for a split, posted as a collective so
+  /// that a PE waiting in a barrier meanwhile reports the mismatch.
+  void team_allgather(std::string_view call, const void* mine, void* all, size_t bytes_per_pe);
 
   // memory (collective)
   void* malloc(std::string_view call, size_t num_bytes, size_t alignment, bool zero);
@@ -121,7 +127,7 @@ class world_impl {
   /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
   std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
   /// Kinds of collective calls, for the posted word (sync_area::posted).
-  enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4 };
+  enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4, team = 5 };
   /// Counts and publishes this PE's entry into a collective (host backend: in its sync words).
   void post(collective_kind kind);
   /// Slow path of a barrier wait: if a peer is in a different collective at the same sequence
@@ -140,6 +146,7 @@ class world_impl {
   device_world device_;
   mutable std::shared_mutex alloc_mutex_;  // writers: malloc/free; readers: every RMA check
   std::unique_ptr<symmetric_allocator> alloc_;
+  std::unique_ptr<team_table> teams_;
   std::mutex collective_mutex_;  // collectives are not concurrent (OpenSHMEM), but don't corrupt if they are
   sync_area* sync_ = nullptr;    // this PE's host sync words (in its heap; host backend only)
   uint64_t barrier_epoch_ = 0;

@@ -1,0 +1,68 @@
+/* shoal teams (OpenSHMEM 1.5 teams with the shoal prefix): ordered subsets of the world's PEs.
+ * A team handle is an index into the world's team table, identical on every member. Plain C11 and
+ * C++; included by <shoal/shoal.h>. Collectives over teams come later. */
+#ifndef SHOAL_TEAM_H_
+#define SHOAL_TEAM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shoal/types.h"
+
+SHOAL_EXTERN_C_BEGIN
+
+/** A team handle: a slot of the world's team table, the same number on every member of the team. */
+typedef int32_t shoal_team_t;
+
+#define SHOAL_TEAM_INVALID ((shoal_team_t)-1) /* no team: what non-members get from a split */
+#define SHOAL_TEAM_WORLD ((shoal_team_t)0)    /* every PE, team PE == world PE */
+#define SHOAL_TEAM_SHARED ((shoal_team_t)1)   /* PEs whose heaps this PE can load/store (same node), by world PE */
+#define SHOALX_TEAM_NODE ((shoal_team_t)2)    /* PEs on this PE's node, by world PE */
+#define SHOAL_MAX_TEAMS 64                    /* slots in the team table, the three predefined ones included */
+
+/** Team options. A field is read only when its bit is set in the call's config_mask. */
+typedef struct {
+  int num_contexts; /* contexts the team may create (recorded; shoal has no contexts yet) */
+} shoal_team_config_t;
+#define SHOAL_TEAM_NUM_CONTEXTS (1L << 0)
+
+/** This PE's number in `team` (0 .. n_pes-1); -1 for SHOAL_TEAM_INVALID. A destroyed or unknown handle is an
+ * error. Not collective. */
+SHOAL_API int shoal_team_my_pe(shoal_team_t team);
+/** Number of PEs in `team`; -1 for SHOAL_TEAM_INVALID. A destroyed or unknown handle is an error. Not collective. */
+SHOAL_API int shoal_team_n_pes(shoal_team_t team);
+/** Copies the fields selected by config_mask (SHOAL_TEAM_NUM_CONTEXTS) of `team`'s config to *config.
+ * Returns 0, or nonzero (a SHOAL_ERR_* code) on a bad handle, mask or null config. Not collective. */
+SHOAL_API int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config_t* config);
+/** The number in `dest_team` of the PE numbered src_pe in `src_team`; -1 when that PE is not in dest_team, src_pe
+ * is out of range, or either handle is SHOAL_TEAM_INVALID. This PE must belong to both teams. Not collective. */
+SHOAL_API int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team);
+
+/** Makes the team of parent PEs start, start+stride, …, start+(size-1)*stride (numbers in parent_team; stride
+ * may be negative, or anything when size is 1). Collective over EVERY PE of the world: members of parent_team pass
+ * it and identical arguments; other PEs pass SHOAL_TEAM_INVALID (the handle their own split gave them). PEs of
+ * the new team get its handle (the same on all), the others SHOAL_TEAM_INVALID. config (may be NULL when
+ * config_mask is 0) sets the fields named in config_mask. Returns 0, or a SHOAL_ERR_* code on every PE when any PE
+ * passed a bad or mismatched argument (the job stays usable). */
+SHOAL_API int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
+                                       const shoal_team_config_t* config, long config_mask, shoal_team_t* new_team);
+/** Splits parent_team into a grid of xrange columns: parent PE r is at x = r % xrange, y = r / xrange. Each PE
+ * gets its row (x-axis team: the PEs with its y, numbered by x) and its column (y-axis team: the PEs with its x,
+ * numbered by y). xrange > n_pes(parent) acts as n_pes(parent). Collective over every PE of the world, as
+ * shoal_team_split_strided; all x-axis teams share one handle, all y-axis teams another. */
+SHOAL_API int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_config_t* xaxis_config,
+                                  long xaxis_mask, shoal_team_t* xaxis_team, const shoal_team_config_t* yaxis_config,
+                                  long yaxis_mask, shoal_team_t* yaxis_team);
+/** Releases this PE's membership of `team`; its handle is reused by a later split once every member destroyed it.
+ * Called by each member; needs no communication. SHOAL_TEAM_INVALID is a no-op; predefined teams cannot be
+ * destroyed. */
+SHOAL_API void shoal_team_destroy(shoal_team_t team);
+
+/** Writes `team`'s shoal::device_team (<shoal/device_team.hpp>) to out, for kernels; num_bytes must be
+ * sizeof(shoal::device_team). Only teams that are strided in world PEs have one (SHOAL_ERR_UNSUPPORTED else).
+ * Returns 0 or a SHOAL_ERR_* code. Not collective. */
+SHOAL_API int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes);
+
+SHOAL_EXTERN_C_END
+
+#endif /* SHOAL_TEAM_H_ */

@@ -1,0 +1,118 @@
+// The C entry points of <shoal/team.h>: forward to the default world's team table, converting
+// shoal::error into the C error contract (facade::guarded). Splits return 0 or the error's code.
+#include <cstring>
+
+#include "common/check.hpp"
+#include "runtime/facade.hpp"
+#include "shoal/device_team.hpp"
+#include "shoal/shoal.h"
+
+namespace f = shoal::detail::facade;
+
+namespace {
+
+// 0, or the code of the error the failed call just recorded (SHOAL_ERR_INTERNAL if none was).
+int status_of(bool ok) {
+  if (ok) return SHOAL_OK;
+  int code = shoal_last_error(nullptr);
+  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
+}
+
+shoal::detail::team_table::allgather_fn exchange_of(shoal::detail::world_impl& w, const char* call) {
+  return [&w, call](const void* mine, void* all, size_t bytes) { w.team_allgather(call, mine, all, bytes); };
+}
+
+}  // namespace
+
+extern "C" {
+
+int shoal_team_my_pe(shoal_team_t team) {
+  const char* call = "shoal_team_my_pe";
+  return f::guarded(
+      call, [&] { return f::current(call).teams().my_pe(call, team); }, -1);
+}
+
+int shoal_team_n_pes(shoal_team_t team) {
+  const char* call = "shoal_team_n_pes";
+  return f::guarded(
+      call, [&] { return f::current(call).teams().n_pes(call, team); }, -1);
+}
+
+int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config_t* config) {
+  const char* call = "shoal_team_get_config";
+  bool ok = f::guarded(
+      call,
+      [&] {
+        f::current(call).teams().get_config(call, team, config_mask, config);
+        return true;
+      },
+      false);
+  return status_of(ok);
+}
+
+int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team) {
+  const char* call = "shoal_team_translate_pe";
+  return f::guarded(
+      call, [&] { return f::current(call).teams().translate_pe(call, src_team, src_pe, dest_team); }, -1);
+}
+
+int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
+                             const shoal_team_config_t* config, long config_mask, shoal_team_t* new_team) {
+  const char* call = "shoal_team_split_strided";
+  if (new_team != nullptr) *new_team = SHOAL_TEAM_INVALID;
+  bool ok = f::guarded(
+      call,
+      [&] {
+        auto& w = f::current(call);
+        shoal_team_t made = w.teams().split_strided(call, parent_team, start, stride, size, config, config_mask,
+                                                    new_team == nullptr, exchange_of(w, call));
+        *new_team = made;
+        return true;
+      },
+      false);
+  return status_of(ok);
+}
+
+int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_config_t* xaxis_config, long xaxis_mask,
+                        shoal_team_t* xaxis_team, const shoal_team_config_t* yaxis_config, long yaxis_mask,
+                        shoal_team_t* yaxis_team) {
+  const char* call = "shoal_team_split_2d";
+  if (xaxis_team != nullptr) *xaxis_team = SHOAL_TEAM_INVALID;
+  if (yaxis_team != nullptr) *yaxis_team = SHOAL_TEAM_INVALID;
+  bool ok = f::guarded(
+      call,
+      [&] {
+        auto& w = f::current(call);
+        const char* null_out = xaxis_team == nullptr ? "xaxis_team" : yaxis_team == nullptr ? "yaxis_team" : nullptr;
+        auto [x, y] = w.teams().split_2d(call, parent_team, xrange, xaxis_config, xaxis_mask, yaxis_config, yaxis_mask,
+                                         null_out, exchange_of(w, call));
+        *xaxis_team = x;
+        *yaxis_team = y;
+        return true;
+      },
+      false);
+  return status_of(ok);
+}
+
+void shoal_team_destroy(shoal_team_t team) {
+  const char* call = "shoal_team_destroy";
+  f::guarded_void(call, [&] { f::current(call).teams().destroy(call, team); });
+}
+
+int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes) {
+  const char* call = "shoalx_team_device_handle";
+  bool ok = f::guarded(
+      call,
+      [&] {
+        SHOAL_CHECK_ARG(out != nullptr, call, "out is null");
+        SHOAL_CHECK_ARG(num_bytes == sizeof(shoal::device_team), call,
+                        "num_bytes={} is not sizeof(shoal::device_team)={}", num_bytes, sizeof(shoal::device_team));
+        shoal::device_team d = f::current(call).teams().device_handle(call, team);
+        std::memcpy(out, &d, sizeof d);
+        return true;
+      },
+      false);
+  return status_of(ok);
+}
+
+}  // extern "C"

@@ -1,0 +1,408 @@
+#include "team/team.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/check.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+constexpr int kWords = team_table::kMaxTeams / 64;
+static_assert(team_table::kMaxTeams % 64 == 0);
+
+const char* predefined_name(shoal_team_t handle) {
+  switch (handle) {
+    case SHOAL_TEAM_WORLD:
+      return "SHOAL_TEAM_WORLD";
+    case SHOAL_TEAM_SHARED:
+      return "SHOAL_TEAM_SHARED";
+    case SHOALX_TEAM_NODE:
+      return "SHOALX_TEAM_NODE";
+    default:
+      return nullptr;
+  }
+}
+
+// Builds a team from world PEs in team-rank order; this PE (my_pe) must be among them.
+team make_team(std::vector<int32_t> members, int my_pe, const shoal_team_config_t& config) {
+  team t;
+  t.members = std::move(members);
+  t.config = config;
+  t.my_rank = static_cast<int32_t>(std::find(t.members.begin(), t.members.end(), my_pe) - t.members.begin());
+  SHOAL_ASSERT(t.my_rank < t.n_pes());
+  int32_t stride = t.members.size() >= 2 ? t.members[1] - t.members[0] : 1;
+  bool strided = stride != 0;
+  for (size_t r = 1; strided && r < t.members.size(); ++r) strided = t.members[r] - t.members[r - 1] == stride;
+  if (strided) {
+    t.start = t.members[0];
+    t.stride = stride;
+  }
+  return t;
+}
+
+shoal_team_config_t config_of(const shoal_team_config_t* config, long mask) {
+  shoal_team_config_t out{};
+  if (config != nullptr && (mask & SHOAL_TEAM_NUM_CONTEXTS) != 0) out.num_contexts = config->num_contexts;
+  return out;
+}
+
+// What a bad local argument was, for the record (every PE then throws the same error).
+enum bad_local : int32_t { ok = 0, out_null = 1, config_null = 2, mask_bits = 3, contexts_negative = 4 };
+
+int32_t check_config(const shoal_team_config_t* config, long mask) {
+  if ((mask & ~SHOAL_TEAM_NUM_CONTEXTS) != 0) return mask_bits;
+  if (mask != 0 && config == nullptr) return config_null;
+  if ((mask & SHOAL_TEAM_NUM_CONTEXTS) != 0 && config->num_contexts < 0) return contexts_negative;
+  return ok;
+}
+
+}  // namespace
+
+int32_t team::rank_of(int32_t world_pe) const {
+  if (strided()) {
+    int32_t delta = world_pe - start;
+    if (n_pes() == 1) return delta == 0 ? 0 : -1;
+    if (delta % stride != 0) return -1;
+    int32_t r = delta / stride;
+    return r >= 0 && r < n_pes() ? r : -1;
+  }
+  auto it = std::find(members.begin(), members.end(), world_pe);
+  return it == members.end() ? -1 : static_cast<int32_t>(it - members.begin());
+}
+
+team_table::team_table(int my_pe, int n_pes, std::vector<int32_t> node_pes, std::vector<int32_t> shared_pes)
+    : my_pe_(my_pe), n_pes_(n_pes), slots_(kMaxTeams) {
+  std::vector<int32_t> world(n_pes);
+  for (int pe = 0; pe < n_pes; ++pe) world[pe] = pe;
+  std::sort(node_pes.begin(), node_pes.end());
+  std::sort(shared_pes.begin(), shared_pes.end());
+  slots_[SHOAL_TEAM_WORLD] = make_team(std::move(world), my_pe, {});
+  slots_[SHOAL_TEAM_SHARED] = make_team(std::move(shared_pes), my_pe, {});
+  slots_[SHOALX_TEAM_NODE] = make_team(std::move(node_pes), my_pe, {});
+}
+
+const team* team_table::find(shoal_team_t handle) const {
+  if (handle < 0 || handle >= kMaxTeams || !slots_[handle]) return nullptr;
+  return &*slots_[handle];
+}
+
+const team& team_table::get(std::string_view call, const char* arg, shoal_team_t handle) const {
+  SHOAL_CHECK_ARG(handle != SHOAL_TEAM_INVALID, call, "{} is SHOAL_TEAM_INVALID", arg);
+  SHOAL_CHECK_ARG(handle >= 0 && handle < kMaxTeams, call,
+                  "{}={} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", arg, handle, kMaxTeams - 1);
+  const team* t = find(handle);
+  SHOAL_CHECK_ARG(t != nullptr, call, "{}={} is not a team of PE {} (destroyed, or never created here)", arg, handle,
+                  my_pe_);
+  return *t;
+}
+
+int team_table::my_pe(std::string_view call, shoal_team_t handle) const {
+  if (handle == SHOAL_TEAM_INVALID) return -1;
+  std::shared_lock lock(mutex_);
+  return get(call, "team", handle).my_rank;
+}
+
+int team_table::n_pes(std::string_view call, shoal_team_t handle) const {
+  if (handle == SHOAL_TEAM_INVALID) return -1;
+  std::shared_lock lock(mutex_);
+  return get(call, "team", handle).n_pes();
+}
+
+void team_table::get_config(std::string_view call, shoal_team_t handle, long mask, shoal_team_config_t* config) const {
+  std::shared_lock lock(mutex_);
+  const team& t = get(call, "team", handle);
+  SHOAL_CHECK_ARG((mask & ~SHOAL_TEAM_NUM_CONTEXTS) == 0, call,
+                  "config_mask=0x{:x} has bits other than SHOAL_TEAM_NUM_CONTEXTS", mask);
+  SHOAL_CHECK_ARG(config != nullptr, call, "config is null");
+  if ((mask & SHOAL_TEAM_NUM_CONTEXTS) != 0) config->num_contexts = t.config.num_contexts;
+}
+
+int team_table::translate_pe(std::string_view call, shoal_team_t src, int src_pe, shoal_team_t dest) const {
+  if (src == SHOAL_TEAM_INVALID || dest == SHOAL_TEAM_INVALID) return -1;
+  std::shared_lock lock(mutex_);
+  const team& from = get(call, "src_team", src);
+  const team& to = get(call, "dest_team", dest);
+  if (src_pe < 0 || src_pe >= from.n_pes()) return -1;
+  return to.rank_of(from.members[src_pe]);
+}
+
+device_team team_table::device_handle(std::string_view call, shoal_team_t handle) const {
+  std::shared_lock lock(mutex_);
+  const team& t = get(call, "team", handle);
+  if (!t.strided())
+    SHOAL_THROW(errc::unsupported, call, "team={} is not strided in world PEs, so it has no device handle yet", handle);
+  device_team d;
+  d.my_pe_in_team = t.my_rank;
+  d.n_pes = t.n_pes();
+  d.start = t.start;
+  d.stride = t.stride;
+  return d;
+}
+
+void team_table::destroy(std::string_view call, shoal_team_t handle) {
+  if (handle == SHOAL_TEAM_INVALID) return;
+  std::unique_lock lock(mutex_);
+  get(call, "team", handle);
+  const char* name = predefined_name(handle);
+  SHOAL_CHECK_ARG(name == nullptr, call, "team={} ({}) is predefined and cannot be destroyed", handle,
+                  name != nullptr ? name : "");
+  slots_[handle].reset();
+}
+
+// ---------------------------------------------------------------------------------------------
+// splits
+
+enum class split_kind : int32_t { strided = 1, two_d = 2 };
+
+struct team_table::split_args {
+  split_kind kind;
+  shoal_team_t parent;
+  int32_t arg[3];  // strided: start, stride, size; 2d: xrange
+  shoal_team_config_t config[2];
+  long mask[2];
+  int32_t bad_local;
+  const char* bad_arg;  // names the argument bad_local is about
+};
+
+namespace {
+
+/// One PE's contribution to a split's all-gather. Fixed size, no pointers.
+struct split_record {
+  int32_t parent;        // the handle as passed
+  int32_t parent_state;  // 0: SHOAL_TEAM_INVALID, 1: a live team of this PE, 2: not live here, 3: out of range
+  int32_t parent_first;  // world PE of the parent's rank 0 as this PE sees it (tells apart the disjoint teams that
+                         // share one slot, e.g. the rows of a split_2d); -1 when not live
+  int32_t parent_size;
+  int32_t arg[3];
+  int32_t config[4];  // mask and num_contexts of the (x-axis, y-axis) configs
+  int32_t bad_local;
+  int32_t bad_arg;  // index into kBadArgs
+  int32_t reserved;
+  uint64_t live[kWords];  // slots in which this PE is a member of a live team
+};
+static_assert(std::is_trivially_copyable_v<split_record>);
+
+constexpr const char* kBadArgs[] = {"",           "new_team",     "xaxis_team",   "yaxis_team",
+                                    "config",     "xaxis_config", "yaxis_config", "config_mask",
+                                    "xaxis_mask", "yaxis_mask"};
+
+int32_t bad_arg_index(const char* name) {
+  for (int32_t i = 0; i < static_cast<int32_t>(std::size(kBadArgs)); ++i)
+    if (name != nullptr && std::strcmp(kBadArgs[i], name) == 0) return i;
+  return 0;
+}
+
+std::string describe(split_kind kind, const split_record& r) {
+  if (kind == split_kind::strided)
+    return fmt::format("(parent_team={}, start={}, stride={}, size={}, config_mask={}, num_contexts={})", r.parent,
+                       r.arg[0], r.arg[1], r.arg[2], r.config[0], r.config[1]);
+  return fmt::format(
+      "(parent_team={}, xrange={}, xaxis_mask={}, xaxis num_contexts={}, yaxis_mask={}, "
+      "yaxis num_contexts={})",
+      r.parent, r.arg[0], r.config[0], r.config[1], r.config[2], r.config[3]);
+}
+
+}  // namespace
+
+std::vector<shoal_team_t> team_table::split(std::string_view call, const split_args& args,
+                                            const allgather_fn& exchange) {
+  split_record mine{};
+  mine.parent = args.parent;
+  mine.parent_first = -1;
+  std::copy(std::begin(args.arg), std::end(args.arg), mine.arg);
+  for (int i = 0; i < 2; ++i) {
+    mine.config[2 * i] = static_cast<int32_t>(args.mask[i]);
+    mine.config[2 * i + 1] = config_of(&args.config[i], args.mask[i]).num_contexts;
+  }
+  mine.bad_local = args.bad_local;
+  mine.bad_arg = bad_arg_index(args.bad_arg);
+  {
+    std::shared_lock lock(mutex_);
+    if (args.parent == SHOAL_TEAM_INVALID) {
+      mine.parent_state = 0;
+    } else if (args.parent < 0 || args.parent >= kMaxTeams) {
+      mine.parent_state = 3;
+    } else if (const team* p = find(args.parent)) {
+      mine.parent_state = 1;
+      mine.parent_first = p->members[0];
+      mine.parent_size = p->n_pes();
+    } else {
+      mine.parent_state = 2;
+    }
+    for (int s = 0; s < kMaxTeams; ++s)
+      if (slots_[s]) mine.live[s / 64] |= uint64_t{1} << (s % 64);
+  }
+
+  std::vector<split_record> all(n_pes_);
+  exchange(&mine, all.data(), sizeof(split_record));
+
+  // From here on every PE runs the same decision over the same records: all throw the same error,
+  // or all reach the same slots.
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    const split_record& r = all[pe];
+    const char* arg = kBadArgs[r.bad_arg];
+    switch (r.bad_local) {
+      case ok:
+        break;
+      case out_null:
+        SHOAL_THROW(errc::invalid_argument, call, "{} is null on PE {}", arg, pe);
+      case config_null:
+        SHOAL_THROW(errc::invalid_argument, call, "{} is null on PE {} but its mask is not 0", arg, pe);
+      case mask_bits:
+        SHOAL_THROW(errc::invalid_argument, call, "{} on PE {} has bits other than SHOAL_TEAM_NUM_CONTEXTS", arg, pe);
+      case contexts_negative:
+        SHOAL_THROW(errc::invalid_argument, call, "{}->num_contexts is negative on PE {}", arg, pe);
+      default:
+        SHOAL_THROW(errc::internal, call, "PE {} sent bad_local={}", pe, r.bad_local);
+    }
+  }
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    const split_record& r = all[pe];
+    SHOAL_CHECK_ARG(r.parent_state != 3, call,
+                    "parent_team={} on PE {} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", r.parent,
+                    pe, kMaxTeams - 1);
+    SHOAL_CHECK_ARG(r.parent_state != 2, call,
+                    "parent_team={} on PE {} is not a team of that PE (destroyed, never created, or the PE is not a "
+                    "member: non-members pass SHOAL_TEAM_INVALID)",
+                    r.parent, pe);
+  }
+
+  // Group the callers by parent team: (slot, first member) names one team, since the teams that
+  // share a slot are disjoint.
+  std::map<std::pair<int32_t, int32_t>, std::vector<int>> groups;
+  for (int pe = 0; pe < n_pes_; ++pe)
+    if (all[pe].parent_state == 1) groups[{all[pe].parent, all[pe].parent_first}].push_back(pe);
+
+  for (const auto& [key, pes] : groups) {
+    const split_record& lead = all[pes[0]];
+    for (int pe : pes) {
+      const split_record& r = all[pe];
+      if (std::memcmp(r.arg, lead.arg, sizeof r.arg) != 0 || std::memcmp(r.config, lead.config, sizeof r.config) != 0)
+        SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}{}, PE {} called {}{}",
+                    key.first, pes[0], call, describe(args.kind, lead), pe, call, describe(args.kind, r));
+    }
+    if (static_cast<int32_t>(pes.size()) != lead.parent_size)
+      SHOAL_THROW(errc::mismatch, call,
+                  "parent_team={} (first PE {}) has {} PEs but {} of them called with it; every member must call "
+                  "(and every other PE, with SHOAL_TEAM_INVALID)",
+                  key.first, key.second, lead.parent_size, pes.size());
+    int32_t psize = lead.parent_size;
+    if (args.kind == split_kind::strided) {
+      int64_t start = lead.arg[0], stride = lead.arg[1], size = lead.arg[2];
+      SHOAL_CHECK_ARG(size >= 1, call, "size={} must be at least 1", size);
+      SHOAL_CHECK_ARG(start >= 0 && start < psize, call, "start={} is out of range [0, {}) of parent_team={}", start,
+                      psize, key.first);
+      SHOAL_CHECK_ARG(size == 1 || stride != 0, call, "stride=0 with size={} names one PE several times", size);
+      int64_t last = start + (size - 1) * (size == 1 ? 0 : stride);
+      SHOAL_CHECK_ARG(last >= 0 && last < psize, call,
+                      "stride={} with start={} and size={} leaves parent_team={}: its last PE would be {} of {}",
+                      stride, start, size, key.first, last, psize);
+    } else {
+      SHOAL_CHECK_ARG(lead.arg[0] >= 1, call, "xrange={} must be at least 1", lead.arg[0]);
+    }
+  }
+
+  int needed = args.kind == split_kind::strided ? 1 : 2;
+  std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
+  if (groups.empty()) return out;  // every PE passed SHOAL_TEAM_INVALID: no team is made
+  uint64_t used[kWords] = {};
+  for (const split_record& r : all)
+    for (int w = 0; w < kWords; ++w) used[w] |= r.live[w];
+  std::vector<shoal_team_t> slot;
+  for (int s = kPredefined; s < kMaxTeams && static_cast<int>(slot.size()) < needed; ++s)
+    if ((used[s / 64] >> (s % 64) & 1) == 0) slot.push_back(s);
+  if (static_cast<int>(slot.size()) < needed)
+    SHOAL_THROW(errc::out_of_memory, call,
+                "the team table is full: {} handles (SHOAL_MAX_TEAMS) are in use on some PE; destroy teams first",
+                kMaxTeams);
+
+  if (mine.parent_state != 1) return out;
+  std::unique_lock lock(mutex_);
+  const team* parent = find(args.parent);
+  SHOAL_ASSERT(parent != nullptr);
+  int32_t psize = parent->n_pes();
+  auto members_of = [&](int32_t first, int32_t step, int32_t count) {
+    std::vector<int32_t> m;
+    for (int32_t i = 0; i < count; ++i) m.push_back(parent->members[first + i * step]);
+    return m;
+  };
+  if (args.kind == split_kind::strided) {
+    int32_t start = args.arg[0], stride = args.arg[1], size = args.arg[2];
+    int32_t my_index = -1;
+    for (int32_t i = 0; i < size && my_index < 0; ++i)
+      if (start + i * (size == 1 ? 0 : stride) == parent->my_rank) my_index = i;
+    if (my_index < 0) return out;
+    slots_[slot[0]] = make_team(members_of(start, size == 1 ? 0 : stride, size), my_pe_, args.config[0]);
+    out[0] = slot[0];
+  } else {
+    int32_t xr = std::min(args.arg[0], psize);
+    int32_t x = parent->my_rank % xr, y = parent->my_rank / xr;
+    int32_t row = std::min(xr, psize - y * xr);
+    int32_t column = (psize - x + xr - 1) / xr;
+    team xteam = make_team(members_of(y * xr, 1, row), my_pe_, args.config[0]);
+    team yteam = make_team(members_of(x, xr, column), my_pe_, args.config[1]);
+    slots_[slot[0]] = std::move(xteam);
+    slots_[slot[1]] = std::move(yteam);
+    out = {slot[0], slot[1]};
+  }
+  return out;
+}
+
+shoal_team_t team_table::split_strided(std::string_view call, shoal_team_t parent, int start, int stride, int size,
+                                       const shoal_team_config_t* config, long mask, bool new_team_null,
+                                       const allgather_fn& exchange) {
+  split_args args{};
+  args.kind = split_kind::strided;
+  args.parent = parent;
+  args.arg[0] = start;
+  args.arg[1] = stride;
+  args.arg[2] = size;
+  args.mask[0] = mask;
+  args.config[0] = config_of(config, mask);
+  if (new_team_null) {
+    args.bad_local = out_null;
+    args.bad_arg = "new_team";
+  } else if ((args.bad_local = check_config(config, mask)) != ok) {
+    args.bad_arg = args.bad_local == config_null || args.bad_local == contexts_negative ? "config" : "config_mask";
+  }
+  return split(call, args, exchange)[0];
+}
+
+std::pair<shoal_team_t, shoal_team_t> team_table::split_2d(std::string_view call, shoal_team_t parent, int xrange,
+                                                           const shoal_team_config_t* xconfig, long xmask,
+                                                           const shoal_team_config_t* yconfig, long ymask,
+                                                           const char* null_out, const allgather_fn& exchange) {
+  split_args args{};
+  args.kind = split_kind::two_d;
+  args.parent = parent;
+  args.arg[0] = xrange;
+  args.mask[0] = xmask;
+  args.mask[1] = ymask;
+  args.config[0] = config_of(xconfig, xmask);
+  args.config[1] = config_of(yconfig, ymask);
+  int32_t bad_x = check_config(xconfig, xmask), bad_y = check_config(yconfig, ymask);
+  if (null_out != nullptr) {
+    args.bad_local = out_null;
+    args.bad_arg = null_out;
+  } else if (bad_x != ok) {
+    args.bad_local = bad_x;
+    args.bad_arg = bad_x == mask_bits ? "xaxis_mask" : "xaxis_config";
+  } else if (bad_y != ok) {
+    args.bad_local = bad_y;
+    args.bad_arg = bad_y == mask_bits ? "yaxis_mask" : "yaxis_config";
+  }
+  auto teams = split(call, args, exchange);
+  return {teams[0], teams[1]};
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,74 @@
+// The team table: every team this PE belongs to, by handle (slot). Splits are collective over
+// every world PE: each contributes one fixed-size record to an all-gather, and every PE runs the
+// same decision over all records (validate, check agreement, pick the slot), so all succeed or all
+// throw the same error, and every member of a new team picks the same slot.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <shared_mutex>
+#include <string_view>
+#include <vector>
+
+#include "shoal/device_team.hpp"
+#include "shoal/team.h"
+
+namespace shoal::detail {
+
+/// One team as this PE sees it. Team ranks are positions in `members`.
+struct team {
+  std::vector<int32_t> members;  // world PE of each team rank
+  int32_t start = -1;            // members[r] == start + r * stride when strided(); -1 otherwise
+  int32_t stride = 0;
+  int32_t my_rank = -1;  // this PE's rank (always a member: the table holds only its own teams)
+  shoal_team_config_t config{};
+
+  bool strided() const { return start >= 0; }
+  int32_t n_pes() const { return static_cast<int32_t>(members.size()); }
+  int32_t rank_of(int32_t world_pe) const;  // -1 when not a member
+};
+
+class team_table {
+ public:
+  static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
+  static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
+  /// The world's all-gather (collective over every world PE; throws errc::mismatch when PEs pass a
+  /// different call or size).
+  using allgather_fn = std::function<void(const void* mine, void* all, size_t bytes_per_pe)>;
+
+  /// node_pes / shared_pes: world PEs of this PE's node / of the PEs whose heaps it can load/store.
+  team_table(int my_pe, int n_pes, std::vector<int32_t> node_pes, std::vector<int32_t> shared_pes);
+
+  int my_pe(std::string_view call, shoal_team_t team) const;  ///< -1 for SHOAL_TEAM_INVALID
+  int n_pes(std::string_view call, shoal_team_t team) const;  ///< -1 for SHOAL_TEAM_INVALID
+  void get_config(std::string_view call, shoal_team_t team, long mask, shoal_team_config_t* config) const;
+  int translate_pe(std::string_view call, shoal_team_t src, int src_pe, shoal_team_t dest) const;
+  device_team device_handle(std::string_view call, shoal_team_t team) const;
+
+  /// Collective over every world PE (see <shoal/team.h>); `exchange` is the world's all-gather.
+  shoal_team_t split_strided(std::string_view call, shoal_team_t parent, int start, int stride, int size,
+                             const shoal_team_config_t* config, long mask, bool new_team_null,
+                             const allgather_fn& exchange);
+  /// Returns {x-axis team, y-axis team}. null_out: the name of an output pointer that is null, or nullptr.
+  std::pair<shoal_team_t, shoal_team_t> split_2d(std::string_view call, shoal_team_t parent, int xrange,
+                                                 const shoal_team_config_t* xconfig, long xmask,
+                                                 const shoal_team_config_t* yconfig, long ymask, const char* null_out,
+                                                 const allgather_fn& exchange);
+  void destroy(std::string_view call, shoal_team_t team);
+
+ private:
+  struct split_args;
+  /// The shared body of both splits: exchange, decide (identically on every PE), commit.
+  std::vector<shoal_team_t> split(std::string_view call, const split_args& args, const allgather_fn& exchange);
+  /// The team, or throws errc::invalid_argument naming `arg` (out of range, destroyed, or INVALID).
+  const team& get(std::string_view call, const char* arg, shoal_team_t handle) const;
+  const team* find(shoal_team_t handle) const;
+
+  int my_pe_;
+  int n_pes_;
+  mutable std::shared_mutex mutex_;
+  std::vector<std::optional<team>> slots_;  // kMaxTeams; engaged while this PE is a live member
+};
+
+}  // namespace shoal::detail
