@@ -4,6 +4,8 @@
 Outputs (checked in; CI regenerates and fails on a diff):
   include/shoal/detail/host_api.h   C declarations, included by <shoal/shoal.h>
   src/runtime/host_api.cc           definitions: one line each into the generic facade
+  src/coll/coll_api.cc              team collectives: one line each into the generic collectives
+                                    (src/coll/coll.hpp; the coll layer sits above the runtime)
 
 Run from anywhere: python3 codegen/gen_host_api.py [--check]
 """
@@ -41,6 +43,16 @@ SYNC_TYPES = [("short", "short"), ("int", "int"), ("long", "long"), ("longlong",
               ("ulonglong", "unsigned long long"), ("int32", "int32_t"), ("int64", "int64_t"),
               ("uint32", "uint32_t"), ("uint64", "uint64_t"), ("size", "size_t"), ("ptrdiff", "ptrdiff_t")]
 
+# Team collectives (OpenSHMEM 1.5 team-based forms; reducescatter as NVSHMEM).
+# Data movement (broadcast/fcollect/collect/alltoall): the standard RMA types.
+COLL_TYPES = RMA_TYPES
+# Reductions: and/or/xor over the integer types; min/max/sum/prod over those plus float and double.
+# (long double, complex, half and bfloat16 reductions come later.)
+REDUCE_INT = [(tn, ct) for tn, ct in RMA_TYPES if tn not in ("float", "double", "longdouble")]
+REDUCE_FLOAT = [("float", "float"), ("double", "double")]
+BITWISE_OPS = ["and", "or", "xor"]
+ARITH_OPS = ["min", "max", "sum", "prod"]
+
 SIZED_CTYPE = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t", 128: None}
 
 
@@ -49,6 +61,7 @@ class Emitter:
         self.decls = []
         self.defs = []
         self.fns = []  # (ret, name, params), read by cuda_branch() and codegen/gen_device_api.py
+        self.host_only = set()  # names with no device twin (yet): declared under their own name under nvcc
 
     def section(self, title):
         self.decls.append(f"\n/* {title} */")
@@ -188,6 +201,41 @@ def sync(e):
                         e.fn("size_t", n, params, f"return f::wait({args});")
 
 
+def collectives(e):
+    """Host team collectives. They go to their own definitions file (src/coll/coll_api.cc): the caller
+    passes an Emitter whose defs become that file. Every one returns 0 or a SHOAL_ERR_* code."""
+    def fn(name, params, body):
+        e.fn("int", name, params, f"return c::{body}")
+        e.host_only.add(name)  # the device collectives (include/shoal/device/coll*.cuh) are not in the facade yet
+
+    e.section("team collectives: synchronization (every member of the team calls)")
+    fn("shoal_team_sync", "shoal_team_t team", 'sync("shoal_team_sync", team, false);')
+    fn("shoal_barrier", "shoal_team_t team", 'sync("shoal_barrier", team, true);')
+
+    e.section("team collectives: broadcast, fcollect, collect, alltoall (untyped, in bytes; then typed)")
+    variants = [("mem", "void", "1")] + [(f"{tn}_", ct, f"sizeof({ct})") for tn, ct in COLL_TYPES]
+    for tn, ct, sz in variants:
+        src = "const void" if ct == "void" else f"const {ct}"
+        stem = "shoal_" + (tn if tn != "mem" else "")
+        name = f"{stem}broadcast{'mem' if tn == 'mem' else ''}"
+        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
+           f'broadcast("{name}", team, dest, source, nelems, {sz}, PE_root);')
+        for verb in ("fcollect", "collect", "alltoall"):
+            name = f"{stem}{verb}{'mem' if tn == 'mem' else ''}"
+            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
+               f'{verb}("{name}", team, dest, source, nelems, {sz});')
+
+    for kind in ("reduce", "reducescatter"):
+        e.section(f"team collectives: {kind} (and/or/xor: integer types; min/max/sum/prod: integer types, "
+                  "float, double)")
+        for tn, ct in REDUCE_INT + REDUCE_FLOAT:
+            ops = (BITWISE_OPS if (tn, ct) in REDUCE_INT else []) + ARITH_OPS
+            for op in ops:
+                name = f"shoal_{tn}_{op}_{kind}"
+                fn(name, f"shoal_team_t team, {ct}* dest, const {ct}* source, size_t nreduce",
+                   f'{kind}("{name}", team, dest, source, nreduce, sd::scalar_of<{ct}>(), c::reduce_op::{op}_);')
+
+
 # --- nvcc (__CUDACC__) branch of host_api.h: owned by the device API (see docs/device-api.md) ----
 # Under nvcc, <shoal/shoal.h> also brings the device facade, whose thread-scope functions carry the
 # same names as these host entry points. nvcc cannot overload on __host__/__device__, so there each
@@ -221,7 +269,7 @@ def host_alias(name):
 def cuda_branch(e):
     lines = ["\n#else /* SHOAL_DETAIL_DEVICE_FACADE: host entry points that have a device twin, renamed */"]
     for ret, name, params in e.fns:
-        if has_device_twin(name):
+        if has_device_twin(name) and name not in e.host_only:
             lines.append(f'SHOAL_API {ret} {host_alias(name)}({params}) __asm__("{name}");')
         else:
             lines.append(f"SHOAL_API {ret} {name}({params});")
@@ -237,6 +285,8 @@ HEADER = """/* clang-format off */
  *   put_signal: data first, then sig_op (SHOAL_SIGNAL_SET/ADD) with signal on sig_addr at pe
  *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
  *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
+ *   team collectives (host; see <shoal/team.h>): every member of `team` calls with the same arguments (collect:
+ *     its own nelems); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member
  */
 #ifndef SHOAL_DETAIL_HOST_API_H_
 #define SHOAL_DETAIL_HOST_API_H_
@@ -244,6 +294,7 @@ HEADER = """/* clang-format off */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shoal/team.h"
 #include "shoal/types.h"
 
 SHOAL_EXTERN_C_BEGIN
@@ -269,6 +320,19 @@ extern "C" {
 """
 
 
+COLL_SOURCE_HEAD = """// clang-format off
+// GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
+// Each typed team collective forwards to one generic, type-erased implementation in coll.hpp.
+#include "coll/coll.hpp"
+#include "shoal/shoal.h"
+
+namespace c = shoal::detail::coll;
+namespace sd = shoal::detail;
+
+extern "C" {
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true", help="fail if the checked-in outputs differ")
@@ -278,10 +342,14 @@ def main():
     signals(e)
     atomics(e)
     sync(e)
+    runtime_defs = list(e.defs)
+    e.defs = []
+    collectives(e)
     outputs = {
         ROOT / "include/shoal/detail/host_api.h": HEADER + cuda_branch(e)[0] + "\n".join(e.decls) + "\n"
         + cuda_branch(e)[1] + FOOTER,
-        ROOT / "src/runtime/host_api.cc": SOURCE_HEAD + "\n".join(e.defs) + "\n\n}  // extern \"C\"\n",
+        ROOT / "src/runtime/host_api.cc": SOURCE_HEAD + "\n".join(runtime_defs) + "\n\n}  // extern \"C\"\n",
+        ROOT / "src/coll/coll_api.cc": COLL_SOURCE_HEAD + "\n".join(e.defs) + "\n\n}  // extern \"C\"\n",
     }
     stale = []
     for path, text in outputs.items():

@@ -27,6 +27,19 @@ struct device_sync {
   /// runs the barrier), kept here so that it survives across kernels.
   uint64_t barrier_epoch;
   uint64_t reserved[15];
+
+  /// Team barriers (<shoal/device/coll.cuh>) count signals per pair of PEs, indexed by node-local PE
+  /// index (device_world::local_of), so that any number of teams share the words: a team barrier's
+  /// dissemination round sends PE `to` at most one signal from this PE, and members call a team's
+  /// collectives in the same order, so the n-th signal from a PE is always the one awaited n-th.
+  static constexpr int kMaxTeamPeers = 128;
+  /// Word k: how many team-barrier signals node-local PE k has sent this PE (written st.release.sys
+  /// by PE k only, with its own team_sent count; read with acquire polls by this PE).
+  uint64_t team_arrived[kMaxTeamPeers];
+  /// Word k: signals this PE has sent to node-local PE k. Private to this PE's barrier thread.
+  uint64_t team_sent[kMaxTeamPeers];
+  /// Word k: signals from node-local PE k that this PE's team barriers have consumed. Private.
+  uint64_t team_consumed[kMaxTeamPeers];
 };
 static_assert(std::is_trivially_copyable_v<device_sync>);
 

@@ -117,7 +117,8 @@ SHOAL_EXTERN_C_END
 /* Teams: handles, split_strided/split_2d, translate_pe. */
 #include "shoal/team.h"
 
-/* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test. */
+/* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test, and the host team
+ * collectives (team sync/barrier, broadcast, fcollect, collect, alltoall, reduce, reducescatter). */
 #include "shoal/detail/host_api.h"
 
 /* Under nvcc (C++): the device API too, as the shoal_ and shoalx_ device facade (as nvshmem.h does). */

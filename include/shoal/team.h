@@ -1,6 +1,7 @@
 /* shoal teams (OpenSHMEM 1.5 teams with the shoal prefix): ordered subsets of the world's PEs.
  * A team handle is an index into the world's team table, identical on every member. Plain C11 and
- * C++; included by <shoal/shoal.h>. Collectives over teams come later. */
+ * C++; included by <shoal/shoal.h>. Host collectives over teams (shoal_team_sync, shoal_barrier, broadcast,
+ * fcollect, collect, alltoall, reduce, reducescatter) are declared in <shoal/detail/host_api.h>. */
 #ifndef SHOAL_TEAM_H_
 #define SHOAL_TEAM_H_
 

@@ -108,7 +108,8 @@ void world_impl::setup_reserved_block() {
   uint64_t table_offset = (sizeof(device_sync) + 255) / 256 * 256;
   uint64_t bytes = std::max<uint64_t>(sizeof(sync_area), table_offset + sizeof(int32_t) * n_pes_);
   auto off = alloc_->allocate(bytes, 256);
-  SHOAL_ASSERT(off && *off == 0);
+  if (!off || *off != 0)
+    SHOAL_THROW(errc::internal, "shoal_init", "shoal's reserved block did not land at heap offset 0");
   heap_->grow_to(alloc_->high_water(), "shoal_init");
   ops_->zero(heap_->base(), bytes);
 
@@ -196,6 +197,13 @@ std::vector<peer_path> world_impl::discover_paths(const chunk_backend& backend, 
 
 peer_path world_impl::path_to(int pe) const { return paths_[pe]; }
 
+team_sync* world_impl::team_sync_of(int pe, int slot) const {
+  if (!ops_->direct()) return nullptr;
+  char* base = heap_->heap_of(pe);
+  if (base == nullptr) return nullptr;
+  return &reinterpret_cast<sync_area*>(base)->teams[slot];
+}
+
 uint64_t world_impl::heap_in_use_bytes() const {
   std::shared_lock lock(alloc_mutex_);
   return alloc_->bytes_in_use();
@@ -281,6 +289,11 @@ void world_impl::agree(std::string_view call, collective_kind kind, const std::s
 
 void world_impl::team_allgather(std::string_view call, const void* mine, void* all, size_t bytes_per_pe) {
   std::lock_guard lock(collective_mutex_);
+  // The split may put a new team in any slot this PE is not a member of: zero their collective words
+  // now, before the all-gather, so no new member can have written into them yet (non-members never do).
+  if (sync_ != nullptr)
+    for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
+      if (!teams_->live(slot)) std::memset(static_cast<void*>(&sync_->teams[slot]), 0, sizeof(team_sync));
   post(collective_kind::team);
   boot_->allgather(mine, all, bytes_per_pe, call);
 }

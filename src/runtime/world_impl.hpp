@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,20 @@
 
 namespace shoal::detail {
 
+/// One team slot's host synchronization words (per PE, in sync_area::teams). Used by the host team
+/// collectives (src/coll); world_impl only zeroes the slots this PE is not a member of before every
+/// team split, so a team made in a reused slot starts from zero on every member.
+struct team_sync {
+  static constexpr int kMaxRounds = 32;
+  static constexpr size_t kPostBytes = 256;
+  /// Dissemination barrier of the team: round r written (release) by the team PE 2^r ranks below.
+  uint64_t barrier_round[kMaxRounds];
+  uint64_t epoch;  ///< barriers this PE has entered on this team (written by this PE only)
+  uint64_t seq;    ///< collectives this PE has entered on this team (written by this PE only)
+  /// This PE's description of its current collective, by seq parity; read by the team's peers.
+  alignas(64) unsigned char post[2][kPostBytes];
+};
+
 /// Shoal's own words at the start of every PE's heap (allocated first, so at the same offset on
 /// every PE). Written by peers with host atomics, read by the owner.
 struct sync_area {
@@ -35,6 +50,8 @@ struct sync_area {
   /// entry to every collective, read by peers waiting in a barrier, so a PE in barrier_all while
   /// another is in shoal_malloc sees the mismatch instead of waiting out its timeout.
   uint64_t posted;
+  /// Host team collectives: one block per team slot (team_sync).
+  team_sync teams[SHOAL_MAX_TEAMS];
 };
 
 class world_impl {
@@ -107,6 +124,22 @@ class world_impl {
   void barrier_all(std::string_view call);
   void sync_all(std::string_view call);
   [[noreturn]] void global_exit(int status);
+
+  // For the host team collectives (src/coll), which run on top of this class.
+  /// Validates a symmetric range as the RMA calls do (errors name `call` and `arg`); returns its heap offset.
+  uint64_t symmetric_offset(std::string_view call, const char* arg, const void* addr, size_t num_bytes,
+                            size_t align) const {
+    return check_symmetric(call, arg, addr, num_bytes, align);
+  }
+  /// The address of heap offset `offset` on `pe` (throws errc::unsupported when it is not mapped here).
+  char* remote_addr(std::string_view call, int pe, uint64_t offset) const { return remote(call, pe, offset); }
+  memory_ops& ops() { return *ops_; }
+  /// `pe`'s team_sync block of team slot `slot`; nullptr when that heap is not CPU-addressable here.
+  team_sync* team_sync_of(int pe, int slot) const;
+  std::chrono::milliseconds wait_timeout() const { return wait_timeout_; }
+  bool check_collectives() const { return check_collectives_; }
+  /// Held for the whole of every collective call.
+  std::mutex& collective_mutex() { return collective_mutex_; }
 
  private:
   struct checked_range {

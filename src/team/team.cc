@@ -106,6 +106,16 @@ const team& team_table::get(std::string_view call, const char* arg, shoal_team_t
   return *t;
 }
 
+team team_table::lookup(std::string_view call, const char* arg, shoal_team_t handle) const {
+  std::shared_lock lock(mutex_);
+  return get(call, arg, handle);
+}
+
+bool team_table::live(int slot) const {
+  std::shared_lock lock(mutex_);
+  return find(slot) != nullptr;
+}
+
 int team_table::my_pe(std::string_view call, shoal_team_t handle) const {
   if (handle == SHOAL_TEAM_INVALID) return -1;
   std::shared_lock lock(mutex_);

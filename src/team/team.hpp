@@ -45,6 +45,10 @@ class team_table {
   void get_config(std::string_view call, shoal_team_t team, long mask, shoal_team_config_t* config) const;
   int translate_pe(std::string_view call, shoal_team_t src, int src_pe, shoal_team_t dest) const;
   device_team device_handle(std::string_view call, shoal_team_t team) const;
+  /// A copy of `handle`'s team, or throws errc::invalid_argument naming `arg` (for the collectives).
+  team lookup(std::string_view call, const char* arg, shoal_team_t handle) const;
+  /// True when this PE is a member of a live team in `slot`.
+  bool live(int slot) const;
 
   /// Collective over every world PE (see <shoal/team.h>); `exchange` is the world's all-gather.
   shoal_team_t split_strided(std::string_view call, shoal_team_t parent, int start, int stride, int size,

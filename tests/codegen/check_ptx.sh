@@ -109,7 +109,7 @@ expect probe_facade_fetch_add "atom.add.relaxed.sys.u64"
 # --- 2. headers compile alone ------------------------------------------------------------------
 for h in shoal/device/ptx.cuh shoal/device/copy.cuh shoal/device/rma.cuh shoal/device/amo.cuh \
   shoal/device/signal.cuh shoal/device/sync.cuh shoal/device/device.cuh shoal/device/facade.cuh shoal/device/team.cuh \
-  shoal/detail/device_api.cuh shoal/shoal.h; do
+  shoal/device/coll.cuh shoal/detail/device_api.cuh shoal/shoal.h; do
   echo "#include <$h>" >"$work/alone.cu"
   "$nvcc" "${flags[@]}" -c "$work/alone.cu" -o "$work/alone.o" || bad "$h does not compile alone under nvcc"
 done

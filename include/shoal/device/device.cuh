@@ -8,6 +8,7 @@
 #pragma once
 
 #include "shoal/device/amo.cuh"
+#include "shoal/device/coll.cuh"
 #include "shoal/device/copy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/rma.cuh"

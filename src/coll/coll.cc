@@ -1,0 +1,475 @@
+#include "coll/coll.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/check.hpp"
+#include "runtime/facade.hpp"
+#include "runtime/wait.hpp"
+#include "runtime/world_impl.hpp"
+#include "shoal/shoal.h"
+
+namespace shoal::detail::coll {
+
+const char* to_string(reduce_op op) {
+  switch (op) {
+    case reduce_op::and_:
+      return "and";
+    case reduce_op::or_:
+      return "or";
+    case reduce_op::xor_:
+      return "xor";
+    case reduce_op::min_:
+      return "min";
+    case reduce_op::max_:
+      return "max";
+    case reduce_op::sum_:
+      return "sum";
+    case reduce_op::prod_:
+      return "prod";
+  }
+  return "?";
+}
+
+namespace {
+
+template <class T>
+void combine_typed(reduce_op op, T* d, const T* s, size_t n) {
+  switch (op) {
+    case reduce_op::min_:
+      for (size_t i = 0; i < n; ++i) d[i] = s[i] < d[i] ? s[i] : d[i];
+      return;
+    case reduce_op::max_:
+      for (size_t i = 0; i < n; ++i) d[i] = s[i] > d[i] ? s[i] : d[i];
+      return;
+    case reduce_op::sum_:
+    case reduce_op::prod_:
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;  // wraps instead of signed overflow
+        if (op == reduce_op::sum_)
+          for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(static_cast<U>(d[i]) + static_cast<U>(s[i]));
+        else
+          for (size_t i = 0; i < n; ++i)
+            d[i] = static_cast<T>(static_cast<uint64_t>(static_cast<U>(d[i])) * static_cast<U>(s[i]));
+      } else {
+        if (op == reduce_op::sum_)
+          for (size_t i = 0; i < n; ++i) d[i] += s[i];
+        else
+          for (size_t i = 0; i < n; ++i) d[i] *= s[i];
+      }
+      return;
+    case reduce_op::and_:
+    case reduce_op::or_:
+    case reduce_op::xor_:
+      if constexpr (std::is_integral_v<T>) {
+        if (op == reduce_op::and_)
+          for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] & s[i]);
+        else if (op == reduce_op::or_)
+          for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] | s[i]);
+        else
+          for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] ^ s[i]);
+        return;
+      }
+      break;
+  }
+  SHOAL_THROW(errc::internal, "reduce", "op {} on a floating-point type", to_string(op));
+}
+
+template <class T>
+void combine_as(reduce_op op, void* d, const void* s, size_t n) {
+  combine_typed(op, static_cast<T*>(d), static_cast<const T*>(s), n);
+}
+
+enum class kind : uint32_t { sync = 1, broadcast, fcollect, collect, alltoall, reduce, reducescatter };
+
+const char* kind_name(uint32_t k) {
+  constexpr const char* names[] = {"?",       "sync/barrier", "broadcast", "fcollect",
+                                   "collect", "alltoall",     "reduce",    "reducescatter"};
+  return k < std::size(names) ? names[k] : "?";
+}
+
+/// One PE's description of its current collective call, in its team_sync post buffer.
+struct post_record {
+  uint64_t seq;
+  uint32_t kind;
+  int32_t root;
+  uint64_t nelems;
+  uint64_t elem_bytes;
+  int64_t dest_off;  // heap offset, -1 when not given (nothing to move)
+  int64_t src_off;
+  int32_t type;  // scalar kind << 8 | bytes for reductions, 0 otherwise
+  int32_t op;
+  int32_t err_code;  // this PE's local error (errc), 0 if none
+  int32_t reserved;
+  char err[168];
+};
+static_assert(sizeof(post_record) <= team_sync::kPostBytes);
+static_assert(std::is_trivially_copyable_v<post_record>);
+
+std::string describe(const post_record& r) {
+  std::string s = fmt::format("{}(nelems={}, elem_bytes={}", kind_name(r.kind), r.nelems, r.elem_bytes);
+  if (r.kind == static_cast<uint32_t>(kind::broadcast)) s += fmt::format(", PE_root={}", r.root);
+  if (r.op != 0) s += fmt::format(", op={}, type={:#x}", to_string(static_cast<reduce_op>(r.op)), r.type);
+  if (r.kind != static_cast<uint32_t>(kind::sync))
+    s += fmt::format(", dest=heap+{}, source=heap+{}", r.dest_off, r.src_off);
+  return s + fmt::format(", collective #{} on the team)", r.seq);
+}
+
+size_t bytes_of(const char* call, const char* what, size_t nelems, size_t elem_bytes) {
+  size_t total = 0;
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call, "{}={} x {} bytes overflows size_t", what,
+                  nelems, elem_bytes);
+  return total;
+}
+
+/// One collective call on one team: the team, its members' sync blocks, the barrier and the agreement.
+class session {
+ public:
+  session(const char* call, shoal_team_t handle)
+      : call_(call),
+        w_(facade::current(call)),
+        lock_(w_.collective_mutex()),
+        team_(w_.teams().lookup(call, "team", handle)),
+        handle_(handle) {
+    if (!w_.ops().direct())
+      SHOAL_THROW(errc::unsupported, call,
+                  "host collectives on GPU heaps (backend {}) come with the device collectives; use SHOAL_BACKEND=host",
+                  w_.backend_name());
+    peers_.resize(team_.members.size());
+    for (size_t r = 0; r < peers_.size(); ++r) {
+      peers_[r] = w_.team_sync_of(team_.members[r], handle);
+      if (peers_[r] == nullptr)
+        SHOAL_THROW(errc::unsupported, call,
+                    "team={} PE {} (PE {}) is not reachable through shared memory; host collectives need every member "
+                    "on this node",
+                    handle, r, team_.members[r]);
+    }
+    mine_ = peers_[team_.my_rank];
+  }
+
+  world_impl& world() { return w_; }
+  int n() const { return team_.n_pes(); }
+  int rank() const { return team_.my_rank; }
+  int pe_of(int r) const { return team_.members[r]; }
+  const post_record& record(int r) const { return records_[r]; }
+
+  /// Heap offset of a symmetric range (validated), or -1 for an empty one.
+  int64_t offset(const char* arg, const void* addr, size_t bytes, size_t align) {
+    if (bytes == 0) return -1;
+    return static_cast<int64_t>(w_.symmetric_offset(call_, arg, addr, bytes, align));
+  }
+
+  /// Steps 1-3 of the protocol (coll.hpp). `validate` fills `rec`'s fields or throws a local error,
+  /// which is then reported on every member.
+  template <class F>
+  void enter(post_record rec, F&& validate, bool same_nelems = true, bool same_source = true) {
+    std::exception_ptr local;
+    try {
+      validate(rec);
+    } catch (const shoal::error& e) {
+      local = std::current_exception();
+      rec.err_code = static_cast<int32_t>(e.code());
+      std::snprintf(rec.err, sizeof rec.err, "%s", e.what());
+    }
+    uint64_t seq = ++mine_->seq;
+    rec.seq = seq;
+    std::memcpy(mine_->post[seq & 1], &rec, sizeof rec);
+    barrier();
+    records_.resize(n());
+    for (int r = 0; r < n(); ++r) std::memcpy(&records_[r], peers_[r]->post[seq & 1], sizeof(post_record));
+    for (int r = 0; r < n(); ++r) {
+      const post_record& p = records_[r];
+      if (p.err_code == 0) continue;
+      if (r == rank()) std::rethrow_exception(local);
+      SHOAL_THROW(static_cast<errc>(p.err_code), call_, "team={} PE {} (PE {}) failed, so every member does: {}",
+                  handle_, r, pe_of(r), std::string_view(p.err, strnlen(p.err, sizeof p.err)));
+    }
+    const post_record& lead = records_[0];
+    for (int r = 1; r < n(); ++r) {
+      const post_record& p = records_[r];
+      bool same = p.seq == lead.seq && p.kind == lead.kind && p.root == lead.root && p.elem_bytes == lead.elem_bytes &&
+                  p.type == lead.type && p.op == lead.op && p.dest_off == lead.dest_off &&
+                  (!same_nelems || p.nelems == lead.nelems) && (!same_source || p.src_off == lead.src_off);
+      if (!same && (w_.check_collectives() || p.kind != lead.kind || p.seq != lead.seq))
+        SHOAL_THROW(
+            errc::mismatch, call_,
+            "members of team={} disagree on a collective call: team PE 0 called {}, team PE {} (PE {}) called {}",
+            handle_, describe(lead), r, pe_of(r), describe(p));
+    }
+  }
+
+  /// Dissemination barrier over the team's members (same epoch scheme as the world's barrier).
+  void barrier() {
+    uint64_t epoch = ++mine_->epoch;
+    int n = this->n(), me = rank();
+    for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
+      std::atomic_ref<uint64_t>(peers_[(me + dist) % n]->barrier_round[round]).store(epoch, std::memory_order_release);
+      std::atomic_ref<uint64_t> word(mine_->barrier_round[round]);
+      backoff pause(w_.wait_timeout());
+      while (word.load(std::memory_order_acquire) < epoch) {
+        if (!pause.pause()) {
+          int from = (me - dist % n + n) % n;
+          SHOAL_THROW(errc::timeout, call_,
+                      "PE {} waited {} ms (SHOAL_WAIT_TIMEOUT) in barrier {} of team={} round {} for team PE {} (PE "
+                      "{}), which has reached barrier {}; does every member make the same collective calls?",
+                      w_.my_pe(), w_.wait_timeout().count(), epoch, handle_, round, from, pe_of(from), word.load());
+        }
+      }
+    }
+  }
+
+  /// Address of heap offset `off` on team PE r.
+  const char* at(int r, int64_t off) const { return w_.remote_addr(call_, pe_of(r), static_cast<uint64_t>(off)); }
+
+ private:
+  const char* call_;
+  world_impl& w_;
+  std::lock_guard<std::mutex> lock_;
+  team team_;
+  shoal_team_t handle_;
+  std::vector<team_sync*> peers_;
+  team_sync* mine_ = nullptr;
+  std::vector<post_record> records_;
+};
+
+post_record record_of(kind k) {
+  post_record r{};
+  r.kind = static_cast<uint32_t>(k);
+  r.root = -1;
+  r.dest_off = -1;
+  r.src_off = -1;
+  return r;
+}
+
+template <class F>
+int run(const char* call, F&& f) noexcept {
+  bool ok = facade::guarded(
+      call,
+      [&] {
+        f();
+        return true;
+      },
+      false);
+  if (ok) return SHOAL_OK;
+  int code = shoal_last_error(nullptr);
+  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
+}
+
+int32_t type_code(scalar t) { return static_cast<int32_t>(t.kind) << 8 | t.bytes; }
+
+}  // namespace
+
+void combine(scalar type, reduce_op op, void* d, const void* s, size_t n) {
+  switch (type.kind) {
+    case scalar_kind::signed_int:
+      switch (type.bytes) {
+        case 1:
+          return combine_as<int8_t>(op, d, s, n);
+        case 2:
+          return combine_as<int16_t>(op, d, s, n);
+        case 4:
+          return combine_as<int32_t>(op, d, s, n);
+        case 8:
+          return combine_as<int64_t>(op, d, s, n);
+      }
+      break;
+    case scalar_kind::unsigned_int:
+      switch (type.bytes) {
+        case 1:
+          return combine_as<uint8_t>(op, d, s, n);
+        case 2:
+          return combine_as<uint16_t>(op, d, s, n);
+        case 4:
+          return combine_as<uint32_t>(op, d, s, n);
+        case 8:
+          return combine_as<uint64_t>(op, d, s, n);
+      }
+      break;
+    case scalar_kind::floating:
+      if (type.bytes == 4) return combine_as<float>(op, d, s, n);
+      if (type.bytes == 8) return combine_as<double>(op, d, s, n);
+      break;
+  }
+  SHOAL_THROW(errc::internal, "reduce", "no reduction for a {}-byte scalar of kind {}", type.bytes,
+              static_cast<int>(type.kind));
+}
+
+int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
+  return run(call, [&] {
+    session s(call, team);
+    if (quiet) s.world().ops().quiet();
+    s.enter(record_of(kind::sync), [](post_record&) {});
+  });
+}
+
+int broadcast(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems, size_t elem_bytes,
+              int root) noexcept {
+  return run(call, [&] {
+    session s(call, team);
+    size_t bytes = 0;
+    s.enter(record_of(kind::broadcast), [&](post_record& r) {
+      r.root = root;
+      r.nelems = nelems;
+      r.elem_bytes = elem_bytes;
+      SHOAL_CHECK_ARG(root >= 0 && root < s.n(), call, "PE_root={} is out of range [0, {}) of team={}", root, s.n(),
+                      team);
+      bytes = bytes_of(call, "nelems", nelems, elem_bytes);
+      r.dest_off = s.offset("dest", dest, bytes, elem_bytes);
+      r.src_off = s.offset("source", source, bytes, elem_bytes);
+    });
+    if (bytes == 0) return;
+    // Every member pulls from the root (the root copies locally; OpenSHMEM 1.5 updates its dest too).
+    if (s.rank() == root) {
+      if (dest != source) std::memmove(dest, source, bytes);
+    } else {
+      s.world().ops().copy(dest, s.at(root, s.record(root).src_off), bytes);
+    }
+    s.barrier();  // the root's source is no longer read
+  });
+}
+
+int fcollect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+             size_t elem_bytes) noexcept {
+  return run(call, [&] {
+    session s(call, team);
+    size_t bytes = 0;
+    s.enter(record_of(kind::fcollect), [&](post_record& r) {
+      r.nelems = nelems;
+      r.elem_bytes = elem_bytes;
+      bytes = bytes_of(call, "nelems", nelems, elem_bytes);
+      r.dest_off = s.offset("dest", dest, bytes_of(call, "nelems * n_pes(team)", bytes, s.n()), elem_bytes);
+      r.src_off = s.offset("source", source, bytes, elem_bytes);
+    });
+    if (bytes == 0) return;
+    for (int j = 0; j < s.n(); ++j) {
+      char* to = static_cast<char*>(dest) + j * bytes;
+      if (j == s.rank())
+        std::memmove(to, source, bytes);
+      else
+        s.world().ops().copy(to, s.at(j, s.record(j).src_off), bytes);
+    }
+    s.barrier();  // every source has been read
+  });
+}
+
+int collect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+            size_t elem_bytes) noexcept {
+  return run(call, [&] {
+    session s(call, team);
+    s.enter(
+        record_of(kind::collect),
+        [&](post_record& r) {
+          r.nelems = nelems;
+          r.elem_bytes = elem_bytes;
+          size_t bytes = bytes_of(call, "nelems", nelems, elem_bytes);
+          r.src_off = s.offset("source", source, bytes, elem_bytes);
+          // dest's size is known only once every member's nelems is: its offset is agreed below.
+          SHOAL_CHECK_ARG(bytes == 0 || dest != nullptr, call, "dest is null");
+          r.dest_off = dest == nullptr ? -1 : s.world().heap().offset_of(dest);
+          SHOAL_CHECK_ARG(bytes == 0 || r.dest_off >= 0, call,
+                          "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
+        },
+        /*same_nelems=*/false, /*same_source=*/false);
+    // Every member saw the same sizes: the same total, the same offsets, the same dest check.
+    std::vector<size_t> at(s.n() + 1, 0);
+    for (int j = 0; j < s.n(); ++j) {
+      size_t b = bytes_of(call, "nelems", s.record(j).nelems, elem_bytes);
+      SHOAL_CHECK_ARG(!__builtin_add_overflow(at[j], b, &at[j + 1]), call, "the total of nelems overflows size_t");
+    }
+    size_t total = at[s.n()];
+    if (total == 0) return;
+    s.world().symmetric_offset(call, "dest", dest, total, elem_bytes);
+    for (int j = 0; j < s.n(); ++j) {
+      size_t b = at[j + 1] - at[j];
+      if (b == 0) continue;
+      char* to = static_cast<char*>(dest) + at[j];
+      if (j == s.rank())
+        std::memmove(to, source, b);
+      else
+        s.world().ops().copy(to, s.at(j, s.record(j).src_off), b);
+    }
+    s.barrier();
+  });
+}
+
+int alltoall(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+             size_t elem_bytes) noexcept {
+  return run(call, [&] {
+    session s(call, team);
+    size_t bytes = 0;
+    s.enter(record_of(kind::alltoall), [&](post_record& r) {
+      r.nelems = nelems;
+      r.elem_bytes = elem_bytes;
+      bytes = bytes_of(call, "nelems", nelems, elem_bytes);
+      size_t all = bytes_of(call, "nelems * n_pes(team)", bytes, s.n());
+      r.dest_off = s.offset("dest", dest, all, elem_bytes);
+      r.src_off = s.offset("source", source, all, elem_bytes);
+    });
+    if (bytes == 0) return;
+    // Block j of dest comes from block `rank` of team PE j's source.
+    for (int j = 0; j < s.n(); ++j) {
+      char* to = static_cast<char*>(dest) + j * bytes;
+      if (j == s.rank())
+        std::memmove(to, static_cast<const char*>(source) + j * bytes, bytes);
+      else
+        s.world().ops().copy(to, s.at(j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes)), bytes);
+    }
+    s.barrier();
+  });
+}
+
+namespace {
+
+// Reduces block `block` (nreduce elements) of every member's source, in team-rank order (so every
+// member gets bit-identical floating-point results), into a local buffer; after the closing barrier
+// writes it to dest (which may alias source).
+void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+                   reduce_op op, kind k) {
+  session s(call, team);
+  size_t bytes = 0;
+  size_t block_of_mine = 0;
+  s.enter(record_of(k), [&](post_record& r) {
+    r.nelems = nreduce;
+    r.elem_bytes = type.bytes;
+    r.type = type_code(type);
+    r.op = static_cast<int32_t>(op);
+    bytes = bytes_of(call, "nreduce", nreduce, type.bytes);
+    size_t src_bytes = k == kind::reduce ? bytes : bytes_of(call, "nreduce * n_pes(team)", bytes, s.n());
+    r.dest_off = s.offset("dest", dest, bytes, type.bytes);
+    r.src_off = s.offset("source", source, src_bytes, type.bytes);
+  });
+  if (bytes == 0) return;
+  if (k == kind::reducescatter) block_of_mine = static_cast<size_t>(s.rank()) * bytes;
+  std::vector<unsigned char> acc(bytes);
+  for (int j = 0; j < s.n(); ++j) {
+    // Host heaps are mapped here (session checked memory_ops::direct), so peers' sources are read in place.
+    const char* from = s.at(j, s.record(j).src_off + static_cast<int64_t>(block_of_mine));
+    if (j == 0)
+      s.world().ops().copy(acc.data(), from, bytes);
+    else
+      combine(type, op, acc.data(), from, nreduce);
+  }
+  s.barrier();  // every source has been read: dest may now be written, even where it is a source
+  std::memcpy(dest, acc.data(), bytes);
+}
+
+}  // namespace
+
+int reduce(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+           reduce_op op) noexcept {
+  return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reduce); });
+}
+
+int reducescatter(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+                  reduce_op op) noexcept {
+  return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reducescatter); });
+}
+
+}  // namespace shoal::detail::coll

@@ -1,0 +1,492 @@
+// Device team collectives (<shoal/device/coll.cuh>) on the explicit handle, written for n PEs (run on
+// 2): team_barrier/team_sync interleaved over three teams and barrier_all; broadcastmem (every root),
+// fcollectmem and alltoallmem for sizes 0, 1, odd and large; reduce for every type and op against a
+// host-computed reference (bitwise: the fold order is fixed). Each case runs 100 times back to back
+// in one kernel with new data every iteration (dest alternates between two buffers, as the contract
+// allows), checks every iteration in-kernel, and checks the last result and the poisoned guard
+// bytes on the host. Teams: WORLD, WORLD reversed (start n-1, stride -1) and a 1-PE team of each PE
+// (split_strided of size 1). Block scope throughout; thread and warp scope on a smaller set.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu_api.cuh"
+#include "gpu_test.hpp"
+
+namespace shoal_test {
+namespace {
+
+constexpr size_t kMaxBytes = 65543;  // per PE, for the byte collectives
+constexpr size_t kMaxElems = 4099;   // for reduce
+constexpr size_t kGuard = 64;        // poisoned bytes after every dest, checked untouched
+constexpr int kIters = 100;
+constexpr int kBarrierSlots = 6;  // barrier test: words per writer, reused every 6 rounds
+constexpr unsigned kBlock = 256;  // threads of a block-scope kernel
+
+struct team_set {
+  shoal::device_team handle[3];
+  const char* name[3] = {"WORLD", "WORLD-reversed", "1-PE"};
+};
+
+struct coll_buffers {
+  uint8_t* src = nullptr;     // symmetric (alltoall sources: n blocks)
+  uint8_t* dst[2] = {};       // symmetric, n * kMaxBytes + kGuard each
+  void* scratch = nullptr;    // symmetric: reduce scratch for n * kMaxElems 8-byte elements
+  uint64_t* slots = nullptr;  // symmetric: barrier test words, kBarrierSlots * n
+  void* rsrc = nullptr;       // cudaMalloc: reduce source (local, not symmetric)
+  void* rdst = nullptr;       // cudaMalloc: reduce dest (local)
+  void* history = nullptr;    // cudaMalloc: every iteration's reduce result
+  size_t dst_bytes = 0;
+  device_report* report = nullptr;
+  team_set teams;
+};
+
+shoal::device_team device_team_of(shoal_team_t team) {
+  shoal::device_team d{};
+  if (shoalx_team_device_handle(team, &d, sizeof(d)) != 0) fail("shoalx_team_device_handle(%d) failed", team);
+  return d;
+}
+
+coll_buffers& bufs() {
+  static coll_buffers b = [] {
+    coll_buffers x;
+    const size_t n = static_cast<size_t>(npes());
+    x.dst_bytes = n * kMaxBytes + kGuard;
+    x.src = static_cast<uint8_t*>(shoal_malloc(n * kMaxBytes + kGuard));
+    x.dst[0] = static_cast<uint8_t*>(shoal_malloc(x.dst_bytes));
+    x.dst[1] = static_cast<uint8_t*>(shoal_malloc(x.dst_bytes));
+    x.scratch = shoal_malloc(n * kMaxElems * 8);
+    x.slots = static_cast<uint64_t*>(shoal_malloc(kBarrierSlots * n * sizeof(uint64_t)));
+    if (!x.src || !x.dst[0] || !x.dst[1] || !x.scratch || !x.slots) fail("shoal_malloc returned NULL");
+    GT_CUDA(cudaMalloc(&x.rsrc, kMaxElems * 8));
+    GT_CUDA(cudaMalloc(&x.rdst, kMaxElems * 8));
+    GT_CUDA(cudaMalloc(&x.history, kIters * kMaxElems * 8 + 8));
+    x.report = new_device_report();
+    // Teams: WORLD; WORLD reversed; this PE alone (one size-1 split per PE, each PE keeps its own).
+    x.teams.handle[0] = device_team_of(SHOAL_TEAM_WORLD);
+    shoal_team_t reversed = SHOAL_TEAM_INVALID;
+    if (shoal_team_split_strided(SHOAL_TEAM_WORLD, npes() - 1, -1, npes(), nullptr, 0, &reversed) != 0 ||
+        reversed == SHOAL_TEAM_INVALID) {
+      fail("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
+    }
+    x.teams.handle[1] = device_team_of(reversed);
+    shoal_team_t alone = SHOAL_TEAM_INVALID;
+    for (int s = 0; s < npes(); ++s) {
+      shoal_team_t t = SHOAL_TEAM_INVALID;
+      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0) fail("split_strided size 1");
+      if (s == me()) alone = t;
+    }
+    if (alone == SHOAL_TEAM_INVALID) fail("no 1-PE team for this PE");
+    x.teams.handle[2] = device_team_of(alone);
+    const shoal::device_team& r = x.teams.handle[1];
+    if (r.n_pes != npes() || r.world_pe(r.my_pe_in_team) != me() || x.teams.handle[2].n_pes != 1) {
+      fail("unexpected device team handles");
+    }
+    return x;
+  }();
+  return b;
+}
+
+uint32_t next_salt() {
+  static uint32_t salt = 0;
+  return ++salt;
+}
+
+template <class Scope>
+unsigned threads_of() {
+  return is_thread<Scope> ? 1 : (is_warp<Scope> ? 32 : kBlock);
+}
+
+// ---- data -------------------------------------------------------------------------------------
+
+__host__ __device__ inline uint32_t mix(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  uint32_t x = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u ^ (c + 0x165667B1u) * 0xC2B2AE3Du ^ d * 0x27D4EB2Fu;
+  x ^= x >> 15;
+  x *= 0x2C1B3C6Du;
+  x ^= x >> 12;
+  x *= 0x297A2D39u;
+  x ^= x >> 15;
+  return x;
+}
+
+constexpr int kAnyPe = 0xFFFF;  // "to" of data that goes to every member
+
+/// Byte j of what team PE `from` sends to team PE `to` (kAnyPe: to all) in iteration `it`: never the
+/// poison byte.
+__host__ __device__ inline uint8_t coll_byte(int from, int to, int it, uint32_t salt, size_t j) {
+  uint8_t b = static_cast<uint8_t>(mix(static_cast<uint32_t>(from) * 65537u + static_cast<uint32_t>(to),
+                                       static_cast<uint32_t>(it), salt, static_cast<uint32_t>(j)));
+  return b == kPoison ? static_cast<uint8_t>(b + 1) : b;
+}
+
+enum class kind { broadcast, fcollect, alltoall };
+const char* kind_name(kind k) {
+  return k == kind::broadcast ? "broadcastmem" : (k == kind::fcollect ? "fcollectmem" : "alltoallmem");
+}
+__host__ __device__ inline size_t src_bytes_of(kind k, size_t nb, int n) {
+  return k == kind::alltoall ? nb * static_cast<size_t>(n) : nb;
+}
+__host__ __device__ inline size_t dst_bytes_of(kind k, size_t nb, int n) {
+  return k == kind::broadcast ? nb : nb * static_cast<size_t>(n);
+}
+/// Expected byte i of dest on team PE `me` after iteration `it`.
+__host__ __device__ inline uint8_t expected_byte(kind k, int me, int root, size_t nb, int it, uint32_t salt, size_t i) {
+  if (k == kind::broadcast) return coll_byte(root, kAnyPe, it, salt, i);
+  const int from = static_cast<int>(i / nb);
+  return coll_byte(from, k == kind::alltoall ? me : kAnyPe, it, salt, i % nb);
+}
+
+// ---- byte collectives -------------------------------------------------------------------------
+
+template <class Scope>
+__device__ void run_mem(kind k, const shoal::device_world& w, const shoal::device_team& t, void* dst, const void* src,
+                        size_t nb, int root) {
+  if constexpr (is_thread<Scope>) {
+    if (k == kind::broadcast) sd::broadcastmem(w, t, dst, src, nb, root);
+    if (k == kind::fcollect) sd::fcollectmem(w, t, dst, src, nb);
+    if (k == kind::alltoall) sd::alltoallmem(w, t, dst, src, nb);
+  } else if constexpr (is_warp<Scope>) {
+    if (k == kind::broadcast) sd::broadcastmem_warp(w, t, dst, src, nb, root);
+    if (k == kind::fcollect) sd::fcollectmem_warp(w, t, dst, src, nb);
+    if (k == kind::alltoall) sd::alltoallmem_warp(w, t, dst, src, nb);
+  } else {
+    if (k == kind::broadcast) sd::broadcastmem_block(w, t, dst, src, nb, root);
+    if (k == kind::fcollect) sd::fcollectmem_block(w, t, dst, src, nb);
+    if (k == kind::alltoall) sd::alltoallmem_block(w, t, dst, src, nb);
+  }
+}
+
+/// One block of the scope's size: kIters rounds of fill source -> collective -> check dest.
+template <class Scope>
+__global__ void mem_kernel(shoal::device_world w, shoal::device_team t, kind k, uint8_t* src, uint8_t* dst0,
+                           uint8_t* dst1, size_t nb, int root, uint32_t salt, int iters, device_report* report) {
+  const int me = t.my_pe_in_team;
+  const int n = t.n_pes;
+  const size_t sb = src_bytes_of(k, nb, n);
+  const size_t db = dst_bytes_of(k, nb, n);
+  for (int it = 0; it < iters; ++it) {
+    uint8_t* dst = (it & 1) != 0 ? dst1 : dst0;
+    for (size_t i = threadIdx.x; i < sb; i += blockDim.x) {
+      src[i] = k == kind::alltoall ? coll_byte(me, static_cast<int>(i / nb), it, salt, i % nb)
+                                   : coll_byte(me, kAnyPe, it, salt, i);
+    }
+    run_mem<Scope>(k, w, t, dst, src, nb, root);  // syncs the scope on entry and on return
+    for (size_t i = threadIdx.x; i < db; i += blockDim.x) {
+      const uint8_t want = expected_byte(k, me, root, nb, it, salt, i);
+      if (dst[i] != want) report_failure(report, static_cast<unsigned long long>(it), i, want, dst[i]);
+    }
+    __syncthreads();
+  }
+}
+
+template <class Scope>
+void mem_case(int team_index, kind k, size_t nb, int root, int iters) {
+  coll_buffers& b = bufs();
+  const shoal::device_team& t = b.teams.handle[team_index];
+  const uint32_t salt = next_salt();
+  const std::string what = format("%s (%s scope) on %s, %zu bytes per PE, root %d, %d iterations", kind_name(k),
+                                  scope_name<Scope>, b.teams.name[team_index], nb, root, iters);
+  for (uint8_t* d : b.dst) GT_CUDA(cudaMemset(d, kPoison, b.dst_bytes));
+  reset_device_report(b.report);
+  sync_all_pes();  // every PE poisoned before any pushes
+  mem_kernel<Scope>
+      <<<1, threads_of<Scope>()>>>(device_handle(), t, k, b.src, b.dst[0], b.dst[1], nb, root, salt, iters, b.report);
+  GT_LAUNCHED(what.c_str());
+  check_device_report(what.c_str(), b.report);
+  const size_t db = dst_bytes_of(k, nb, t.n_pes);
+  const int last = iters - 1;
+  std::vector<uint8_t> seen(db + kGuard), want(db + kGuard, kPoison);
+  for (size_t i = 0; i < db; ++i) want[i] = expected_byte(k, t.my_pe_in_team, root, nb, last, salt, i);
+  GT_CUDA(cudaMemcpy(seen.data(), b.dst[last & 1], db + kGuard, cudaMemcpyDeviceToHost));
+  check_bytes((what + ": last dest + guard").c_str(), seen.data(), want.data(), db + kGuard);
+  if (iters >= 2) {
+    GT_CUDA(cudaMemcpy(seen.data(), b.dst[(last - 1) & 1] + db, kGuard, cudaMemcpyDeviceToHost));
+    check_bytes((what + ": other dest guard").c_str(), seen.data(), want.data() + db, kGuard);
+  }
+  sync_all_pes();
+}
+
+const size_t kSizes[] = {0, 1, 3, 8, 37, 1000, 4099, kMaxBytes};
+
+GPU_TEST(broadcast_block) {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t nb : kSizes)
+      for (int root = 0; root < bufs().teams.handle[ti].n_pes; ++root)
+        mem_case<block_scope>(ti, kind::broadcast, nb, root, kIters);
+}
+GPU_TEST(fcollect_block) {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t nb : kSizes) mem_case<block_scope>(ti, kind::fcollect, nb, 0, kIters);
+}
+GPU_TEST(alltoall_block) {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t nb : kSizes) mem_case<block_scope>(ti, kind::alltoall, nb, 0, kIters);
+}
+GPU_TEST(mem_thread_warp) {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t nb : {size_t{0}, size_t{37}, size_t{1000}})
+      for (kind k : {kind::broadcast, kind::fcollect, kind::alltoall}) {
+        const int root = k == kind::broadcast ? bufs().teams.handle[ti].n_pes - 1 : 0;
+        mem_case<thread_scope>(ti, k, nb, root, 10);
+        mem_case<warp_scope>(ti, k, nb, root, 10);
+      }
+}
+
+// ---- reduce -----------------------------------------------------------------------------------
+
+enum op_id { op_sum, op_prod, op_min, op_max, op_and, op_or, op_xor };
+const char* op_name(int op) {
+  static const char* names[] = {"sum", "prod", "min", "max", "and", "or", "xor"};
+  return names[op];
+}
+template <int kOp>
+struct op_of;
+template <>
+struct op_of<op_sum> {
+  using type = sd::sum_op;
+};
+template <>
+struct op_of<op_prod> {
+  using type = sd::prod_op;
+};
+template <>
+struct op_of<op_min> {
+  using type = sd::min_op;
+};
+template <>
+struct op_of<op_max> {
+  using type = sd::max_op;
+};
+template <>
+struct op_of<op_and> {
+  using type = sd::and_op;
+};
+template <>
+struct op_of<op_or> {
+  using type = sd::or_op;
+};
+template <>
+struct op_of<op_xor> {
+  using type = sd::xor_op;
+};
+
+/// Element i of team PE `pe`'s source in iteration `it`. Floating-point products stay near 1.
+template <class T>
+__host__ __device__ inline T value_of(int op, int pe, int it, uint32_t salt, size_t i) {
+  const uint32_t h = mix(static_cast<uint32_t>(pe), static_cast<uint32_t>(it), salt, static_cast<uint32_t>(i));
+  if constexpr (std::is_floating_point_v<T>) {
+    if (op == op_prod) return static_cast<T>(0.75) + static_cast<T>(h % 4096u) / static_cast<T>(8192);
+    return static_cast<T>(static_cast<int32_t>(h)) * static_cast<T>(1.0 / 1048576.0);
+  } else if constexpr (sizeof(T) == 8) {
+    const uint32_t h2 =
+        mix(static_cast<uint32_t>(pe) + 1000u, static_cast<uint32_t>(it), salt, static_cast<uint32_t>(i));
+    return static_cast<T>((static_cast<uint64_t>(h2) << 32) | h);
+  } else {
+    return static_cast<T>(h);
+  }
+}
+
+/// The host's fold, as the device's ops define it.
+template <class T>
+T host_apply(int op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case op_sum:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case op_prod:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case op_and:
+        return static_cast<T>(a & b);
+      case op_or:
+        return static_cast<T>(a | b);
+      case op_xor:
+        return static_cast<T>(a ^ b);
+      default:
+        break;
+    }
+  } else {
+    if (op == op_sum) return a + b;
+    if (op == op_prod) return a * b;
+  }
+  return op == op_min ? (b < a ? b : a) : (a < b ? b : a);
+}
+
+template <class Scope, class Op, class T>
+__device__ void run_reduce(const shoal::device_world& w, const shoal::device_team& t, T* d, const T* s, size_t n,
+                           void* scratch) {
+  if constexpr (is_thread<Scope>) {
+    sd::reduce<Op>(w, t, d, s, n, scratch);
+  } else if constexpr (is_warp<Scope>) {
+    sd::reduce_warp<Op>(w, t, d, s, n, scratch);
+  } else {
+    sd::reduce_block<Op>(w, t, d, s, n, scratch);
+  }
+}
+
+template <class Scope, int kOp, class T>
+__global__ void reduce_kernel(shoal::device_world w, shoal::device_team t, T* src, T* dst, T* history, void* scratch,
+                              size_t nreduce, uint32_t salt, int iters, bool in_place) {
+  for (int it = 0; it < iters; ++it) {
+    for (size_t i = threadIdx.x; i < nreduce; i += blockDim.x) src[i] = value_of<T>(kOp, t.my_pe_in_team, it, salt, i);
+    T* d = in_place ? src : dst;
+    run_reduce<Scope, typename op_of<kOp>::type>(w, t, d, src, nreduce, scratch);
+    for (size_t i = threadIdx.x; i < nreduce; i += blockDim.x) history[static_cast<size_t>(it) * nreduce + i] = d[i];
+    __syncthreads();
+  }
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, int32_t>) return "int32";
+  if constexpr (std::is_same_v<T, int64_t>) return "int64";
+  if constexpr (std::is_same_v<T, uint32_t>) return "uint32";
+  if constexpr (std::is_same_v<T, uint64_t>) return "uint64";
+  if constexpr (std::is_same_v<T, float>) return "float";
+  return "double";
+}
+
+template <class Scope, int kOp, class T>
+void reduce_case(int team_index, size_t nreduce, int iters, bool in_place) {
+  coll_buffers& b = bufs();
+  const shoal::device_team& t = b.teams.handle[team_index];
+  const uint32_t salt = next_salt();
+  const std::string what =
+      format("reduce (%s scope) <%s> %s on %s, %zu elements, %d iterations%s", scope_name<Scope>, op_name(kOp),
+             type_name<T>(), b.teams.name[team_index], nreduce, iters, in_place ? ", in place" : "");
+  const size_t hist_bytes = static_cast<size_t>(iters) * nreduce * sizeof(T);
+  GT_CUDA(cudaMemset(b.rdst, kPoison, kMaxElems * 8));
+  GT_CUDA(cudaMemset(b.history, kPoison, hist_bytes + 8));
+  GT_CUDA(cudaMemset(b.scratch, kPoison, static_cast<size_t>(t.n_pes) * kMaxElems * 8));
+  sync_all_pes();
+  reduce_kernel<Scope, kOp, T><<<1, threads_of<Scope>()>>>(device_handle(), t, static_cast<T*>(b.rsrc),
+                                                           static_cast<T*>(b.rdst), static_cast<T*>(b.history),
+                                                           b.scratch, nreduce, salt, iters, in_place);
+  GT_LAUNCHED(what.c_str());
+  std::vector<T> seen(static_cast<size_t>(iters) * nreduce), want(seen.size());
+  GT_CUDA(cudaMemcpy(seen.data(), b.history, hist_bytes, cudaMemcpyDeviceToHost));
+  for (int it = 0; it < iters; ++it)
+    for (size_t i = 0; i < nreduce; ++i) {
+      T acc = value_of<T>(kOp, 0, it, salt, i);
+      for (int r = 1; r < t.n_pes; ++r) acc = host_apply<T>(kOp, acc, value_of<T>(kOp, r, it, salt, i));
+      want[static_cast<size_t>(it) * nreduce + i] = acc;
+    }
+  check_bytes(what.c_str(), seen.data(), want.data(), hist_bytes);  // bitwise, floats included
+  uint8_t guard[8], poison[8];
+  std::memset(poison, kPoison, sizeof(poison));
+  GT_CUDA(cudaMemcpy(guard, static_cast<char*>(b.history) + hist_bytes, 8, cudaMemcpyDeviceToHost));
+  check_bytes((what + ": history guard").c_str(), guard, poison, 8);
+  if (!in_place) {  // dest is written for nreduce elements only
+    GT_CUDA(cudaMemcpy(guard, static_cast<char*>(b.rdst) + nreduce * sizeof(T), 8, cudaMemcpyDeviceToHost));
+    check_bytes((what + ": dest guard").c_str(), guard, poison, 8);
+  }
+  sync_all_pes();
+}
+
+const size_t kElems[] = {0, 1, 3, 37, 1000, kMaxElems};
+
+template <int kOp, class T>
+void reduce_all_block() {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t n : kElems) reduce_case<block_scope, kOp, T>(ti, n, kIters, false);
+}
+template <class T>
+void reduce_type_block() {
+  reduce_all_block<op_sum, T>();
+  reduce_all_block<op_prod, T>();
+  reduce_all_block<op_min, T>();
+  reduce_all_block<op_max, T>();
+  if constexpr (std::is_integral_v<T>) {
+    reduce_all_block<op_and, T>();
+    reduce_all_block<op_or, T>();
+    reduce_all_block<op_xor, T>();
+  }
+}
+
+GPU_TEST(reduce_int32_block) { reduce_type_block<int32_t>(); }
+GPU_TEST(reduce_int64_block) { reduce_type_block<int64_t>(); }
+GPU_TEST(reduce_uint32_block) { reduce_type_block<uint32_t>(); }
+GPU_TEST(reduce_uint64_block) { reduce_type_block<uint64_t>(); }
+GPU_TEST(reduce_float_block) { reduce_type_block<float>(); }
+GPU_TEST(reduce_double_block) { reduce_type_block<double>(); }
+GPU_TEST(reduce_in_place_thread_warp) {
+  for (int ti = 0; ti < 3; ++ti) {
+    reduce_case<block_scope, op_sum, float>(ti, 1000, kIters, true);
+    reduce_case<block_scope, op_xor, uint64_t>(ti, 37, kIters, true);
+    reduce_case<thread_scope, op_sum, int32_t>(ti, 37, 10, false);
+    reduce_case<thread_scope, op_max, double>(ti, 1000, 10, true);
+    reduce_case<warp_scope, op_sum, double>(ti, 1000, 10, false);
+    reduce_case<warp_scope, op_min, int64_t>(ti, 3, 10, false);
+  }
+}
+
+// ---- team barrier -----------------------------------------------------------------------------
+
+template <class Scope>
+__device__ void run_team_sync(const shoal::device_world& w, const shoal::device_team& t, bool barrier) {
+  if constexpr (is_thread<Scope>) {
+    barrier ? sd::team_barrier(w, t) : sd::team_sync(w, t);
+  } else if constexpr (is_warp<Scope>) {
+    barrier ? sd::team_barrier_warp(w, t) : sd::team_sync_warp(w, t);
+  } else {
+    barrier ? sd::team_barrier_block(w, t) : sd::team_sync_block(w, t);
+  }
+}
+
+/// Round r (1..rounds) on team r % 3 (the same on every PE): rank 0 stores r into its slot on the
+/// team's next PE, team barrier, then checks the slot of the team's previous PE. Every 7th round
+/// also runs barrier_all / sync_all of the scope (other words; must not interfere).
+template <class Scope>
+__global__ void barrier_kernel(shoal::device_world w, shoal::device_team t0, shoal::device_team t1,
+                               shoal::device_team t2, uint64_t* slots, int rounds, device_report* report) {
+  const int n = w.n_pes;
+  for (int r = 1; r <= rounds; ++r) {
+    const shoal::device_team& t = r % 3 == 0 ? t0 : (r % 3 == 1 ? t1 : t2);
+    uint64_t* row = slots + static_cast<size_t>(r % kBarrierSlots) * n;
+    const bool lead = threadIdx.x == 0;
+    if (lead) sd::p(w, &row[w.my_pe], static_cast<uint64_t>(r), t.world_pe((t.my_pe_in_team + 1) % t.n_pes));
+    run_team_sync<Scope>(w, t, (r & 1) != 0);
+    if (lead) {
+      const int from = t.world_pe((t.my_pe_in_team - 1 + t.n_pes) % t.n_pes);
+      const uint64_t seen = *reinterpret_cast<volatile uint64_t*>(&row[from]);
+      if (seen != static_cast<uint64_t>(r)) report_failure(report, static_cast<unsigned long long>(r), from, r, seen);
+    }
+    if (r % 7 == 0) {
+      if constexpr (is_thread<Scope>) {
+        sd::sync_all(w);
+      } else if constexpr (is_warp<Scope>) {
+        sd::barrier_all_warp(w);
+      } else {
+        sd::barrier_all_block(w);
+      }
+    }
+  }
+}
+
+template <class Scope>
+void barrier_case(int rounds) {
+  coll_buffers& b = bufs();
+  const std::string what =
+      format("team_barrier/team_sync (%s scope) over 3 teams, %d rounds", scope_name<Scope>, rounds);
+  GT_CUDA(cudaMemset(b.slots, 0, kBarrierSlots * static_cast<size_t>(npes()) * sizeof(uint64_t)));
+  reset_device_report(b.report);
+  sync_all_pes();
+  barrier_kernel<Scope><<<1, threads_of<Scope>()>>>(device_handle(), b.teams.handle[0], b.teams.handle[1],
+                                                    b.teams.handle[2], b.slots, rounds, b.report);
+  GT_LAUNCHED(what.c_str());
+  check_device_report(what.c_str(), b.report);
+  sync_all_pes();
+}
+
+GPU_TEST(team_barrier_all_scopes) {
+  barrier_case<block_scope>(3000);
+  barrier_case<warp_scope>(1000);
+  barrier_case<thread_scope>(1000);
+}
+
+}  // namespace
+}  // namespace shoal_test
