@@ -63,7 +63,7 @@ coll_buffers& bufs() {
     x.slots = static_cast<uint64_t*>(shoal_malloc(kBarrierSlots * n * sizeof(uint64_t)));
     if (!x.src || !x.dst[0] || !x.dst[1] || !x.scratch || !x.slots) fail("shoal_malloc returned NULL");
     GT_CUDA(cudaMalloc(&x.rsrc, kMaxElems * 8));
-    GT_CUDA(cudaMalloc(&x.rdst, kMaxElems * 8));
+    GT_CUDA(cudaMalloc(&x.rdst, kMaxElems * 8 + 64));
     GT_CUDA(cudaMalloc(&x.history, kIters * kMaxElems * 8 + 8));
     x.report = new_device_report();
     // Teams: WORLD; WORLD reversed; this PE alone (one size-1 split per PE, each PE keeps its own).
@@ -359,7 +359,7 @@ void reduce_case(int team_index, size_t nreduce, int iters, bool in_place) {
       format("reduce (%s scope) <%s> %s on %s, %zu elements, %d iterations%s", scope_name<Scope>, op_name(kOp),
              type_name<T>(), b.teams.name[team_index], nreduce, iters, in_place ? ", in place" : "");
   const size_t hist_bytes = static_cast<size_t>(iters) * nreduce * sizeof(T);
-  GT_CUDA(cudaMemset(b.rdst, kPoison, kMaxElems * 8));
+  GT_CUDA(cudaMemset(b.rdst, kPoison, kMaxElems * 8 + 64));
   GT_CUDA(cudaMemset(b.history, kPoison, hist_bytes + 8));
   GT_CUDA(cudaMemset(b.scratch, kPoison, static_cast<size_t>(t.n_pes) * kMaxElems * 8));
   sync_all_pes();
