@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Joins shoal-bench and shoal-bench-nvshmem CSVs of one run and checks the issue-3 targets.
+"""Joins shoal-bench and shoal-bench-nvshmem CSVs of one run and checks the issue-3 targets, then the
+issue-4 collective targets (shoal's one-block device collectives against NCCL rows of the same run).
 
 usage: compare.py shoal.csv [nvshmem.csv] [--markdown out.md]
 
@@ -51,8 +52,9 @@ class report:
     def __init__(self):
         self.lines = []
 
-    def add(self, figure, target, detail, ratio, met):
-        status = "n/a" if met is None else ("met" if met else "NOT met")
+    def add(self, figure, target, detail, ratio, met, status=None):
+        if status is None:
+            status = "n/a" if met is None else ("met" if met else "NOT met")
         ratio_text = "-" if ratio is None else f"{ratio:.3f}"
         self.lines.append((figure, target, detail, ratio_text, status))
 
@@ -127,6 +129,78 @@ def vs_nvshmem(rep, shoal, nv, figure, bench, impl, scope, sizes, target, higher
     rep.add(figure, target_text(target, higher_is_better), detail, ratio, met and not bad)
 
 
+def busbw(r):
+    try:
+        return float(r.get("busbw_gbps") or 0)
+    except ValueError:
+        return 0.0
+
+
+def coll_vs_nccl(rep, rows, bench, size, target):
+    """Issue 4: shoal's busBW / the better NCCL variant's (stream or graph) at `size`, same run."""
+    figure = f"{bench} {fmt_size(size)} busBW"
+    tgt = f">= {target} x NCCL"
+    shoal = {int(r["size_bytes"]): r for r in rows if r["benchmark"] == bench and r["impl"] == "shoal"}
+    nccl = {}
+    for r in rows:
+        if r["benchmark"] == bench and r["impl"] == "nccl" and not failed(r):
+            k = int(r["size_bytes"])
+            if k not in nccl or busbw(r) > busbw(nccl[k]):
+                nccl[k] = r
+    if not shoal:
+        rep.add(figure, tgt, "no shoal rows", None, None, "not measured")
+        return
+    if not nccl:
+        rep.add(figure, tgt, "no NCCL rows (NCCL not built in?)", None, None, "not measured")
+        return
+    common = sorted(k for k in shoal if k in nccl)
+    if size not in common:
+        detail = f"no shoal+NCCL pair at {fmt_size(size)}"
+        if common:
+            k = common[-1]
+            detail += (f"; largest pair {fmt_size(k)}: {busbw(shoal[k]):.1f} vs {busbw(nccl[k]):.1f} GB/s "
+                       f"(x{busbw(shoal[k]) / max(busbw(nccl[k]), 1e-12):.3f} vs nccl/{nccl[k]['scope']})")
+        rep.add(figure, tgt, detail, None, None, "not measured")
+        return
+    s, n = shoal[size], nccl[size]
+    ratio = busbw(s) / max(busbw(n), 1e-12)
+    detail = f"{busbw(s):.1f} vs {busbw(n):.1f} GB/s busBW (nccl/{n['scope']})"
+    if failed(s):
+        detail += "; DATA CHECK FAILED"
+    rep.add(figure, tgt, detail, ratio, ratio >= target and not failed(s))
+
+
+def coll_report(rows):
+    """The issue-4 section; None when the run has no collective rows."""
+    benches = {"allreduce", "broadcast", "fcollect", "alltoall", "team_barrier"}
+    crow = [r for r in rows if r["benchmark"] in benches]
+    if not crow:
+        return None
+    rep = report()
+    small = [r for r in crow if r["benchmark"] == "allreduce" and r["impl"] == "shoal" and int(r["size_bytes"]) == 8]
+    if small:
+        r = small[0]
+        detail = f"{float(r['latency_us']):.3f} us, one block"
+        if r["ratio"] and float(r["ratio"]) > 0:
+            detail += f"; x{float(r['ratio']):.3f} {r['baseline']}"
+        rep.add("device block-scope allreduce 8B", "<= 0.5 x NVSHMEM", detail + "; NVSHMEM's not measured here",
+                None, None, "not measured (info)")
+    else:
+        rep.add("device block-scope allreduce 8B", "<= 0.5 x NVSHMEM", "no row", None, None, "not measured")
+    rep.add("on-stream allreduce, captured graph, 8B", "<= 0.6 x NCCL (graph)",
+            "no on-stream shoal collective in shoal-bench", None, None, "not measured")
+    coll_vs_nccl(rep, crow, "allreduce", 256 * MIB, 1.1)
+    coll_vs_nccl(rep, crow, "alltoall", 256 * MIB, 1.2)
+    coll_vs_nccl(rep, crow, "broadcast", 256 * MIB, 1.0)
+    coll_vs_nccl(rep, crow, "fcollect", 256 * MIB, 1.0)
+    rep.add("device block-scope alltoall 1M", "<= 0.5 x NVSHMEM", "NVSHMEM collectives not run", None, None,
+            "not measured")
+    for r in crow:
+        if r["benchmark"] == "team_barrier" and r["impl"] == "shoal":
+            rep.add(f"(info) team_barrier {r['scope']}", "-", f"{float(r['latency_us']):.3f} us", None, None, "info")
+    return rep
+
+
 def target_text(target, higher_is_better):
     return f"{'>=' if higher_is_better else '<='} {target} x NVSHMEM"
 
@@ -177,10 +251,15 @@ def main():
         vs_nvshmem(rep, shoal, nv, f"(info) sync_all_block {scope}", "barrier_latency", "shoal", scope, [0], 0.4,
                    False)
     print(rep.text())
+    coll = coll_report(shoal_rows)
+    if coll is not None:
+        print("\nIssue 4: device collectives (shoal one block per PE) vs NCCL, same run:")
+        print(coll.text())
 
     print("\nSame-run baselines (shoal rows; bandwidth: x plain SM copy on the same grid, latency: x raw flags):")
     for r in shoal_rows:
-        if r["impl"].startswith("shoal") and r["benchmark"] != "put_bw" and r["ratio"] and float(r["ratio"]) > 0:
+        if (r["impl"].startswith("shoal") and r["benchmark"] != "put_bw" and r["ratio"] and float(r["ratio"]) > 0
+                and r["benchmark"] not in ("allreduce", "broadcast", "fcollect", "alltoall")):
             if r["benchmark"].endswith("_bw") or r["benchmark"].endswith("_bidir"):
                 if int(r["size_bytes"]) not in (65536, MIB, 256 * MIB):
                     continue
@@ -190,6 +269,8 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(rep.text() + "\n")
+            if coll is not None:
+                f.write("\n## Issue 4: device collectives vs NCCL\n\n" + coll.text() + "\n")
     return 0
 
 

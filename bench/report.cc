@@ -24,14 +24,15 @@ std::ofstream open_or_throw(const std::string& path) {
 }  // namespace
 
 void print_table(const std::vector<row>& rows) {
-  fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12} {:>11} {:>8}  {}\n", "benchmark", "impl", "scope", "PEs", "size",
-             "latency_us", "GB/s", "ratio", "vs");
+  fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12} {:>11} {:>9} {:>8}  {}\n", "benchmark", "impl", "scope", "PEs",
+             "size", "latency_us", "GB/s", "busGB/s", "ratio", "vs");
   std::string last;
   for (const auto& r : rows) {
     if (!last.empty() && last != r.benchmark) fmt::print("\n");
     last = r.benchmark;
-    fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12.3f} {:>11.2f} {:>8}  {}\n", r.benchmark, r.impl, r.scope,
+    fmt::print("{:<26} {:<11} {:<14} {:>4} {:>8} {:>12.3f} {:>11.2f} {:>9} {:>8}  {}\n", r.benchmark, r.impl, r.scope,
                r.num_pes, human_size(r.size_bytes), r.latency_us, r.bandwidth_gbps,
+               r.busbw_gbps > 0 ? fmt::format("{:.2f}", r.busbw_gbps) : std::string("-"),
                r.ratio > 0 ? fmt::format("{:.3f}", r.ratio) : std::string("-"), r.baseline);
   }
   std::fflush(stdout);
@@ -39,10 +40,12 @@ void print_table(const std::vector<row>& rows) {
 
 void write_csv(const std::string& path, const std::vector<row>& rows) {
   auto out = open_or_throw(path);
-  out << "benchmark,impl,backend,num_pes,scope,size_bytes,iterations,latency_us,bandwidth_gbps,ratio,baseline\n";
+  out << "benchmark,impl,backend,num_pes,scope,size_bytes,iterations,latency_us,bandwidth_gbps,ratio,baseline,busbw_"
+         "gbps\n";
   for (const auto& r : rows)
-    out << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{}\n", r.benchmark, r.impl, r.backend, r.num_pes,
-                       r.scope, r.size_bytes, r.iterations, r.latency_us, r.bandwidth_gbps, r.ratio, r.baseline);
+    out << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f}\n", r.benchmark, r.impl, r.backend,
+                       r.num_pes, r.scope, r.size_bytes, r.iterations, r.latency_us, r.bandwidth_gbps, r.ratio,
+                       r.baseline, r.busbw_gbps);
 }
 
 void write_json(const std::string& path, const std::vector<row>& rows) {
@@ -53,9 +56,9 @@ void write_json(const std::string& path, const std::vector<row>& rows) {
     out << fmt::format(
         "  {{\"benchmark\": \"{}\", \"impl\": \"{}\", \"backend\": \"{}\", \"num_pes\": {}, \"scope\": \"{}\", "
         "\"size_bytes\": {}, \"iterations\": {}, \"latency_us\": {:.4f}, \"bandwidth_gbps\": {:.4f}, "
-        "\"ratio\": {:.4f}, \"baseline\": \"{}\"}}{}\n",
+        "\"ratio\": {:.4f}, \"baseline\": \"{}\", \"busbw_gbps\": {:.4f}}}{}\n",
         r.benchmark, r.impl, r.backend, r.num_pes, r.scope, r.size_bytes, r.iterations, r.latency_us, r.bandwidth_gbps,
-        r.ratio, r.baseline, i + 1 < rows.size() ? "," : "");
+        r.ratio, r.baseline, r.busbw_gbps, i + 1 < rows.size() ? "," : "");
   }
   out << "]\n";
 }

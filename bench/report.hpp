@@ -15,9 +15,10 @@ struct row {
   size_t size_bytes = 0;
   int iterations = 0;
   double latency_us = 0;      ///< median time per operation
-  double bandwidth_gbps = 0;  ///< GB/s (1e9 bytes/s); 0 for latency-only rows
+  double bandwidth_gbps = 0;  ///< GB/s (1e9 bytes/s); 0 for latency-only rows (collectives: algBW)
   double ratio = 0;      ///< vs the row's baseline in the same run (bandwidth: shoal/baseline; latency: shoal/baseline)
   std::string baseline;  ///< which impl `ratio` compares against
+  double busbw_gbps = 0;  ///< collectives: nccl-tests' busBW (GB/s); 0 for other rows
 };
 
 void print_table(const std::vector<row>& rows);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs shoal-bench's device-initiated set and, where it was built, the same measurements through
 # NVSHMEM (shoal-bench-nvshmem), on 2 PEs of this machine; then prints shoal/NVSHMEM ratios against
-# the issue-3 targets (bench/compare.py) and draws the curves (bench/plot.py). Builds nothing.
+# the issue-3 targets and the device collectives against NCCL for issue 4 (bench/compare.py; the
+# collectives allreduce, broadcast, fcollect, alltoall and team_barrier are part of shoal-bench's
+# default device set, with NCCL rows when shoal-bench was built with NCCL) and draws the curves
+# (bench/plot.py). Builds nothing.
 #
 #   bench/run_gpu_bench.sh BUILD_DIR OUT_DIR [shoal-bench options, e.g. -e 64M or put_bw]
 #
@@ -64,7 +67,7 @@ else
 fi
 
 if [ -s "$out/shoal.csv" ]; then
-  echo "== targets (issue 3) ==" >&2
+  echo "== targets (issues 3 and 4) ==" >&2
   python3 "$here/compare.py" "$out/shoal.csv" "${nv_csv[@]}" --markdown "$out/compare.md" || status=1
   # One curve per (impl, scope): shoal's rows with their baselines, plus NVSHMEM's own rows.
   plot_inputs=("$out/shoal.csv")

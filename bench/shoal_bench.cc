@@ -7,7 +7,9 @@
 //
 // When the job's heap is on GPUs (backend "cuda"), the device-initiated set runs instead
 // (bench/device/: put_bw, get_bw, put_bw_bidir, p_ping_pong, put_signal_ping_pong,
-// put_quiet_latency, atomic_latency, barrier_latency; options -c -t -s too).
+// put_quiet_latency, atomic_latency, barrier_latency; options -c -t -s too), then the device
+// collectives (bench/device/coll_bench.cu: allreduce, broadcast, fcollect, alltoall, team_barrier,
+// one block per PE, beside NCCL where it was found at build time).
 #include <time.h>
 
 #include <algorithm>

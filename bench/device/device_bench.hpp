@@ -20,4 +20,10 @@ bool device_select_gpu();
 bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                            const std::string& backend);
 
+/// After run_device_benchmarks, same contract: the device collectives of issue 4 (allreduce,
+/// broadcast, fcollect, alltoall, team_barrier; bench/device/coll_bench.cu), with NCCL rows where
+/// NCCL was found at configure time. Does nothing when `which` names none of them.
+bool run_collective_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
+                               const std::string& backend);
+
 }  // namespace shoal::bench

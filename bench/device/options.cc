@@ -58,9 +58,19 @@ std::string finish(options& opts) {
 }
 
 std::vector<std::string> device_benchmark_names() {
-  return {
-      "put_bw",         "get_bw",         "put_bw_bidir", "p_ping_pong", "put_signal_ping_pong", "put_quiet_latency",
-      "atomic_latency", "barrier_latency"};
+  return {"put_bw",
+          "get_bw",
+          "put_bw_bidir",
+          "p_ping_pong",
+          "put_signal_ping_pong",
+          "put_quiet_latency",
+          "atomic_latency",
+          "barrier_latency",
+          "allreduce",
+          "broadcast",
+          "fcollect",
+          "alltoall",
+          "team_barrier"};
 }
 
 std::vector<size_t> sizes(size_t min_bytes, size_t max_bytes, size_t factor) {

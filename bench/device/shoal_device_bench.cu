@@ -11,9 +11,13 @@ bool device_select_gpu() { return dev::select_gpu_from_env(); }
 
 bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                            const std::string& backend) {
-  dev::driver<dev::shoal_api> d(opts, rows, backend);
-  d.run(which);
-  return !d.any_check_failed();
+  bool ok = true;
+  {
+    dev::driver<dev::shoal_api> d(opts, rows, backend);
+    d.run(which);
+    ok = !d.any_check_failed();
+  }
+  return run_collective_benchmarks(opts, which, rows, backend) && ok;
 }
 
 }  // namespace shoal::bench
