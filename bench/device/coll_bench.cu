@@ -616,6 +616,10 @@ class coll_runner {
     });
     const bool stream_ok = verify(c, b, s);
     out.emplace_back(make(c, "nccl", "stream", s, iters, stream_us), stream_ok);
+    // The graph-captured variant hung on 2xH200 (both PEs' replays never finished; cause not found
+    // yet), so it runs only on request.
+    const char* want_graph = std::getenv("SHOAL_BENCH_NCCL_GRAPH");
+    if (want_graph == nullptr || std::string(want_graph) != "1") return;
 
     clear_dest(b, s);
     cudaGraph_t graph = nullptr;
