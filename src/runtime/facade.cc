@@ -162,7 +162,7 @@ void shoal_init(void) { f::init_with("shoal_init", {}); }
 
 int shoal_init_thread(int requested, int* provided) {
   int rc = f::init_with("shoal_init_thread", {});
-  if (provided != nullptr) *provided = SHOAL_THREAD_MULTIPLE;
+  if (provided != nullptr) *provided = rc == SHOAL_OK ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;
   return rc == SHOAL_OK ? 0 : f::last_code_or(rc);
 }
 
@@ -305,8 +305,7 @@ int shoal_addr_accessible(const void* addr, int pe) {
   const char* call = "shoal_addr_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none && w.heap().offset_of(addr) >= 0 ? 1
-                                                                                                                 : 0;
+    return w.ptr(addr, pe) != nullptr ? 1 : 0;  // mapped peer and a live symmetric allocation
   });
 }
 

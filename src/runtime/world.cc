@@ -105,7 +105,7 @@ bool world::pe_accessible(int pe) const {
 }
 bool world::addr_accessible(const void* addr, int pe) const {
   auto& w = live(impl_, "shoal::world::addr_accessible");
-  return pe_accessible(pe) && w.heap().offset_of(addr) >= 0;
+  return w.ptr(addr, pe) != nullptr;  // mapped peer and a live symmetric allocation
 }
 
 void world::put(void* dest, const void* source, size_t num_bytes, int pe) {

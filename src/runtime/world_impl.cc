@@ -406,6 +406,12 @@ void* world_impl::ptr(const void* addr, int pe) const {
   if (pe < 0 || pe >= n_pes_ || addr == nullptr) return nullptr;
   int64_t off = heap_->offset_of(addr);
   if (off < 0) return nullptr;
+  {
+    // Only addresses inside a live allocation are symmetric (shoal's own reserved block excluded).
+    std::shared_lock lock(alloc_mutex_);
+    auto block = alloc_->find(static_cast<uint64_t>(off));
+    if (!block || block->offset == 0) return nullptr;
+  }
   char* base = heap_->heap_of(pe);
   if (base == nullptr) return nullptr;  // GPU heaps: an address for this PE's GPU (kernels), as nvshmem_ptr
   return base + off;

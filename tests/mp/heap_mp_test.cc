@@ -228,6 +228,9 @@ TEST(Heap, PtrGivesUsableAddressesForEveryPe) {
   EXPECT_EQ(*interior, 1000 * right() + n - 1);
   shoal_barrier_all();
   shoal_free(buf);
+  // A freed block is no longer symmetric memory: no address for it, and not accessible.
+  EXPECT_EQ(shoal_ptr(buf, right()), nullptr) << "shoal_ptr of a freed block";
+  EXPECT_EQ(shoal_addr_accessible(buf, right()), 0) << "addr_accessible of a freed block";
 }
 
 TEST(Heap, PeAndAddrAccessible) {
