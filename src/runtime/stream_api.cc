@@ -8,17 +8,8 @@
 #include "shoal/shoal.h"
 
 #ifdef SHOAL_HAVE_CUDA
-#include <cuda_runtime.h>
-
+#include "common/cuda_check.hpp"
 #include "transport/stream_kernels.hpp"
-
-#define SHOAL_STREAM_CHECK(expr, call)                                                                      \
-  do {                                                                                                      \
-    cudaError_t shoal_err_ = (expr);                                                                        \
-    if (shoal_err_ != cudaSuccess)                                                                          \
-      SHOAL_THROW(::shoal::errc::cuda, (call), "{} failed: {} ({})", #expr, cudaGetErrorString(shoal_err_), \
-                  cudaGetErrorName(shoal_err_));                                                            \
-  } while (0)
 #endif
 
 namespace shoal::detail {
@@ -44,8 +35,8 @@ void world_impl::put_on_stream(std::string_view call, void* dest, const void* so
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
   uint64_t off = check_symmetric(call, "dest", dest, num_bytes, 1);
-  SHOAL_STREAM_CHECK(cudaMemcpyAsync(remote(call, pe, off), source, num_bytes, cudaMemcpyDefault, as_stream(stream)),
-                     call);
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote(call, pe, off), source, num_bytes, cudaMemcpyDefault, as_stream(stream)),
+                   call);
 }
 
 void world_impl::get_on_stream(std::string_view call, void* dest, const void* source, size_t num_bytes, int pe,
@@ -55,8 +46,7 @@ void world_impl::get_on_stream(std::string_view call, void* dest, const void* so
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
   uint64_t off = check_symmetric(call, "source", source, num_bytes, 1);
-  SHOAL_STREAM_CHECK(cudaMemcpyAsync(dest, remote(call, pe, off), num_bytes, cudaMemcpyDefault, as_stream(stream)),
-                     call);
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, remote(call, pe, off), num_bytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
 
 void world_impl::p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe,
@@ -66,7 +56,7 @@ void world_impl::p_on_stream(std::string_view call, void* dest, uint64_t value_b
   SHOAL_CHECK_ARG(value_bytes == 1 || value_bytes == 2 || value_bytes == 4 || value_bytes == 8, call,
                   "value_bytes={} is not 1, 2, 4 or 8", value_bytes);
   check_symmetric(call, "dest", dest, value_bytes, value_bytes);
-  SHOAL_STREAM_CHECK(launch_p(device_, dest, value_bits, value_bytes, pe, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(launch_p(device_, dest, value_bits, value_bytes, pe, as_stream(stream)), call);
 }
 
 void world_impl::signal_op_on_stream(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
@@ -75,7 +65,7 @@ void world_impl::signal_op_on_stream(std::string_view call, uint64_t* sig_addr, 
   check_pe(call, pe);
   check_sig_op(call, sig_op);
   check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
-  SHOAL_STREAM_CHECK(launch_signal_op(device_, sig_addr, signal, sig_op, pe, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(launch_signal_op(device_, sig_addr, signal, sig_op, pe, as_stream(stream)), call);
 }
 
 void world_impl::wait_until_on_stream(std::string_view call, void* ivar, scalar type, int cmp, uint64_t value_bits,
@@ -83,17 +73,17 @@ void world_impl::wait_until_on_stream(std::string_view call, void* ivar, scalar 
   check_gpu_heap(call);
   SHOAL_CHECK_ARG(cmp >= SHOAL_CMP_EQ && cmp <= SHOAL_CMP_GE, call, "cmp={} is not a SHOAL_CMP_* value", cmp);
   check_symmetric(call, "ivar", ivar, type.bytes, type.bytes);
-  SHOAL_STREAM_CHECK(launch_wait_until(device_, ivar, type, cmp, value_bits, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(launch_wait_until(device_, ivar, type, cmp, value_bits, as_stream(stream)), call);
 }
 
 void world_impl::quiet_on_stream(std::string_view call, void* stream) {
   check_gpu_heap(call);
-  SHOAL_STREAM_CHECK(launch_quiet(device_, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(launch_quiet(device_, as_stream(stream)), call);
 }
 
 void world_impl::barrier_all_on_stream(std::string_view call, void* stream) {
   check_gpu_heap(call);
-  SHOAL_STREAM_CHECK(launch_barrier_all(device_, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(launch_barrier_all(device_, as_stream(stream)), call);
 }
 
 #else  // no CUDA in this build: check_gpu_heap always throws

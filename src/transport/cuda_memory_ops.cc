@@ -1,22 +1,12 @@
 // Host-issued operations on GPU symmetric memory (this PE's or a peer's, mapped over NVLink):
 // copies with cudaMemcpyAsync, atomics with a one-thread kernel, all on one internal stream that
 // quiet() drains. Slow by design (a launch per atomic); the device API is the fast path.
-#include <cuda_runtime.h>
-
 #include <cstring>
 #include <mutex>
 
-#include "common/check.hpp"
+#include "common/cuda_check.hpp"
 #include "transport/amo_kernel.hpp"
 #include "transport/memory_ops.hpp"
-
-#define SHOAL_CUDA_CHECK(expr, call)                                                                        \
-  do {                                                                                                      \
-    cudaError_t shoal_err_ = (expr);                                                                        \
-    if (shoal_err_ != cudaSuccess)                                                                          \
-      SHOAL_THROW(::shoal::errc::cuda, (call), "{} failed: {} ({})", #expr, cudaGetErrorString(shoal_err_), \
-                  cudaGetErrorName(shoal_err_));                                                            \
-  } while (0)
 
 namespace shoal::detail {
 
