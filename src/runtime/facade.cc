@@ -330,14 +330,7 @@ uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
 uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
   const char* call = "shoal_signal_wait_until";
   return f::guarded(
-      call,
-      [&] {
-        auto& w = f::current(call);
-        w.wait(call, shoal::detail::scalar_of<uint64_t>(), sig_addr, 1, nullptr, nullptr, cmp, &cmp_value, false,
-               shoal::detail::world_impl::wait_mode::all, false);
-        return w.signal_fetch(call, sig_addr);
-      },
-      uint64_t{0});
+      call, [&] { return f::current(call).signal_wait_until(call, sig_addr, cmp, cmp_value); }, uint64_t{0});
 }
 void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   const char* call = "shoalx_signal_op";

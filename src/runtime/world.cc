@@ -82,7 +82,8 @@ uint64_t world::heap_mapped_bytes() const {
 uint64_t world::heap_in_use_bytes() const { return live(impl_, "shoal::world::heap_in_use_bytes").heap_in_use_bytes(); }
 
 void* world::malloc(size_t num_bytes) {
-  return live(impl_, "shoal::world::malloc").malloc("shoal::world::malloc", num_bytes, 16, false);
+  const char* call = "shoal::world::malloc";
+  return live(impl_, call).malloc(call, num_bytes, 16, false);
 }
 void* world::calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal::world::calloc";
@@ -92,12 +93,17 @@ void* world::calloc(size_t count, size_t elem_bytes) {
   return live(impl_, call).malloc(call, total, 16, true);
 }
 void* world::align(size_t alignment, size_t num_bytes) {
-  return live(impl_, "shoal::world::align").malloc("shoal::world::align", num_bytes, alignment, false);
+  const char* call = "shoal::world::align";
+  return live(impl_, call).malloc(call, num_bytes, alignment, false);
 }
 void* world::realloc(void* ptr, size_t num_bytes) {
-  return live(impl_, "shoal::world::realloc").realloc("shoal::world::realloc", ptr, num_bytes);
+  const char* call = "shoal::world::realloc";
+  return live(impl_, call).realloc(call, ptr, num_bytes);
 }
-void world::free(void* ptr) { live(impl_, "shoal::world::free").free("shoal::world::free", ptr); }
+void world::free(void* ptr) {
+  const char* call = "shoal::world::free";
+  live(impl_, call).free(call, ptr);
+}
 void* world::ptr(const void* addr, int pe) const { return live(impl_, "shoal::world::ptr").ptr(addr, pe); }
 bool world::pe_accessible(int pe) const {
   auto& w = live(impl_, "shoal::world::pe_accessible");
@@ -109,16 +115,20 @@ bool world::addr_accessible(const void* addr, int pe) const {
 }
 
 void world::put(void* dest, const void* source, size_t num_bytes, int pe) {
-  live(impl_, "shoal::world::put").put("shoal::world::put", dest, source, num_bytes, 1, pe);
+  const char* call = "shoal::world::put";
+  live(impl_, call).put(call, dest, source, num_bytes, 1, pe);
 }
 void world::get(void* dest, const void* source, size_t num_bytes, int pe) {
-  live(impl_, "shoal::world::get").get("shoal::world::get", dest, source, num_bytes, 1, pe);
+  const char* call = "shoal::world::get";
+  live(impl_, call).get(call, dest, source, num_bytes, 1, pe);
 }
 void world::put_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
-  live(impl_, "shoal::world::put_nbi").put("shoal::world::put_nbi", dest, source, num_bytes, 1, pe);
+  const char* call = "shoal::world::put_nbi";
+  live(impl_, call).put(call, dest, source, num_bytes, 1, pe);
 }
 void world::get_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
-  live(impl_, "shoal::world::get_nbi").get("shoal::world::get_nbi", dest, source, num_bytes, 1, pe);
+  const char* call = "shoal::world::get_nbi";
+  live(impl_, call).get(call, dest, source, num_bytes, 1, pe);
 }
 void world::iput(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
                  size_t elem_bytes, int pe) {
@@ -136,23 +146,34 @@ void world::put_signal(void* dest, const void* source, size_t num_bytes, uint64_
       .put_signal("shoal::world::put_signal", dest, source, num_bytes, 1, sig_addr, signal, sig_op, pe);
 }
 void world::signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  live(impl_, "shoal::world::signal_op").signal_op("shoal::world::signal_op", sig_addr, signal, sig_op, pe);
+  const char* call = "shoal::world::signal_op";
+  live(impl_, call).signal_op(call, sig_addr, signal, sig_op, pe);
 }
 uint64_t world::signal_fetch(const uint64_t* sig_addr) {
-  return live(impl_, "shoal::world::signal_fetch").signal_fetch("shoal::world::signal_fetch", sig_addr);
+  const char* call = "shoal::world::signal_fetch";
+  return live(impl_, call).signal_fetch(call, sig_addr);
 }
 uint64_t world::signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t value) {
   const char* call = "shoal::world::signal_wait_until";
-  auto& w = live(impl_, call);
-  w.wait(call, detail::scalar_of<uint64_t>(), sig_addr, 1, nullptr, nullptr, cmp, &value, false,
-         detail::world_impl::wait_mode::all, false);
-  return w.signal_fetch(call, sig_addr);
+  return live(impl_, call).signal_wait_until(call, sig_addr, cmp, value);
 }
 device_world world::device_handle() const { return live(impl_, "shoal::world::device_handle").device_handle(); }
-void world::fence() { live(impl_, "shoal::world::fence").fence("shoal::world::fence"); }
-void world::quiet() { live(impl_, "shoal::world::quiet").quiet("shoal::world::quiet"); }
-void world::barrier_all() { live(impl_, "shoal::world::barrier_all").barrier_all("shoal::world::barrier_all"); }
-void world::sync_all() { live(impl_, "shoal::world::sync_all").sync_all("shoal::world::sync_all"); }
+void world::fence() {
+  const char* call = "shoal::world::fence";
+  live(impl_, call).fence(call);
+}
+void world::quiet() {
+  const char* call = "shoal::world::quiet";
+  live(impl_, call).quiet(call);
+}
+void world::barrier_all() {
+  const char* call = "shoal::world::barrier_all";
+  live(impl_, call).barrier_all(call);
+}
+void world::sync_all() {
+  const char* call = "shoal::world::sync_all";
+  live(impl_, call).sync_all(call);
+}
 void world::global_exit(int status) { live(impl_, "shoal::world::global_exit").global_exit(status); }
 
 }  // namespace shoal

@@ -516,6 +516,11 @@ uint64_t world_impl::signal_fetch(std::string_view call, const uint64_t* sig_add
   return v;
 }
 
+uint64_t world_impl::signal_wait_until(std::string_view call, uint64_t* sig_addr, int cmp, uint64_t value) {
+  wait(call, scalar_of<uint64_t>(), sig_addr, 1, nullptr, nullptr, cmp, &value, false, wait_mode::all, false);
+  return signal_fetch(call, sig_addr);
+}
+
 size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t nelems, const int* status,
                         size_t* indices, int cmp, const void* values, bool vector, wait_mode mode, bool test_only) {
   SHOAL_CHECK_ARG(cmp >= SHOAL_CMP_EQ && cmp <= SHOAL_CMP_GE, call, "cmp={} is not a SHOAL_CMP_* value", cmp);

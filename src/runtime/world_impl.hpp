@@ -100,6 +100,8 @@ class world_impl {
                   uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
   void signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
   uint64_t signal_fetch(std::string_view call, const uint64_t* sig_addr);
+  /// Waits (bounded) until the local signal word compares true with `value`; returns the value seen.
+  uint64_t signal_wait_until(std::string_view call, uint64_t* sig_addr, int cmp, uint64_t value);
 
   /// The wait/test family in one place. `ivars`: nelems local symmetric words of `type`;
   /// `status` (may be null): nonzero entries are excluded; `values`: one value, or nelems when
