@@ -14,6 +14,8 @@
 
 namespace shoal {
 
+struct device_team;
+
 namespace detail {
 
 /// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
@@ -59,7 +61,16 @@ struct device_world {
   const int32_t* local_of_pe = nullptr;
   uint64_t sync_offset = 0;      ///< offset of detail::device_sync in every heap
   uint64_t wait_timeout_ns = 0;  ///< a device wait longer than this reports and traps; 0: unbounded
-  uint32_t flags = 0;            ///< reserved
+  uint32_t flags = 0;            ///< bit 0: SHOAL_COLL_ALGO=direct (device/coll.cuh kFlagCollDirect)
+  /// Device memory, max_teams entries indexed by shoal_team_t: each team's device handle as this PE
+  /// sees it (n_pes 0 for a free slot or a team this PE is not in). Written by the runtime when a
+  /// team is created or destroyed; read by the facade's team collectives (device::team_of).
+  const struct device_team* teams = nullptr;
+  int32_t max_teams = 0;
+  int32_t n_local = 0;         ///< PEs whose heaps are mapped here (node-local indices 0 .. n_local-1)
+  uint64_t coll_offset = 0;    ///< offset of the collective workspace (device/coll.cuh, coll_ws) in every heap
+  uint32_t coll_channels = 0;  ///< channels (CTAs of one on-stream collective) the workspace has words for
+  uint32_t coll_ll_bytes = 0;  ///< payload bytes of one low-latency (LL) slot: the largest LL message
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }

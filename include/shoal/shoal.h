@@ -117,6 +117,14 @@ SHOAL_EXTERN_C_END
 /* Teams: handles, split_strided/split_2d, translate_pe. */
 #include "shoal/team.h"
 
+SHOAL_EXTERN_C_BEGIN
+/** collect on a CUDA stream: member r's nelems bytes of symmetric `source` (sizes may differ between
+ * members) land in every member's symmetric `dest` after the bytes of members 0..r-1 (NVSHMEM has no
+ * collect). One CTA: the sizes travel as LL messages, then each member pushes its block. */
+SHOAL_API int shoalx_collectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems,
+                                          struct CUstream_st* stream);
+SHOAL_EXTERN_C_END
+
 /* Typed families: put/get/p/g/iput/iget/_nbi, put_signal, atomics, wait_until/test, and the host team
  * collectives (team sync/barrier, broadcast, fcollect, collect, alltoall, reduce, reducescatter). */
 #include "shoal/detail/host_api.h"

@@ -1,6 +1,7 @@
 #include "coll/coll.hpp"
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -87,6 +88,86 @@ void combine_as(reduce_op op, void* d, const void* s, size_t n) {
   combine_typed(op, static_cast<T*>(d), static_cast<const T*>(s), n);
 }
 
+// --- 16-bit floats: IEEE binary16 (half) and bfloat16, as bit patterns -----------------------------
+// Combined in float, each result rounded back to nearest even. float's 24-bit significand holds at
+// least 2p+2 bits of both (p = 11, 8), so rounding a float sum or product once more gives the
+// correctly rounded 16-bit result (no double-rounding error): the values of the device's __hadd/__hmul.
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  // inf and NaN (payload kept)
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mant << 13);
+  // zero and subnormals: mant * 2^-24, exact in float
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    return sign != 0 ? -v : v;
+  }
+  return std::bit_cast<float>(sign | (exp + 112) << 23 | mant << 13);  // exponent bias 15 -> 127
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  // NaN: quiet, sign and the payload's top bits kept
+  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  // >= 65520 (the largest half, 65504, plus half an ulp; the tie goes to the even inf): inf
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  // normal half (>= 2^-14): round to nearest even on bit 13 (a carry moves into the exponent), rebias
+  if (ax >= 0x38800000u) {
+    const uint32_t rounded = ax + 0xfffu + ((ax >> 13) & 1u);
+    return static_cast<uint16_t>(sign | (rounded - 0x38000000u) >> 13);
+  }
+  // <= 2^-25, half the smallest subnormal (the tie goes to the even 0): zero
+  if (ax <= 0x33000000u) return sign;
+  // subnormal half: the value in units of 2^-24, to nearest even (2^-14 - tiny may round up to 0x0400)
+  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126 - (ax >> 23);  // 14 .. 24
+  uint32_t q = mant >> shift;
+  const uint32_t rest = mant & ((1u << shift) - 1);
+  const uint32_t tie = 1u << (shift - 1);
+  if (rest > tie || (rest == tie && (q & 1u) != 0)) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
+
+float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+uint16_t float_to_bfloat16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  // To nearest even on bit 16; past the largest bfloat16 this carries into inf, as it should.
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+template <float (*to_float)(uint16_t), uint16_t (*from_float)(float)>
+void combine_16(reduce_op op, void* d, const void* s, size_t n) {
+  auto* dst = static_cast<uint16_t*>(d);
+  const auto* src = static_cast<const uint16_t*>(s);
+  switch (op) {
+    case reduce_op::min_:  // as float's min: keep dst unless src compares smaller (NaN: keep dst)
+      for (size_t i = 0; i < n; ++i)
+        if (to_float(src[i]) < to_float(dst[i])) dst[i] = src[i];
+      return;
+    case reduce_op::max_:
+      for (size_t i = 0; i < n; ++i)
+        if (to_float(src[i]) > to_float(dst[i])) dst[i] = src[i];
+      return;
+    case reduce_op::sum_:
+      for (size_t i = 0; i < n; ++i) dst[i] = from_float(to_float(dst[i]) + to_float(src[i]));
+      return;
+    case reduce_op::prod_:
+      for (size_t i = 0; i < n; ++i) dst[i] = from_float(to_float(dst[i]) * to_float(src[i]));
+      return;
+    case reduce_op::and_:
+    case reduce_op::or_:
+    case reduce_op::xor_:
+      break;
+  }
+  SHOAL_THROW(errc::internal, "reduce", "op {} on a 16-bit floating-point type", to_string(op));
+}
+
 enum class kind : uint32_t { sync = 1, broadcast, fcollect, collect, alltoall, reduce, reducescatter };
 
 const char* kind_name(uint32_t k) {
@@ -139,8 +220,7 @@ class session {
         team_(w_.teams().lookup(call, "team", handle)),
         handle_(handle) {
     if (!w_.ops().direct())
-      SHOAL_THROW(errc::unsupported, call,
-                  "host collectives on GPU heaps (backend {}) come with the device collectives; use SHOAL_BACKEND=host",
+      SHOAL_THROW(errc::unsupported, call, "internal: the host-memory collective protocol on a GPU heap (backend {})",
                   w_.backend_name());
     peers_.resize(team_.members.size());
     for (size_t r = 0; r < peers_.size(); ++r) {
@@ -293,8 +373,12 @@ void combine(scalar type, reduce_op op, void* d, const void* s, size_t n) {
       }
       break;
     case scalar_kind::floating:
+      if (type.bytes == 2) return combine_16<half_to_float, float_to_half>(op, d, s, n);
       if (type.bytes == 4) return combine_as<float>(op, d, s, n);
       if (type.bytes == 8) return combine_as<double>(op, d, s, n);
+      break;
+    case scalar_kind::bfloat:
+      if (type.bytes == 2) return combine_16<bfloat16_to_float, float_to_bfloat16>(op, d, s, n);
       break;
   }
   SHOAL_THROW(errc::internal, "reduce", "no reduction for a {}-byte scalar of kind {}", type.bytes,
@@ -302,6 +386,7 @@ void combine(scalar type, reduce_op op, void* d, const void* s, size_t n) {
 }
 
 int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
+  if (gpu_heap(call)) return finish_blocking(call, sync_on_stream(call, team, quiet, nullptr, true));
   return run(call, [&] {
     session s(call, team);
     if (quiet) s.world().ops().quiet();
@@ -311,6 +396,9 @@ int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
 
 int broadcast(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems, size_t elem_bytes,
               int root) noexcept {
+  if (gpu_heap(call))
+    return finish_blocking(call,
+                           broadcast_on_stream(call, team, dest, source, nelems, elem_bytes, root, nullptr, true));
   return run(call, [&] {
     session s(call, team);
     size_t bytes = 0;
@@ -337,6 +425,8 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
 
 int fcollect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
              size_t elem_bytes) noexcept {
+  if (gpu_heap(call))
+    return finish_blocking(call, fcollect_on_stream(call, team, dest, source, nelems, elem_bytes, nullptr, true));
   return run(call, [&] {
     session s(call, team);
     size_t bytes = 0;
@@ -361,6 +451,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
 
 int collect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
             size_t elem_bytes) noexcept {
+  if (gpu_heap(call)) return collect_on_gpu(call, team, dest, source, nelems, elem_bytes);
   return run(call, [&] {
     session s(call, team);
     s.enter(
@@ -401,6 +492,8 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
 
 int alltoall(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
              size_t elem_bytes) noexcept {
+  if (gpu_heap(call))
+    return finish_blocking(call, alltoall_on_stream(call, team, dest, source, nelems, elem_bytes, nullptr, true));
   return run(call, [&] {
     session s(call, team);
     size_t bytes = 0;
@@ -464,11 +557,15 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
 
 int reduce(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
            reduce_op op) noexcept {
+  if (gpu_heap(call))
+    return finish_blocking(call, reduce_on_stream(call, team, dest, source, nreduce, type, op, nullptr, true));
   return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reduce); });
 }
 
 int reducescatter(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
                   reduce_op op) noexcept {
+  if (gpu_heap(call))
+    return finish_blocking(call, reducescatter_on_stream(call, team, dest, source, nreduce, type, op, nullptr, true));
   return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reducescatter); });
 }
 

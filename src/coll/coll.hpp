@@ -44,6 +44,40 @@ int reduce(const char* call, shoal_team_t team, void* dest, const void* source, 
 int reducescatter(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
                   reduce_op op) noexcept;
 
+// --- on a CUDA stream (GPU heaps; src/coll/coll_stream.cc + coll_kernels.cu) -------------------
+// Validated on the host when called (same checks and messages as the blocking calls, minus the
+// cross-PE agreement); the work is enqueued on `stream` (a cudaStream_t) and is capturable in a CUDA
+// graph. dest and source are symmetric (GPU heap). On host-memory worlds: SHOAL_ERR_UNSUPPORTED.
+// Return 0 or the SHOAL_ERR_* code (errors follow the facade's error mode, as the blocking calls).
+// blocking (the blocking host calls on GPU heaps): the members first exchange their arguments (or
+// local errors) by an LL fcollect and fail alike on a bad or mismatched call, before data moves.
+int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream, bool blocking = false) noexcept;
+int broadcast_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                        size_t elem_bytes, int root, void* stream, bool blocking = false) noexcept;
+int fcollect_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                       size_t elem_bytes, void* stream, bool blocking = false) noexcept;
+int alltoall_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                       size_t elem_bytes, void* stream, bool blocking = false) noexcept;
+/// dest's extent is checked on the device side only (it depends on the other members' sizes).
+int collect_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                      size_t elem_bytes, void* stream) noexcept;
+int reduce_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+                     reduce_op op, void* stream, bool blocking = false) noexcept;
+int reducescatter_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce,
+                            scalar type, reduce_op op, void* stream, bool blocking = false) noexcept;
+
+// --- the blocking host collectives on GPU heaps (coll_stream.cc) ----------------------------------
+// On a GPU heap each blocking call above runs as its on-stream form on the legacy default stream
+// (so it follows the caller's earlier work there, as cudaMemcpy does) and waits for it.
+/// True when the default world exists and its heap is GPU memory.
+bool gpu_heap(const char* call) noexcept;
+/// rc of an on-stream call; when 0, waits for the legacy default stream (errors reported as usual).
+int finish_blocking(const char* call, int rc) noexcept;
+/// shoal_collectmem on a GPU heap: members' sizes by an LL exchange, then pulls by the copy engines
+/// between two team barriers.
+int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                   size_t elem_bytes) noexcept;
+
 /// dst[i] = dst[i] op src[i] for n elements of `type` (exposed for unit tests).
 void combine(scalar type, reduce_op op, void* dst, const void* src, size_t n);
 

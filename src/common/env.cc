@@ -40,6 +40,15 @@ constexpr std::array kTable = {
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},
+    variable{"SHOAL_COLL_LL_BYTES", kind::size, "16K",
+             "GPU team collectives: messages up to this size per PE take the LL algorithm (no barrier; flags travel "
+             "with the data); also the size of each LL slot in the collective workspace"},
+    variable{"SHOAL_COLL_CHANNELS", kind::integer, "32",
+             "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
+             "words for this many"},
+    variable{"SHOAL_COLL_ALGO", kind::string, "auto",
+             "GPU team collectives on a stream: auto (LL up to SHOAL_COLL_LL_BYTES, direct above), ll (LL whenever "
+             "the message fits a slot) or direct (barrier + load/store, two-shot for reductions)"},
     variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
              "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
     // diagnostics

@@ -102,6 +102,8 @@ decltype(auto) dispatch(scalar type, F&& f) {
         case 8:
           return f.template operator()<double>();
       }
+      break;  // 2-byte half: no host atomics or waits on it (reductions combine it in src/coll)
+    case scalar_kind::bfloat:
       break;
   }
   SHOAL_THROW(errc::internal, "shoal", "unsupported scalar type (kind {}, {} bytes)", static_cast<int>(type.kind),

@@ -10,7 +10,8 @@
 
 namespace shoal::detail {
 
-enum class scalar_kind : uint8_t { signed_int, unsigned_int, floating };
+/// floating with bytes == 2 is IEEE half (binary16); bfloat is bfloat16 (bytes == 2).
+enum class scalar_kind : uint8_t { signed_int, unsigned_int, floating, bfloat };
 
 struct scalar {
   scalar_kind kind;

@@ -66,6 +66,7 @@ int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, in
         auto& w = f::current(call);
         shoal_team_t made = w.teams().split_strided(call, parent_team, start, stride, size, config, config_mask,
                                                     new_team == nullptr, exchange_of(w, call));
+        w.publish_device_teams();
         *new_team = made;
         return true;
       },
@@ -86,6 +87,7 @@ int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_c
         const char* null_out = xaxis_team == nullptr ? "xaxis_team" : yaxis_team == nullptr ? "yaxis_team" : nullptr;
         auto [x, y] = w.teams().split_2d(call, parent_team, xrange, xaxis_config, xaxis_mask, yaxis_config, yaxis_mask,
                                          null_out, exchange_of(w, call));
+        w.publish_device_teams();
         *xaxis_team = x;
         *yaxis_team = y;
         return true;
@@ -96,7 +98,11 @@ int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_c
 
 void shoal_team_destroy(shoal_team_t team) {
   const char* call = "shoal_team_destroy";
-  f::guarded_void(call, [&] { f::current(call).teams().destroy(call, team); });
+  f::guarded_void(call, [&] {
+    auto& w = f::current(call);
+    w.teams().destroy(call, team);
+    w.publish_device_teams();
+  });
 }
 
 int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,8 @@
 #include "heap/cuda_backend.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/wait.hpp"
+#include "shoal/detail/coll_ws.hpp"
+#include "shoal/device_team.hpp"
 
 namespace shoal::detail {
 
@@ -93,6 +96,7 @@ world_impl::world_impl(const init_options& options) {
   teams_ = std::make_unique<team_table>(
       my_pe_, n_pes_, std::vector<int32_t>(heap_->nodes().pe_of_local.begin(), heap_->nodes().pe_of_local.end()),
       std::move(shared));
+  publish_device_teams();
   boot_->barrier("shoal_init");
 
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -104,9 +108,19 @@ world_impl::world_impl(const init_options& options) {
 }
 
 void world_impl::setup_reserved_block() {
-  // Allocated first, so it sits at offset 0 on every PE.
-  uint64_t table_offset = (sizeof(device_sync) + 255) / 256 * 256;
-  uint64_t bytes = std::max<uint64_t>(sizeof(sync_area), table_offset + sizeof(int32_t) * n_pes_);
+  // Allocated first, so it sits at offset 0 on every PE. GPU heaps: device_sync, the local-index
+  // table, the device team table, then the collective workspace (include/shoal/detail/coll_ws.hpp).
+  const bool gpu = !ops_->direct();
+  const auto n_local = static_cast<int32_t>(heap_->nodes().pe_of_local.size());
+  const auto ll_bytes = static_cast<uint32_t>(coll_ws::round_up(env::get_size("SHOAL_COLL_LL_BYTES"), 8));
+  const auto channels = static_cast<uint32_t>(env::get_int("SHOAL_COLL_CHANNELS"));
+  SHOAL_CHECK_ARG(ll_bytes <= (1u << 20), "shoal_init", "SHOAL_COLL_LL_BYTES={} is above the 1 MiB maximum", ll_bytes);
+  SHOAL_CHECK_ARG(channels >= 1 && channels <= 1024, "shoal_init", "SHOAL_COLL_CHANNELS={} is not in 1..1024",
+                  channels);
+  const uint64_t table_offset = coll_ws::round_up(sizeof(device_sync), 256);
+  const uint64_t teams_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
+  const uint64_t coll_offset = coll_ws::round_up(teams_offset + sizeof(device_team) * SHOAL_MAX_TEAMS, 256);
+  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : sizeof(sync_area);
   auto off = alloc_->allocate(bytes, 256);
   if (!off || *off != 0)
     SHOAL_THROW(errc::internal, "shoal_init", "shoal's reserved block did not land at heap offset 0");
@@ -115,7 +129,7 @@ void world_impl::setup_reserved_block() {
 
   device_.my_pe = my_pe_;
   device_.n_pes = n_pes_;
-  if (ops_->direct()) {
+  if (!gpu) {
     sync_ = reinterpret_cast<sync_area*>(heap_->base());
     return;
   }
@@ -124,6 +138,16 @@ void world_impl::setup_reserved_block() {
   device_.stride = heap_->stride();
   device_.sync_offset = 0;
   device_.wait_timeout_ns = static_cast<uint64_t>(wait_timeout_.count()) * 1'000'000;
+  device_.teams = reinterpret_cast<const device_team*>(heap_->base() + teams_offset);
+  device_.max_teams = SHOAL_MAX_TEAMS;
+  device_.n_local = n_local;
+  device_.coll_offset = coll_offset;
+  device_.coll_channels = channels;
+  device_.coll_ll_bytes = ll_bytes;
+  const std::string algo = env::get_string("SHOAL_COLL_ALGO");
+  SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct", "shoal_init",
+                  "SHOAL_COLL_ALGO={} is not auto, ll or direct", algo);
+  if (algo == "direct") device_.flags |= 1u;  // device/coll.cuh kFlagCollDirect
   // The identity table (nullptr) when every PE is local with local index == pe; else a real one.
   std::vector<int32_t> local(n_pes_);
   bool identity = true;
@@ -136,6 +160,20 @@ void world_impl::setup_reserved_block() {
     ops_->copy(table, local.data(), sizeof(int32_t) * n_pes_);
     device_.local_of_pe = reinterpret_cast<const int32_t*>(table);
   }
+}
+
+void world_impl::publish_device_teams() {
+  if (device_.teams == nullptr) return;
+  std::array<device_team, SHOAL_MAX_TEAMS> table{};
+  for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot) {
+    if (!teams_->live(slot)) continue;
+    try {
+      table[slot] = teams_->device_handle("shoal_team_split", slot);
+    } catch (const error&) {
+      table[slot] = device_team{};  // not strided: no device handle (team_of traps on it)
+    }
+  }
+  ops_->copy(const_cast<device_team*>(device_.teams), table.data(), sizeof(table));
 }
 
 world_impl::~world_impl() {

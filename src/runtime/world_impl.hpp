@@ -159,6 +159,13 @@ class world_impl {
   /// Shoal's reserved block at heap offset 0: host sync words (host backend) or the device sync
   /// words plus the PE -> local-index table (GPU backends).
   void setup_reserved_block();
+
+ public:
+  /// Writes every team slot's device handle into the device team table (device_world::teams) after
+  /// teams are created or destroyed. No-op on host-memory heaps.
+  void publish_device_teams();
+
+ private:
   /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
   std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
   /// Kinds of collective calls, for the posted word (sync_area::posted).

@@ -235,6 +235,17 @@ __device__ __forceinline__ void st_global_b8(uint8_t* addr, uint8_t v) {
   asm volatile("st.global.u8 [%0], %1;" ::"l"(addr), "h"(static_cast<uint16_t>(v)) : "memory");
 }
 
+// --- LL lines: 16 bytes = two {data 4 B, flag 4 B} halves; each 8-byte half is single-copy atomic ---
+
+/// st.volatile.global.v2.u64: the two 8-byte halves of an LL line (each half lands whole).
+__device__ __forceinline__ void st_volatile_v2_b64(uint64_t* addr, uint64_t a, uint64_t b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(addr), "l"(a), "l"(b) : "memory");
+}
+/// ld.volatile.global.v2.u64: a poll of an LL line (fresh from memory on every call).
+__device__ __forceinline__ void ld_volatile_v2_b64(const uint64_t* addr, uint64_t& a, uint64_t& b) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(addr) : "memory");
+}
+
 // --- mbarrier (shared::cta, 8 bytes, 8-byte aligned) -------------------------------------------
 
 /// Shared-memory address of a generic pointer into this CTA's shared memory.

@@ -1,0 +1,194 @@
+#include "coll/coll_kernels.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "shoal/device/coll.cuh"
+
+namespace shoal::detail::coll {
+
+const char* to_string(algo a) { return a == algo::ll ? "ll" : "direct"; }
+
+namespace {
+
+using device::block_scope;
+
+// The names device-side reports print (kernel arguments cannot carry host strings).
+__device__ const char kSyncName[] = "shoalx_team_sync_on_stream";
+__device__ const char kBroadcastName[] = "shoalx_broadcast_on_stream";
+__device__ const char kFcollectName[] = "shoalx_fcollect_on_stream";
+__device__ const char kAlltoallName[] = "shoalx_alltoall_on_stream";
+__device__ const char kCollectName[] = "shoalx_collectmem_on_stream";
+__device__ const char kReduceName[] = "shoalx_reduce_on_stream";
+__device__ const char kReducescatterName[] = "shoalx_reducescatter_on_stream";
+
+__global__ void team_sync_kernel(device_world w, device_team t) {
+  if (threadIdx.x == 0) team_barrier_thread(w, t, kSyncName, 0);
+}
+
+__global__ void collect_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes) {
+  collectmem<block_scope>(w, t, dest, source, bytes, kCollectName);
+}
+
+template <move_kind kKind>
+__device__ __forceinline__ const char* move_name() {
+  if constexpr (kKind == move_kind::broadcast) return kBroadcastName;
+  if constexpr (kKind == move_kind::fcollect) return kFcollectName;
+  return kAlltoallName;
+}
+
+template <move_kind kKind>
+__global__ void move_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes, int root,
+                            int ll) {
+  const char* call = move_name<kKind>();
+  if (ll) {
+    move_ll<block_scope, kKind>(w, t, dest, source, bytes, root, call);
+    return;
+  }
+  team_barrier<block_scope>(w, t, call, blockIdx.x);  // every source ready, every dest free
+  move_direct<block_scope, kKind>(w, t, dest, source, bytes, root, blockIdx.x, gridDim.x, call);
+  team_barrier<block_scope>(w, t, call, blockIdx.x);  // this channel's share is in every dest
+}
+
+template <class Op, class T, bool kScatter>
+__global__ void reduce_kernel(device_world w, device_team t, T* dest, const T* source, size_t nreduce, int ll) {
+  const char* call = kScatter ? kReducescatterName : kReduceName;
+  if (ll) {
+    reduce_ll<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+    return;
+  }
+  team_barrier<block_scope>(w, t, call, blockIdx.x);
+  reduce_direct<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, blockIdx.x, gridDim.x, call);
+  team_barrier<block_scope>(w, t, call, blockIdx.x);
+}
+
+template <class Op, class T>
+cudaError_t reduce_as(const device_world& w, const device_team& t, bool scatter, void* dest, const void* source,
+                      size_t nreduce, const launch_config& cfg) {
+  const int ll = cfg.how == algo::ll;
+  const dim3 grid(ll ? 1 : cfg.channels);
+  if (scatter) {
+    reduce_kernel<Op, T, true>
+        <<<grid, cfg.threads, 0, cfg.stream>>>(w, t, static_cast<T*>(dest), static_cast<const T*>(source), nreduce, ll);
+  } else {
+    reduce_kernel<Op, T, false>
+        <<<grid, cfg.threads, 0, cfg.stream>>>(w, t, static_cast<T*>(dest), static_cast<const T*>(source), nreduce, ll);
+  }
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t reduce_integer(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
+                           const void* source, size_t nreduce, const launch_config& cfg) {
+  switch (op) {
+    case reduce_op::and_:
+      return reduce_as<device::and_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::or_:
+      return reduce_as<device::or_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::xor_:
+      return reduce_as<device::xor_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::min_:
+      return reduce_as<device::min_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::max_:
+      return reduce_as<device::max_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::sum_:
+      return reduce_as<device::sum_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::prod_:
+      return reduce_as<device::prod_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class T>
+cudaError_t reduce_floating(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
+                            const void* source, size_t nreduce, const launch_config& cfg) {
+  switch (op) {
+    case reduce_op::min_:
+      return reduce_as<device::min_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::max_:
+      return reduce_as<device::max_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::sum_:
+      return reduce_as<device::sum_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    case reduce_op::prod_:
+      return reduce_as<device::prod_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_team_sync(const device_world& w, const device_team& t, cudaStream_t stream) {
+  team_sync_kernel<<<1, 32, 0, stream>>>(w, t);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_collect(const device_world& w, const device_team& t, void* dest, const void* source, size_t bytes,
+                           const launch_config& cfg) {
+  collect_kernel<<<1, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_move(const device_world& w, const device_team& t, move kind, void* dest, const void* source,
+                        size_t bytes, int root, const launch_config& cfg) {
+  const int ll = cfg.how == algo::ll;
+  const dim3 grid(ll ? 1 : cfg.channels);
+  switch (kind) {
+    case move::broadcast:
+      move_kernel<move_kind::broadcast><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      break;
+    case move::fcollect:
+      move_kernel<move_kind::fcollect><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      break;
+    case move::alltoall:
+      move_kernel<move_kind::alltoall><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_reduce(const device_world& w, const device_team& t, bool scatter, scalar type, reduce_op op,
+                          void* dest, const void* source, size_t nreduce, const launch_config& cfg) {
+  switch (type.kind) {
+    case scalar_kind::signed_int:
+      switch (type.bytes) {
+        case 1:
+          return reduce_integer<int8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 2:
+          return reduce_integer<int16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 4:
+          return reduce_integer<int32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 8:
+          return reduce_integer<int64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+      }
+      break;
+    case scalar_kind::unsigned_int:
+      switch (type.bytes) {
+        case 1:
+          return reduce_integer<uint8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 2:
+          return reduce_integer<uint16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 4:
+          return reduce_integer<uint32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 8:
+          return reduce_integer<uint64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+      }
+      break;
+    case scalar_kind::floating:
+      switch (type.bytes) {
+        case 2:
+          return reduce_floating<__half>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 4:
+          return reduce_floating<float>(w, t, scatter, op, dest, source, nreduce, cfg);
+        case 8:
+          return reduce_floating<double>(w, t, scatter, op, dest, source, nreduce, cfg);
+      }
+      break;
+    case scalar_kind::bfloat:
+      if (type.bytes == 2) return reduce_floating<__nv_bfloat16>(w, t, scatter, op, dest, source, nreduce, cfg);
+      break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace shoal::detail::coll

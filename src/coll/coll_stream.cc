@@ -1,0 +1,472 @@
+// The on-stream team collectives (coll.hpp): validated on the host like the blocking calls, then
+// one kernel on the caller's stream (coll_kernels.cu), so they order with the caller's work and can
+// be captured in a CUDA graph. Algorithm per call: LL for messages that fit the LL slots (one CTA, no
+// barrier), direct above (a channel per CTA, each with a team barrier before and after), or as
+// SHOAL_COLL_ALGO says; the choice is logged (SHOAL_DEBUG=trace, subsystem coll).
+//
+// Unlike the blocking host calls, the members' arguments are not compared (that would cost a host
+// round trip per call and cannot be captured): members that disagree meet in the device waits,
+// which report and trap after SHOAL_WAIT_TIMEOUT instead of hanging.
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "coll/coll.hpp"
+#include "common/check.hpp"
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "runtime/facade.hpp"
+#include "runtime/world_impl.hpp"
+#include "shoal/shoal.h"
+
+#ifdef SHOAL_HAVE_CUDA
+#include "coll/coll_kernels.hpp"
+#include "common/cuda_check.hpp"
+#endif
+
+namespace shoal::detail::coll {
+namespace {
+
+template <class F>
+int run_on_stream(const char* call, F&& f) noexcept {
+  bool ok = facade::guarded(
+      call,
+      [&] {
+        f();
+        return true;
+      },
+      false);
+  if (ok) return SHOAL_OK;
+  int code = shoal_last_error(nullptr);
+  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
+}
+
+size_t checked_bytes(const char* call, const char* what, size_t nelems, size_t elem_bytes) {
+  size_t total = 0;
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call, "{}={} x {} bytes overflows size_t", what,
+                  nelems, elem_bytes);
+  return total;
+}
+
+#ifdef SHOAL_HAVE_CUDA
+
+/// The validated context of one on-stream call: the world (GPU heap), the team's device handle.
+struct stream_call {
+  const char* call;
+  world_impl& w;
+  device_team team;
+  stream_call(const char* c, shoal_team_t handle) : call(c), w(facade::current(c)), team(make_team(c, w, handle)) {}
+
+  static device_team make_team(const char* call, world_impl& w, shoal_team_t handle) {
+    if (w.ops().direct())
+      SHOAL_THROW(errc::unsupported, call,
+                  "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
+                  w.backend_name());
+    w.teams().lookup(call, "team", handle);  // throws for INVALID / destroyed / not a member
+    device_team t = w.teams().device_handle(call, handle);
+    for (int r = 0; r < t.n_pes; ++r)
+      SHOAL_CHECK_ARG(w.device_handle().local_of(t.world_pe(r)) >= 0, std::string_view(call),
+                      "team={}: member {} (PE {}) is not load/store-reachable from this GPU; on-stream collectives "
+                      "need every member on this node",
+                      handle, r, t.world_pe(r));
+    return t;
+  }
+  void symmetric(const char* arg, const void* p, size_t bytes, size_t align) const {
+    if (bytes > 0) w.symmetric_offset(call, arg, p, bytes, align);
+  }
+};
+
+/// What a member of a blocking collective on a GPU heap contributes to the agreement: its call and
+/// arguments (heap offsets), or its local error. Exchanged by an LL fcollect before any data moves.
+struct gpu_post {
+  int32_t kind = 0;  // 1 sync, 2 broadcast, 3 fcollect, 4 alltoall, 5 reduce, 6 reducescatter, 7 collect
+  int32_t type = 0;  // scalar kind << 8 | bytes (reductions), element bytes otherwise
+  int32_t op = 0;
+  int32_t root = 0;
+  uint64_t nelems = 0;
+  int64_t dest_off = -1;
+  int64_t src_off = -1;
+  int32_t err = 0;  // the SHOAL_ERR_* code of this member's local error, 0 if none
+  int32_t pad = 0;
+};
+
+const char* kind_name(int32_t kind) {
+  static const char* const names[] = {"?",        "team_sync", "broadcast",     "fcollect",
+                                      "alltoall", "reduce",    "reducescatter", "collect"};
+  return kind >= 0 && kind <= 7 ? names[kind] : "?";
+}
+
+/// Every member's post (LL fcollect through a device buffer kept for the process), in team order.
+std::vector<gpu_post> exchange_posts(const stream_call& c, const gpu_post& mine) {
+  static std::mutex mutex;
+  static gpu_post* buf = nullptr;
+  static size_t buf_n = 0;
+  const auto n = static_cast<size_t>(c.team.n_pes);
+  std::lock_guard lock(mutex);
+  if (buf_n < n + 1) {
+    if (buf != nullptr) cudaFree(buf);
+    buf = nullptr;
+    buf_n = 0;
+    SHOAL_CUDA_CHECK(cudaMalloc(&buf, (n + 1) * sizeof(gpu_post)), c.call);
+    buf_n = n + 1;
+  }
+  std::vector<gpu_post> all(n);
+  SHOAL_CHECK_ARG(c.w.device_handle().coll_ll_bytes >= sizeof(gpu_post), c.call,
+                  "SHOAL_COLL_LL_BYTES={} is below the {} bytes a blocking collective's agreement needs",
+                  c.w.device_handle().coll_ll_bytes, sizeof(gpu_post));
+  launch_config cfg;
+  cfg.how = algo::ll;
+  cfg.threads = 32;
+  cudaError_t err = cudaMemcpy(buf + n, &mine, sizeof mine, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess)
+    err = launch_move(c.w.device_handle(), c.team, move::fcollect, buf, buf + n, sizeof mine, 0, cfg);
+  if (err == cudaSuccess) err = cudaMemcpy(all.data(), buf, n * sizeof(gpu_post), cudaMemcpyDeviceToHost);
+  SHOAL_CUDA_CHECK(err, c.call);
+  return all;
+}
+
+/// Runs `validate` (which throws shoal::error on bad input). Blocking calls (agree) then exchange
+/// posts so that every member fails alike -- with its own error, or with the first member's error,
+/// or with mismatch when the members' calls differ -- before any data moves. On-stream calls just
+/// let the local error through.
+template <class F>
+void validate_call(const stream_call& c, gpu_post mine, bool agree, F&& validate) {
+  if (!agree) {
+    validate();
+    return;
+  }
+  std::exception_ptr local;
+  try {
+    validate();
+  } catch (const shoal::error& e) {
+    local = std::current_exception();
+    mine.err = static_cast<int32_t>(e.code());
+  }
+  if (!c.w.check_collectives() || c.team.n_pes == 1) {
+    if (local) std::rethrow_exception(local);
+    return;
+  }
+  const std::vector<gpu_post> all = exchange_posts(c, mine);
+  if (local) std::rethrow_exception(local);
+  for (int j = 0; j < c.team.n_pes; ++j) {
+    if (all[j].err != 0)
+      SHOAL_THROW(static_cast<errc>(all[j].err), c.call,
+                  "team PE {} (PE {}) called this collective with invalid arguments (its error code {}; see its "
+                  "message); no data moved",
+                  j, c.team.world_pe(j), all[j].err);
+  }
+  for (int j = 0; j < c.team.n_pes; ++j) {
+    const gpu_post& o = all[j];
+    const bool same_nelems = mine.kind == 7 || o.nelems == mine.nelems;
+    const bool same_dest = mine.kind == 7 || o.dest_off == mine.dest_off;
+    if (o.kind != mine.kind || o.type != mine.type || o.op != mine.op || o.root != mine.root || !same_nelems ||
+        !same_dest || o.src_off != mine.src_off) {
+      SHOAL_THROW(errc::mismatch, c.call,
+                  "team PE {} (PE {}) made a different call: {} (type {:#x}, op {}, root {}, nelems {}, dest=heap+{}, "
+                  "source=heap+{}) while this PE made {} (type {:#x}, op {}, root {}, nelems {}, dest=heap+{}, "
+                  "source=heap+{}); no data moved",
+                  j, c.team.world_pe(j), kind_name(o.kind), o.type, o.op, o.root, o.nelems, o.dest_off, o.src_off,
+                  kind_name(mine.kind), mine.type, mine.op, mine.root, mine.nelems, mine.dest_off, mine.src_off);
+    }
+  }
+}
+
+int64_t offset_or_none(const stream_call& c, const void* p) { return p == nullptr ? -1 : c.w.heap().offset_of(p); }
+
+/// The algorithm and channels for a call moving `bytes` per member message (largest message) and
+/// `total` bytes in all through this PE.
+launch_config choose(const stream_call& c, size_t message_bytes, size_t total, void* stream) {
+  const device_world& dw = c.w.device_handle();
+  static const std::string forced = env::get_string("SHOAL_COLL_ALGO");
+  SHOAL_CHECK_ARG(forced == "auto" || forced == "ll" || forced == "direct", c.call,
+                  "SHOAL_COLL_ALGO={} is not auto, ll or direct", forced);
+  const bool fits = message_bytes <= dw.coll_ll_bytes;
+  launch_config cfg;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  if (forced == "ll" && fits) {
+    cfg.how = algo::ll;
+  } else if (forced == "direct") {
+    cfg.how = algo::direct;
+  } else {
+    cfg.how = fits ? algo::ll : algo::direct;
+  }
+  constexpr size_t kBytesPerChannel = 256 * 1024;
+  cfg.channels = cfg.how == algo::ll
+                     ? 1
+                     : static_cast<uint32_t>(std::clamp<size_t>((total + kBytesPerChannel - 1) / kBytesPerChannel, 1,
+                                                                std::max<uint32_t>(dw.coll_channels, 1)));
+  SHOAL_LOG(trace, coll, "{}: {} bytes per message, {} in all: algorithm {}, {} channel(s) x {} threads", c.call,
+            message_bytes, total, to_string(cfg.how), cfg.channels, cfg.threads);
+  return cfg;
+}
+
+void check_launch(const char* call, cudaError_t err) { SHOAL_CUDA_CHECK(err, call); }
+
+#endif  // SHOAL_HAVE_CUDA
+
+#ifndef SHOAL_HAVE_CUDA
+[[noreturn]] void no_cuda(const char* call) {
+  SHOAL_THROW(errc::unsupported, call, "this libshoal was built without CUDA: no on-stream collectives");
+}
+#endif
+
+}  // namespace
+
+int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream, bool blocking) noexcept {
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    stream_call c(call, team);
+    gpu_post post;
+    post.kind = 1;
+    validate_call(c, post, blocking, [] {});
+    // The barrier's fence.acq_rel.sys completes this GPU's earlier stores at system scope; a barrier
+    // (quiet) also completes the host's non-blocking puts on this heap first.
+    if (quiet) c.w.ops().quiet();
+    if (c.team.n_pes > 1)
+      check_launch(call, launch_team_sync(c.w.device_handle(), c.team, static_cast<cudaStream_t>(stream)));
+#else
+    (void)team, (void)quiet, (void)stream, (void)blocking;
+    no_cuda(call);
+#endif
+  });
+}
+
+namespace {
+int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                   size_t elem_bytes, int root, void* stream, int kind, bool blocking) noexcept {
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    stream_call c(call, team);
+    const int n = c.team.n_pes;
+    const auto how = static_cast<move>(kind);
+    size_t bytes = 0;
+    size_t total = 0;
+    gpu_post post;
+    post.kind = 2 + kind;
+    post.type = static_cast<int32_t>(elem_bytes);
+    post.root = how == move::broadcast ? root : 0;
+    post.nelems = nelems;
+    post.dest_off = offset_or_none(c, dest);
+    post.src_off = offset_or_none(c, source);
+    validate_call(c, post, blocking, [&] {
+      bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
+      if (how == move::broadcast) {
+        SHOAL_CHECK_ARG(root >= 0 && root < n, call, "PE_root={} is out of range [0, {}) of team={}", root, n, team);
+        c.symmetric("dest", dest, bytes, elem_bytes);
+        c.symmetric("source", source, bytes, elem_bytes);
+        total = bytes * static_cast<size_t>(n - 1);
+      } else {
+        total = checked_bytes(call, "nelems * n_pes(team)", bytes, static_cast<size_t>(n));
+        c.symmetric("dest", dest, total, elem_bytes);
+        c.symmetric("source", source, how == move::alltoall ? total : bytes, elem_bytes);
+      }
+    });
+    if (bytes == 0) return;
+    if (n == 1) {
+      if (dest != source)
+        SHOAL_CUDA_CHECK(
+            cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
+      return;
+    }
+    const launch_config cfg = choose(c, bytes, total, stream);
+    check_launch(call, launch_move(c.w.device_handle(), c.team, how, dest, source, bytes, root, cfg));
+#else
+    (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes, (void)root, (void)stream, (void)kind;
+    (void)blocking;
+    no_cuda(call);
+#endif
+  });
+}
+
+int reduce_common(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+                  reduce_op op, void* stream, bool scatter, bool blocking) noexcept {
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    stream_call c(call, team);
+    const int n = c.team.n_pes;
+    size_t bytes = 0;
+    size_t src_bytes = 0;
+    gpu_post post;
+    post.kind = scatter ? 6 : 5;
+    post.type = static_cast<int32_t>(type.kind) << 8 | type.bytes;
+    post.op = static_cast<int32_t>(op);
+    post.nelems = nreduce;
+    post.dest_off = offset_or_none(c, dest);
+    post.src_off = offset_or_none(c, source);
+    validate_call(c, post, blocking, [&] {
+      const bool floating = type.kind == scalar_kind::floating || type.kind == scalar_kind::bfloat;
+      SHOAL_CHECK_ARG(!(floating && (op == reduce_op::and_ || op == reduce_op::or_ || op == reduce_op::xor_)), call,
+                      "op {} needs an integer type", to_string(op));
+      bytes = checked_bytes(call, "nreduce", nreduce, type.bytes);
+      src_bytes = scatter ? checked_bytes(call, "nreduce * n_pes(team)", bytes, static_cast<size_t>(n)) : bytes;
+      c.symmetric("dest", dest, bytes, type.bytes);
+      c.symmetric("source", source, src_bytes, type.bytes);
+    });
+    if (bytes == 0) return;
+    if (n == 1) {
+      if (dest != source)
+        SHOAL_CUDA_CHECK(
+            cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
+      return;
+    }
+    const launch_config cfg = choose(c, bytes, scatter ? src_bytes : bytes * 2, stream);
+    check_launch(call, launch_reduce(c.w.device_handle(), c.team, scatter, type, op, dest, source, nreduce, cfg));
+#else
+    (void)team, (void)dest, (void)source, (void)nreduce, (void)type, (void)op, (void)stream, (void)scatter;
+    (void)blocking;
+    no_cuda(call);
+#endif
+  });
+}
+}  // namespace
+
+int broadcast_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                        size_t elem_bytes, int root, void* stream, bool blocking) noexcept {
+  return move_on_stream(call, team, dest, source, nelems, elem_bytes, root, stream, 0, blocking);
+}
+int fcollect_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                       size_t elem_bytes, void* stream, bool blocking) noexcept {
+  return move_on_stream(call, team, dest, source, nelems, elem_bytes, 0, stream, 1, blocking);
+}
+int alltoall_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                       size_t elem_bytes, void* stream, bool blocking) noexcept {
+  return move_on_stream(call, team, dest, source, nelems, elem_bytes, 0, stream, 2, blocking);
+}
+int reduce_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
+                     reduce_op op, void* stream, bool blocking) noexcept {
+  return reduce_common(call, team, dest, source, nreduce, type, op, stream, false, blocking);
+}
+int reducescatter_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce,
+                            scalar type, reduce_op op, void* stream, bool blocking) noexcept {
+  return reduce_common(call, team, dest, source, nreduce, type, op, stream, true, blocking);
+}
+
+int collect_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                      size_t elem_bytes, void* stream) noexcept {
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    stream_call c(call, team);
+    const size_t bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
+    c.symmetric("source", source, bytes, elem_bytes);
+    // dest's extent depends on the other members' sizes, known only on the device: check its start.
+    SHOAL_CHECK_ARG(dest != nullptr && c.w.heap().offset_of(dest) >= 0, call,
+                    "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
+    launch_config cfg;
+    cfg.how = algo::ll;
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    SHOAL_LOG(trace, coll, "{}: {} bytes from this PE: one CTA (sizes by LL, then direct pushes)", call, bytes);
+    check_launch(call, launch_collect(c.w.device_handle(), c.team, dest, source, bytes, cfg));
+#else
+    (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes, (void)stream;
+    no_cuda(call);
+#endif
+  });
+}
+
+bool gpu_heap(const char* call) noexcept {
+  try {
+    return !facade::current(call).ops().direct();
+  } catch (...) {
+    return false;  // not initialized: the host path reports it
+  }
+}
+
+int finish_blocking(const char* call, int rc) noexcept {
+  if (rc != SHOAL_OK) return rc;
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(nullptr), call);
+#else
+    no_cuda(call);
+#endif
+  });
+}
+
+int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
+                   size_t elem_bytes) noexcept {
+  return run_on_stream(call, [&] {
+#ifdef SHOAL_HAVE_CUDA
+    stream_call c(call, team);
+    const device_world& dw = c.w.device_handle();
+    const int n = c.team.n_pes;
+    const int me = c.team.my_pe_in_team;
+    size_t bytes = 0;
+    auto validate_source = [&] {
+      bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
+      c.symmetric("source", source, bytes, elem_bytes);
+    };
+    // 1. Every member's post (nelems, offsets, local error) by an LL fcollect: the sizes, and the
+    //    agreement (no barrier needed: each member sent its post on entering, after its earlier work,
+    //    so its source is ready).
+    gpu_post post;
+    post.kind = 7;
+    post.type = static_cast<int32_t>(elem_bytes);
+    post.nelems = nelems;
+    post.dest_off = offset_or_none(c, dest);
+    post.src_off = offset_or_none(c, source);
+    std::vector<uint64_t> sizes(static_cast<size_t>(n), 0);
+    if (n > 1) {
+      std::vector<gpu_post> all;
+      std::exception_ptr local;
+      try {
+        validate_source();
+      } catch (const shoal::error& e) {
+        local = std::current_exception();
+        post.err = static_cast<int32_t>(e.code());
+      }
+      all = exchange_posts(c, post);
+      if (local) std::rethrow_exception(local);
+      for (int j = 0; j < n; ++j) {
+        if (all[j].err != 0)
+          SHOAL_THROW(static_cast<errc>(all[j].err), call,
+                      "team PE {} (PE {}) called this collective with invalid arguments (its error code {}); no data "
+                      "moved",
+                      j, c.team.world_pe(j), all[j].err);
+        if (all[j].kind != post.kind || all[j].type != post.type || all[j].src_off != post.src_off ||
+            all[j].dest_off != post.dest_off)
+          SHOAL_THROW(errc::mismatch, call,
+                      "team PE {} (PE {}) made a different call ({}, element bytes {}, dest=heap+{}, source=heap+{}) "
+                      "than this PE (collect, element bytes {}, dest=heap+{}, source=heap+{}); no data moved",
+                      j, c.team.world_pe(j), kind_name(all[j].kind), all[j].type, all[j].dest_off, all[j].src_off,
+                      post.type, post.dest_off, post.src_off);
+        sizes[j] = all[j].nelems;
+      }
+    } else {
+      validate_source();
+      sizes[0] = nelems;
+    }
+    // 2. Offsets in team order, the same on every member; dest must hold the total.
+    std::vector<size_t> at(static_cast<size_t>(n) + 1, 0);
+    for (int j = 0; j < n; ++j) {
+      const size_t b = checked_bytes(call, "nelems", sizes[j], elem_bytes);
+      SHOAL_CHECK_ARG(!__builtin_add_overflow(at[j], b, &at[j + 1]), call, "the total of nelems overflows size_t");
+    }
+    const size_t total = at[n];
+    if (total == 0) return;
+    c.symmetric("dest", dest, total, elem_bytes);
+    const uint64_t src_off = bytes > 0 ? c.w.symmetric_offset(call, "source", source, bytes, elem_bytes) : 0;
+    // 3. Pull every member's block (copy engines over the peer mappings), then a team barrier so no
+    //    member reuses its source while another still reads it.
+    for (int j = 0; j < n; ++j) {
+      const size_t b = at[j + 1] - at[j];
+      if (b == 0) continue;
+      const void* from = j == me ? source : c.w.remote_addr(call, c.team.world_pe(j), src_off);
+      SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dest) + at[j], from, b, cudaMemcpyDefault, nullptr), call);
+    }
+    if (n > 1) check_launch(call, launch_team_sync(dw, c.team, nullptr));
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(nullptr), call);
+#else
+    (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes;
+    no_cuda(call);
+#endif
+  });
+}
+
+}  // namespace shoal::detail::coll
+
+int shoalx_collectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems,
+                                struct CUstream_st* stream) {
+  return shoal::detail::coll::collect_on_stream("shoalx_collectmem_on_stream", team, dest, source, nelems, 1, stream);
+}
