@@ -4,8 +4,9 @@
 Outputs (checked in; CI regenerates and fails on a diff):
   include/shoal/detail/host_api.h   C declarations, included by <shoal/shoal.h>
   src/runtime/host_api.cc           definitions: one line each into the generic facade
-  src/coll/coll_api.cc              team collectives: one line each into the generic collectives
-                                    (src/coll/coll.hpp; the coll layer sits above the runtime)
+  src/coll/coll_api.cc              team collectives, blocking and shoalx_*_on_stream: one line each
+                                    into the generic collectives (src/coll/coll.hpp; the coll layer
+                                    sits above the runtime)
 
 Run from anywhere: python3 codegen/gen_host_api.py [--check]
 """
@@ -46,10 +47,15 @@ SYNC_TYPES = [("short", "short"), ("int", "int"), ("long", "long"), ("longlong",
 # Team collectives (OpenSHMEM 1.5 team-based forms; reducescatter as NVSHMEM).
 # Data movement (broadcast/fcollect/collect/alltoall): the standard RMA types.
 COLL_TYPES = RMA_TYPES
-# Reductions: and/or/xor over the integer types; min/max/sum/prod over those plus float and double.
-# (long double, complex, half and bfloat16 reductions come later.)
+# Reductions: and/or/xor over the integer types; min/max/sum/prod over those plus float, double and
+# NVSHMEM's half (IEEE binary16) and bfloat16 (shoal_half_t / shoal_bfloat16_t, <shoal/types.h>: CUDA's
+# __half / __nv_bfloat16 under nvcc, a 2-byte struct otherwise; the host combines them in float and
+# rounds each result to nearest even). (long double and complex reductions come later.)
 REDUCE_INT = [(tn, ct) for tn, ct in RMA_TYPES if tn not in ("float", "double", "longdouble")]
-REDUCE_FLOAT = [("float", "float"), ("double", "double")]
+REDUCE_FLOAT = [("float", "float"), ("double", "double"), ("half", "shoal_half_t"), ("bfloat16", "shoal_bfloat16_t")]
+# The scalar code (src/runtime/scalar.hpp) of a reduction type; scalar_of<T>() except for the 2-byte floats.
+SCALAR_OF = {"shoal_half_t": "sd::scalar{sd::scalar_kind::floating, 2}",
+             "shoal_bfloat16_t": "sd::scalar{sd::scalar_kind::bfloat, 2}"}
 BITWISE_OPS = ["and", "or", "xor"]
 ARITH_OPS = ["min", "max", "sum", "prod"]
 
@@ -61,7 +67,7 @@ class Emitter:
         self.decls = []
         self.defs = []
         self.fns = []  # (ret, name, params), read by cuda_branch() and codegen/gen_device_api.py
-        self.host_only = set()  # names with no device twin (yet): declared under their own name under nvcc
+        self.host_only = set()  # names with no device twin: declared under their own name under nvcc
 
     def section(self, title):
         self.decls.append(f"\n/* {title} */")
@@ -201,39 +207,95 @@ def sync(e):
                         e.fn("size_t", n, params, f"return f::wait({args});")
 
 
+def scalar_of(ct):
+    return SCALAR_OF.get(ct, f"sd::scalar_of<{ct}>()")
+
+
+def reduce_variants():
+    """(TYPENAME, C type, op) of every team reduction, in the order they are generated."""
+    for tn, ct in REDUCE_INT + REDUCE_FLOAT:
+        ops = (BITWISE_OPS if (tn, ct) in REDUCE_INT else []) + ARITH_OPS
+        for op in ops:
+            yield tn, ct, op
+
+
+def movement_variants():
+    """(stem, C type, element bytes): the untyped (bytes) form, then the typed ones."""
+    return [("mem", "void", "1")] + [(tn, ct, f"sizeof({ct})") for tn, ct in COLL_TYPES]
+
+
+def movement_name(stem, verb, suffix=""):
+    """shoal_broadcastmem, shoal_int_broadcast; with suffix "_on_stream" and prefix shoalx_."""
+    px = "shoalx_" if suffix else "shoal_"
+    return f"{px}{verb}mem{suffix}" if stem == "mem" else f"{px}{stem}_{verb}{suffix}"
+
+
 def collectives(e):
     """Host team collectives. They go to their own definitions file (src/coll/coll_api.cc): the caller
     passes an Emitter whose defs become that file. Every one returns 0 or a SHOAL_ERR_* code."""
-    def fn(name, params, body):
+    def fn(name, params, body, twin=True):
         e.fn("int", name, params, f"return c::{body}")
-        e.host_only.add(name)  # the device collectives (include/shoal/device/coll*.cuh) are not in the facade yet
+        if not twin:
+            e.host_only.add(name)
 
     e.section("team collectives: synchronization (every member of the team calls)")
     fn("shoal_team_sync", "shoal_team_t team", 'sync("shoal_team_sync", team, false);')
     fn("shoal_barrier", "shoal_team_t team", 'sync("shoal_barrier", team, true);')
 
-    e.section("team collectives: broadcast, fcollect, collect, alltoall (untyped, in bytes; then typed)")
-    variants = [("mem", "void", "1")] + [(f"{tn}_", ct, f"sizeof({ct})") for tn, ct in COLL_TYPES]
-    for tn, ct, sz in variants:
+    e.section("team collectives: broadcast, fcollect, collect, alltoall (untyped, in bytes; then typed). "
+              "collect has no device twin")
+    for stem, ct, sz in movement_variants():
         src = "const void" if ct == "void" else f"const {ct}"
-        stem = "shoal_" + (tn if tn != "mem" else "")
-        name = f"{stem}broadcast{'mem' if tn == 'mem' else ''}"
+        name = movement_name(stem, "broadcast")
         fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
            f'broadcast("{name}", team, dest, source, nelems, {sz}, PE_root);')
         for verb in ("fcollect", "collect", "alltoall"):
-            name = f"{stem}{verb}{'mem' if tn == 'mem' else ''}"
+            name = movement_name(stem, verb)
             fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
-               f'{verb}("{name}", team, dest, source, nelems, {sz});')
+               f'{verb}("{name}", team, dest, source, nelems, {sz});', twin=verb != "collect")
 
     for kind in ("reduce", "reducescatter"):
         e.section(f"team collectives: {kind} (and/or/xor: integer types; min/max/sum/prod: integer types, "
-                  "float, double)")
-        for tn, ct in REDUCE_INT + REDUCE_FLOAT:
-            ops = (BITWISE_OPS if (tn, ct) in REDUCE_INT else []) + ARITH_OPS
-            for op in ops:
-                name = f"shoal_{tn}_{op}_{kind}"
-                fn(name, f"shoal_team_t team, {ct}* dest, const {ct}* source, size_t nreduce",
-                   f'{kind}("{name}", team, dest, source, nreduce, sd::scalar_of<{ct}>(), c::reduce_op::{op}_);')
+                  "float, double, half, bfloat16)")
+        for tn, ct, op in reduce_variants():
+            name = f"shoal_{tn}_{op}_{kind}"
+            fn(name, f"shoal_team_t team, {ct}* dest, const {ct}* source, size_t nreduce",
+               f'{kind}("{name}", team, dest, source, nreduce, {scalar_of(ct)}, c::reduce_op::{op}_);')
+
+
+def collectives_on_stream(e):
+    """Team collectives enqueued on a CUDA stream (NVSHMEM's nvshmemx_*_on_stream), host only; into
+    src/coll/coll_api.cc with the blocking ones. Every one returns 0 or a SHOAL_ERR_* code."""
+    st = "struct CUstream_st* stream"
+
+    def fn(name, params, body):
+        e.fn("int", name, f"{params}, {st}", f"return c::{body}")
+        e.host_only.add(name)
+
+    e.section("team collectives on a CUDA stream: synchronization")
+    fn("shoalx_team_sync_on_stream", "shoal_team_t team",
+       'sync_on_stream("shoalx_team_sync_on_stream", team, false, stream);')
+    fn("shoalx_barrier_on_stream", "shoal_team_t team",
+       'sync_on_stream("shoalx_barrier_on_stream", team, true, stream);')
+
+    e.section("team collectives on a CUDA stream: broadcast, fcollect, alltoall (untyped, in bytes; then typed)")
+    for stem, ct, sz in movement_variants():
+        src = "const void" if ct == "void" else f"const {ct}"
+        name = movement_name(stem, "broadcast", "_on_stream")
+        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
+           f'broadcast_on_stream("{name}", team, dest, source, nelems, {sz}, PE_root, stream);')
+        for verb in ("fcollect", "alltoall"):
+            name = movement_name(stem, verb, "_on_stream")
+            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
+               f'{verb}_on_stream("{name}", team, dest, source, nelems, {sz}, stream);')
+
+    for kind in ("reduce", "reducescatter"):
+        e.section(f"team collectives on a CUDA stream: {kind} (types and ops as the blocking {kind})")
+        for tn, ct, op in reduce_variants():
+            name = f"shoalx_{tn}_{op}_{kind}_on_stream"
+            fn(name, f"shoal_team_t team, {ct}* dest, const {ct}* source, size_t nreduce",
+               f'{kind}_on_stream("{name}", team, dest, source, nreduce, {scalar_of(ct)}, c::reduce_op::{op}_, '
+               'stream);')
 
 
 # --- nvcc (__CUDACC__) branch of host_api.h: owned by the device API (see docs/device-api.md) ----
@@ -286,7 +348,13 @@ HEADER = """/* clang-format off */
  *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
  *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
  *   team collectives (host; see <shoal/team.h>): every member of `team` calls with the same arguments (collect:
- *     its own nelems); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member
+ *     its own nelems); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member.
+ *     Under nvcc each has a __host__ __device__ twin of the same name in the device facade (device_api.cuh),
+ *     except collect (host only) and the long double forms
+ *   half/bfloat16 reductions: shoal_half_t / shoal_bfloat16_t (<shoal/types.h>); the host combines in float and
+ *     rounds each partial result to nearest even
+ *   shoalx_*_on_stream team collectives: enqueued on `stream` (a cudaStream_t; GPU heaps), arguments checked when
+ *     called; return 0 or a SHOAL_ERR_* code (SHOAL_ERR_UNSUPPORTED on host-memory heaps). Host only
  */
 #ifndef SHOAL_DETAIL_HOST_API_H_
 #define SHOAL_DETAIL_HOST_API_H_
@@ -296,6 +364,9 @@ HEADER = """/* clang-format off */
 
 #include "shoal/team.h"
 #include "shoal/types.h"
+
+/* A cudaStream_t is a struct CUstream_st* (also declared by <shoal/shoal.h>). */
+struct CUstream_st;
 
 SHOAL_EXTERN_C_BEGIN
 """
@@ -345,6 +416,7 @@ def main():
     runtime_defs = list(e.defs)
     e.defs = []
     collectives(e)
+    collectives_on_stream(e)
     outputs = {
         ROOT / "include/shoal/detail/host_api.h": HEADER + cuda_branch(e)[0] + "\n".join(e.decls) + "\n"
         + cuda_branch(e)[1] + FOOTER,

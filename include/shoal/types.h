@@ -73,6 +73,25 @@ enum {
   SHOAL_ERRORS_RETURN = 1, /* print nothing; record it for shoal_last_error() and return */
 };
 
+/* 16-bit floating-point element types of the half/bfloat16 reductions (shoal_half_sum_reduce, ...).
+ * shoal_half_t is IEEE binary16; shoal_bfloat16_t is bfloat16 (a float's upper 16 bits). Under nvcc they
+ * are CUDA's __half and __nv_bfloat16; elsewhere (C11, host C++) a 2-byte struct holding the bit
+ * pattern, of the same size and alignment. The API takes them only by pointer, so both views share one
+ * C ABI. */
+#if defined(__CUDACC__) && defined(__cplusplus)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+typedef __half shoal_half_t;
+typedef __nv_bfloat16 shoal_bfloat16_t;
+#else
+typedef struct {
+  uint16_t bits; /* IEEE binary16: sign, 5-bit exponent, 10-bit mantissa */
+} shoal_half_t;
+typedef struct {
+  uint16_t bits; /* bfloat16: sign, 8-bit exponent, 7-bit mantissa */
+} shoal_bfloat16_t;
+#endif
+
 /* A rendezvous id: address of PE 0's bootstrap listener plus a random 128-bit secret.
  * Made by shoal_get_uniqueid on one PE, passed to the others out of band (MPI, a file…). */
 #define SHOAL_UNIQUEID_BYTES 128

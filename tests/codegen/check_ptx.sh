@@ -105,6 +105,12 @@ expect probe_facade_signal_wait_until "ld.acquire.sys.global.u64"
 expect probe_facade_quiet "fence.sc.sys"
 expect probe_facade_barrier_all "st.relaxed.sys.global.u64" "fence.acq_rel.sys"
 expect probe_facade_fetch_add "atom.add.relaxed.sys.u64"
+# the facade's team collectives read the team table through the __constant__ world (team_of)
+for k in probe_facade_team_barrier_block probe_facade_int_sum_reduce probe_facade_half_max_reducescatter_warp \
+  probe_facade_bfloat16_sum_reduce_block probe_facade_float_fcollect; do
+  expect "$k" "ld.const"
+done
+expect probe_facade_team_barrier_block "bar.sync"
 
 # --- 2. headers compile alone ------------------------------------------------------------------
 for h in shoal/device/ptx.cuh shoal/device/copy.cuh shoal/device/rma.cuh shoal/device/amo.cuh \

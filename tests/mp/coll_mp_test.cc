@@ -1,10 +1,12 @@
 // Host team collectives on N host PEs through the C API: sync/barrier, broadcast (every root),
 // fcollect, collect (per-PE sizes, some 0), alltoall, reduce and reducescatter for every generated
 // type x op (looked up by name, so a missing or misnamed entry point fails), each checked against a
-// reference computed here; on WORLD, on the evens/odds of split_strided (run at the same time) and on
+// reference computed here (half and bfloat16: exact bit patterns, and one sum whose rounding shows the
+// documented team-rank order); on WORLD, on the evens/odds of split_strided (run at the same time) and on
 // both axes of a split_2d; odd sizes, nelems = 0, in-place reduce; 100 back-to-back calls; bad input
 // (bad root, null/non-symmetric dest, bad team, mismatched calls) failing on every member with the
-// code and a message naming the call and the argument, the job still usable after.
+// code and a message naming the call and the argument, the job still usable after; the on-stream forms
+// exported, and UNSUPPORTED on these host-memory heaps.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -189,6 +191,138 @@ TEST(Coll, ReduceEveryTypeAndOpOnEveryTeam) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// half and bfloat16 reductions (host view: shoal_half_t / shoal_bfloat16_t hold the bit pattern)
+
+/// The half (bf = false) or bfloat16 bit pattern of v, which must be exactly representable and, for
+/// half, zero or normal (every value below is).
+uint16_t bits16(double v, bool bf) {
+  const auto f = static_cast<float>(v);
+  EXPECT_EQ(static_cast<double>(f), v);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (bf) {
+    EXPECT_EQ(x & 0xffffu, 0u) << v << " is not a bfloat16";
+    return static_cast<uint16_t>(x >> 16);
+  }
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  if ((x & 0x7fffffffu) == 0) return sign;
+  const int exp = static_cast<int>((x >> 23) & 0xffu) - 112;
+  EXPECT_TRUE(exp >= 1 && exp <= 30 && (x & 0x1fffu) == 0) << v << " is not a normal half";
+  return static_cast<uint16_t>(sign | exp << 10 | ((x >> 13) & 0x3ffu));
+}
+
+/// Inputs whose reduction is exact in both formats whatever the order: small integers (sums within
+/// +-40), and +-powers of two for prod (products within 2^-8 .. 2^8).
+double input16(op o, int rank, size_t i) {
+  if (o == op::prod_) {
+    constexpr double kFactors[] = {0.5, 1, 2, -1};
+    return kFactors[(rank + i) % 4];
+  }
+  return static_cast<double>(static_cast<long>(rank * 7 + i * 3) % 11 - 5);
+}
+
+double apply16(op o, double a, double b) {
+  switch (o) {
+    case op::min_:
+      return b < a ? b : a;
+    case op::max_:
+      return b > a ? b : a;
+    case op::sum_:
+      return a + b;
+    default:
+      return a * b;
+  }
+}
+
+// shoal_<tn>_<op>_reduce / _reducescatter of H (shoal_half_t or shoal_bfloat16_t) against the exact
+// reference; returns the number of wrong elements.
+template <class H>
+int check_reduce16(buffers& b, shoal_team_t team, const std::string& tn, op o, size_t nreduce, bool scatter,
+                   bool in_place = false) {
+  static_assert(sizeof(H) == 2 && alignof(H) == 2);
+  const bool bf = tn == "bfloat16";
+  using fn = int (*)(shoal_team_t, H*, const H*, size_t);
+  std::string name = "shoal_" + tn + "_" + kOpNames[static_cast<int>(o)] + (scatter ? "_reducescatter" : "_reduce");
+  auto f = lookup<fn>(name);
+  if (f == nullptr) return 1;
+  int n = shoal_team_n_pes(team), r = shoal_team_my_pe(team);
+  size_t src_elems = scatter ? nreduce * n : nreduce;
+  auto* src = reinterpret_cast<uint16_t*>(b.src);
+  uint16_t* dst = in_place ? src : reinterpret_cast<uint16_t*>(b.dst);
+  for (size_t i = 0; i < src_elems; ++i) src[i] = bits16(input16(o, r, i), bf);
+  if (!in_place) std::memset(b.dst, 0xa5, kBufBytes);
+  EXPECT_EQ(f(team, reinterpret_cast<H*>(dst), reinterpret_cast<const H*>(src), nreduce), 0) << name;
+  int bad = 0;
+  for (size_t i = 0; i < nreduce; ++i) {
+    size_t at = scatter ? r * nreduce + i : i;
+    double want = input16(o, 0, at);
+    for (int j = 1; j < n; ++j) want = apply16(o, want, input16(o, j, at));
+    if (dst[i] != bits16(want, bf) && bad++ < 3)
+      ADD_FAILURE() << name << " team " << team << " nreduce " << nreduce << ": element " << i << " is 0x" << std::hex
+                    << dst[i] << ", want 0x" << bits16(want, bf) << std::dec << " (" << want << ")";
+  }
+  return bad;
+}
+
+TEST(Coll, HalfAndBfloat16ReduceOnEveryTeam) {
+  buffers b;
+  teams t;
+  for (shoal_team_t team : t.mine()) {
+    SCOPED_TRACE("team " + std::to_string(team));
+    for (op o : {op::min_, op::max_, op::sum_, op::prod_})
+      for (bool scatter : {false, true})
+        for (size_t nreduce : {size_t{1}, size_t{7}, size_t{100}}) {
+          EXPECT_EQ(check_reduce16<shoal_half_t>(b, team, "half", o, nreduce, scatter), 0);
+          EXPECT_EQ(check_reduce16<shoal_bfloat16_t>(b, team, "bfloat16", o, nreduce, scatter), 0);
+        }
+    EXPECT_EQ(check_reduce16<shoal_half_t>(b, team, "half", op::sum_, 0, false), 0);
+    EXPECT_EQ(check_reduce16<shoal_half_t>(b, team, "half", op::sum_, 9, false, true), 0);
+    EXPECT_EQ(check_reduce16<shoal_bfloat16_t>(b, team, "bfloat16", op::prod_, 9, false, true), 0);
+  }
+  shoal_barrier_all();
+}
+
+// The documented order: team PE 0's value, then + team PE 1's, + team PE 2's, ..., each partial sum
+// rounded to nearest even. Team PE 0 holds a value where the spacing is 2 (half: 2048, 2050;
+// bfloat16: 256, 258), every other member 1, so each addition is a tie: x + 1 goes to the even
+// neighbour. Left to right: 2048 stays 2048; 2050 -> 2052 (even), then 2052 stays. Any other order
+// (the 1s first) would give a larger result from 3 PEs on.
+TEST(Coll, HalfAndBfloat16SumInTeamRankOrder) {
+  buffers b;
+  teams t;
+  for (shoal_team_t team : t.mine()) {
+    SCOPED_TRACE("team " + std::to_string(team));
+    int n = shoal_team_n_pes(team), r = shoal_team_my_pe(team);
+    for (bool bf : {false, true}) {
+      const double base = bf ? 256 : 2048;
+      auto* src = reinterpret_cast<uint16_t*>(b.src);
+      auto* dst = reinterpret_cast<uint16_t*>(b.dst);
+      for (int k = 0; k < n; ++k) {  // reducescatter's block k; reduce uses block 0
+        src[2 * k] = bits16(r == 0 ? base : 1, bf);
+        src[2 * k + 1] = bits16(r == 0 ? base + 2 : 1, bf);
+      }
+      const uint16_t want0 = bits16(base, bf), want1 = bits16(n == 1 ? base + 2 : base + 4, bf);
+      int rc = bf ? shoal_bfloat16_sum_reduce(team, reinterpret_cast<shoal_bfloat16_t*>(dst),
+                                              reinterpret_cast<const shoal_bfloat16_t*>(src), 2)
+                  : shoal_half_sum_reduce(team, reinterpret_cast<shoal_half_t*>(dst),
+                                          reinterpret_cast<const shoal_half_t*>(src), 2);
+      EXPECT_EQ(rc, 0);
+      EXPECT_EQ(dst[0], want0) << (bf ? "bfloat16" : "half") << " reduce, n=" << n;
+      EXPECT_EQ(dst[1], want1) << (bf ? "bfloat16" : "half") << " reduce, n=" << n;
+      dst[0] = dst[1] = 0;
+      rc = bf ? shoal_bfloat16_sum_reducescatter(team, reinterpret_cast<shoal_bfloat16_t*>(dst),
+                                                 reinterpret_cast<const shoal_bfloat16_t*>(src), 2)
+              : shoal_half_sum_reducescatter(team, reinterpret_cast<shoal_half_t*>(dst),
+                                             reinterpret_cast<const shoal_half_t*>(src), 2);
+      EXPECT_EQ(rc, 0);
+      EXPECT_EQ(dst[0], want0) << (bf ? "bfloat16" : "half") << " reducescatter, n=" << n;
+      EXPECT_EQ(dst[1], want1) << (bf ? "bfloat16" : "half") << " reducescatter, n=" << n;
+    }
+  }
+  shoal_barrier_all();
+}
+
+// ---------------------------------------------------------------------------------------------
 // data movement
 
 template <class T>
@@ -356,6 +490,54 @@ TEST(Coll, BadInputFailsOnEveryMemberAndTheJobGoesOn) {
   EXPECT_EQ(dst[0], n * (n + 1) / 2);
   const char* msg = nullptr;
   EXPECT_EQ(shoal_last_error(&msg), SHOAL_OK) << (msg != nullptr ? msg : "");
+  shoal_set_error_mode(old_mode);
+  shoal_barrier_all();
+}
+
+// Every generated on-stream team collective is exported; on host-memory heaps each fails with
+// SHOAL_ERR_UNSUPPORTED, naming the call, and the job goes on.
+TEST(Coll, OnStreamFormsAreExportedAndNeedGpuHeaps) {
+  const char* kMoveTypes[] = {"float",    "double", "longdouble", "char",   "schar",  "short",     "int",  "long",
+                              "longlong", "uchar",  "ushort",     "uint",   "ulong",  "ulonglong", "int8", "int16",
+                              "int32",    "int64",  "uint8",      "uint16", "uint32", "uint64",    "size", "ptrdiff"};
+  std::vector<std::string> names = {"shoalx_team_sync_on_stream", "shoalx_barrier_on_stream",
+                                    "shoalx_broadcastmem_on_stream", "shoalx_fcollectmem_on_stream",
+                                    "shoalx_alltoallmem_on_stream"};
+  for (const char* tn : kMoveTypes)
+    for (const char* verb : {"broadcast", "fcollect", "alltoall"})
+      names.push_back(std::string("shoalx_") + tn + "_" + verb + "_on_stream");
+  std::vector<std::string> reduce_names(std::begin(kReduceNames), std::end(kReduceNames));
+  reduce_names.insert(reduce_names.end(), {"half", "bfloat16"});
+  for (const auto& tn : reduce_names) {
+    bool integral = tn != "float" && tn != "double" && tn != "half" && tn != "bfloat16";
+    for (int oi = integral ? 0 : 3; oi < 7; ++oi)
+      for (const char* kind : {"reduce", "reducescatter"})
+        names.push_back("shoalx_" + tn + "_" + kOpNames[oi] + "_" + kind + "_on_stream");
+  }
+  EXPECT_EQ(names.size(), 5u + 24u * 3u + (21u * 7u + 4u * 4u) * 2u);
+  for (const auto& name : names) EXPECT_NE(dlsym(RTLD_DEFAULT, name.c_str()), nullptr) << name << " is not exported";
+
+  buffers b;
+  int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  shoal_clear_error();
+  const int kUnsup = SHOAL_ERR_UNSUPPORTED;
+  auto* src = reinterpret_cast<int*>(b.src);
+  auto* dst = reinterpret_cast<int*>(b.dst);
+  expect_error(shoalx_barrier_on_stream(SHOAL_TEAM_WORLD, nullptr), kUnsup, {"shoalx_barrier_on_stream"});
+  expect_error(shoalx_team_sync_on_stream(SHOAL_TEAM_WORLD, nullptr), kUnsup, {"shoalx_team_sync_on_stream"});
+  expect_error(shoalx_int_broadcast_on_stream(SHOAL_TEAM_WORLD, dst, src, 4, 0, nullptr), kUnsup,
+               {"shoalx_int_broadcast_on_stream"});
+  expect_error(shoalx_fcollectmem_on_stream(SHOAL_TEAM_WORLD, dst, src, 4, nullptr), kUnsup,
+               {"shoalx_fcollectmem_on_stream"});
+  expect_error(shoalx_int_sum_reduce_on_stream(SHOAL_TEAM_WORLD, dst, src, 4, nullptr), kUnsup,
+               {"shoalx_int_sum_reduce_on_stream"});
+  expect_error(shoalx_half_max_reducescatter_on_stream(SHOAL_TEAM_WORLD, reinterpret_cast<shoal_half_t*>(dst),
+                                                       reinterpret_cast<const shoal_half_t*>(src), 1, nullptr),
+               kUnsup, {"shoalx_half_max_reducescatter_on_stream"});
+  // Still usable.
+  src[0] = 1;
+  EXPECT_EQ(shoal_int_sum_reduce(SHOAL_TEAM_WORLD, dst, src, 1), 0);
+  EXPECT_EQ(dst[0], npes());
   shoal_set_error_mode(old_mode);
   shoal_barrier_all();
 }

@@ -7,6 +7,9 @@
 //   put_signal (put_signal contract, signal.cuh): data visible before the signal (release)
 //   atomics (AMO contract, amo.cuh): relaxed, system scope; thread scope only
 //   wait_until/test (wait contract, sync.cuh): relaxed polls, one acquire; bounded by SHOAL_WAIT_TIMEOUT
+//   team collectives (collective contract, coll.cuh) on shoal::device::team_of(world, team): team_sync,
+//     barrier, broadcast, fcollect, alltoall (nelems in elements, or bytes for *mem), reduce, reducescatter
+//     (symmetric dest and source); return 0. shoal_collect/shoal_<T>_collect have no device form (host only)
 // __host__ __device__ functions call the host entry point of the same symbol on the host.
 #ifndef SHOAL_DETAIL_DEVICE_API_CUH_
 #define SHOAL_DETAIL_DEVICE_API_CUH_
@@ -4890,5 +4893,3631 @@ __device__ __forceinline__ void shoalx_barrier_all_warp(void) { shoal::detail::b
 __device__ __forceinline__ void shoalx_barrier_all_block(void) { shoal::detail::barrier<shoal::device::block_scope>(shoal_detail_world_c, "shoalx_barrier_all_block"); }
 __device__ __forceinline__ void shoalx_sync_all_warp(void) { shoal::detail::barrier<shoal::device::warp_scope>(shoal_detail_world_c, "shoalx_sync_all_warp"); }
 __device__ __forceinline__ void shoalx_sync_all_block(void) { shoal::detail::barrier<shoal::device::block_scope>(shoal_detail_world_c, "shoalx_sync_all_block"); }
+
+// team collectives: team_sync / barrier, thread/warp/block (the team's handle; returns 0)
+__host__ __device__ inline int shoal_team_sync(shoal_team_t team) {
+#ifdef __CUDA_ARCH__
+  shoal::device::team_sync(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0;
+#else
+  return shoal_detail_host_team_sync(team);
+#endif
+}
+__device__ __forceinline__ int shoalx_team_sync_warp(shoal_team_t team) { shoal::device::team_sync_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0; }
+__device__ __forceinline__ int shoalx_team_sync_block(shoal_team_t team) { shoal::device::team_sync_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0; }
+__host__ __device__ inline int shoal_barrier(shoal_team_t team) {
+#ifdef __CUDA_ARCH__
+  shoal::device::team_barrier(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0;
+#else
+  return shoal_detail_host_barrier(team);
+#endif
+}
+__device__ __forceinline__ int shoalx_barrier_warp(shoal_team_t team) { shoal::device::team_barrier_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0; }
+__device__ __forceinline__ int shoalx_barrier_block(shoal_team_t team) { shoal::device::team_barrier_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team)); return 0; }
+
+// team collectives: broadcast, fcollect, alltoall (untyped in bytes, then typed), thread/warp/block (no collect: host only)
+__host__ __device__ inline int shoal_broadcastmem(shoal_team_t team, void* dest, const void* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems, PE_root); return 0;
+#else
+  return shoal_detail_host_broadcastmem(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_fcollectmem(shoal_team_t team, void* dest, const void* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0;
+#else
+  return shoal_detail_host_fcollectmem(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_alltoallmem(shoal_team_t team, void* dest, const void* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0;
+#else
+  return shoal_detail_host_alltoallmem(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_broadcastmem_warp(shoal_team_t team, void* dest, const void* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems, PE_root); return 0; }
+__device__ __forceinline__ int shoalx_fcollectmem_warp(shoal_team_t team, void* dest, const void* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0; }
+__device__ __forceinline__ int shoalx_alltoallmem_warp(shoal_team_t team, void* dest, const void* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0; }
+__device__ __forceinline__ int shoalx_broadcastmem_block(shoal_team_t team, void* dest, const void* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems, PE_root); return 0; }
+__device__ __forceinline__ int shoalx_fcollectmem_block(shoal_team_t team, void* dest, const void* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0; }
+__device__ __forceinline__ int shoalx_alltoallmem_block(shoal_team_t team, void* dest, const void* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems); return 0; }
+__host__ __device__ inline int shoal_float_broadcast(shoal_team_t team, float* dest, const float* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float), PE_root); return 0;
+#else
+  return shoal_detail_host_float_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_float_fcollect(shoal_team_t team, float* dest, const float* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0;
+#else
+  return shoal_detail_host_float_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_float_alltoall(shoal_team_t team, float* dest, const float* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0;
+#else
+  return shoal_detail_host_float_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_broadcast_warp(shoal_team_t team, float* dest, const float* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_float_fcollect_warp(shoal_team_t team, float* dest, const float* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0; }
+__device__ __forceinline__ int shoalx_float_alltoall_warp(shoal_team_t team, float* dest, const float* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0; }
+__device__ __forceinline__ int shoalx_float_broadcast_block(shoal_team_t team, float* dest, const float* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_float_fcollect_block(shoal_team_t team, float* dest, const float* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0; }
+__device__ __forceinline__ int shoalx_float_alltoall_block(shoal_team_t team, float* dest, const float* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(float)); return 0; }
+__host__ __device__ inline int shoal_double_broadcast(shoal_team_t team, double* dest, const double* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double), PE_root); return 0;
+#else
+  return shoal_detail_host_double_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_double_fcollect(shoal_team_t team, double* dest, const double* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0;
+#else
+  return shoal_detail_host_double_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_double_alltoall(shoal_team_t team, double* dest, const double* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0;
+#else
+  return shoal_detail_host_double_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_broadcast_warp(shoal_team_t team, double* dest, const double* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_double_fcollect_warp(shoal_team_t team, double* dest, const double* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0; }
+__device__ __forceinline__ int shoalx_double_alltoall_warp(shoal_team_t team, double* dest, const double* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0; }
+__device__ __forceinline__ int shoalx_double_broadcast_block(shoal_team_t team, double* dest, const double* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_double_fcollect_block(shoal_team_t team, double* dest, const double* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0; }
+__device__ __forceinline__ int shoalx_double_alltoall_block(shoal_team_t team, double* dest, const double* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(double)); return 0; }
+__host__ __device__ inline int shoal_char_broadcast(shoal_team_t team, char* dest, const char* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char), PE_root); return 0;
+#else
+  return shoal_detail_host_char_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_char_fcollect(shoal_team_t team, char* dest, const char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0;
+#else
+  return shoal_detail_host_char_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_char_alltoall(shoal_team_t team, char* dest, const char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0;
+#else
+  return shoal_detail_host_char_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_broadcast_warp(shoal_team_t team, char* dest, const char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_char_fcollect_warp(shoal_team_t team, char* dest, const char* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0; }
+__device__ __forceinline__ int shoalx_char_alltoall_warp(shoal_team_t team, char* dest, const char* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0; }
+__device__ __forceinline__ int shoalx_char_broadcast_block(shoal_team_t team, char* dest, const char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_char_fcollect_block(shoal_team_t team, char* dest, const char* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0; }
+__device__ __forceinline__ int shoalx_char_alltoall_block(shoal_team_t team, char* dest, const char* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(char)); return 0; }
+__host__ __device__ inline int shoal_schar_broadcast(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char), PE_root); return 0;
+#else
+  return shoal_detail_host_schar_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_schar_fcollect(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0;
+#else
+  return shoal_detail_host_schar_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_schar_alltoall(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0;
+#else
+  return shoal_detail_host_schar_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_broadcast_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_schar_fcollect_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0; }
+__device__ __forceinline__ int shoalx_schar_alltoall_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0; }
+__device__ __forceinline__ int shoalx_schar_broadcast_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_schar_fcollect_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0; }
+__device__ __forceinline__ int shoalx_schar_alltoall_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(signed char)); return 0; }
+__host__ __device__ inline int shoal_short_broadcast(shoal_team_t team, short* dest, const short* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short), PE_root); return 0;
+#else
+  return shoal_detail_host_short_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_short_fcollect(shoal_team_t team, short* dest, const short* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0;
+#else
+  return shoal_detail_host_short_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_short_alltoall(shoal_team_t team, short* dest, const short* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0;
+#else
+  return shoal_detail_host_short_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_broadcast_warp(shoal_team_t team, short* dest, const short* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_short_fcollect_warp(shoal_team_t team, short* dest, const short* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0; }
+__device__ __forceinline__ int shoalx_short_alltoall_warp(shoal_team_t team, short* dest, const short* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0; }
+__device__ __forceinline__ int shoalx_short_broadcast_block(shoal_team_t team, short* dest, const short* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_short_fcollect_block(shoal_team_t team, short* dest, const short* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0; }
+__device__ __forceinline__ int shoalx_short_alltoall_block(shoal_team_t team, short* dest, const short* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(short)); return 0; }
+__host__ __device__ inline int shoal_int_broadcast(shoal_team_t team, int* dest, const int* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int), PE_root); return 0;
+#else
+  return shoal_detail_host_int_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_int_fcollect(shoal_team_t team, int* dest, const int* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0;
+#else
+  return shoal_detail_host_int_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_int_alltoall(shoal_team_t team, int* dest, const int* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0;
+#else
+  return shoal_detail_host_int_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_broadcast_warp(shoal_team_t team, int* dest, const int* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int_fcollect_warp(shoal_team_t team, int* dest, const int* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0; }
+__device__ __forceinline__ int shoalx_int_alltoall_warp(shoal_team_t team, int* dest, const int* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0; }
+__device__ __forceinline__ int shoalx_int_broadcast_block(shoal_team_t team, int* dest, const int* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int_fcollect_block(shoal_team_t team, int* dest, const int* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0; }
+__device__ __forceinline__ int shoalx_int_alltoall_block(shoal_team_t team, int* dest, const int* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int)); return 0; }
+__host__ __device__ inline int shoal_long_broadcast(shoal_team_t team, long* dest, const long* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long), PE_root); return 0;
+#else
+  return shoal_detail_host_long_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_long_fcollect(shoal_team_t team, long* dest, const long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0;
+#else
+  return shoal_detail_host_long_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_long_alltoall(shoal_team_t team, long* dest, const long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0;
+#else
+  return shoal_detail_host_long_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_broadcast_warp(shoal_team_t team, long* dest, const long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_long_fcollect_warp(shoal_team_t team, long* dest, const long* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0; }
+__device__ __forceinline__ int shoalx_long_alltoall_warp(shoal_team_t team, long* dest, const long* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0; }
+__device__ __forceinline__ int shoalx_long_broadcast_block(shoal_team_t team, long* dest, const long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_long_fcollect_block(shoal_team_t team, long* dest, const long* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0; }
+__device__ __forceinline__ int shoalx_long_alltoall_block(shoal_team_t team, long* dest, const long* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long)); return 0; }
+__host__ __device__ inline int shoal_longlong_broadcast(shoal_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long), PE_root); return 0;
+#else
+  return shoal_detail_host_longlong_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_longlong_fcollect(shoal_team_t team, long long* dest, const long long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0;
+#else
+  return shoal_detail_host_longlong_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_longlong_alltoall(shoal_team_t team, long long* dest, const long long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0;
+#else
+  return shoal_detail_host_longlong_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_broadcast_warp(shoal_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_longlong_fcollect_warp(shoal_team_t team, long long* dest, const long long* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0; }
+__device__ __forceinline__ int shoalx_longlong_alltoall_warp(shoal_team_t team, long long* dest, const long long* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0; }
+__device__ __forceinline__ int shoalx_longlong_broadcast_block(shoal_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_longlong_fcollect_block(shoal_team_t team, long long* dest, const long long* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0; }
+__device__ __forceinline__ int shoalx_longlong_alltoall_block(shoal_team_t team, long long* dest, const long long* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(long long)); return 0; }
+__host__ __device__ inline int shoal_uchar_broadcast(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char), PE_root); return 0;
+#else
+  return shoal_detail_host_uchar_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uchar_fcollect(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0;
+#else
+  return shoal_detail_host_uchar_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uchar_alltoall(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0;
+#else
+  return shoal_detail_host_uchar_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_broadcast_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uchar_fcollect_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0; }
+__device__ __forceinline__ int shoalx_uchar_alltoall_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0; }
+__device__ __forceinline__ int shoalx_uchar_broadcast_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uchar_fcollect_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0; }
+__device__ __forceinline__ int shoalx_uchar_alltoall_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned char)); return 0; }
+__host__ __device__ inline int shoal_ushort_broadcast(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short), PE_root); return 0;
+#else
+  return shoal_detail_host_ushort_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_ushort_fcollect(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0;
+#else
+  return shoal_detail_host_ushort_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_ushort_alltoall(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0;
+#else
+  return shoal_detail_host_ushort_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_broadcast_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ushort_fcollect_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0; }
+__device__ __forceinline__ int shoalx_ushort_alltoall_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0; }
+__device__ __forceinline__ int shoalx_ushort_broadcast_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ushort_fcollect_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0; }
+__device__ __forceinline__ int shoalx_ushort_alltoall_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned short)); return 0; }
+__host__ __device__ inline int shoal_uint_broadcast(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int), PE_root); return 0;
+#else
+  return shoal_detail_host_uint_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uint_fcollect(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0;
+#else
+  return shoal_detail_host_uint_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uint_alltoall(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0;
+#else
+  return shoal_detail_host_uint_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_broadcast_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint_fcollect_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0; }
+__device__ __forceinline__ int shoalx_uint_alltoall_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0; }
+__device__ __forceinline__ int shoalx_uint_broadcast_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint_fcollect_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0; }
+__device__ __forceinline__ int shoalx_uint_alltoall_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned int)); return 0; }
+__host__ __device__ inline int shoal_ulong_broadcast(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long), PE_root); return 0;
+#else
+  return shoal_detail_host_ulong_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_ulong_fcollect(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0;
+#else
+  return shoal_detail_host_ulong_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_ulong_alltoall(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0;
+#else
+  return shoal_detail_host_ulong_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_broadcast_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ulong_fcollect_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0; }
+__device__ __forceinline__ int shoalx_ulong_alltoall_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0; }
+__device__ __forceinline__ int shoalx_ulong_broadcast_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ulong_fcollect_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0; }
+__device__ __forceinline__ int shoalx_ulong_alltoall_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long)); return 0; }
+__host__ __device__ inline int shoal_ulonglong_broadcast(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long), PE_root); return 0;
+#else
+  return shoal_detail_host_ulonglong_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_ulonglong_fcollect(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0;
+#else
+  return shoal_detail_host_ulonglong_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_ulonglong_alltoall(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0;
+#else
+  return shoal_detail_host_ulonglong_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_broadcast_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_fcollect_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_alltoall_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_broadcast_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_fcollect_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_alltoall_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(unsigned long long)); return 0; }
+__host__ __device__ inline int shoal_int8_broadcast(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t), PE_root); return 0;
+#else
+  return shoal_detail_host_int8_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_int8_fcollect(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0;
+#else
+  return shoal_detail_host_int8_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_int8_alltoall(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0;
+#else
+  return shoal_detail_host_int8_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_broadcast_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int8_fcollect_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0; }
+__device__ __forceinline__ int shoalx_int8_alltoall_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0; }
+__device__ __forceinline__ int shoalx_int8_broadcast_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int8_fcollect_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0; }
+__device__ __forceinline__ int shoalx_int8_alltoall_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int8_t)); return 0; }
+__host__ __device__ inline int shoal_int16_broadcast(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t), PE_root); return 0;
+#else
+  return shoal_detail_host_int16_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_int16_fcollect(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0;
+#else
+  return shoal_detail_host_int16_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_int16_alltoall(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0;
+#else
+  return shoal_detail_host_int16_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_broadcast_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int16_fcollect_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0; }
+__device__ __forceinline__ int shoalx_int16_alltoall_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0; }
+__device__ __forceinline__ int shoalx_int16_broadcast_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int16_fcollect_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0; }
+__device__ __forceinline__ int shoalx_int16_alltoall_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int16_t)); return 0; }
+__host__ __device__ inline int shoal_int32_broadcast(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t), PE_root); return 0;
+#else
+  return shoal_detail_host_int32_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_int32_fcollect(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0;
+#else
+  return shoal_detail_host_int32_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_int32_alltoall(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0;
+#else
+  return shoal_detail_host_int32_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_broadcast_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int32_fcollect_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0; }
+__device__ __forceinline__ int shoalx_int32_alltoall_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0; }
+__device__ __forceinline__ int shoalx_int32_broadcast_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int32_fcollect_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0; }
+__device__ __forceinline__ int shoalx_int32_alltoall_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int32_t)); return 0; }
+__host__ __device__ inline int shoal_int64_broadcast(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t), PE_root); return 0;
+#else
+  return shoal_detail_host_int64_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_int64_fcollect(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0;
+#else
+  return shoal_detail_host_int64_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_int64_alltoall(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0;
+#else
+  return shoal_detail_host_int64_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_broadcast_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int64_fcollect_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0; }
+__device__ __forceinline__ int shoalx_int64_alltoall_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0; }
+__device__ __forceinline__ int shoalx_int64_broadcast_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_int64_fcollect_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0; }
+__device__ __forceinline__ int shoalx_int64_alltoall_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(int64_t)); return 0; }
+__host__ __device__ inline int shoal_uint8_broadcast(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t), PE_root); return 0;
+#else
+  return shoal_detail_host_uint8_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uint8_fcollect(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0;
+#else
+  return shoal_detail_host_uint8_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uint8_alltoall(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0;
+#else
+  return shoal_detail_host_uint8_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_broadcast_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint8_fcollect_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint8_alltoall_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint8_broadcast_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint8_fcollect_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint8_alltoall_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint8_t)); return 0; }
+__host__ __device__ inline int shoal_uint16_broadcast(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t), PE_root); return 0;
+#else
+  return shoal_detail_host_uint16_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uint16_fcollect(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0;
+#else
+  return shoal_detail_host_uint16_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uint16_alltoall(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0;
+#else
+  return shoal_detail_host_uint16_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_broadcast_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint16_fcollect_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint16_alltoall_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint16_broadcast_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint16_fcollect_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint16_alltoall_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint16_t)); return 0; }
+__host__ __device__ inline int shoal_uint32_broadcast(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t), PE_root); return 0;
+#else
+  return shoal_detail_host_uint32_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uint32_fcollect(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0;
+#else
+  return shoal_detail_host_uint32_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uint32_alltoall(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0;
+#else
+  return shoal_detail_host_uint32_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_broadcast_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint32_fcollect_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint32_alltoall_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint32_broadcast_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint32_fcollect_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint32_alltoall_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint32_t)); return 0; }
+__host__ __device__ inline int shoal_uint64_broadcast(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t), PE_root); return 0;
+#else
+  return shoal_detail_host_uint64_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_uint64_fcollect(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0;
+#else
+  return shoal_detail_host_uint64_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_uint64_alltoall(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0;
+#else
+  return shoal_detail_host_uint64_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_broadcast_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint64_fcollect_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint64_alltoall_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint64_broadcast_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_uint64_fcollect_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0; }
+__device__ __forceinline__ int shoalx_uint64_alltoall_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(uint64_t)); return 0; }
+__host__ __device__ inline int shoal_size_broadcast(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t), PE_root); return 0;
+#else
+  return shoal_detail_host_size_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_size_fcollect(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0;
+#else
+  return shoal_detail_host_size_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_size_alltoall(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0;
+#else
+  return shoal_detail_host_size_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_broadcast_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_size_fcollect_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0; }
+__device__ __forceinline__ int shoalx_size_alltoall_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0; }
+__device__ __forceinline__ int shoalx_size_broadcast_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_size_fcollect_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0; }
+__device__ __forceinline__ int shoalx_size_alltoall_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(size_t)); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_broadcast(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t), PE_root); return 0;
+#else
+  return shoal_detail_host_ptrdiff_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_ptrdiff_fcollect(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0;
+#else
+  return shoal_detail_host_ptrdiff_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_ptrdiff_alltoall(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0;
+#else
+  return shoal_detail_host_ptrdiff_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_broadcast_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_fcollect_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_alltoall_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_broadcast_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_fcollect_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_alltoall_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
+__device__ __forceinline__ int shoal_half_broadcast(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
+__device__ __forceinline__ int shoal_half_fcollect(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoal_half_alltoall(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoalx_half_broadcast_warp(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_half_fcollect_warp(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoalx_half_alltoall_warp(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoalx_half_broadcast_block(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_half_fcollect_block(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoalx_half_alltoall_block(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
+__device__ __forceinline__ int shoal_bfloat16_broadcast(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
+__device__ __forceinline__ int shoal_bfloat16_fcollect(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__device__ __forceinline__ int shoal_bfloat16_alltoall(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_broadcast_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_fcollect_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_alltoall_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem_warp(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_broadcast_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_fcollect_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_alltoall_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem_block(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+
+// team collectives: reduce (types and ops as the host's), thread/warp/block
+__host__ __device__ inline int shoal_char_and_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_and_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_and_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_or_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_or_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_or_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_xor_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_xor_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_xor_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_min_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_min_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_min_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_max_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_max_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_max_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_sum_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_sum_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_sum_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_prod_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_prod_reduce_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_prod_reduce_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_and_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_and_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_and_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_or_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_or_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_or_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_xor_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_xor_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_xor_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_min_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_min_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_min_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_max_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_max_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_max_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_sum_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_sum_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_sum_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_prod_reduce(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_prod_reduce_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_prod_reduce_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_and_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_and_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_and_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_or_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_or_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_or_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_xor_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_xor_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_xor_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_min_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_min_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_min_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_max_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_max_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_max_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_sum_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_sum_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_sum_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_prod_reduce(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_prod_reduce_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_prod_reduce_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_and_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_and_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_and_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_or_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_or_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_or_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_xor_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_xor_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_xor_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_min_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_min_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_min_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_max_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_max_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_max_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_sum_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_sum_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_sum_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_prod_reduce(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_prod_reduce_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_prod_reduce_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_and_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_and_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_and_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_or_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_or_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_or_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_xor_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_xor_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_xor_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_min_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_min_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_min_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_max_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_max_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_max_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_sum_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_sum_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_sum_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_prod_reduce(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_prod_reduce_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_prod_reduce_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_and_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_and_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_and_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_or_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_or_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_or_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_xor_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_xor_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_xor_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_min_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_min_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_min_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_max_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_max_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_max_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_sum_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_sum_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_sum_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_prod_reduce(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_prod_reduce_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_prod_reduce_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_and_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_and_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_and_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_or_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_or_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_or_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_xor_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_xor_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_xor_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_min_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_min_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_min_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_max_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_max_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_max_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_sum_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_sum_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_sum_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_prod_reduce(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_prod_reduce_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_prod_reduce_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_and_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_and_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_and_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_or_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_or_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_or_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_xor_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_xor_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_xor_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_min_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_min_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_min_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_max_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_max_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_max_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_sum_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_sum_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_sum_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_prod_reduce(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_prod_reduce_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_prod_reduce_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_and_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_and_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_and_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_or_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_or_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_or_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_xor_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_xor_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_xor_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_min_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_min_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_min_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_max_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_max_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_max_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_sum_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_sum_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_sum_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_prod_reduce(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_prod_reduce_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_prod_reduce_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_and_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_and_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_and_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_or_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_or_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_or_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_xor_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_xor_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_xor_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_min_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_min_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_min_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_max_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_max_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_max_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_sum_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_sum_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_sum_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_prod_reduce(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_prod_reduce_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_prod_reduce_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_and_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_and_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_and_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_or_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_or_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_or_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_xor_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_xor_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_xor_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_min_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_min_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_min_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_max_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_max_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_max_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_sum_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_sum_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_sum_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_prod_reduce(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_prod_reduce_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_prod_reduce_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_and_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_and_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_and_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_or_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_or_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_or_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_xor_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_xor_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_xor_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_min_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_min_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_min_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_max_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_max_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_max_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_sum_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_sum_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_sum_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_prod_reduce(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_prod_reduce_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_prod_reduce_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_and_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_and_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_and_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_or_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_or_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_or_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_xor_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_xor_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_xor_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_min_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_min_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_min_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_max_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_max_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_max_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_sum_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_sum_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_sum_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_prod_reduce(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_prod_reduce_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_prod_reduce_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_and_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_and_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_and_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_or_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_or_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_or_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_xor_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_xor_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_xor_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_min_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_min_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_min_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_max_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_max_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_max_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_sum_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_sum_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_sum_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_prod_reduce(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_prod_reduce_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_prod_reduce_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_and_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_and_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_and_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_or_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_or_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_or_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_xor_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_xor_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_xor_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_min_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_min_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_min_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_max_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_max_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_max_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_sum_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_sum_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_sum_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_prod_reduce(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_prod_reduce_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_prod_reduce_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_and_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_and_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_and_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_or_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_or_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_or_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_xor_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_xor_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_xor_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_min_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_min_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_min_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_max_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_max_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_max_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_sum_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_sum_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_sum_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_prod_reduce(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_prod_reduce_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_prod_reduce_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_and_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_and_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_and_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_or_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_or_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_or_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_xor_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_xor_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_xor_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_min_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_min_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_min_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_max_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_max_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_max_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_sum_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_sum_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_sum_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_prod_reduce(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_prod_reduce_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_prod_reduce_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_and_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_and_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_and_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_or_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_or_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_or_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_xor_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_xor_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_xor_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_min_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_min_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_min_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_max_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_max_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_max_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_sum_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_sum_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_sum_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_prod_reduce(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_prod_reduce_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_prod_reduce_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_and_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_and_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_and_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_or_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_or_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_or_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_xor_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_xor_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_xor_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_min_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_min_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_min_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_max_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_max_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_max_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_sum_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_sum_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_sum_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_prod_reduce(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_prod_reduce_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_prod_reduce_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_and_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_and_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_and_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_or_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_or_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_or_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_xor_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_xor_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_xor_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_min_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_min_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_min_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_max_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_max_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_max_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_sum_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_sum_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_sum_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_prod_reduce(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_prod_reduce_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_prod_reduce_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_and_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_and_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_and_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_and_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_or_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_or_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_or_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_or_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_xor_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_xor_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_xor_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_xor_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_min_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_min_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_min_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_max_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_max_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_max_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_sum_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_sum_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_sum_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_prod_reduce(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_prod_reduce_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_prod_reduce_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_min_reduce(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_min_reduce_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_min_reduce_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_max_reduce(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_max_reduce_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_max_reduce_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_sum_reduce(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_sum_reduce_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_sum_reduce_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_prod_reduce(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_prod_reduce_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_prod_reduce_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_min_reduce(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_min_reduce_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_min_reduce_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_max_reduce(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_max_reduce_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_max_reduce_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_sum_reduce(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_sum_reduce_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_sum_reduce_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_prod_reduce(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_prod_reduce_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_prod_reduce_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_min_reduce(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_min_reduce_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_min_reduce_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_max_reduce(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_max_reduce_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_max_reduce_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_sum_reduce(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_sum_reduce_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_sum_reduce_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_prod_reduce(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_prod_reduce_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_prod_reduce_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_min_reduce(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_min_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_min_reduce_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_min_reduce_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_max_reduce(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_max_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_max_reduce_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_max_reduce_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_sum_reduce(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_sum_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_sum_reduce_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_sum_reduce_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_prod_reduce(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reduce<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_prod_reduce(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_prod_reduce_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_prod_reduce_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reduce_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+
+// team collectives: reducescatter (types and ops as the host's), thread/warp/block
+__host__ __device__ inline int shoal_char_and_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_and_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_and_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_or_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_or_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_or_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_xor_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_xor_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_xor_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_min_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_min_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_min_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_max_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_max_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_max_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_sum_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_sum_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_sum_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_char_prod_reducescatter(shoal_team_t team, char* dest, const char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_char_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_char_prod_reducescatter_warp(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_char_prod_reducescatter_block(shoal_team_t team, char* dest, const char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_and_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_and_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_and_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_or_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_or_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_or_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_xor_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_xor_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_xor_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_min_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_min_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_min_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_max_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_max_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_max_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_sum_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_sum_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_sum_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_schar_prod_reducescatter(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_schar_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_schar_prod_reducescatter_warp(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_schar_prod_reducescatter_block(shoal_team_t team, signed char* dest, const signed char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_and_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_and_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_and_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_or_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_or_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_or_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_xor_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_xor_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_xor_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_min_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_min_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_min_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_max_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_max_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_max_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_sum_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_sum_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_sum_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_short_prod_reducescatter(shoal_team_t team, short* dest, const short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_short_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_short_prod_reducescatter_warp(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_short_prod_reducescatter_block(shoal_team_t team, short* dest, const short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_and_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_and_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_and_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_or_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_or_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_or_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_xor_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_xor_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_xor_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_min_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_min_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_min_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_max_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_max_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_max_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_sum_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_sum_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_sum_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int_prod_reducescatter(shoal_team_t team, int* dest, const int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int_prod_reducescatter_warp(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int_prod_reducescatter_block(shoal_team_t team, int* dest, const int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_and_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_and_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_and_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_or_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_or_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_or_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_xor_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_xor_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_xor_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_min_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_min_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_min_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_max_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_max_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_max_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_sum_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_sum_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_sum_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_long_prod_reducescatter(shoal_team_t team, long* dest, const long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_long_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_long_prod_reducescatter_warp(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_long_prod_reducescatter_block(shoal_team_t team, long* dest, const long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_and_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_and_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_and_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_or_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_or_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_or_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_xor_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_xor_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_xor_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_min_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_min_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_min_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_max_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_max_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_max_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_sum_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_sum_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_sum_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_longlong_prod_reducescatter(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_longlong_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_longlong_prod_reducescatter_warp(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_longlong_prod_reducescatter_block(shoal_team_t team, long long* dest, const long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_and_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_and_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_and_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_or_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_or_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_or_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_xor_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_xor_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_xor_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_min_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_min_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_min_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_max_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_max_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_max_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_sum_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_sum_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_sum_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uchar_prod_reducescatter(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uchar_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uchar_prod_reducescatter_warp(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uchar_prod_reducescatter_block(shoal_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_and_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_and_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_and_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_or_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_or_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_or_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_xor_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_xor_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_xor_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_min_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_min_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_min_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_max_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_max_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_max_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_sum_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_sum_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_sum_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ushort_prod_reducescatter(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ushort_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ushort_prod_reducescatter_warp(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ushort_prod_reducescatter_block(shoal_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_and_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_and_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_and_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_or_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_or_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_or_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_xor_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_xor_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_xor_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_min_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_min_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_min_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_max_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_max_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_max_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_sum_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_sum_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_sum_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint_prod_reducescatter(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint_prod_reducescatter_warp(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint_prod_reducescatter_block(shoal_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_and_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_and_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_and_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_or_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_or_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_or_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_xor_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_xor_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_xor_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_min_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_min_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_min_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_max_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_max_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_max_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_sum_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_sum_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_sum_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulong_prod_reducescatter(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulong_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulong_prod_reducescatter_warp(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulong_prod_reducescatter_block(shoal_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_and_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_and_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_and_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_or_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_or_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_or_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_xor_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_xor_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_xor_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_min_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_min_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_min_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_max_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_max_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_max_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_sum_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_sum_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_sum_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ulonglong_prod_reducescatter(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ulonglong_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ulonglong_prod_reducescatter_warp(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ulonglong_prod_reducescatter_block(shoal_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_and_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_and_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_and_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_or_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_or_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_or_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_xor_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_xor_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_xor_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_min_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_min_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_min_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_max_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_max_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_max_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_sum_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_sum_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_sum_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int8_prod_reducescatter(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int8_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int8_prod_reducescatter_warp(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int8_prod_reducescatter_block(shoal_team_t team, int8_t* dest, const int8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_and_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_and_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_and_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_or_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_or_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_or_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_xor_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_xor_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_xor_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_min_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_min_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_min_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_max_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_max_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_max_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_sum_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_sum_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_sum_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int16_prod_reducescatter(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int16_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int16_prod_reducescatter_warp(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int16_prod_reducescatter_block(shoal_team_t team, int16_t* dest, const int16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_and_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_and_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_and_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_or_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_or_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_or_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_xor_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_xor_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_xor_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_min_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_min_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_min_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_max_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_max_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_max_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_sum_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_sum_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_sum_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int32_prod_reducescatter(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int32_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int32_prod_reducescatter_warp(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int32_prod_reducescatter_block(shoal_team_t team, int32_t* dest, const int32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_and_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_and_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_and_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_or_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_or_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_or_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_xor_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_xor_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_xor_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_min_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_min_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_min_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_max_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_max_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_max_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_sum_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_sum_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_sum_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_int64_prod_reducescatter(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_int64_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_int64_prod_reducescatter_warp(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_int64_prod_reducescatter_block(shoal_team_t team, int64_t* dest, const int64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_and_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_and_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_and_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_or_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_or_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_or_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_xor_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_xor_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_xor_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_min_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_min_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_min_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_max_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_max_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_max_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_sum_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_sum_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_sum_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint8_prod_reducescatter(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint8_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint8_prod_reducescatter_warp(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint8_prod_reducescatter_block(shoal_team_t team, uint8_t* dest, const uint8_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_and_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_and_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_and_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_or_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_or_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_or_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_xor_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_xor_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_xor_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_min_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_min_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_min_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_max_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_max_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_max_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_sum_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_sum_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_sum_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint16_prod_reducescatter(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint16_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint16_prod_reducescatter_warp(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint16_prod_reducescatter_block(shoal_team_t team, uint16_t* dest, const uint16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_and_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_and_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_and_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_or_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_or_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_or_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_xor_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_xor_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_xor_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_min_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_min_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_min_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_max_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_max_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_max_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_sum_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_sum_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_sum_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint32_prod_reducescatter(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint32_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint32_prod_reducescatter_warp(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint32_prod_reducescatter_block(shoal_team_t team, uint32_t* dest, const uint32_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_and_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_and_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_and_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_or_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_or_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_or_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_xor_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_xor_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_xor_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_min_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_min_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_min_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_max_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_max_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_max_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_sum_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_sum_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_sum_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_uint64_prod_reducescatter(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_uint64_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_uint64_prod_reducescatter_warp(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_uint64_prod_reducescatter_block(shoal_team_t team, uint64_t* dest, const uint64_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_and_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_and_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_and_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_or_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_or_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_or_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_xor_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_xor_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_xor_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_min_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_min_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_min_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_max_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_max_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_max_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_sum_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_sum_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_sum_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_size_prod_reducescatter(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_size_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_size_prod_reducescatter_warp(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_size_prod_reducescatter_block(shoal_team_t team, size_t* dest, const size_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_and_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_and_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_and_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_and_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::and_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_or_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_or_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_or_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_or_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::or_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_xor_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_xor_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_xor_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_xor_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::xor_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_min_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_min_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_min_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_max_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_max_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_max_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_sum_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_sum_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_sum_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_ptrdiff_prod_reducescatter(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_ptrdiff_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_ptrdiff_prod_reducescatter_warp(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_ptrdiff_prod_reducescatter_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_min_reducescatter(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_min_reducescatter_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_min_reducescatter_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_max_reducescatter(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_max_reducescatter_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_max_reducescatter_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_sum_reducescatter(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_sum_reducescatter_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_sum_reducescatter_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_float_prod_reducescatter(shoal_team_t team, float* dest, const float* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_float_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_float_prod_reducescatter_warp(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_float_prod_reducescatter_block(shoal_team_t team, float* dest, const float* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_min_reducescatter(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_min_reducescatter_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_min_reducescatter_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_max_reducescatter(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_max_reducescatter_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_max_reducescatter_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_sum_reducescatter(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_sum_reducescatter_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_sum_reducescatter_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_double_prod_reducescatter(shoal_team_t team, double* dest, const double* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_double_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_double_prod_reducescatter_warp(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double_prod_reducescatter_block(shoal_team_t team, double* dest, const double* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_min_reducescatter(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_min_reducescatter_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_min_reducescatter_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_max_reducescatter(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_max_reducescatter_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_max_reducescatter_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_sum_reducescatter(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_sum_reducescatter_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_sum_reducescatter_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_half_prod_reducescatter(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_half_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_prod_reducescatter_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_half_prod_reducescatter_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_min_reducescatter(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_min_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_min_reducescatter_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_min_reducescatter_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::min_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_max_reducescatter(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_max_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_max_reducescatter_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_max_reducescatter_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::max_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_sum_reducescatter(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_sum_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_sum_reducescatter_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_sum_reducescatter_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::sum_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__host__ __device__ inline int shoal_bfloat16_prod_reducescatter(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) {
+#ifdef __CUDA_ARCH__
+  shoal::device::reducescatter<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0;
+#else
+  return shoal_detail_host_bfloat16_prod_reducescatter(team, dest, source, nreduce);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_prod_reducescatter_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_warp<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_prod_reducescatter_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter_block<shoal::device::prod_op>(shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
 
 #endif  // SHOAL_DETAIL_DEVICE_API_CUH_
