@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
-"""Joins shoal-bench and shoal-bench-nvshmem CSVs of one run and checks the issue-3 targets, then the
-issue-4 collective targets (shoal's one-block device collectives against NCCL rows of the same run).
+"""Joins shoal-bench and shoal-bench-nvshmem CSVs of one run and checks the issue-3 targets (device
+RMA and sync vs NVSHMEM) and the issue-4 targets (collectives: shoal vs NCCL rows of the same
+shoal-bench process, and shoal's one-block device collectives vs NVSHMEM's).
 
-usage: compare.py shoal.csv [nvshmem.csv] [--markdown out.md]
+usage: compare.py shoal.csv [more.csv ...] [--markdown out.md]
+       compare.py --sweep cfg1.csv cfg2.csv ... [--markdown out.md]
 
-For every target it prints the figure, the target, the measured values and the ratio, and whether
-the target is met. Ratios against the plain SM copy come from the shoal run itself (same-run
-baseline); ratios against NVSHMEM join the two CSVs on (benchmark, scope, size). A row whose data
-check failed counts as not met. Exit status: 0 (a report was printed), 2 on bad input.
+CSVs may come in any order and number: a file with `nvshmem` rows is NVSHMEM's (shoal-bench-nvshmem,
+with or without --coll), any other is shoal-bench's. For every target it prints the figure, the
+target, the measured values and the ratio, and whether the target is met. Ratios against the plain
+SM copy come from the shoal run itself (same-run baseline); ratios against NVSHMEM join the CSVs on
+(benchmark, scope, size). Collective bandwidth targets compare shoal's best of stream/graph with
+NCCL's best of stream/graph. A row whose data check failed counts as not met; a target whose rows
+are missing says so ("no NVSHMEM rows", "no NCCL rows") and is not measured.
+--sweep prints one line per configuration file (shoal's stream/graph rows at 8 B and 256 MiB) and the
+best configuration per figure (scripts/gpu_run.sh collsweep).
+Exit status: 0 (a report was printed), 2 on bad input.
 """
 import argparse
 import csv
+import pathlib
 import sys
 
 MIB = 1 << 20
@@ -136,69 +145,247 @@ def busbw(r):
         return 0.0
 
 
-def coll_vs_nccl(rep, rows, bench, size, target):
-    """Issue 4: shoal's busBW / the better NCCL variant's (stream or graph) at `size`, same run."""
+def lat(r):
+    try:
+        return float(r.get("latency_us") or 0)
+    except ValueError:
+        return 0.0
+
+
+COLL_BENCHES = ("allreduce", "allreduce_scratch", "broadcast", "fcollect", "alltoall", "team_barrier", "barrier")
+LATENCY_MAX = 64 << 10  # up to here a collective is judged by latency, above by busBW (as shoal-bench does)
+
+
+def coll_rows(rows, bench, impl, scope=None, size=None):
+    """Rows of one collective and impl; scope None: any, 'block': any block/1x<t>; size None: any."""
+    out = []
+    for r in rows or ():
+        if r["benchmark"] != bench or r["impl"] != impl:
+            continue
+        if scope == "block" and not r["scope"].startswith("block/"):
+            continue
+        if scope not in (None, "block") and r["scope"] != scope:
+            continue
+        if size is not None and int(r["size_bytes"]) != size:
+            continue
+        out.append(r)
+    return out
+
+
+def best_bw(rows):
+    """The row with the highest busBW among rows whose data checked out (None if none)."""
+    good = [r for r in rows if not failed(r) and busbw(r) > 0]
+    return max(good, key=busbw) if good else None
+
+
+def pick_block(rows, scope):
+    """The block row of `scope` if present, else any block row (another thread count)."""
+    same = [r for r in rows if r["scope"] == scope]
+    return (same or rows or [None])[0]
+
+
+def block_vs_nvshmem(rep, shoal_rows, nv_rows, bench, size, target, figure):
+    """Device block scope, latency: shoal's one-CTA row / NVSHMEM's (same size), lower is better."""
+    tgt = f"<= {target} x NVSHMEM"
+    s_rows = coll_rows(shoal_rows, bench, "shoal", "block", size)
+    if not s_rows:
+        rep.add(figure, tgt, f"no shoal block row at {fmt_size(size)}", None, None, "not measured")
+        return
+    s = s_rows[0]
+    if not coll_rows(nv_rows, bench, "nvshmem"):
+        rep.add(figure, tgt, f"shoal {lat(s):.3f} us ({s['scope']}); no NVSHMEM rows", None, None, "not measured")
+        return
+    n = pick_block(coll_rows(nv_rows, bench, "nvshmem", "block", size), s["scope"])
+    if n is None:
+        rep.add(figure, tgt, f"shoal {lat(s):.3f} us; no NVSHMEM block row at {fmt_size(size)}", None, None,
+                "not measured")
+        return
+    ratio = lat(s) / max(lat(n), 1e-12)
+    detail = f"{lat(s):.3f} vs {lat(n):.3f} us ({s['scope']} vs {n['scope']})"
+    bad = failed(s) or failed(n)
+    if bad:
+        detail += "; DATA CHECK FAILED"
+    rep.add(figure, tgt, detail, ratio, ratio <= target and not bad)
+
+
+def graph_vs_nccl(rep, rows, bench, size, target, figure):
+    """On-stream calls replayed from a CUDA graph, latency: shoal graph / NCCL graph (same run)."""
+    tgt = f"<= {target} x NCCL (graph)"
+    s_rows = coll_rows(rows, bench, "shoal", "graph", size)
+    n_rows = coll_rows(rows, bench, "nccl", "graph", size)
+    if not s_rows:
+        rep.add(figure, tgt, f"no shoal graph row at {fmt_size(size)}", None, None, "not measured")
+        return
+    s = s_rows[0]
+    if not n_rows:
+        why = "no NCCL graph row" if coll_rows(rows, bench, "nccl") else "no NCCL rows (NCCL not built in?)"
+        rep.add(figure, tgt, f"shoal {lat(s):.3f} us; {why}", None, None, "not measured")
+        return
+    n = n_rows[0]
+    ratio = lat(s) / max(lat(n), 1e-12)
+    detail = f"{lat(s):.3f} vs {lat(n):.3f} us"
+    st = coll_rows(rows, bench, "shoal", "stream", size)
+    nst = coll_rows(rows, bench, "nccl", "stream", size)
+    if st and nst:
+        detail += f" (stream: {lat(st[0]):.3f} vs {lat(nst[0]):.3f} us)"
+    bad = failed(s) or failed(n)
+    if bad:
+        detail += "; DATA CHECK FAILED"
+    rep.add(figure, tgt, detail, ratio, ratio <= target and not bad)
+
+
+def bw_vs_nccl(rep, rows, bench, size, target):
+    """busBW at `size`: shoal's best of stream/graph against NCCL's best of stream/graph (same run)."""
     figure = f"{bench} {fmt_size(size)} busBW"
     tgt = f">= {target} x NCCL"
-    shoal = {int(r["size_bytes"]): r for r in rows if r["benchmark"] == bench and r["impl"] == "shoal"}
-    nccl = {}
-    for r in rows:
-        if r["benchmark"] == bench and r["impl"] == "nccl" and not failed(r):
-            k = int(r["size_bytes"])
-            if k not in nccl or busbw(r) > busbw(nccl[k]):
-                nccl[k] = r
-    if not shoal:
-        rep.add(figure, tgt, "no shoal rows", None, None, "not measured")
+    s_all = [r for r in coll_rows(rows, bench, "shoal", None, size) if r["scope"] in ("stream", "graph")]
+    n_all = [r for r in coll_rows(rows, bench, "nccl", None, size) if r["scope"] in ("stream", "graph")]
+    if not s_all:
+        rep.add(figure, tgt, f"no shoal stream/graph row at {fmt_size(size)}", None, None, "not measured")
         return
-    if not nccl:
-        rep.add(figure, tgt, "no NCCL rows (NCCL not built in?)", None, None, "not measured")
+    s = best_bw(s_all)
+    n = best_bw(n_all)
+    if n is None:
+        rep.add(figure, tgt, "no NCCL rows (NCCL not built in?)" if not n_all else "no NCCL row that checked out",
+                None, None, "not measured")
         return
-    common = sorted(k for k in shoal if k in nccl)
-    if size not in common:
-        detail = f"no shoal+NCCL pair at {fmt_size(size)}"
-        if common:
-            k = common[-1]
-            detail += (f"; largest pair {fmt_size(k)}: {busbw(shoal[k]):.1f} vs {busbw(nccl[k]):.1f} GB/s "
-                       f"(x{busbw(shoal[k]) / max(busbw(nccl[k]), 1e-12):.3f} vs nccl/{nccl[k]['scope']})")
-        rep.add(figure, tgt, detail, None, None, "not measured")
+    if s is None:
+        rep.add(figure, tgt, "DATA CHECK FAILED on every shoal row", 0.0, False)
         return
-    s, n = shoal[size], nccl[size]
     ratio = busbw(s) / max(busbw(n), 1e-12)
-    detail = f"{busbw(s):.1f} vs {busbw(n):.1f} GB/s busBW (nccl/{n['scope']})"
-    if failed(s):
-        detail += "; DATA CHECK FAILED"
-    rep.add(figure, tgt, detail, ratio, ratio >= target and not failed(s))
+    detail = f"{busbw(s):.1f} ({s['scope']}) vs {busbw(n):.1f} GB/s ({n['scope']})"
+    bad = [r["scope"] for r in s_all if failed(r)]
+    if bad:
+        detail += f"; DATA CHECK FAILED ({', '.join(bad)})"
+    rep.add(figure, tgt, detail, ratio, ratio >= target and not bad)
 
 
-def coll_report(rows):
-    """The issue-4 section; None when the run has no collective rows."""
-    benches = {"allreduce", "broadcast", "fcollect", "alltoall", "team_barrier"}
-    crow = [r for r in rows if r["benchmark"] in benches]
-    if not crow:
+def coll_report(rows, nv_rows):
+    """The issue-4 target table; None when the run has no collective rows."""
+    if not any(r["benchmark"] in COLL_BENCHES for r in rows):
         return None
     rep = report()
-    small = [r for r in crow if r["benchmark"] == "allreduce" and r["impl"] == "shoal" and int(r["size_bytes"]) == 8]
-    if small:
-        r = small[0]
-        detail = f"{float(r['latency_us']):.3f} us, one block"
-        if r["ratio"] and float(r["ratio"]) > 0:
-            detail += f"; x{float(r['ratio']):.3f} {r['baseline']}"
-        rep.add("device block-scope allreduce 8B", "<= 0.5 x NVSHMEM", detail + "; NVSHMEM's not measured here",
-                None, None, "not measured (info)")
-    else:
-        rep.add("device block-scope allreduce 8B", "<= 0.5 x NVSHMEM", "no row", None, None, "not measured")
-    rep.add("on-stream allreduce, captured graph, 8B", "<= 0.6 x NCCL (graph)",
-            "no on-stream shoal collective in shoal-bench", None, None, "not measured")
-    coll_vs_nccl(rep, crow, "allreduce", 256 * MIB, 1.1)
-    coll_vs_nccl(rep, crow, "alltoall", 256 * MIB, 1.2)
-    coll_vs_nccl(rep, crow, "broadcast", 256 * MIB, 1.0)
-    coll_vs_nccl(rep, crow, "fcollect", 256 * MIB, 1.0)
-    rep.add("device block-scope alltoall 1M", "<= 0.5 x NVSHMEM", "NVSHMEM collectives not run", None, None,
-            "not measured")
-    for r in crow:
-        if r["benchmark"] == "team_barrier" and r["impl"] == "shoal":
-            rep.add(f"(info) team_barrier {r['scope']}", "-", f"{float(r['latency_us']):.3f} us", None, None, "info")
+    block_vs_nvshmem(rep, rows, nv_rows, "allreduce", 8, 0.5, "device block-scope allreduce 8B")
+    graph_vs_nccl(rep, rows, "allreduce", 8, 0.6, "graph allreduce 8B")
+    bw_vs_nccl(rep, rows, "allreduce", 256 * MIB, 1.1)
+    bw_vs_nccl(rep, rows, "alltoall", 256 * MIB, 1.2)
+    bw_vs_nccl(rep, rows, "broadcast", 256 * MIB, 1.0)
+    bw_vs_nccl(rep, rows, "fcollect", 256 * MIB, 1.0)
+    block_vs_nvshmem(rep, rows, nv_rows, "alltoall", MIB, 0.5, "device block-scope alltoall 1M")
+    # Information, not targets: barriers against NVSHMEM's.
+    for bench, scopes in (("team_barrier", ("block",)), ("barrier", ("stream", "graph"))):
+        for scope in scopes:
+            for s in coll_rows(rows, bench, "shoal", scope):
+                n = pick_block(coll_rows(nv_rows, bench, "nvshmem", scope), s["scope"]) if nv_rows else None
+                if n is None:
+                    rep.add(f"(info) {bench} {s['scope']}", "-", f"{lat(s):.3f} us; no NVSHMEM row", None, None, "info")
+                else:
+                    rep.add(f"(info) {bench} {s['scope']}", "-", f"{lat(s):.3f} vs {lat(n):.3f} us (NVSHMEM)",
+                            lat(s) / max(lat(n), 1e-12), None, "info")
     return rep
+
+
+KEY_SIZES = (8, 64 << 10, MIB, 16 * MIB, 256 * MIB)
+
+
+def coll_key_table(rows, nv_rows):
+    """shoal / NCCL / NVSHMEM at a few sizes per (collective, scope): latency up to 64K, busBW above."""
+    head = ("collective", "scope", "size", "shoal", "NCCL", "NVSHMEM", "x NCCL", "x NVSHMEM")
+    lines = []
+    scopes = []
+    for r in rows:
+        if r["benchmark"] in COLL_BENCHES and r["impl"] == "shoal" and r["scope"] not in scopes:
+            scopes.append(r["scope"])
+    for bench in COLL_BENCHES:
+        for scope in scopes:
+            nccl_scope = "graph" if scope == "graph" else "stream"
+            sizes = [0] if bench.endswith("barrier") else KEY_SIZES
+            for size in sizes:
+                s = coll_rows(rows, bench, "shoal", scope, size)
+                if not s:
+                    continue
+                s = s[0]
+                n = coll_rows(rows, "allreduce" if bench == "allreduce_scratch" else bench, "nccl", nccl_scope, size)
+                v_scope = "block" if scope.startswith("block/") else scope
+                v = pick_block(coll_rows(nv_rows, bench, "nvshmem", v_scope, size), scope)
+                by_lat = size <= LATENCY_MAX
+
+                def val(r):
+                    if r is None:
+                        return "-"
+                    text = f"{lat(r):.2f} us" if by_lat else f"{busbw(r):.1f} GB/s"
+                    return text + (" FAILED" if failed(r) else "")
+
+                def ratio(r):
+                    if r is None:
+                        return "-"
+                    if by_lat:
+                        return f"{lat(s) / max(lat(r), 1e-12):.3f}"
+                    return f"{busbw(s) / max(busbw(r), 1e-12):.3f}"
+
+                n = n[0] if n else None
+                lines.append((bench, scope, fmt_size(size) if size else "-", val(s), val(n), val(v), ratio(n),
+                              ratio(v)))
+    if not lines:
+        return None
+    widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for line in lines:
+        out.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(line, widths)) + " |")
+    return "\n".join(out)
+
+
+def sweep_report(paths):
+    """--sweep: one shoal-bench collective CSV per configuration (the file name says which, e.g.
+    ch32_auto.csv); shoal's stream/graph rows at 8 B (latency) and 256 MiB (busBW) side by side, with
+    NCCL's rows from whichever file has them."""
+    configs = []
+    nccl = {}
+    for p in paths:
+        rows = load(p)
+        configs.append((pathlib.Path(p).stem, rows))
+        for r in rows:
+            if r["impl"] == "nccl" and not failed(r):
+                nccl.setdefault((r["benchmark"], r["scope"], int(r["size_bytes"])), r)
+    head = ("config", "collective", "scope", "8B us", "x NCCL", "256M busBW", "x NCCL")
+    lines = []
+    best = {}
+    for label, rows in configs:
+        for bench in ("allreduce", "broadcast", "fcollect", "alltoall", "barrier"):
+            for scope in ("stream", "graph"):
+                small = coll_rows(rows, bench, "shoal", scope, 0 if bench == "barrier" else 8)
+                big = coll_rows(rows, bench, "shoal", scope, 256 * MIB)
+                if not small and not big:
+                    continue
+                cells = [label, bench, scope]
+                for r, size, by_lat in ((small, 0 if bench == "barrier" else 8, True), (big, 256 * MIB, False)):
+                    if not r:
+                        cells += ["-", "-"]
+                        continue
+                    r = r[0]
+                    v = lat(r) if by_lat else busbw(r)
+                    cells.append(f"{v:.2f}" + (" FAILED" if failed(r) else ""))
+                    n = nccl.get((bench, scope, size))
+                    nv = (lat(n) if by_lat else busbw(n)) if n else 0
+                    cells.append(f"{v / nv:.3f}" if nv > 0 else "-")
+                    key = (bench, scope, "8B" if by_lat else "256M")
+                    if not failed(r) and (key not in best or (v < best[key][0] if by_lat else v > best[key][0])):
+                        best[key] = (v, label)
+                lines.append(tuple(cells))
+    if not lines:
+        return "no shoal stream/graph rows in the sweep files"
+    widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for line in lines:
+        out.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(line, widths)) + " |")
+    out.append("")
+    out.append("best configuration per figure:")
+    for (bench, scope, size), (v, label) in sorted(best.items()):
+        unit = "us" if size == "8B" else "GB/s busBW"
+        out.append(f"  {bench:<10} {scope:<7} {size:>4}: {label} ({v:.2f} {unit})")
+    return "\n".join(out)
 
 
 def target_text(target, higher_is_better):
@@ -207,14 +394,31 @@ def target_text(target, higher_is_better):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("shoal_csv")
-    ap.add_argument("nvshmem_csv", nargs="?")
-    ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("csv", nargs="+", help="shoal-bench and shoal-bench-nvshmem CSVs (told apart by their rows)")
+    ap.add_argument("--markdown", help="also write the tables to this file")
+    ap.add_argument("--sweep", action="store_true",
+                    help="the CSVs are one collective run per configuration: print them side by side")
     args = ap.parse_args()
+    if args.sweep:
+        try:
+            text = sweep_report(args.csv)
+        except (OSError, KeyError, ValueError) as e:
+            print(f"compare.py: {e}", file=sys.stderr)
+            return 2
+        print(text)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(text + "\n")
+        return 0
+    shoal_rows, nv_rows = [], None
     try:
-        shoal_rows = load(args.shoal_csv)
-        nv_rows = load(args.nvshmem_csv) if args.nvshmem_csv else None
-    except OSError as e:
+        for path in args.csv:
+            rows = load(path)
+            if any(r["impl"] == "nvshmem" for r in rows):
+                nv_rows = (nv_rows or []) + rows
+            else:
+                shoal_rows += rows
+    except (OSError, KeyError) as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
     shoal = index(shoal_rows)
@@ -227,50 +431,63 @@ def main():
     big_sizes = sorted({int(r["size_bytes"]) for r in shoal_rows
                         if r["benchmark"] == "put_bw" and int(r["size_bytes"]) >= MIB})
 
-    rep = report()
-    for impl in impls:
-        if full:
-            bw_vs_copy(rep, shoal, impl, full, 0.98)
-    for impl in impls:
-        if grid32:
-            vs_nvshmem(rep, shoal, nv, f"put_bw {impl} {grid32} >= 1M", "put_bw", impl, grid32, big_sizes, 1.05, True)
-    for impl in impls:
-        for scope in [s for s in (grid32, full) if s]:
-            vs_nvshmem(rep, shoal, nv, f"put_bw {impl} {scope} 64K", "put_bw", impl, scope, [65536], 1.5, True)
-    vs_nvshmem(rep, shoal, nv, "p_ping_pong half round trip", "p_ping_pong", "shoal", "thread", [4], 0.6, False)
-    ps_scope = sorted({r["scope"] for r in shoal_rows if r["benchmark"] == "put_signal_ping_pong"})
-    for scope in ps_scope:
-        vs_nvshmem(rep, shoal, nv, f"put_signal_ping_pong {scope} 8B-4K", "put_signal_ping_pong", "shoal", scope,
-                   [8 << i for i in range(10)], 0.6, False)
-    vs_nvshmem(rep, shoal, nv, "putmem+quiet 1K, one thread", "put_quiet_latency", "shoal", "thread", [1024], 0.5,
-               False)
-    vs_nvshmem(rep, shoal, nv, "uint64 atomic_fetch_add", "atomic_latency", "shoal", "thread", [8], 1.0, False)
-    vs_nvshmem(rep, shoal, nv, "device barrier_all (thread)", "barrier_latency", "shoal", "thread", [0], 0.4, False)
-    # Information, not targets: the other barrier, and each latency against its raw same-run floor.
-    for scope in sorted({r["scope"] for r in shoal_rows if r["benchmark"] == "barrier_latency"} - {"thread"}):
-        vs_nvshmem(rep, shoal, nv, f"(info) sync_all_block {scope}", "barrier_latency", "shoal", scope, [0], 0.4,
+    rep = None
+    if any(r["benchmark"] not in COLL_BENCHES for r in shoal_rows):
+        rep = report()
+        for impl in impls:
+            if full:
+                bw_vs_copy(rep, shoal, impl, full, 0.98)
+        for impl in impls:
+            if grid32:
+                vs_nvshmem(rep, shoal, nv, f"put_bw {impl} {grid32} >= 1M", "put_bw", impl, grid32, big_sizes, 1.05,
+                           True)
+        for impl in impls:
+            for scope in [s for s in (grid32, full) if s]:
+                vs_nvshmem(rep, shoal, nv, f"put_bw {impl} {scope} 64K", "put_bw", impl, scope, [65536], 1.5, True)
+        vs_nvshmem(rep, shoal, nv, "p_ping_pong half round trip", "p_ping_pong", "shoal", "thread", [4], 0.6, False)
+        ps_scope = sorted({r["scope"] for r in shoal_rows if r["benchmark"] == "put_signal_ping_pong"})
+        for scope in ps_scope:
+            vs_nvshmem(rep, shoal, nv, f"put_signal_ping_pong {scope} 8B-4K", "put_signal_ping_pong", "shoal", scope,
+                       [8 << i for i in range(10)], 0.6, False)
+        vs_nvshmem(rep, shoal, nv, "putmem+quiet 1K, one thread", "put_quiet_latency", "shoal", "thread", [1024], 0.5,
                    False)
-    print(rep.text())
-    coll = coll_report(shoal_rows)
+        vs_nvshmem(rep, shoal, nv, "uint64 atomic_fetch_add", "atomic_latency", "shoal", "thread", [8], 1.0, False)
+        vs_nvshmem(rep, shoal, nv, "device barrier_all (thread)", "barrier_latency", "shoal", "thread", [0], 0.4,
+                   False)
+        # Information, not targets: the other barrier, and each latency against its raw same-run floor.
+        for scope in sorted({r["scope"] for r in shoal_rows if r["benchmark"] == "barrier_latency"} - {"thread"}):
+            vs_nvshmem(rep, shoal, nv, f"(info) sync_all_block {scope}", "barrier_latency", "shoal", scope, [0], 0.4,
+                       False)
+        print("Issue 3 targets (device RMA, sync) vs NVSHMEM:")
+        print(rep.text())
+    coll = coll_report(shoal_rows, nv_rows)
+    keys = coll_key_table(shoal_rows, nv_rows) if coll is not None else None
     if coll is not None:
-        print("\nIssue 4: device collectives (shoal one block per PE) vs NCCL, same run:")
+        print("\nIssue 4 targets (collectives; shoal and NCCL from one process, NVSHMEM from its own run):")
         print(coll.text())
+        if keys:
+            print("\nCollectives at key sizes (latency up to 64K, busBW above; block rows vs NCCL stream):")
+            print(keys)
 
-    print("\nSame-run baselines (shoal rows; bandwidth: x plain SM copy on the same grid, latency: x raw flags):")
-    for r in shoal_rows:
-        if (r["impl"].startswith("shoal") and r["benchmark"] != "put_bw" and r["ratio"] and float(r["ratio"]) > 0
-                and r["benchmark"] not in ("allreduce", "broadcast", "fcollect", "alltoall")):
-            if r["benchmark"].endswith("_bw") or r["benchmark"].endswith("_bidir"):
-                if int(r["size_bytes"]) not in (65536, MIB, 256 * MIB):
-                    continue
-            print(f"  {r['benchmark']:<22} {r['impl']:<10} {r['scope']:<14} {fmt_size(int(r['size_bytes'])):>6}"
-                  f"  {float(r['latency_us']):10.3f} us  {float(r['bandwidth_gbps']):8.1f} GB/s"
-                  f"  x{float(r['ratio']):.3f} {r['baseline']}")
+    if rep is not None:
+        print("\nSame-run baselines (shoal rows; bandwidth: x plain SM copy on the same grid, latency: x raw flags):")
+        for r in shoal_rows:
+            if (r["impl"].startswith("shoal") and r["benchmark"] != "put_bw" and r["ratio"] and float(r["ratio"]) > 0
+                    and r["benchmark"] not in COLL_BENCHES):
+                if r["benchmark"].endswith("_bw") or r["benchmark"].endswith("_bidir"):
+                    if int(r["size_bytes"]) not in (65536, MIB, 256 * MIB):
+                        continue
+                print(f"  {r['benchmark']:<22} {r['impl']:<10} {r['scope']:<14} {fmt_size(int(r['size_bytes'])):>6}"
+                      f"  {float(r['latency_us']):10.3f} us  {float(r['bandwidth_gbps']):8.1f} GB/s"
+                      f"  x{float(r['ratio']):.3f} {r['baseline']}")
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(rep.text() + "\n")
+            if rep is not None:
+                f.write("## Issue 3: device RMA and sync vs NVSHMEM\n\n" + rep.text() + "\n")
             if coll is not None:
-                f.write("\n## Issue 4: device collectives vs NCCL\n\n" + coll.text() + "\n")
+                f.write("\n## Issue 4: collectives vs NCCL and NVSHMEM\n\n" + coll.text() + "\n")
+                if keys:
+                    f.write("\n### Collectives at key sizes\n\n" + keys + "\n")
     return 0
 
 

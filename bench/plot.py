@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""Draws shoal-bench CSV files as bandwidth- and latency-vs-size curves (PNG).
+"""Draws shoal-bench / shoal-bench-nvshmem CSV files as curves against message size (PNG).
 
 usage: plot.py results.csv [more.csv ...] -o out_dir
-One PNG per benchmark: bandwidth (GB/s) for *_bw rows, latency (us) otherwise, one curve per
-(impl, scope, PEs).
+
+Point-to-point and sync benchmarks: one PNG per benchmark, bandwidth (GB/s) for *_bw rows, latency
+(us) otherwise, one curve per (impl, scope, PEs).
+Collectives (allreduce, allreduce_scratch, broadcast, fcollect, alltoall): one PNG per collective,
+coll_<name>.png, with latency vs size on the left and busBW vs size on the right; colour = impl
+(shoal, NCCL, NVSHMEM), line style = scope (block/1x<t> solid, stream dashed, graph dotted). Rows
+whose data check failed are drawn as red crosses. Barriers (team_barrier, barrier; no size): one bar
+chart, coll_barriers.png. Rows that repeat a (benchmark, impl, scope, PEs, size) keep the last file's.
 """
 import argparse
 import collections
@@ -15,41 +21,149 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+COLLECTIVES = ("allreduce", "allreduce_scratch", "broadcast", "fcollect", "alltoall")
+BARRIERS = ("team_barrier", "barrier")
+IMPL_COLOURS = {"shoal": "tab:blue", "nccl": "tab:green", "nvshmem": "tab:red"}
+SCOPE_STYLES = {"block": ("-", "o"), "stream": ("--", "s"), "graph": (":", "^")}
+
+
+def scope_kind(scope):
+    return "block" if scope.startswith("block") else scope
+
+
+def size_label(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= (1 << shift) and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def number(r, key):
+    try:
+        return float(r.get(key) or 0)
+    except ValueError:
+        return 0.0
+
+
+def load(paths):
+    """(benchmark, impl, scope, PEs) -> {size: row}, the last file winning."""
+    series = collections.defaultdict(dict)
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                key = (r["benchmark"], r["impl"], r["scope"], r["num_pes"])
+                series[key][int(r["size_bytes"])] = r
+    return series
+
+
+def failed(r):
+    return r.get("baseline") == "DATA-CHECK-FAILED"
+
+
+def plot_point_to_point(bench, series, out):
+    use_bw = bench.endswith("_bw") or "bw" in bench
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (_, impl, scope, pes), pts in sorted(series.items()):
+        xs = sorted(pts)
+        ys = [number(pts[x], "bandwidth_gbps") if use_bw else number(pts[x], "latency_us") for x in xs]
+        ax.plot(xs, ys, marker="o", ms=3, label=f"{impl} {scope} {pes}PE")
+    ax.set_xscale("log", base=2)
+    if not use_bw:
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bandwidth (GB/s)" if use_bw else "latency (us)")
+    ax.set_title(bench)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / f"{bench}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_collective(bench, series, out):
+    fig, (ax_lat, ax_bw) = plt.subplots(1, 2, figsize=(13, 4.8))
+    order = {"shoal": 0, "nccl": 1, "nvshmem": 2}
+    for (_, impl, scope, pes), pts in sorted(series.items(), key=lambda kv: (order.get(kv[0][1], 9), kv[0][2])):
+        xs = sorted(x for x in pts if x > 0)
+        if not xs:
+            continue
+        style, marker = SCOPE_STYLES.get(scope_kind(scope), ("-.", "d"))
+        colour = IMPL_COLOURS.get(impl)
+        label = f"{impl} {scope}" + (f" ({pes} PEs)" if pes != "2" else "")
+        for ax, key in ((ax_lat, "latency_us"), (ax_bw, "busbw_gbps")):
+            ys = [number(pts[x], key) for x in xs]
+            if key == "busbw_gbps" and not any(ys):
+                ys = [number(pts[x], "bandwidth_gbps") for x in xs]
+            ax.plot(xs, ys, linestyle=style, marker=marker, ms=3, color=colour, label=label)
+            bad = [(x, y) for x, y in zip(xs, ys) if failed(pts[x])]
+            if bad:
+                ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color="red", ms=8, mew=2)
+    for ax, ylabel in ((ax_lat, "latency per call (us)"), (ax_bw, "busBW (GB/s)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes, nccl-tests' count)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    ax_lat.set_yscale("log")
+    ax_lat.set_title(f"{bench}: latency")
+    ax_bw.set_title(f"{bench}: busBW")
+    handles, labels = ax_lat.get_legend_handles_labels()
+    if handles:
+        ax_bw.legend(handles, labels, fontsize=8, loc="upper left")
+    fig.tight_layout()
+    path = out / f"coll_{bench}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_barriers(series, out):
+    bars = []
+    order = {"shoal": 0, "nccl": 1, "nvshmem": 2}
+    by_bench_scope_impl = sorted(series.items(), key=lambda kv: (kv[0][0], kv[0][2], order.get(kv[0][1], 9)))
+    for (bench, impl, scope, pes), pts in by_bench_scope_impl:
+        for _, r in sorted(pts.items()):
+            bars.append((f"{bench}\n{impl} {scope}", number(r, "latency_us"), IMPL_COLOURS.get(impl, "tab:gray")))
+    if not bars:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 1.7 * len(bars)), 4.5))
+    ax.bar(range(len(bars)), [b[1] for b in bars], color=[b[2] for b in bars])
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([b[0] for b in bars], fontsize=8)
+    for i, b in enumerate(bars):
+        ax.annotate(f"{b[1]:.2f}", (i, b[1]), ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("latency per call (us)")
+    ax.set_title("team barriers")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = out / "coll_barriers.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", nargs="+")
     ap.add_argument("-o", "--out", default=".", help="output folder")
     args = ap.parse_args()
-    curves = collections.defaultdict(lambda: collections.defaultdict(list))
-    for path in args.csv:
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                key = f'{r["impl"]} {r["scope"]} {r["num_pes"]}PE'
-                curves[r["benchmark"]][key].append(
-                    (int(r["size_bytes"]), float(r["bandwidth_gbps"]), float(r["latency_us"])))
+    series = load(args.csv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for bench, series in curves.items():
-        use_bw = bench.endswith("_bw") or "bw" in bench
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for label, pts in sorted(series.items()):
-            pts.sort()
-            xs = [p[0] for p in pts]
-            ys = [p[1] if use_bw else p[2] for p in pts]
-            ax.plot(xs, ys, marker="o", ms=3, label=label)
-        ax.set_xscale("log", base=2)
-        if not use_bw:
-            ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("bandwidth (GB/s)" if use_bw else "latency (us)")
-        ax.set_title(bench)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / f"{bench}.png", dpi=120)
-        plt.close(fig)
-        print(f"wrote {out / (bench + '.png')}")
+    by_bench = collections.defaultdict(dict)
+    for key, pts in series.items():
+        by_bench[key[0]][key] = pts
+    written = []
+    for bench, s in sorted(by_bench.items()):
+        if bench in COLLECTIVES:
+            written.append(plot_collective(bench, s, out))
+        elif bench not in BARRIERS:
+            written.append(plot_point_to_point(bench, s, out))
+    written.append(plot_barriers({k: v for b in BARRIERS for k, v in by_bench.get(b, {}).items()}, out))
+    for path in written:
+        if path is not None:
+            print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,57 @@
-// shoal-bench's device collectives (issue 4): one block per PE runs shoal's team collectives on
-// SHOAL_TEAM_WORLD (include/shoal/device/coll.cuh), many calls inside one kernel, the median of reps
-// kernels timed on PE 0 with CUDA events. Where NCCL was found at configure time (SHOAL_BENCH_NCCL),
-// the same collectives through NCCL's C API on the same buffers, both stream-launched and replayed
-// from a captured CUDA graph, give the same-run baseline of every shoal row.
+// shoal-bench's collectives (issue 4): shoal's team collectives on SHOAL_TEAM_WORLD beside NCCL (C API,
+// same process, same symmetric buffers, where NCCL was found at configure time: SHOAL_BENCH_NCCL), in
+// three launch styles, each a `scope` of the CSV:
 //
-//   allreduce     reduce_block<sum_op> on float          vs ncclAllReduce (float, sum)
-//   broadcast     broadcastmem_block, root 0              vs ncclBroadcast
-//   fcollect      fcollectmem_block                       vs ncclAllGather
-//   alltoall      alltoallmem_block                       vs grouped ncclSend/ncclRecv
-//   team_barrier  team_barrier_block                      (no NCCL counterpart)
+//   block/1x<t>  one CTA of t (-t) threads per PE calls the device facade's block collective many
+//                times in one kernel; the median of reps kernels, timed with CUDA events on PE 0
+//   stream       many host-launched on-stream calls back to back between two events; median of reps
+//   graph        the same on-stream calls, up to kGraphCalls of them captured in one CUDA graph,
+//                replayed back to back; graph time / calls
 //
-// Sizes as nccl-tests counts them: the whole buffer (allreduce, broadcast), the gathered output
-// (fcollect), one PE's send buffer (alltoall: size / n_pes to each PE). algBW = size / time; busBW =
-// algBW x 2(n-1)/n (allreduce), x 1 (broadcast), x (n-1)/n (fcollect, alltoall). A shoal row's
-// ratio compares it with the faster NCCL variant at that size: latency shoal/nccl up to 64 KiB
-// (lower is better), busBW shoal/nccl above (higher is better); `baseline` says which.
+//   benchmark          block (shoal)                        stream, graph (shoal)                 NCCL
+//   allreduce          shoalx_float_sum_reduce_block        shoalx_float_sum_reduce_on_stream     ncclAllReduce
+//   allreduce_scratch  reduce_block<sum_op> + scratch       -                                     -
+//   broadcast          shoalx_broadcastmem_block, root 0    shoalx_broadcastmem_on_stream         ncclBroadcast
+//   fcollect           shoalx_fcollectmem_block             shoalx_fcollectmem_on_stream          ncclAllGather
+//   alltoall           shoalx_alltoallmem_block             shoalx_alltoallmem_on_stream          ncclSend/Recv
+//   team_barrier       shoalx_barrier_block                 -                                     -
+//   barrier            -                                    shoalx_barrier_on_stream              -
 //
-// Every PE launches the same kernels and calls in the same order; the iteration count of a point is
-// decided by PE 0 (from its timed warm-up) and shared, so every PE makes the same number of calls.
-// Bounded: shoal's device waits trap after SHOAL_WAIT_TIMEOUT, every stream wait has a host
-// watchdog, and NCCL's communicator setup has one too.
+// NCCL rows have scopes stream and graph. allreduce_scratch (the explicit-scratch device form) runs
+// only when named. Sizes as nccl-tests counts them: the whole buffer (allreduce, broadcast), the
+// gathered output (fcollect), one PE's send buffer (alltoall: size / n_pes to each PE). algBW = size
+// / time; busBW = algBW x 2(n-1)/n (allreduce), x 1 (broadcast), x (n-1)/n (fcollect, alltoall).
+// Sweeps follow -b/-e/-f and end at most at 256 MiB (stream, graph, NCCL), 1 MiB (block allreduce)
+// or 16 MiB (other block collectives), as shoal-bench-nvshmem's do. A shoal row's ratio compares it
+// with NCCL's row of the same scope at the same size (block rows: NCCL stream): latency shoal/NCCL
+// up to 64 KiB (lower is better), busBW shoal/NCCL above (higher is better); `baseline` says which.
+//
+// Environment (benchmark knobs, read here only):
+//   SHOAL_BENCH_COLL_SCOPES  comma list of block, stream, graph (default: all three)
+//   SHOAL_BENCH_COLL_SIZES   comma list of sizes (K/M/G suffixes) instead of the -b/-e/-f sweep
+//   SHOAL_BENCH_NCCL=0       no NCCL rows;  SHOAL_BENCH_NCCL_GRAPH=0  no NCCL graph rows
+//
+// NCCL's graph-captured calls hung on 2xH200 (found by reading NCCL 2.28's enqueue and registration
+// code; not yet confirmed on the GPUs). Graph capture is where NCCL, by default
+// (NCCL_GRAPH_REGISTER=1), registers the user buffers for zero-copy: it exports the cuMem allocation
+// behind each buffer, here a chunk of shoal's symmetric heap, and the peer's proxy thread imports and
+// maps it. Destroying a graph only queues its cleanup (NCCL's graph destructor); NCCL runs it from
+// inside whichever later NCCL enqueue first polls that queue, at a different call on each rank: the
+// plan's work buffer is freed here and the registration dropped through a blocking RPC to the peer's
+// proxy, which unmaps and frees there. The old code destroyed each graph right after its point, so
+// those frees met the next point's NCCL kernels, each waiting for the other rank's next kernel, which
+// that rank's host, blocked inside NCCL, never launched: a cycle across both hosts and GPUs where no
+// stream watchdog looked. So here: the buffers are allocated once (a registration never outlives
+// its memory), every capture starts with both GPUs idle, NCCL's graphs live until the end and are
+// destroyed, both GPUs idle, before ncclCommFinalize (which waits for them anyway), and every host
+// step is under the progress watchdog. If an NCCL point still stops a run, scripts/gpu_run.sh reruns
+// it with NCCL_GRAPH_REGISTER=0, then without NCCL's graph rows (SHOAL_BENCH_NCCL_GRAPH=0).
+//
+// Every PE runs the same points in the same order; a point's call count is decided by PE 0 from its
+// timed warm-up and shared. Bounded: shoal's device waits trap after SHOAL_WAIT_TIMEOUT, every
+// stream wait polls for at most kKernelTimeoutSeconds, and a progress watchdog stops the process
+// when a host call (barrier, NCCL or shoal enqueue, capture) makes no progress for kStallSeconds;
+// either way PE 0 first writes the rows measured so far and the line says where it stopped.
 #include <time.h>
 
 #include <algorithm>
@@ -30,7 +62,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -51,22 +85,32 @@ namespace shoal::bench {
 
 namespace {
 
-enum class coll : int { allreduce, broadcast, fcollect, alltoall, barrier };
+enum class coll : int { allreduce, allreduce_scratch, broadcast, fcollect, alltoall, team_barrier, barrier };
+enum class style : int { block, stream, graph };
+
+constexpr coll kDataColls[] = {coll::allreduce, coll::broadcast, coll::fcollect, coll::alltoall};
 
 constexpr double kKernelTimeoutSeconds = 30;
-constexpr int kInitTimeoutSeconds = 60;
-/// GPU busy time enqueued ahead of every timed region (keeps the host's enqueue out of the figure).
+/// A host call that makes no progress for this long stops the run (above kKernelTimeoutSeconds and
+/// the 25 s SHOAL_WAIT_TIMEOUT that run_gpu_bench.sh sets, so their more specific reports come first).
+constexpr double kStallSeconds = 45;
+/// NCCL's communicator setup and teardown.
+constexpr double kNcclSetupSeconds = 90;
+/// GPU busy time enqueued ahead of every timed region (keeps the host's first enqueue out of the figure).
 constexpr uint64_t kLaunchCoverNs = 50'000;
-/// Largest size of the one-block shoal collectives (the sweep also ends at -e).
-constexpr size_t kCollMaxBytes = size_t{256} << 20;
+constexpr size_t kStreamMaxBytes = size_t{256} << 20;
+constexpr size_t kBlockReduceMaxBytes = size_t{1} << 20;
+constexpr size_t kBlockMaxBytes = size_t{16} << 20;
 /// Largest size at which a shoal row's ratio is a latency ratio; above, a busBW ratio.
 constexpr size_t kLatencyMaxBytes = size_t{64} << 10;
-/// At most this many bytes (by size) in one timed kernel or graph.
-constexpr size_t kBytesPerKernel = size_t{64} << 20;
-/// Time budget of one variant's timed reps at one size (fewer iterations where the warm-up says so).
+/// At most this many bytes (by size) in one timed run.
+constexpr size_t kBytesPerRun = size_t{64} << 20;
+/// Time budget of one variant's timed reps at one size (fewer calls where the warm-up says so).
 constexpr double kPointBudgetUs = 100'000;
-/// A shoal collective slower than this per call ends its sweep (larger sizes would take too long).
+/// A variant slower than this per call ends its sweep (larger sizes would take too long).
 constexpr double kSlowCallUs = 100'000;
+/// At most this many calls captured in one graph (the timed run replays it as often as needed).
+constexpr int kGraphCalls = 64;
 
 struct cuda_failure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -77,18 +121,28 @@ void check(cudaError_t e, const char* what) {
     throw cuda_failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+double now_s() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 const char* name_of(coll c) {
   switch (c) {
     case coll::allreduce:
       return "allreduce";
+    case coll::allreduce_scratch:
+      return "allreduce_scratch";
     case coll::broadcast:
       return "broadcast";
     case coll::fcollect:
       return "fcollect";
     case coll::alltoall:
       return "alltoall";
-    case coll::barrier:
+    case coll::team_barrier:
       return "team_barrier";
+    case coll::barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -97,16 +151,33 @@ const char* name_of(coll c) {
 double bus_factor(coll c, int n) {
   switch (c) {
     case coll::allreduce:
+    case coll::allreduce_scratch:
       return 2.0 * (n - 1) / n;
     case coll::broadcast:
       return 1.0;
     case coll::fcollect:
     case coll::alltoall:
       return static_cast<double>(n - 1) / n;
-    case coll::barrier:
+    default:
       return 0;
   }
-  return 0;
+}
+
+/// Comma-separated items of environment variable `name` (empty when unset).
+std::vector<std::string> env_list(const char* name) {
+  std::vector<std::string> out;
+  const char* v = std::getenv(name);
+  if (v == nullptr) return out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+/// false only when environment variable `name` is "0".
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
 }
 
 // --- device side --------------------------------------------------------------------------------
@@ -123,6 +194,7 @@ __device__ __forceinline__ uint32_t pat(uint32_t seed, uint64_t i) {
 __device__ __forceinline__ uint32_t source_word(coll c, uint64_t g, uint64_t block_words, int me, int n) {
   switch (c) {
     case coll::allreduce:
+    case coll::allreduce_scratch:
       return __float_as_uint(static_cast<float>((g & 1023) + me));
     case coll::broadcast:
       return pat(1, g);
@@ -139,6 +211,7 @@ __device__ __forceinline__ uint32_t source_word(coll c, uint64_t g, uint64_t blo
 __device__ __forceinline__ uint32_t dest_word(coll c, uint64_t g, uint64_t block_words, int q, int n) {
   switch (c) {
     case coll::allreduce:
+    case coll::allreduce_scratch:
       return __float_as_uint(static_cast<float>(n * (g & 1023) + n * (n - 1) / 2));
     case coll::broadcast:
       return pat(1, g);
@@ -157,13 +230,18 @@ __global__ void fill_source_kernel(coll c, uint32_t* src, size_t words, size_t b
     src[g] = source_word(c, g, block_words, me, n);
 }
 
-__global__ void verify_dest_kernel(coll c, const uint32_t* dst, size_t words, size_t block_words, int q, int n,
-                                   unsigned long long* bad) {
+__global__ void count_bad_kernel(coll c, const uint32_t* dst, size_t words, size_t block_words, int q, int n,
+                                 unsigned long long* bad) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   unsigned long long mine = 0;
   for (size_t g = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < words; g += stride)
     mine += dst[g] != dest_word(c, g, block_words, q, n);
   if (mine != 0) atomicAdd(bad, mine);
+}
+
+/// Copies `words` words from `src` (possibly a peer's memory) to `dst` (this GPU).
+__global__ void copy_words_kernel(uint32_t* dst, const uint32_t* src, int words) {
+  for (int i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
 }
 
 __global__ void delay_kernel(uint64_t ns) {
@@ -172,49 +250,97 @@ __global__ void delay_kernel(uint64_t ns) {
   for (uint64_t t = t0; t < t0 + ns;) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 }
 
-/// `iters` calls of collective c by one block on the world team.
-__global__ void shoal_coll_kernel(coll c, shoal::device_team t, char* dst, const char* src, size_t num_bytes,
-                                  size_t per_pe, void* scratch, int iters) {
-  const shoal::device_world& w = shoal_detail_world_c;
+/// `iters` calls of collective C by the one block of this PE on the world team.
+template <coll C>
+__global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* src, size_t num_bytes, size_t per_pe,
+                                  void* scratch, int iters) {
   for (int i = 0; i < iters; ++i) {
-    switch (c) {
-      case coll::allreduce:
-        shoal::device::reduce_block<shoal::device::sum_op>(w, t, reinterpret_cast<float*>(dst),
-                                                           reinterpret_cast<const float*>(src),
-                                                           num_bytes / sizeof(float), scratch);
-        break;
-      case coll::broadcast:
-        shoal::device::broadcastmem_block(w, t, dst, src, num_bytes, 0);
-        break;
-      case coll::fcollect:
-        shoal::device::fcollectmem_block(w, t, dst, src, per_pe);
-        break;
-      case coll::alltoall:
-        shoal::device::alltoallmem_block(w, t, dst, src, per_pe);
-        break;
-      case coll::barrier:
-        shoal::device::team_barrier_block(w, t);
-        break;
+    if constexpr (C == coll::allreduce) {
+      shoalx_float_sum_reduce_block(SHOAL_TEAM_WORLD, reinterpret_cast<float*>(dst),
+                                    reinterpret_cast<const float*>(src), num_bytes / sizeof(float));
+    } else if constexpr (C == coll::allreduce_scratch) {
+      shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, t, reinterpret_cast<float*>(dst),
+                                                         reinterpret_cast<const float*>(src), num_bytes / sizeof(float),
+                                                         scratch);
+    } else if constexpr (C == coll::broadcast) {
+      shoalx_broadcastmem_block(SHOAL_TEAM_WORLD, dst, src, num_bytes, 0);
+    } else if constexpr (C == coll::fcollect) {
+      shoalx_fcollectmem_block(SHOAL_TEAM_WORLD, dst, src, per_pe);
+    } else if constexpr (C == coll::alltoall) {
+      shoalx_alltoallmem_block(SHOAL_TEAM_WORLD, dst, src, per_pe);
+    } else if constexpr (C == coll::team_barrier) {
+      shoalx_barrier_block(SHOAL_TEAM_WORLD);
     }
   }
+  (void)t, (void)scratch, (void)dst, (void)src, (void)num_bytes, (void)per_pe;
 }
 
 // --- host side ----------------------------------------------------------------------------------
 
-/// Ends the process if the guarded section (e.g. NCCL's communicator setup) takes longer than `seconds`.
-class watchdog {
+/// The rows so far and where they go; what a stopped run leaves behind.
+class results {
  public:
-  watchdog(int seconds, std::string what) : what_(std::move(what)) {
-    thread_ = std::thread([this, seconds] {
+  results(const options& opts, std::vector<row>& rows, int me) : opts_(opts), rows_(rows), me_(me) {}
+
+  void add(row r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows_.push_back(std::move(r));
+  }
+
+  /// Ends the process (exit status 3) after PE 0 wrote the rows so far to --csv/--json. Callable
+  /// from any thread; the first caller wins, later ones wait for the exit.
+  [[noreturn]] void give_up(const std::string& why) {
+    static std::atomic<bool> taken{false};
+    if (taken.exchange(true)) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    std::fprintf(stderr, "shoal-bench: PE %d: STOPPED: %s\n", me_, why.c_str());
+    if (me_ == 0) {
+      std::lock_guard<std::mutex> lock(mu_);  // held only around a push_back: never for long
+      try {
+        if (!opts_.csv.empty()) write_csv(opts_.csv, rows_);
+        if (!opts_.json.empty()) write_json(opts_.json, rows_);
+        std::fprintf(stderr, "shoal-bench: wrote the %zu rows measured so far\n", rows_.size());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "shoal-bench: %s\n", e.what());
+      }
+    } else {
+      // PE 0 is most likely stuck at the same point: leave it time to write the rows before the
+      // launcher, seeing this PE exit, ends the job.
+      std::fflush(nullptr);
+      std::this_thread::sleep_for(std::chrono::seconds(20));
+    }
+    std::fflush(nullptr);
+    std::_Exit(3);
+  }
+
+ private:
+  const options& opts_;
+  std::vector<row>& rows_;
+  int me_;
+  std::mutex mu_;  // rows_: the runner appends, the watchdog thread may write them out
+};
+
+/// Stops the run when the runner reports no progress before its deadline: a host call (barrier,
+/// NCCL or shoal enqueue, graph capture, NCCL setup) that never returns. The runner names the point
+/// it works on (point()) and each step in it (step()); the stop line names both.
+class stall_watchdog {
+ public:
+  explicit stall_watchdog(results& out) : out_(out) {
+    step("start");
+    thread_ = std::thread([this] {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) {
-        std::fprintf(stderr, "shoal-bench: %s did not finish within %d s; stopping\n", what_.c_str(), seconds);
-        std::fflush(nullptr);
-        std::_Exit(3);
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return done_; })) {
+        if (now_s() > deadline_) {
+          const std::string why = where_locked() + ": no progress for " + std::to_string(static_cast<int>(limit_)) +
+                                  " s (a host call inside CUDA, NCCL or shoal that never returned)";
+          lock.unlock();
+          out_.give_up(why);
+        }
       }
     });
   }
-  ~watchdog() {
+  ~stall_watchdog() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
@@ -222,21 +348,38 @@ class watchdog {
     cv_.notify_all();
     thread_.join();
   }
-  watchdog(const watchdog&) = delete;
-  watchdog& operator=(const watchdog&) = delete;
+  stall_watchdog(const stall_watchdog&) = delete;
+  stall_watchdog& operator=(const stall_watchdog&) = delete;
+
+  /// The point being measured, e.g. "allreduce 8 B nccl/graph".
+  void point(std::string what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    point_ = std::move(what);
+  }
+  /// Progress: `what` (a string literal) is what the runner does next, within `limit` seconds.
+  void step(const char* what, double limit = kStallSeconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_ = what;
+    limit_ = limit;
+    deadline_ = now_s() + limit;
+  }
+  std::string where() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return where_locked();
+  }
 
  private:
-  std::string what_;
-  std::mutex mu_;
+  std::string where_locked() const { return point_.empty() ? step_ : point_ + ": " + step_; }
+
+  results& out_;
+  std::mutex mu_;  // everything below
   std::condition_variable cv_;
+  std::string point_;
+  const char* step_ = "";
+  double limit_ = kStallSeconds;
+  double deadline_ = 0;
   bool done_ = false;
   std::thread thread_;
-};
-
-struct buffers {
-  char* src = nullptr;      // symmetric
-  char* dst = nullptr;      // symmetric
-  void* scratch = nullptr;  // symmetric (allreduce)
 };
 
 /// Sizes of one point of collective c: `bytes` (nccl-tests' size), per-PE block, source and dest bytes.
@@ -262,103 +405,138 @@ shape shape_of(coll c, size_t size, int n) {
   return s;
 }
 
+std::string size_text(size_t bytes) {
+  for (auto [unit, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {
+    if (bytes >= (size_t{1} << shift) && bytes % (size_t{1} << shift) == 0)
+      return std::to_string(bytes >> shift) + " " + unit + "iB";
+  }
+  return std::to_string(bytes) + " B";
+}
+
 class coll_runner {
  public:
   coll_runner(const options& opts, std::vector<row>& rows, std::string backend)
-      : opts_(opts), rows_(rows), backend_(std::move(backend)) {
-    me_ = shoal_my_pe();
-    npes_ = shoal_n_pes();
-    max_bytes_ = std::min(opts_.max_bytes_given ? opts_.max_bytes : kCollMaxBytes, kCollMaxBytes);
+      : opts_(opts),
+        backend_(std::move(backend)),
+        me_(shoal_my_pe()),
+        npes_(shoal_n_pes()),
+        out_(opts, rows, me_),
+        wd_(out_) {
+    const std::vector<std::string> scopes = env_list("SHOAL_BENCH_COLL_SCOPES");
+    if (!scopes.empty()) {
+      auto has = [&](const char* s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
+      block_on_ = has("block");
+      stream_on_ = has("stream");
+      graph_on_ = has("graph");
+    }
+    for (const std::string& text : env_list("SHOAL_BENCH_COLL_SIZES")) {
+      size_t v = 0;
+      if (!parse_size(text, v) || v == 0) throw std::runtime_error("SHOAL_BENCH_COLL_SIZES: bad size '" + text + "'");
+      size_list_.push_back(v);
+    }
+    std::sort(size_list_.begin(), size_list_.end());
+    // Failed shoal calls return here (and end the run with the rows so far) instead of aborting the job.
+    saved_error_mode_ = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
     if (shoalx_team_device_handle(SHOAL_TEAM_WORLD, &team_, sizeof team_) != 0)
       throw std::runtime_error("shoalx_team_device_handle(SHOAL_TEAM_WORLD) failed");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
-    check(cudaMalloc(&bad_, sizeof(unsigned long long)), "cudaMalloc");
-    share_ = shoal_malloc(kShareBytes);
+    check(cudaMalloc(&local_, sizeof(local_words)), "cudaMalloc");
+    share_ = static_cast<uint32_t*>(shoal_malloc(kShareWords * sizeof(uint32_t)));
     if (share_ == nullptr) throw std::runtime_error("shoal_malloc of the share buffer failed");
-    shoal_barrier_all();
+    barrier("setup");
   }
   ~coll_runner() {
-#if SHOAL_BENCH_NCCL
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
-#endif
-    shoal_free(share_);
-    cudaFree(bad_);
+    // Collective teardown (NCCL, shoal_free) only on the normal path (finish_up); while an exception
+    // unwinds, the peers are not there to join it (the process exits right after).
+    cudaFree(local_);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     cudaStreamDestroy(stream_);
+    shoal_set_error_mode(saved_error_mode_);
   }
   coll_runner(const coll_runner&) = delete;
   coll_runner& operator=(const coll_runner&) = delete;
 
-  void run(const std::vector<std::string>& which) {
-    auto wanted = [&](coll c) {
-      return which.empty() || std::find(which.begin(), which.end(), name_of(c)) != which.end();
+  /// `which`: the names to run (all when empty); `named`: what the command line named
+  /// (allreduce_scratch runs only when named).
+  void run(const std::vector<std::string>& which, const std::vector<std::string>& named) {
+    auto in = [](const std::vector<std::string>& v, const char* x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
     };
-    const coll data_colls[] = {coll::allreduce, coll::broadcast, coll::fcollect, coll::alltoall};
-    bool any = false;
-    for (coll c : data_colls) any = any || wanted(c);
+    auto wanted = [&](coll c) {
+      if (c == coll::allreduce_scratch) return in(named, name_of(c));
+      return which.empty() || in(which, name_of(c));
+    };
+    std::vector<coll> data;
+    for (coll c : kDataColls)
+      if (wanted(c) && (block_on_ || stream_on_ || graph_on_)) data.push_back(c);
+    const bool scratch = wanted(coll::allreduce_scratch) && block_on_;
+    allocate(data, scratch);
 #if SHOAL_BENCH_NCCL
-    if (any) init_nccl();
+    if (!data.empty() && env_on("SHOAL_BENCH_NCCL")) init_nccl();
 #else
-    if (any && me_ == 0)
+    if (!data.empty() && me_ == 0)
       std::fprintf(stderr, "shoal-bench: built without NCCL (not found at configure time); no nccl rows\n");
 #endif
-    for (coll c : data_colls)
-      if (wanted(c)) sweep(c);
-    if (wanted(coll::barrier)) barrier();
+    for (coll c : data) sweep(c);
+    if (scratch) sweep(coll::allreduce_scratch);
+    if (wanted(coll::team_barrier) && block_on_) barrier_points(coll::team_barrier);
+    if (wanted(coll::barrier) && (stream_on_ || graph_on_)) barrier_points(coll::barrier);
+    finish_up();
   }
 
   bool any_check_failed() const { return check_failed_; }
 
  private:
-  static constexpr size_t kShareBytes = 256;
+  /// Symmetric words for host-side agreement: [0, kVoteWord) PE 0's broadcasts, kVoteWord this PE's vote.
+  static constexpr int kShareWords = 64;
+  static constexpr int kVoteWord = kShareWords - 1;
+  /// Device memory of this PE that the host reads back.
+  struct local_words {
+    uint32_t copied[kShareWords];
+    unsigned long long bad;
+  };
 
-  /// PE 0's `num_bytes` at `data` to every PE (collective; host barriers inside).
-  void share_from_pe0(void* data, size_t num_bytes) {
-    if (me_ == 0) {
-      check(cudaMemcpy(share_, data, num_bytes, cudaMemcpyHostToDevice), "share: write");
-      check(cudaDeviceSynchronize(), "share: synchronize");
-    }
+  // ---- plumbing ----
+
+  void barrier(const char* what) {
+    wd_.step(what);
+    shoal_clear_error();
     shoal_barrier_all();
-    if (me_ != 0) {
-      void* p = shoal_ptr(share_, 0);
-      if (p == nullptr) throw std::runtime_error("no load/store path to PE 0 (the collectives need P2P)");
-      check(cudaMemcpy(data, p, num_bytes, cudaMemcpyDefault), "share: read");
-    }
-    shoal_barrier_all();
+    const char* msg = nullptr;
+    if (shoal_last_error(&msg) != SHOAL_OK)
+      out_.give_up(wd_.where() + ": shoal_barrier_all failed: " + (msg != nullptr ? msg : "?"));
+    wd_.step(what);
   }
 
-  /// Waits for the stream with a watchdog.
+  /// Waits for the stream, polling, at most kKernelTimeoutSeconds; gives up (rows so far written) after.
   void finish(const char* what) {
-    timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    wd_.step(what);
+    const double t0 = now_s();
     for (unsigned polls = 0;; ++polls) {
       const cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return;
+      if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) check(e, what);
-      timespec t;
-      clock_gettime(CLOCK_MONOTONIC, &t);
-      if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > kKernelTimeoutSeconds) {
-        std::fprintf(stderr, "shoal-bench: PE %d: %s did not finish within %.0f s; stopping\n", me_, what,
-                     kKernelTimeoutSeconds);
-        std::fflush(nullptr);
-        std::_Exit(3);
-      }
+      if (now_s() - t0 > kKernelTimeoutSeconds)
+        out_.give_up(wd_.where() + ": the GPU work did not finish within " +
+                     std::to_string(static_cast<int>(kKernelTimeoutSeconds)) + " s (a GPU wait that never ends)");
       if (polls > 1000) {
         timespec nap{0, 20000};
         nanosleep(&nap, nullptr);
       }
     }
+    wd_.step(what);
   }
 
-  /// Microseconds of what launch() enqueues (a delay kernel ahead covers the host's enqueue).
-  template <class Launch>
-  double timed_us(const char* what, Launch&& launch) {
+  /// Microseconds of what enqueue() puts on the stream, behind a short delay kernel.
+  template <class Enqueue>
+  double timed_us(const char* what, Enqueue&& enqueue) {
+    wd_.step(what);
     delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
     check(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    launch();
+    enqueue();
     check(cudaGetLastError(), what);
     check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     finish(what);
@@ -367,58 +545,115 @@ class coll_runner {
     return ms * 1e3;
   }
 
+  /// Reads `words` words of PE q's share buffer (q may be this PE) into `out`.
+  void read_share(int q, int first_word, uint32_t* out, int words) {
+    const auto* p = static_cast<const uint32_t*>(shoal_ptr(share_ + first_word, q));
+    if (p == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
+    copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
+    check(cudaGetLastError(), "copy share");
+    check(cudaMemcpyAsync(out, local_->copied, words * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_),
+          "copy share");
+    finish("copy share");
+  }
+
+  /// PE 0's `words` words at `data` to every PE (collective; host barriers inside). Stream-ordered
+  /// copies only: nothing here waits for the whole device (NCCL's own streams included).
+  void share_from_pe0(uint32_t* data, int words) {
+    if (me_ == 0) {
+      check(cudaMemcpyAsync(share_, data, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_), "share");
+      finish("share");
+    }
+    barrier("share");
+    if (me_ != 0) read_share(0, 0, data, words);
+    barrier("share");
+  }
+
+  /// true on every PE when `mine` is true on every PE (collective; host barriers inside).
+  bool all_agree(bool mine) {
+    const uint32_t vote = mine ? 1 : 0;
+    check(cudaMemcpyAsync(share_ + kVoteWord, &vote, sizeof vote, cudaMemcpyHostToDevice, stream_), "vote");
+    finish("vote");
+    barrier("vote");
+    bool all = true;
+    for (int q = 0; q < npes_; ++q) {
+      uint32_t v = 0;
+      read_share(q, kVoteWord, &v, 1);
+      all = all && v != 0;
+    }
+    barrier("vote");
+    return all;
+  }
+
   int loop_iters() const { return std::max(1, opts_.iterations * 10); }
   int loop_warmup() const { return std::max(1, opts_.warmup * 10); }
 
-  /// One variant at one point: warm-up of `warm` calls (PE 0 times it and picks the iteration count,
-  /// shared with every PE), then reps timed runs of launch(iters). Returns PE 0's median us per call
-  /// (others: 0) and sets iters and *slow (agreed: one call took longer than kSlowCallUs).
-  template <class Launch>
-  double measure(const char* what, int warm, int& iters, Launch&& launch, bool* slow = nullptr) {
-    const double warm_us = timed_us(what, [&] { launch(warm); });
-    int32_t decided[2] = {iters, 0};
+  /// Calls per timed run at a point of `bytes` (0: barrier): kBytesPerRun's worth, at most 10 x -n.
+  int max_calls(size_t bytes) const {
+    if (bytes == 0) return loop_iters();
+    return static_cast<int>(std::clamp<size_t>(kBytesPerRun / bytes, 1, static_cast<size_t>(loop_iters())));
+  }
+
+  /// A timed warm-up of `warm` calls (enqueue(n) enqueues n); from it PE 0 picks the timed call
+  /// count, at most `most`, within the point's budget, and every PE gets it. *slow: one warm-up call
+  /// took longer than kSlowCallUs (agreed too).
+  template <class Enqueue>
+  int decide_calls(int warm, int most, bool* slow, Enqueue&& enqueue) {
+    const double warm_us = timed_us("warm-up", [&] { enqueue(warm); });
+    uint32_t decided[2] = {static_cast<uint32_t>(most), 0};
     if (me_ == 0) {
       const double per_call = warm_us / warm;
       const double budget = kPointBudgetUs / opts_.reps;
-      if (per_call * iters > budget) decided[0] = std::max(1, static_cast<int>(budget / per_call));
+      if (per_call * most > budget) decided[0] = static_cast<uint32_t>(std::max(1.0, budget / per_call));
       decided[1] = per_call > kSlowCallUs;
     }
-    share_from_pe0(decided, sizeof decided);
-    iters = decided[0];
+    share_from_pe0(decided, 2);
     if (slow != nullptr) *slow = decided[1] != 0;
+    return static_cast<int>(decided[0]);
+  }
+
+  /// The median over reps of timed_us(enqueue()), divided by `calls_per_run` (PE 0; other PEs: 0).
+  template <class Enqueue>
+  double median_per_call(int calls_per_run, Enqueue&& enqueue) {
     std::vector<double> v;
-    for (int r = 0; r < opts_.reps; ++r) v.push_back(timed_us(what, [&] { launch(iters); }));
+    for (int r = 0; r < opts_.reps; ++r) v.push_back(timed_us("timed run", enqueue));
     std::sort(v.begin(), v.end());
-    return me_ == 0 ? v[v.size() / 2] / iters : 0;
+    return me_ == 0 ? v[v.size() / 2] / calls_per_run : 0;
   }
 
   /// Clears this PE's dest, then a host barrier: nobody writes a dest before it is cleared.
-  void clear_dest(const buffers& b, const shape& s) {
-    check(cudaMemsetAsync(b.dst, 0, s.dst_bytes, stream_), "clear dest");
+  void clear_dest(const shape& s) {
+    check(cudaMemsetAsync(dst_, 0, s.dst_bytes, stream_), "clear dest");
     finish("clear dest");
-    shoal_barrier_all();
+    barrier("clear dest");
+  }
+
+  void fill_source(coll c, const shape& s) {
+    fill_source_kernel<<<264, 256, 0, stream_>>>(c, reinterpret_cast<uint32_t*>(src_), s.src_bytes / 4,
+                                                 std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
+    check(cudaGetLastError(), "fill source");
+    finish("fill source");
   }
 
   /// After every PE's calls ended (host barrier), PE 0 checks every PE's dest; then a barrier.
-  bool verify(coll c, const buffers& b, const shape& s) {
-    finish("collective");
-    shoal_barrier_all();
+  bool verify(coll c, const shape& s) {
+    finish("last calls");
+    barrier("verify");
     bool ok = true;
     if (me_ == 0) {
       for (int q = 0; q < npes_; ++q) {
-        const void* d = q == me_ ? b.dst : shoal_ptr(b.dst, q);
-        if (d == nullptr) throw std::runtime_error("no load/store path to a PE (the collectives need P2P)");
-        check(cudaMemsetAsync(bad_, 0, sizeof(unsigned long long), stream_), "verify");
-        verify_dest_kernel<<<264, 256, 0, stream_>>>(c, static_cast<const uint32_t*>(d), s.dst_bytes / 4,
-                                                     std::max<size_t>(s.per_pe / 4, 1), q, npes_, bad_);
+        const auto* d = static_cast<const uint32_t*>(q == me_ ? dst_ : shoal_ptr(dst_, q));
+        if (d == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
+        check(cudaMemsetAsync(&local_->bad, 0, sizeof(unsigned long long), stream_), "verify");
+        count_bad_kernel<<<264, 256, 0, stream_>>>(c, d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_,
+                                                   &local_->bad);
         check(cudaGetLastError(), "verify");
-        finish("verify");
         unsigned long long bad = 0;
-        check(cudaMemcpy(&bad, bad_, sizeof bad, cudaMemcpyDeviceToHost), "verify");
+        check(cudaMemcpyAsync(&bad, &local_->bad, sizeof bad, cudaMemcpyDeviceToHost, stream_), "verify");
+        finish("verify");
         ok = ok && bad == 0;
       }
     }
-    shoal_barrier_all();
+    barrier("verify");
     return ok;
   }
 
@@ -439,110 +674,375 @@ class coll_runner {
     return r;
   }
 
-  void add(row r, bool ok) {
-    if (!ok) {
-      r.baseline = "DATA-CHECK-FAILED";
-      r.ratio = 0;
-      check_failed_ = true;
-      std::fprintf(stderr, "shoal-bench: %s %s %s %zu bytes: the data check failed\n", r.benchmark.c_str(),
-                   r.impl.c_str(), r.scope.c_str(), r.size_bytes);
+  std::string scope_label(style st) const {
+    switch (st) {
+      case style::block:
+        return "block/1x" + std::to_string(opts_.threads);
+      case style::stream:
+        return "stream";
+      case style::graph:
+        return "graph";
     }
-    rows_.push_back(std::move(r));
+    return "?";
+  }
+
+  /// One measured variant at one point: the row, whether its data checked out.
+  struct measured {
+    row r;
+    bool ok = true;
+  };
+
+  // ---- buffers ----
+
+  /// Largest size of collective c in style st (-e caps every sweep).
+  size_t end_of(coll c, style st) const {
+    size_t ceiling = kStreamMaxBytes;
+    if (st == style::block)
+      ceiling = c == coll::allreduce || c == coll::allreduce_scratch ? kBlockReduceMaxBytes : kBlockMaxBytes;
+    return opts_.max_bytes_given ? std::min(opts_.max_bytes, ceiling) : ceiling;
+  }
+
+  std::vector<size_t> sizes_up_to(size_t end) const {
+    if (size_list_.empty()) return sizes(opts_.min_bytes, end, opts_.factor);
+    std::vector<size_t> out;
+    for (size_t s : size_list_)
+      if (s <= end) out.push_back(s);
+    return out;
+  }
+
+  /// One source and one dest buffer for every collective, allocated once: NCCL's graph registration
+  /// of a buffer (see the top of this file) then never outlives the memory behind its address.
+  void allocate(const std::vector<coll>& data, bool scratch) {
+    size_t bytes = 0;
+    for (coll c : data)
+      for (style st : {style::block, style::stream, style::graph}) bytes = std::max(bytes, end_of(c, st));
+    if (scratch) bytes = std::max(bytes, end_of(coll::allreduce_scratch, style::block));
+    if (!size_list_.empty()) bytes = std::min(bytes, size_list_.back());
+    if (bytes == 0) return;
+    buffer_bytes_ = bytes;
+    src_ = static_cast<char*>(shoal_malloc(bytes));
+    dst_ = static_cast<char*>(shoal_malloc(bytes));
+    if (src_ == nullptr || dst_ == nullptr)
+      throw std::runtime_error("shoal_malloc of 2 x " + std::to_string(bytes) + " bytes failed");
+    if (scratch) {
+      const size_t n = end_of(coll::allreduce_scratch, style::block) / sizeof(float);
+      scratch_ = shoal_malloc(shoal::device::reduce_scratch_bytes<float>(npes_, n));
+      if (scratch_ == nullptr) throw std::runtime_error("allreduce_scratch: shoal_malloc of the scratch failed");
+    }
+    barrier("alloc");
+  }
+
+  /// Normal end: NCCL's graphs, then NCCL (both GPUs idle), then the buffers.
+  void finish_up() {
+    finish("done");
+    barrier("done");
+#if SHOAL_BENCH_NCCL
+    if (comm_ != nullptr) {
+      wd_.point("NCCL teardown");
+      wd_.step("cudaGraphExecDestroy", kNcclSetupSeconds);
+      for (cudaGraphExec_t exec : nccl_graphs_) cudaGraphExecDestroy(exec);
+      nccl_graphs_.clear();
+      check(cudaStreamSynchronize(stream_), "teardown");
+      barrier("graphs destroyed");
+      wd_.step("ncclCommFinalize", kNcclSetupSeconds);
+      nccl_check(ncclCommFinalize(comm_), "ncclCommFinalize");
+      wd_.step("ncclCommDestroy", kNcclSetupSeconds);
+      nccl_check(ncclCommDestroy(comm_), "ncclCommDestroy");
+      comm_ = nullptr;
+      barrier("NCCL destroyed");
+    }
+#endif
+    wd_.point("teardown");
+    if (scratch_ != nullptr) shoal_free(scratch_);
+    if (dst_ != nullptr) shoal_free(dst_);
+    if (src_ != nullptr) shoal_free(src_);
+    shoal_free(share_);
+    scratch_ = nullptr, dst_ = nullptr, src_ = nullptr, share_ = nullptr;
+    barrier("freed");
+  }
+
+  // ---- shoal's calls ----
+
+  void launch_block(coll c, const shape& s, int calls) {
+    const dim3 grid(1), block(opts_.threads);
+    switch (c) {
+      case coll::allreduce:
+        block_coll_kernel<coll::allreduce>
+            <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, nullptr, calls);
+        break;
+      case coll::allreduce_scratch:
+        block_coll_kernel<coll::allreduce_scratch>
+            <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, scratch_, calls);
+        break;
+      case coll::broadcast:
+        block_coll_kernel<coll::broadcast>
+            <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, nullptr, calls);
+        break;
+      case coll::fcollect:
+        block_coll_kernel<coll::fcollect>
+            <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, nullptr, calls);
+        break;
+      case coll::alltoall:
+        block_coll_kernel<coll::alltoall>
+            <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, nullptr, calls);
+        break;
+      case coll::team_barrier:
+        block_coll_kernel<coll::team_barrier>
+            <<<grid, block, 0, stream_>>>(team_, nullptr, nullptr, 0, 0, nullptr, calls);
+        break;
+      case coll::barrier:
+        break;
+    }
+  }
+
+  /// One on-stream call of collective c on stream_; shoal's return code.
+  int shoal_call(coll c, const shape& s) {
+    switch (c) {
+      case coll::allreduce:
+        return shoalx_float_sum_reduce_on_stream(SHOAL_TEAM_WORLD, reinterpret_cast<float*>(dst_),
+                                                 reinterpret_cast<const float*>(src_), s.bytes / sizeof(float),
+                                                 stream_);
+      case coll::broadcast:
+        return shoalx_broadcastmem_on_stream(SHOAL_TEAM_WORLD, dst_, src_, s.bytes, 0, stream_);
+      case coll::fcollect:
+        return shoalx_fcollectmem_on_stream(SHOAL_TEAM_WORLD, dst_, src_, s.per_pe, stream_);
+      case coll::alltoall:
+        return shoalx_alltoallmem_on_stream(SHOAL_TEAM_WORLD, dst_, src_, s.per_pe, stream_);
+      case coll::barrier:
+        return shoalx_barrier_on_stream(SHOAL_TEAM_WORLD, stream_);
+      default:
+        return 0;
+    }
+  }
+
+  /// `calls` on-stream calls of c (shoal or NCCL) on stream_; throws on an error code.
+  void enqueue_calls(bool nccl, coll c, const shape& s, int calls) {
+    for (int i = 0; i < calls; ++i) {
+      if (nccl) {
+#if SHOAL_BENCH_NCCL
+        nccl_call(c, s);
+#endif
+      } else if (int rc = shoal_call(c, s); rc != 0) {
+        const char* msg = nullptr;
+        shoal_last_error(&msg);
+        throw std::runtime_error(std::string(name_of(c)) + ": shoal's on-stream call returned " + std::to_string(rc) +
+                                 (msg != nullptr ? std::string(" (") + msg + ")" : std::string()));
+      }
+    }
+  }
+
+  /// Captures `calls` calls of c into a graph and instantiates it. Returns why not, or "".
+  std::string capture(bool nccl, coll c, const shape& s, int calls, cudaGraphExec_t* exec) {
+    // Thread-local: no other thread's CUDA calls (NCCL's proxy, shoal's monitor) disturb the capture.
+    cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e);
+    }
+    std::string why;
+    try {
+      enqueue_calls(nccl, c, s, calls);
+    } catch (const std::exception& ex) {
+      why = std::string(ex.what()) + " while capturing";
+    }
+    cudaGraph_t graph = nullptr;
+    e = cudaStreamEndCapture(stream_, &graph);  // always: leaves the stream out of capture mode
+    if (why.empty() && e != cudaSuccess) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
+    if (why.empty() && graph == nullptr) why = "cudaStreamEndCapture gave no graph";
+    if (why.empty()) {
+      e = cudaGraphInstantiate(exec, graph, 0);
+      if (e != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e);
+    }
+    if (graph != nullptr) cudaGraphDestroy(graph);  // the exec keeps what it needs (NCCL's user objects too)
+    cudaGetLastError();                             // a refused capture leaves no error behind for the next check
+    return why;
+  }
+
+  // ---- points ----
+
+  /// The block row of c at one point; *slow as decide_calls.
+  measured block_point(coll c, const shape& s, bool* slow) {
+    wd_.point(std::string(name_of(c)) + " " + size_text(s.bytes) + " shoal/" + scope_label(style::block));
+    const bool data = s.bytes > 0;
+    const int most = max_calls(s.bytes);
+    const int warm = std::max(1, std::min(most, loop_warmup()));
+    if (data) clear_dest(s);
+    auto enqueue = [&](int n) { launch_block(c, s, n); };
+    const int calls = decide_calls(warm, most, slow, enqueue);
+    const double us = median_per_call(calls, [&] { enqueue(calls); });
+    measured m;
+    m.ok = !data || verify(c, s);
+    m.r = make(c, "shoal", scope_label(style::block), s, calls, us);
+    return m;
+  }
+
+  /// The stream and graph rows (as wanted) of c through shoal or NCCL at one point. *slow as
+  /// decide_calls; *graph_ok false when a graph capture was refused on some PE (no graph rows after).
+  std::vector<measured> on_stream_point(bool nccl, coll c, const shape& s, bool want_stream, bool want_graph,
+                                        bool* slow, bool* graph_ok) {
+    std::vector<measured> out;
+    const std::string impl = nccl ? "nccl" : "shoal";
+    const std::string what = std::string(name_of(c)) + " " + size_text(s.bytes) + " " + impl + "/";
+    const bool data = s.bytes > 0;
+    const int most = max_calls(s.bytes);
+    const int warm = std::max(1, std::min(most, loop_warmup()));
+    auto enqueue = [&](int n) { enqueue_calls(nccl, c, s, n); };
+    // The stream warm-up runs even without stream rows: it decides the call count, and NCCL connects
+    // (and shoal sets up) whatever it sets up on first use there, outside any capture.
+    wd_.point(what + "stream");
+    if (data) clear_dest(s);
+    const int calls = decide_calls(warm, most, slow, enqueue);
+    if (want_stream) {
+      const double us = median_per_call(calls, [&] { enqueue(calls); });
+      measured m;
+      m.ok = !data || verify(c, s);
+      m.r = make(c, impl, "stream", s, calls, us);
+      out.push_back(std::move(m));
+    }
+    if (!want_graph || !*graph_ok) return out;
+
+    wd_.point(what + "graph");
+    // Both GPUs idle before anyone captures: NCCL's capture may call into the peer's proxy thread.
+    finish("before capture");
+    barrier("before capture");
+    const int per_graph = std::min(calls, kGraphCalls);
+    const int replays = std::max(1, calls / per_graph);
+    cudaGraphExec_t exec = nullptr;
+    wd_.step("capture");
+    const std::string why = capture(nccl, c, s, per_graph, &exec);
+    if (!why.empty())
+      std::fprintf(stderr, "shoal-bench: PE %d: %sgraph: capture refused: %s\n", me_, what.c_str(), why.c_str());
+    if (!all_agree(why.empty())) {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (me_ == 0)
+        std::fprintf(stderr, "shoal-bench: %sgraph: capture refused on some PE; no %s graph rows of %s from here on\n",
+                     what.c_str(), impl.c_str(), name_of(c));
+      *graph_ok = false;
+      return out;
+    }
+    wd_.step("cudaGraphUpload");
+    check(cudaGraphUpload(exec, stream_), "cudaGraphUpload");
+    finish("graph upload");
+    if (nccl) nccl_graphs_.push_back(exec);  // destroyed at the end (see the top of this file)
+    if (data)
+      clear_dest(s);  // the stream calls wrote it: the check is the graph's alone
+    else
+      barrier("graph upload");
+    auto replay = [&](int n) {
+      for (int i = 0; i < n; ++i) check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
+    };
+    timed_us("graph warm-up", [&] { replay(1); });
+    const double us = median_per_call(replays * per_graph, [&] { replay(replays); });
+    measured m;
+    m.ok = !data || verify(c, s);
+    m.r = make(c, impl, "graph", s, replays * per_graph, us);
+    out.push_back(std::move(m));
+    if (!nccl) check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    return out;
+  }
+
+  /// Sets a shoal row's ratio against NCCL's row of scope `nccl_scope` at the same size, if any.
+  static void set_ratio(row& r, const std::vector<measured>& nccl_rows, const std::string& nccl_scope) {
+    for (const measured& n : nccl_rows) {
+      if (!n.ok || n.r.scope != nccl_scope || n.r.size_bytes != r.size_bytes || n.r.latency_us <= 0) continue;
+      if (r.size_bytes <= kLatencyMaxBytes) {
+        r.ratio = r.latency_us / n.r.latency_us;
+        r.baseline = "nccl/" + nccl_scope + " latency";
+      } else if (n.r.busbw_gbps > 0) {
+        r.ratio = r.busbw_gbps / n.r.busbw_gbps;
+        r.baseline = "nccl/" + nccl_scope + " busBW";
+      }
+    }
+  }
+
+  /// PE 0 keeps the row; a failed data check marks it and the run.
+  void add(measured m) {
+    if (!m.ok) {
+      m.r.baseline = "DATA-CHECK-FAILED";
+      m.r.ratio = 0;
+      check_failed_ = true;
+      std::fprintf(stderr, "shoal-bench: PE %d: %s %s/%s %zu bytes: the data check failed\n", me_,
+                   m.r.benchmark.c_str(), m.r.impl.c_str(), m.r.scope.c_str(), m.r.size_bytes);
+    }
+    if (me_ == 0) out_.add(std::move(m.r));
+  }
+
+  // ---- sweeps ----
+
+  bool have_nccl() const {
+#if SHOAL_BENCH_NCCL
+    return comm_ != nullptr;
+#else
+    return false;
+#endif
   }
 
   void sweep(coll c) {
-    const std::string label = "block/1x" + std::to_string(opts_.threads);
-    buffers b;
-    b.src = static_cast<char*>(shoal_malloc(max_bytes_));
-    b.dst = static_cast<char*>(shoal_malloc(max_bytes_));
-    const size_t scratch_bytes =
-        c == coll::allreduce ? shoal::device::reduce_scratch_bytes<float>(npes_, max_bytes_ / sizeof(float)) : 0;
-    if (scratch_bytes > 0) b.scratch = shoal_malloc(scratch_bytes);
-    if (b.src == nullptr || b.dst == nullptr || (scratch_bytes > 0 && b.scratch == nullptr))
-      throw std::runtime_error(std::string(name_of(c)) + ": shoal_malloc failed");
-    shoal_barrier_all();
-    bool shoal_on = true;  // false once a call got too slow: larger sizes run NCCL only
-    for (size_t size : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
+    const bool stream_form = c != coll::allreduce_scratch;
+    bool block = block_on_;
+    bool on_stream = (stream_on_ || graph_on_) && stream_form;
+    bool nccl = have_nccl() && stream_form;
+    bool shoal_graph = true, nccl_graph = true;
+    const size_t block_end = block ? end_of(c, style::block) : 0;
+    const size_t stream_end = on_stream ? end_of(c, style::stream) : 0;
+    // NCCL: up to the on-stream rows' end, and stream rows wherever block rows need their baseline.
+    const size_t nccl_end = nccl ? std::max(block_end, stream_end) : 0;
+    const size_t end = std::min(std::max(block_end, stream_end), buffer_bytes_);
+    for (size_t size : sizes_up_to(end)) {
       const shape s = shape_of(c, size, npes_);
-      if (s.bytes == 0 || s.bytes != size) continue;  // not divisible into per-PE words
-      untimed_fill(c, b, s);
-      const int iters0 =
-          static_cast<int>(std::clamp<size_t>(kBytesPerKernel / s.bytes, 1, static_cast<size_t>(loop_iters())));
-      const int warm = std::max(1, std::min(iters0, loop_warmup()));
-      row shoal_row;
-      bool have_shoal = false;
-      if (shoal_on) {
-        clear_dest(b, s);
-        int iters = iters0;
+      if (s.bytes == 0 || s.bytes != size) continue;  // not whole 4-byte words per PE
+      fill_source(c, s);
+      std::vector<measured> shoal_rows, nccl_rows;
+      if (block && size <= block_end) {
         bool slow = false;
-        const double us = measure(
-            name_of(c), warm, iters,
-            [&](int n) {
-              shoal_coll_kernel<<<1, opts_.threads, 0, stream_>>>(c, team_, b.dst, b.src, s.bytes, s.per_pe, b.scratch,
-                                                                  n);
-            },
-            &slow);
-        const bool ok = verify(c, b, s);
-        shoal_row = make(c, "shoal", label, s, iters, us);
-        shoal_row.baseline = ok ? "" : "DATA-CHECK-FAILED";
-        have_shoal = true;
-        if (slow) {
-          shoal_on = false;
-          if (me_ == 0)
-            std::fprintf(stderr,
-                         "shoal-bench: %s: one-block calls take over %.0f ms at %zu bytes; larger sizes "
-                         "run NCCL only\n",
-                         name_of(c), kSlowCallUs / 1e3, s.bytes);
-        }
+        shoal_rows.push_back(block_point(c, s, &slow));
+        if (slow) block = stop_note(c, "shoal/block", s);
       }
-      std::vector<std::pair<row, bool>> nccl_rows;
-#if SHOAL_BENCH_NCCL
-      if (comm_ != nullptr) nccl_point(c, b, s, iters0, warm, nccl_rows);
-#endif
-      if (me_ != 0) continue;
-      if (have_shoal) {
-        const bool ok = shoal_row.baseline.empty();
-        // The faster NCCL variant whose data checked out is the baseline.
-        const row* best = nullptr;
-        for (const auto& [r, r_ok] : nccl_rows)
-          if (r_ok && r.latency_us > 0 && (best == nullptr || r.latency_us < best->latency_us)) best = &r;
-        if (ok && best != nullptr) {
-          if (s.bytes <= kLatencyMaxBytes) {
-            shoal_row.ratio = shoal_row.latency_us / best->latency_us;
-            shoal_row.baseline = "nccl/" + best->scope + " latency";
-          } else {
-            shoal_row.ratio = shoal_row.busbw_gbps / best->busbw_gbps;
-            shoal_row.baseline = "nccl/" + best->scope + " busBW";
-          }
-        }
-        add(shoal_row, ok);
+      if (on_stream && size <= stream_end) {
+        bool slow = false;
+        for (measured& m : on_stream_point(false, c, s, stream_on_, graph_on_, &slow, &shoal_graph))
+          shoal_rows.push_back(std::move(m));
+        if (slow) on_stream = stop_note(c, "shoal on-stream", s);
       }
-      for (auto& [r, r_ok] : nccl_rows) add(r, r_ok);
+      if (nccl && size <= nccl_end) {
+        bool slow = false;
+        const bool want_stream = stream_on_ || (block_on_ && size <= block_end);
+        const bool want_graph = graph_on_ && nccl_graph_on_ && size <= stream_end;
+        nccl_rows = on_stream_point(true, c, s, want_stream, want_graph, &slow, &nccl_graph);
+        if (slow) nccl = stop_note(c, "nccl", s);
+      }
+      if (c == coll::allreduce)  // allreduce_scratch's baseline, measured later
+        for (const measured& m : nccl_rows) nccl_allreduce_.push_back(m);
+      const std::vector<measured>& baseline = c == coll::allreduce_scratch ? nccl_allreduce_ : nccl_rows;
+      for (measured& m : shoal_rows) {
+        if (m.ok) set_ratio(m.r, baseline, m.r.scope == "graph" ? "graph" : "stream");
+        add(std::move(m));
+      }
+      for (measured& m : nccl_rows) add(std::move(m));
     }
-    shoal_barrier_all();
-    if (b.scratch != nullptr) shoal_free(b.scratch);
-    shoal_free(b.dst);
-    shoal_free(b.src);
   }
 
-  void untimed_fill(coll c, const buffers& b, const shape& s) {
-    fill_source_kernel<<<264, 256, 0, stream_>>>(c, reinterpret_cast<uint32_t*>(b.src), s.src_bytes / 4,
-                                                 std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
-    check(cudaGetLastError(), "fill");
-    finish("fill");
+  /// Says that variant `what` of c stops after size s (calls over kSlowCallUs); returns false.
+  bool stop_note(coll c, const char* what, const shape& s) const {
+    if (me_ == 0)
+      std::fprintf(stderr, "shoal-bench: %s %s: calls take over %.0f ms at %s; no larger sizes\n", name_of(c), what,
+                   kSlowCallUs / 1e3, size_text(s.bytes).c_str());
+    return false;
   }
 
-  void barrier() {
-    const std::string label = "block/1x" + std::to_string(opts_.threads);
-    shoal_barrier_all();
-    int iters = loop_iters();
-    const double us = measure("team_barrier", loop_warmup(), iters, [&](int n) {
-      shoal_coll_kernel<<<1, opts_.threads, 0, stream_>>>(coll::barrier, team_, nullptr, nullptr, 0, 0, nullptr, n);
-    });
-    finish("team_barrier");
-    shoal_barrier_all();
-    if (me_ == 0) add(make(coll::barrier, "shoal", label, shape{}, iters, us), true);
+  void barrier_points(coll c) {
+    const shape none{};
+    barrier(name_of(c));
+    if (c == coll::team_barrier) {
+      bool slow = false;
+      add(block_point(c, none, &slow));
+      return;
+    }
+    bool slow = false, graph_ok = true;
+    for (measured& m : on_stream_point(false, c, none, stream_on_, graph_on_, &slow, &graph_ok)) add(std::move(m));
   }
+
+  // ---- NCCL ----
 
 #if SHOAL_BENCH_NCCL
   static void nccl_check(ncclResult_t r, const char* what) {
@@ -550,127 +1050,107 @@ class coll_runner {
   }
 
   void init_nccl() {
+    wd_.point("NCCL setup");
     // No NVLS/multicast: the figures are point-to-point NVLink (run_gpu_bench.sh exports it too).
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    struct {
-      int32_t ok;
-      int32_t pad;
-      ncclUniqueId id;
-    } msg{};
-    static_assert(sizeof msg <= kShareBytes);
+    uint32_t msg[1 + (sizeof(ncclUniqueId) + 3) / 4] = {};
+    static_assert(sizeof msg <= (kVoteWord) * sizeof(uint32_t));
     if (me_ == 0) {
-      const ncclResult_t r = ncclGetUniqueId(&msg.id);
-      msg.ok = r == ncclSuccess;
-      if (r != ncclSuccess)
+      ncclUniqueId id;
+      const ncclResult_t r = ncclGetUniqueId(&id);
+      msg[0] = r == ncclSuccess;
+      if (r == ncclSuccess)
+        std::memcpy(&msg[1], &id, sizeof id);
+      else
         std::fprintf(stderr, "shoal-bench: ncclGetUniqueId failed (%s); no nccl rows\n", ncclGetErrorString(r));
     }
-    share_from_pe0(&msg, sizeof msg);
-    if (msg.ok == 0) return;
-    ncclResult_t r;
-    {
-      watchdog guard(kInitTimeoutSeconds, "ncclCommInitRank");
-      r = ncclCommInitRank(&comm_, npes_, msg.id, me_);
-    }
+    share_from_pe0(msg, static_cast<int>(sizeof msg / sizeof msg[0]));
+    if (msg[0] == 0) return;
+    ncclUniqueId id;
+    std::memcpy(&id, &msg[1], sizeof id);
+    wd_.step("ncclCommInitRank", kNcclSetupSeconds);
+    const ncclResult_t r = ncclCommInitRank(&comm_, npes_, id, me_);
     if (r != ncclSuccess) {
       // A PE whose init failed stops the job rather than leave the others' NCCL calls waiting for it.
+      comm_ = nullptr;
       throw std::runtime_error(std::string("ncclCommInitRank: ") + ncclGetErrorString(r));
     }
+    barrier("NCCL ready");
+    nccl_graph_on_ = env_on("SHOAL_BENCH_NCCL_GRAPH");
     int version = 0;
     ncclGetVersion(&version);
-    if (me_ == 0) std::fprintf(stderr, "shoal-bench: NCCL %d, %d ranks, NCCL_NVLS_ENABLE=0\n", version, npes_);
+    const char* reg = std::getenv("NCCL_GRAPH_REGISTER");
+    if (me_ == 0)
+      std::fprintf(
+          stderr, "shoal-bench: NCCL %d, %d ranks, NCCL_NVLS_ENABLE=0, NCCL_GRAPH_REGISTER=%s, graph rows %s\n",
+          version, npes_, reg != nullptr ? reg : "(NCCL's default)", graph_on_ && nccl_graph_on_ ? "on" : "off");
   }
 
   /// Enqueues one NCCL call of collective c on stream_.
-  void nccl_call(coll c, const buffers& b, const shape& s) {
+  void nccl_call(coll c, const shape& s) {
     switch (c) {
       case coll::allreduce:
-        nccl_check(ncclAllReduce(b.src, b.dst, s.bytes / sizeof(float), ncclFloat, ncclSum, comm_, stream_),
+        nccl_check(ncclAllReduce(src_, dst_, s.bytes / sizeof(float), ncclFloat, ncclSum, comm_, stream_),
                    "ncclAllReduce");
         break;
       case coll::broadcast:
-        nccl_check(ncclBroadcast(b.src, b.dst, s.bytes, ncclChar, 0, comm_, stream_), "ncclBroadcast");
+        nccl_check(ncclBroadcast(src_, dst_, s.bytes, ncclChar, 0, comm_, stream_), "ncclBroadcast");
         break;
       case coll::fcollect:
-        nccl_check(ncclAllGather(b.src, b.dst, s.per_pe, ncclChar, comm_, stream_), "ncclAllGather");
+        nccl_check(ncclAllGather(src_, dst_, s.per_pe, ncclChar, comm_, stream_), "ncclAllGather");
         break;
       case coll::alltoall:
         nccl_check(ncclGroupStart(), "ncclGroupStart");
         for (int j = 0; j < npes_; ++j) {
-          nccl_check(ncclSend(b.src + j * s.per_pe, s.per_pe, ncclChar, j, comm_, stream_), "ncclSend");
-          nccl_check(ncclRecv(b.dst + j * s.per_pe, s.per_pe, ncclChar, j, comm_, stream_), "ncclRecv");
+          nccl_check(ncclSend(src_ + j * s.per_pe, s.per_pe, ncclChar, j, comm_, stream_), "ncclSend");
+          nccl_check(ncclRecv(dst_ + j * s.per_pe, s.per_pe, ncclChar, j, comm_, stream_), "ncclRecv");
         }
         nccl_check(ncclGroupEnd(), "ncclGroupEnd");
         break;
-      case coll::barrier:
+      default:
         break;
     }
-  }
-
-  /// NCCL at one point: stream-launched calls, then `iters` calls captured in one graph and replayed.
-  void nccl_point(coll c, const buffers& b, const shape& s, int iters0, int warm,
-                  std::vector<std::pair<row, bool>>& out) {
-    clear_dest(b, s);
-    int iters = iters0;
-    const double stream_us = measure("nccl stream", warm, iters, [&](int n) {
-      for (int i = 0; i < n; ++i) nccl_call(c, b, s);
-    });
-    const bool stream_ok = verify(c, b, s);
-    out.emplace_back(make(c, "nccl", "stream", s, iters, stream_us), stream_ok);
-    // The graph-captured variant hung on 2xH200 (both PEs' replays never finished; cause not found
-    // yet), so it runs only on request.
-    const char* want_graph = std::getenv("SHOAL_BENCH_NCCL_GRAPH");
-    if (want_graph == nullptr || std::string(want_graph) != "1") return;
-
-    clear_dest(b, s);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    for (int i = 0; i < iters; ++i) nccl_call(c, b, s);
-    check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    check(cudaGraphUpload(exec, stream_), "cudaGraphUpload");
-    finish("graph upload");
-    shoal_barrier_all();
-    // The graph's call count is fixed: one warm-up replay, then reps timed replays of `iters` calls.
-    int replays = 1;
-    const double graph_us = measure("nccl graph", 1, replays,
-                                    [&](int n) {
-                                      for (int i = 0; i < n; ++i)
-                                        check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-                                    }) /
-                            iters;
-    const bool graph_ok = verify(c, b, s);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    out.emplace_back(make(c, "nccl", "graph", s, iters, graph_us), graph_ok);
   }
 
   ncclComm_t comm_ = nullptr;
 #endif
 
   const options& opts_;
-  std::vector<row>& rows_;
   std::string backend_;
   int me_ = 0, npes_ = 0;
-  size_t max_bytes_ = 0;
+  results out_;
+  stall_watchdog wd_;
+  bool block_on_ = true, stream_on_ = true, graph_on_ = true;  // SHOAL_BENCH_COLL_SCOPES
+  bool nccl_graph_on_ = true;                                  // SHOAL_BENCH_NCCL_GRAPH
+  std::vector<size_t> size_list_;                              // SHOAL_BENCH_COLL_SIZES (sorted)
   shoal::device_team team_{};
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  unsigned long long* bad_ = nullptr;
-  void* share_ = nullptr;
+  local_words* local_ = nullptr;
+  uint32_t* share_ = nullptr;  // symmetric; see kShareWords
+  char* src_ = nullptr;        // symmetric, buffer_bytes_
+  char* dst_ = nullptr;        // symmetric, buffer_bytes_
+  void* scratch_ = nullptr;    // symmetric (allreduce_scratch)
+  size_t buffer_bytes_ = 0;
+  /// NCCL's graphs, alive until finish_up (see the top of this file).
+  std::vector<cudaGraphExec_t> nccl_graphs_;
+  /// NCCL's allreduce rows, the baseline of the allreduce_scratch rows.
+  std::vector<measured> nccl_allreduce_;
   bool check_failed_ = false;
+  int saved_error_mode_ = SHOAL_ERRORS_ABORT;
 };
 
 }  // namespace
 
 bool run_collective_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                                const std::string& backend) {
-  const std::vector<std::string> names = {"allreduce", "broadcast", "fcollect", "alltoall", "team_barrier"};
+  const std::vector<std::string> names = {"allreduce", "allreduce_scratch", "broadcast", "fcollect",
+                                          "alltoall",  "team_barrier",      "barrier"};
   bool any = which.empty();
   for (const auto& w : which) any = any || std::find(names.begin(), names.end(), w) != names.end();
   if (!any) return true;
   coll_runner runner(opts, rows, backend);
-  runner.run(which);
+  runner.run(which, opts.which);
   return !runner.any_check_failed();
 }
 

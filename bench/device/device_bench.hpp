@@ -20,9 +20,12 @@ bool device_select_gpu();
 bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                            const std::string& backend);
 
-/// After run_device_benchmarks, same contract: the device collectives of issue 4 (allreduce,
-/// broadcast, fcollect, alltoall, team_barrier; bench/device/coll_bench.cu), with NCCL rows where
-/// NCCL was found at configure time. Does nothing when `which` names none of them.
+/// After run_device_benchmarks, same contract: the collectives of issue 4 (allreduce, broadcast,
+/// fcollect, alltoall, team_barrier, barrier; allreduce_scratch when opts.which names it;
+/// bench/device/coll_bench.cu) as one-block device calls, on-stream calls and graph-replayed
+/// on-stream calls, with NCCL rows where NCCL was found at configure time. Does nothing when `which`
+/// names none of them. A run that stops making progress ends the process (status 3) after PE 0
+/// wrote the rows so far to --csv/--json.
 bool run_collective_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                                const std::string& backend);
 

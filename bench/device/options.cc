@@ -4,7 +4,6 @@
 
 namespace shoal::bench {
 
-namespace {
 bool parse_size(const std::string& text, size_t& out) {
   size_t pos = 0;
   unsigned long long v = 0;
@@ -25,7 +24,6 @@ bool parse_size(const std::string& text, size_t& out) {
   out = static_cast<size_t>(v);
   return true;
 }
-}  // namespace
 
 void add_options(CLI::App& app, options& opts) {
   app.add_option("benchmarks", opts.which, "which to run (default: all of the host or device set)");
@@ -70,7 +68,9 @@ std::vector<std::string> device_benchmark_names() {
           "broadcast",
           "fcollect",
           "alltoall",
-          "team_barrier"};
+          "team_barrier",
+          "barrier",
+          "allreduce_scratch"};
 }
 
 std::vector<size_t> sizes(size_t min_bytes, size_t max_bytes, size_t factor) {

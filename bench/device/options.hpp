@@ -39,7 +39,11 @@ void add_options(CLI::App& app, options& opts);
 /// After parsing: converts the size texts and checks ranges. Returns an empty string or what is wrong.
 std::string finish(options& opts);
 
-/// The device-initiated benchmarks (shoal-bench on the cuda backend, shoal-bench-nvshmem), in run order.
+/// A size with an optional K/M/G suffix ("8", "64K", "256M") into bytes; false when malformed.
+bool parse_size(const std::string& text, size_t& out);
+
+/// The device-initiated benchmarks (shoal-bench on the cuda backend, shoal-bench-nvshmem), in run order
+/// (allreduce_scratch, the explicit-scratch device allreduce, runs only when named).
 std::vector<std::string> device_benchmark_names();
 
 /// The message sizes -b, -b*f, ... up to `max_bytes`.

@@ -1,8 +1,14 @@
 // shoal-bench-nvshmem: shoal-bench's device-initiated measurements through NVSHMEM, for the
-// side-by-side figures of the issue-3 targets. Same options and CSV schema as shoal-bench
-// (impl "nvshmem"); the baselines (plain SM copy, raw flags) are measured in this run too.
+// side-by-side figures of the issue-3 targets, and NVSHMEM's collectives beside shoal's (issue 4).
+// Same options and CSV schema as shoal-bench (impl "nvshmem"); the baselines (plain SM copy, raw
+// flags) are measured in this run too.
 //
 //   shoalrun -n 2 shoal-bench-nvshmem [benchmarks] [-b 8 -e 256M -c 32 -t 512 ...] --csv nvshmem.csv
+//   shoalrun -n 2 shoal-bench-nvshmem --coll [--coll-scope block,stream,graph] --csv nvshmem_coll.csv
+//
+// Without benchmark names or --coll: the RMA/latency set (put_bw ... barrier_latency). Collectives
+// (allreduce broadcast fcollect alltoall team_barrier barrier) run when named or with --coll (all of
+// them); --coll alone runs only them. --coll-scope picks their launch styles (default all).
 //
 // Bootstrap: NVSHMEM's UID bootstrap. Rank 0 makes the id (nvshmemx_get_uniqueid) and the others get
 // it through a small shoal world on host memory, which joins the job from the launcher's environment
@@ -27,17 +33,38 @@ int main(int argc, char** argv) {
   CLI::App app{"shoal-bench-nvshmem: shoal-bench's device-initiated measurements through NVSHMEM"};
   shoal::bench::options opts;
   shoal::bench::add_options(app, opts);
+  bool all_colls = false;
+  std::vector<std::string> coll_scopes;
+  app.add_flag("--coll", all_colls, "run NVSHMEM's collectives (all; without benchmark names, only them)");
+  app.add_option("--coll-scope", coll_scopes, "collectives' launch styles (comma list; default all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"block", "stream", "graph", "all"}));
   CLI11_PARSE(app, argc, argv);
   if (std::string err = shoal::bench::finish(opts); !err.empty()) {
     std::fprintf(stderr, "shoal-bench-nvshmem: %s\n", err.c_str());
     return 2;
   }
-  const std::vector<std::string> set = shoal::bench::device_benchmark_names();
+  auto in = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  const std::vector<std::string> rma_set = shoal::bench::device_benchmark_names();
+  const std::vector<std::string> coll_set = nvb::collective_names();
+  nvb::selection sel;
   for (const auto& w : opts.which) {
-    if (std::find(set.begin(), set.end(), w) == set.end()) {
+    if (in(coll_set, w)) continue;
+    if (!in(rma_set, w)) {
       std::fprintf(stderr, "shoal-bench-nvshmem: unknown benchmark '%s'\n", w.c_str());
       return 2;
     }
+    sel.rma_names.push_back(w);
+  }
+  for (const auto& c : coll_set)
+    if (all_colls || in(opts.which, c)) sel.colls.push_back(c);
+  sel.rma = opts.which.empty() ? !all_colls : !sel.rma_names.empty();
+  if (!coll_scopes.empty() && !in(coll_scopes, "all")) {
+    sel.block = in(coll_scopes, "block");
+    sel.stream = in(coll_scopes, "stream");
+    sel.graph = in(coll_scopes, "graph");
   }
   if (!nvb::select_gpu()) {
     std::fprintf(stderr, "shoal-bench-nvshmem: no usable GPU\n");
@@ -69,7 +96,7 @@ int main(int argc, char** argv) {
     boot.barrier_all();
     boot.free(slot);
 
-    passed = nvb::run(rank, size, uid, opts, opts.which, rows);
+    passed = nvb::run(rank, size, uid, opts, sel, rows);
     boot.finalize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shoal-bench-nvshmem: PE %d: %s\n", rank, e.what());

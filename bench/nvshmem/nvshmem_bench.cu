@@ -1,5 +1,5 @@
 // The nvcc -rdc part of shoal-bench-nvshmem: NVSHMEM init through the UID bootstrap, then the shared
-// driver (bench/device/driver.cuh) on the NVSHMEM adapter.
+// driver (bench/device/driver.cuh) on the NVSHMEM adapter, then the collectives (nvshmem_coll_bench.cu).
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -24,8 +24,7 @@ unique_id make_unique_id() {
   return out;
 }
 
-bool run(int rank, int size, const unique_id& uid, const options& opts, const std::vector<std::string>& which,
-         std::vector<row>& rows) {
+bool run(int rank, int size, const unique_id& uid, const options& opts, const selection& sel, std::vector<row>& rows) {
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
   std::memcpy(&id, uid.data(), sizeof(id));
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
@@ -38,11 +37,12 @@ bool run(int rank, int size, const unique_id& uid, const options& opts, const st
                              std::to_string(nvshmem_n_pes()) + ", the launcher " + std::to_string(rank) + " of " +
                              std::to_string(size));
   bool passed = true;
-  {
+  if (sel.rma) {
     dev::driver<dev::nvshmem_api> d(opts, rows, "cuda");
-    d.run(which);
+    d.run(sel.rma_names);
     passed = !d.any_check_failed();
   }
+  passed = run_collectives(opts, sel, rows) && passed;
   nvshmem_finalize();
   return passed;
 }

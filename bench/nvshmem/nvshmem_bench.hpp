@@ -1,6 +1,7 @@
-// shoal-bench-nvshmem: the device-initiated set of shoal-bench (bench/device/) through NVSHMEM's
-// public API, for side-by-side figures (impl "nvshmem", same CSV schema). Plain C++ interface to the
-// nvcc -rdc part (nvshmem_bench.cu), so main.cc needs no NVSHMEM header.
+// shoal-bench-nvshmem: the device-initiated set of shoal-bench (bench/device/) and its collectives
+// through NVSHMEM's public API, for side-by-side figures (impl "nvshmem", same CSV schema). Plain C++
+// interface to the nvcc -rdc part (nvshmem_bench.cu, nvshmem_coll_bench.cu), so main.cc needs no
+// NVSHMEM header.
 #pragma once
 
 #include <array>
@@ -16,16 +17,34 @@ namespace shoal::bench::nvshmem {
 inline constexpr size_t kUniqueIdBytes = 128;
 using unique_id = std::array<unsigned char, kUniqueIdBytes>;
 
+/// What one run measures; main.cc resolves it from the command line.
+struct selection {
+  bool rma = true;                     ///< the device-initiated set of bench/device/driver.cuh
+  std::vector<std::string> rma_names;  ///< its benchmarks; empty: all of them
+  std::vector<std::string> colls;      ///< collectives (names from collective_names()); empty: none
+  bool block = true;                   ///< collective rows of scope block/1x<-t>
+  bool stream = true;                  ///< collective rows of scope stream
+  bool graph = true;                   ///< collective rows of scope graph
+};
+
+/// The collectives, in run order: allreduce, broadcast, fcollect, alltoall (block, stream and graph
+/// rows), team_barrier (block rows), barrier (stream and graph rows).
+std::vector<std::string> collective_names();
+
 /// Before NVSHMEM init: makes this PE's GPU current (SHOAL_DEVICE, else the launcher's local rank).
 bool select_gpu();
 
 /// On the PE that will be rank 0: nvshmemx_get_uniqueid (opens NVSHMEM's UID bootstrap listener).
 unique_id make_unique_id();
 
-/// Initializes NVSHMEM with the UID bootstrap (rank of size), runs the named benchmarks (all when
-/// empty; PE 0 appends the rows), finalizes. Returns false if a data check failed. Throws
-/// std::runtime_error on init or CUDA failures and timed-out device waits.
-bool run(int rank, int size, const unique_id& uid, const options& opts, const std::vector<std::string>& which,
-         std::vector<row>& rows);
+/// Initializes NVSHMEM with the UID bootstrap (rank of size), runs what `sel` selects (the RMA set,
+/// then the collectives; PE 0 appends the rows), finalizes. Returns false if a data check failed.
+/// Throws std::runtime_error on init or CUDA failures and timed-out device waits.
+bool run(int rank, int size, const unique_id& uid, const options& opts, const selection& sel, std::vector<row>& rows);
+
+/// Inside run(), NVSHMEM initialized: the collectives of `sel` (bench/nvshmem/nvshmem_coll_bench.cu),
+/// same contract. A wait that never ends stops the process (exit status 3) after PE 0 wrote the rows
+/// measured so far to opts.csv / opts.json.
+bool run_collectives(const options& opts, const selection& sel, std::vector<row>& rows);
 
 }  // namespace shoal::bench::nvshmem
