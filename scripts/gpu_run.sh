@@ -8,7 +8,7 @@
 #              targets) and plot.py
 #   collsweep  shoal-bench's collectives (stream, graph) at 8 B and 256 MiB under every SHOAL_COLL_CHANNELS in
 #              16 32 64 132 x SHOAL_COLL_ALGO in auto ll direct (NCCL rows in the first run only), then
-#              compare.py --sweep: which defaults to pick
+#              compare.py --sweep: which defaults to pick (SHOAL_SWEEP_CHANNELS, SHOAL_SWEEP_ALGOS: other lists)
 #   variants   the latency benchmarks built with relaxed polls (SHOAL_WAIT_ACQUIRE_POLL=0)
 #   all        tests + bench
 #
@@ -190,8 +190,8 @@ if [[ $what == collsweep ]]; then
   first=1
   t_all=$(date +%s)
   csvs=()
-  for ch in 16 32 64 132; do
-    for algo in auto ll direct; do
+  for ch in ${SHOAL_SWEEP_CHANNELS:-16 32 64 132}; do
+    for algo in ${SHOAL_SWEEP_ALGOS:-auto ll direct}; do
       name=ch${ch}_${algo}
       t0=$(date +%s)
       # NCCL does not depend on these knobs: its rows (the ratios' baseline) come from the first run only.

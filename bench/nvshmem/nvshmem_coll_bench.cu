@@ -244,7 +244,8 @@ __global__ void delay_kernel(uint64_t ns) {
 
 /// `iters` back-to-back calls of NVSHMEM's block-scope collective C by the one CTA of this PE.
 template <coll C>
-__global__ void block_coll_kernel(char* dst, const char* src, size_t num_bytes, size_t per_pe, int iters) {
+__global__ void __launch_bounds__(1024)
+    block_coll_kernel(char* dst, const char* src, size_t num_bytes, size_t per_pe, int iters) {
   for (int i = 0; i < iters; ++i) {
     if constexpr (C == coll::allreduce) {
       nvshmemx_float_sum_reduce_block(NVSHMEM_TEAM_WORLD, reinterpret_cast<float*>(dst),

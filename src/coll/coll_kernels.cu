@@ -7,7 +7,17 @@
 
 namespace shoal::detail::coll {
 
-const char* to_string(algo a) { return a == algo::ll ? "ll" : "direct"; }
+const char* to_string(algo a) {
+  switch (a) {
+    case algo::ll:
+      return "ll";
+    case algo::direct:
+      return "direct";
+    case algo::ce:
+      return "ce";
+  }
+  return "?";
+}
 
 namespace {
 

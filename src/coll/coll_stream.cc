@@ -177,11 +177,14 @@ int64_t offset_or_none(const stream_call& c, const void* p) { return p == nullpt
 
 /// The algorithm and channels for a call moving `bytes` per member message (largest message) and
 /// `total` bytes in all through this PE.
-launch_config choose(const stream_call& c, size_t message_bytes, size_t total, void* stream) {
+void check_launch(const char* call, cudaError_t err) { SHOAL_CUDA_CHECK(err, call); }
+
+launch_config choose(const stream_call& c, size_t message_bytes, size_t total, void* stream, bool can_ce) {
   const device_world& dw = c.w.device_handle();
   static const std::string forced = env::get_string("SHOAL_COLL_ALGO");
-  SHOAL_CHECK_ARG(forced == "auto" || forced == "ll" || forced == "direct", c.call,
-                  "SHOAL_COLL_ALGO={} is not auto, ll or direct", forced);
+  static const uint64_t ce_bytes = env::get_size("SHOAL_COLL_CE_BYTES");
+  SHOAL_CHECK_ARG(forced == "auto" || forced == "ll" || forced == "direct" || forced == "ce", c.call,
+                  "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", forced);
   const bool fits = message_bytes <= dw.coll_ll_bytes;
   launch_config cfg;
   cfg.stream = static_cast<cudaStream_t>(stream);
@@ -189,11 +192,15 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
     cfg.how = algo::ll;
   } else if (forced == "direct") {
     cfg.how = algo::direct;
+  } else if (forced == "ce" && can_ce) {
+    cfg.how = algo::ce;
+  } else if (forced == "auto" && can_ce && ce_bytes > 0 && message_bytes >= ce_bytes) {
+    cfg.how = algo::ce;
   } else {
     cfg.how = fits ? algo::ll : algo::direct;
   }
-  constexpr size_t kBytesPerChannel = 256 * 1024;
-  cfg.channels = cfg.how == algo::ll
+  constexpr size_t kBytesPerChannel = 64 * 1024;
+  cfg.channels = cfg.how != algo::direct
                      ? 1
                      : static_cast<uint32_t>(std::clamp<size_t>((total + kBytesPerChannel - 1) / kBytesPerChannel, 1,
                                                                 std::max<uint32_t>(dw.coll_channels, 1)));
@@ -202,7 +209,71 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
   return cfg;
 }
 
-void check_launch(const char* call, cudaError_t err) { SHOAL_CUDA_CHECK(err, call); }
+/// Side streams and events for the copy-engine algorithm (per process; forked from and joined back
+/// to the caller's stream, which also works while it is being captured into a graph).
+struct ce_streams {
+  static constexpr int kSides = 4;
+  std::mutex mutex;
+  int device = -1;
+  cudaStream_t side[kSides] = {};
+  cudaEvent_t fork = nullptr;
+  cudaEvent_t join[kSides] = {};
+};
+
+/// The copy-engine form of broadcast / fcollect / alltoall: team barrier, every copy this PE pushes
+/// (remote ones spread over the side streams, the local one on the caller's stream), team barrier.
+void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* source, size_t bytes, int root,
+                     cudaStream_t stream) {
+  static ce_streams ce;
+  std::lock_guard lock(ce.mutex);
+  int device = -1;
+  SHOAL_CUDA_CHECK(cudaGetDevice(&device), c.call);
+  if (ce.device != device) {
+    for (int k = 0; k < ce_streams::kSides; ++k) {
+      SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&ce.side[k], cudaStreamNonBlocking), c.call);
+      SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&ce.join[k], cudaEventDisableTiming), c.call);
+    }
+    SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&ce.fork, cudaEventDisableTiming), c.call);
+    ce.device = device;
+  }
+  const device_world& dw = c.w.device_handle();
+  const int n = c.team.n_pes;
+  const int me = c.team.my_pe_in_team;
+  check_launch(c.call, launch_team_sync(dw, c.team, stream));  // sources ready, dests free
+  SHOAL_CUDA_CHECK(cudaEventRecord(ce.fork, stream), c.call);
+  int used = 0;
+  for (int k = 1; k <= n; ++k) {
+    const int j = (me + k) % n;
+    const char* from;
+    char* to;
+    if (how == move::broadcast) {
+      if (me != root) break;
+      from = static_cast<const char*>(source);
+      to = static_cast<char*>(dest);
+    } else if (how == move::fcollect) {
+      from = static_cast<const char*>(source);
+      to = static_cast<char*>(dest) + static_cast<size_t>(me) * bytes;
+    } else {
+      from = static_cast<const char*>(source) + static_cast<size_t>(j) * bytes;
+      to = static_cast<char*>(dest) + static_cast<size_t>(me) * bytes;
+    }
+    if (j == me) {
+      if (to != from) SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), c.call);
+      continue;
+    }
+    const int side = used % ce_streams::kSides;
+    if (used < ce_streams::kSides) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(ce.side[side], ce.fork, 0), c.call);
+    char* remote = c.w.remote_addr(c.call, c.team.world_pe(j), c.w.heap().offset_of(to));
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, from, bytes, cudaMemcpyDefault, ce.side[side]), c.call);
+    ++used;
+  }
+  for (int k = 0; k < std::min(used, ce_streams::kSides); ++k) {
+    SHOAL_CUDA_CHECK(cudaEventRecord(ce.join[k], ce.side[k]), c.call);
+    SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, ce.join[k], 0), c.call);
+  }
+  check_launch(c.call, launch_team_sync(dw, c.team, stream));  // every copy into every dest is done
+}
+
 
 #endif  // SHOAL_HAVE_CUDA
 
@@ -223,7 +294,11 @@ int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream
     validate_call(c, post, blocking, [] {});
     // The barrier's fence.acq_rel.sys completes this GPU's earlier stores at system scope; a barrier
     // (quiet) also completes the host's non-blocking puts on this heap first.
-    if (quiet) c.w.ops().quiet();
+    // While `stream` is being captured the host may not wait on another stream: the graph's barrier
+    // then orders the graph's own work, and host non-blocking puts need a shoal_quiet before launch.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    SHOAL_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capturing), call);
+    if (quiet && capturing == cudaStreamCaptureStatusNone) c.w.ops().quiet();
     if (c.team.n_pes > 1)
       check_launch(call, launch_team_sync(c.w.device_handle(), c.team, static_cast<cudaStream_t>(stream)));
 #else
@@ -270,7 +345,11 @@ int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* 
             cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
       return;
     }
-    const launch_config cfg = choose(c, bytes, total, stream);
+    const launch_config cfg = choose(c, bytes, total, stream, true);
+    if (cfg.how == algo::ce) {
+      enqueue_move_ce(c, how, dest, source, bytes, root, static_cast<cudaStream_t>(stream));
+      return;
+    }
     check_launch(call, launch_move(c.w.device_handle(), c.team, how, dest, source, bytes, root, cfg));
 #else
     (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes, (void)root, (void)stream, (void)kind;
@@ -311,7 +390,7 @@ int reduce_common(const char* call, shoal_team_t team, void* dest, const void* s
             cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
       return;
     }
-    const launch_config cfg = choose(c, bytes, scatter ? src_bytes : bytes * 2, stream);
+    const launch_config cfg = choose(c, bytes, scatter ? src_bytes : bytes * 2, stream, false);
     check_launch(call, launch_reduce(c.w.device_handle(), c.team, scatter, type, op, dest, source, nreduce, cfg));
 #else
     (void)team, (void)dest, (void)source, (void)nreduce, (void)type, (void)op, (void)stream, (void)scatter;

@@ -47,8 +47,12 @@ constexpr std::array kTable = {
              "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
              "words for this many"},
     variable{"SHOAL_COLL_ALGO", kind::string, "auto",
-             "GPU team collectives on a stream: auto (LL up to SHOAL_COLL_LL_BYTES, direct above), ll (LL whenever "
-             "the message fits a slot) or direct (barrier + load/store, two-shot for reductions)"},
+             "GPU team collectives on a stream: auto (LL up to SHOAL_COLL_LL_BYTES, copy engines for broadcast/"
+             "fcollect/alltoall messages from SHOAL_COLL_CE_BYTES, direct otherwise), ll (LL whenever the message fits "
+             "a slot), direct (barrier + load/store, two-shot for reductions) or ce (copy engines for the moves)"},
+    variable{"SHOAL_COLL_CE_BYTES", kind::size, "4M",
+             "GPU on-stream broadcast/fcollect/alltoall: messages of at least this size go through the copy engines "
+             "(SHOAL_COLL_ALGO=auto); 0: never"},
     variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
              "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
     // diagnostics

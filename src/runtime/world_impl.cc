@@ -145,8 +145,8 @@ void world_impl::setup_reserved_block() {
   device_.coll_channels = channels;
   device_.coll_ll_bytes = ll_bytes;
   const std::string algo = env::get_string("SHOAL_COLL_ALGO");
-  SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct", "shoal_init",
-                  "SHOAL_COLL_ALGO={} is not auto, ll or direct", algo);
+  SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct" || algo == "ce", "shoal_init",
+                  "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", algo);
   if (algo == "direct") device_.flags |= 1u;  // device/coll.cuh kFlagCollDirect
   // The identity table (nullptr) when every PE is local with local index == pe; else a real one.
   std::vector<int32_t> local(n_pes_);

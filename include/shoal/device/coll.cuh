@@ -586,7 +586,6 @@ template <class Scope, class Op, class T, bool kScatter>
 __device__ __forceinline__ void reduce_direct(const device_world& w, const device_team& t, T* dest, const T* source,
                                               size_t nreduce, uint32_t chan, uint32_t nchan, const char* call) {
   constexpr size_t kVec = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
-  constexpr int kUnrolled = 8;  // members whose loads are issued together
   const int n = t.n_pes;
   const int me = t.my_pe_in_team;
   const span chunk =
@@ -598,38 +597,61 @@ __device__ __forceinline__ void reduce_direct(const device_world& w, const devic
   if (hi <= lo) return;
   const bool vec = ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source + base)) & 15) == 0;
   const size_t vec_hi = vec ? lo + (hi - lo) / kVec * kVec : lo;
-  for (size_t i = lo + Scope::rank() * kVec; i < vec_hi; i += static_cast<size_t>(Scope::size()) * kVec) {
-    uint4 v[kUnrolled];
-    uint4 acc;
-    for (int j0 = 0; j0 < n; j0 += kUnrolled) {
+  // kIter vectors per thread per round, all of one member's loads issued together: enough loads in
+  // flight to cover the NVLink round trip.
+  constexpr int kIter = 4;
+  const size_t step = static_cast<size_t>(Scope::size()) * kVec;
+  size_t i = lo + Scope::rank() * kVec;
+  for (; i + (kIter - 1) * step < vec_hi; i += kIter * step) {
+    uint4 acc[kIter];
+    for (int j = 0; j < n; ++j) {
+      const T* p = peer_ptr(w, source + base + i, t.world_pe(j), call);
+      uint4 v[kIter];
 #pragma unroll
-      for (int u = 0; u < kUnrolled; ++u) {
-        if (j0 + u < n) {
-          const T* p = peer_ptr(w, source + base + i, t.world_pe(j0 + u), call);
-          v[u] = ptx::ld_global_v4(reinterpret_cast<const uint4*>(p));
+      for (int u = 0; u < kIter; ++u) v[u] = ptx::ld_global_v4(reinterpret_cast<const uint4*>(p + u * step));
+#pragma unroll
+      for (int u = 0; u < kIter; ++u) {
+        if (j == 0) {
+          acc[u] = v[u];
+        } else {
+          T* a = reinterpret_cast<T*>(&acc[u]);
+          const T* b = reinterpret_cast<const T*>(&v[u]);
+#pragma unroll
+          for (size_t e = 0; e < kVec; ++e) a[e] = Op::apply(a[e], b[e]);
         }
       }
+    }
+    if constexpr (kScatter) {
 #pragma unroll
-      for (int u = 0; u < kUnrolled; ++u) {
-        if (j0 + u < n) {
-          if (j0 + u == 0) {
-            acc = v[u];
-          } else {
-            T* a = reinterpret_cast<T*>(&acc);
-            const T* b = reinterpret_cast<const T*>(&v[u]);
+      for (int u = 0; u < kIter; ++u)
+        ptx::st_global_v4(reinterpret_cast<uint4*>(dest + (i + u * step - chunk.lo)), acc[u]);
+    } else {
+      for (int k = 1; k <= n; ++k) {
+        T* p = peer_ptr(w, dest + i, t.world_pe((me + k) % n), call);
 #pragma unroll
-            for (size_t e = 0; e < kVec; ++e) a[e] = Op::apply(a[e], b[e]);
-          }
-        }
+        for (int u = 0; u < kIter; ++u) ptx::st_global_v4(reinterpret_cast<uint4*>(p + u * step), acc[u]);
+      }
+    }
+  }
+  for (; i < vec_hi; i += step) {  // the last partial round, one vector at a time
+    uint4 acc;
+    for (int j = 0; j < n; ++j) {
+      const uint4 v =
+          ptx::ld_global_v4(reinterpret_cast<const uint4*>(peer_ptr(w, source + base + i, t.world_pe(j), call)));
+      if (j == 0) {
+        acc = v;
+      } else {
+        T* a = reinterpret_cast<T*>(&acc);
+        const T* b = reinterpret_cast<const T*>(&v);
+#pragma unroll
+        for (size_t e = 0; e < kVec; ++e) a[e] = Op::apply(a[e], b[e]);
       }
     }
     if constexpr (kScatter) {
       ptx::st_global_v4(reinterpret_cast<uint4*>(dest + (i - chunk.lo)), acc);
     } else {
-      for (int k = 1; k <= n; ++k) {
-        T* p = peer_ptr(w, dest + i, t.world_pe((me + k) % n), call);
-        ptx::st_global_v4(reinterpret_cast<uint4*>(p), acc);
-      }
+      for (int k = 1; k <= n; ++k)
+        ptx::st_global_v4(reinterpret_cast<uint4*>(peer_ptr(w, dest + i, t.world_pe((me + k) % n), call)), acc);
     }
   }
   for (size_t i = vec_hi + Scope::rank(); i < hi; i += Scope::size()) {  // unaligned buffers, the tail
