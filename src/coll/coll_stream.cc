@@ -199,6 +199,14 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
   } else {
     cfg.how = fits ? algo::ll : algo::direct;
   }
+  static const int64_t threads = env::get_int("SHOAL_COLL_THREADS");
+  SHOAL_CHECK_ARG(threads >= 32 && threads <= 1024 && threads % 32 == 0, c.call,
+                  "SHOAL_COLL_THREADS={} is not a multiple of 32 in 32..1024", threads);
+  cfg.threads = static_cast<uint32_t>(threads);
+  if (cfg.how == algo::ll) {  // one line (8 bytes) per thread and peer is plenty for small messages
+    const size_t lines = (message_bytes + 7) / 8;
+    cfg.threads = static_cast<uint32_t>(std::clamp<size_t>((lines + 31) / 32 * 32, 32, cfg.threads));
+  }
   constexpr size_t kBytesPerChannel = 64 * 1024;
   cfg.channels = cfg.how != algo::direct
                      ? 1
@@ -273,7 +281,6 @@ void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* sou
   }
   check_launch(c.call, launch_team_sync(dw, c.team, stream));  // every copy into every dest is done
 }
-
 
 #endif  // SHOAL_HAVE_CUDA
 

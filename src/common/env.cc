@@ -43,7 +43,10 @@ constexpr std::array kTable = {
     variable{"SHOAL_COLL_LL_BYTES", kind::size, "16K",
              "GPU team collectives: messages up to this size per PE take the LL algorithm (no barrier; flags travel "
              "with the data); also the size of each LL slot in the collective workspace"},
-    variable{"SHOAL_COLL_CHANNELS", kind::integer, "32",
+    variable{"SHOAL_COLL_THREADS", kind::integer, "512",
+             "GPU on-stream collectives: threads per CTA of the direct algorithm (LL calls use fewer for small "
+             "messages); 32..1024, a multiple of 32"},
+    variable{"SHOAL_COLL_CHANNELS", kind::integer, "64",
              "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
              "words for this many"},
     variable{"SHOAL_COLL_ALGO", kind::string, "auto",
