@@ -65,11 +65,11 @@ __device__ __forceinline__ void vstore(void* p, typename vec_of<kWidth>::type v)
   }
 }
 
-/// Loads in flight per thread before its stores: 8 x 16 B (or 8 B) per thread at every scope -- one
-/// block alone must cover the load latency to feed NVLink (4 per thread left a lone block at ~46 GB/s);
-/// 48 registers at block scope, under the 64 that keep 1024-thread blocks launchable.
+/// Loads in flight per thread before its stores. A thread or warp alone needs depth (8 x 16 B per
+/// lane); a block has width already (4 x 16 B x its threads) and must stay at <= 64 registers so that
+/// 1024-thread blocks still launch.
 template <class Scope, int kWidth>
-inline constexpr int kCopyUnroll = kWidth < 8 ? 4 : 8;
+inline constexpr int kCopyUnroll = (kWidth < 8 || std::is_same_v<Scope, device::block_scope>) ? 4 : 8;
 
 /// Copies num_bytes with kWidth-byte accesses; (dst ^ src) % kWidth == 0. Rank r of the scope takes
 /// elements r, r + size, r + 2*size, ... (interleaved, so each unrolled step is coalesced), with
