@@ -56,7 +56,7 @@ __global__ void move_kernel(device_world w, device_team t, void* dest, const voi
     return;
   }
   team_barrier<block_scope>(w, t, call, blockIdx.x);  // every source ready, every dest free
-  move_direct<block_scope, kKind>(w, t, dest, source, bytes, root, blockIdx.x, gridDim.x, call);
+  move_direct<block_scope, kKind, true>(w, t, dest, source, bytes, root, blockIdx.x, gridDim.x, call);
   team_barrier<block_scope>(w, t, call, blockIdx.x);  // this channel's share is in every dest
 }
 
@@ -68,7 +68,7 @@ __global__ void reduce_kernel(device_world w, device_team t, T* dest, const T* s
     return;
   }
   team_barrier<block_scope>(w, t, call, blockIdx.x);
-  reduce_direct<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, blockIdx.x, gridDim.x, call);
+  reduce_direct<block_scope, Op, T, kScatter, 4>(w, t, dest, source, nreduce, blockIdx.x, gridDim.x, call);
   team_barrier<block_scope>(w, t, call, blockIdx.x);
 }
 

@@ -548,7 +548,7 @@ __device__ __forceinline__ span split(size_t count, uint32_t parts, uint32_t par
 
 /// Moves one channel's share of a broadcast / fcollect / alltoall by storing into the members' dest
 /// (direct algorithm). Barriers are the caller's. kChunk: bytes a channel moves per (target, block).
-template <class Scope, move_kind kKind>
+template <class Scope, move_kind kKind, bool kDeep = false>
 __device__ __forceinline__ void move_direct(const device_world& w, const device_team& t, void* dest, const void* source,
                                             size_t bytes, int root, uint32_t chan, uint32_t nchan, const char* call) {
   const int n = t.n_pes;
@@ -574,7 +574,11 @@ __device__ __forceinline__ void move_direct(const device_world& w, const device_
       to = dst + static_cast<size_t>(me) * bytes;
     }
     if (j == me && to == from) continue;
-    copy_to_remote<Scope>(peer_ptr(w, to + part.lo, pe, call), from + part.lo, part.hi - part.lo);
+    if constexpr (kDeep) {
+      copy_to_remote_deep<Scope>(peer_ptr(w, to + part.lo, pe, call), from + part.lo, part.hi - part.lo);
+    } else {
+      copy_to_remote<Scope>(peer_ptr(w, to + part.lo, pe, call), from + part.lo, part.hi - part.lo);
+    }
   }
 }
 
@@ -582,7 +586,7 @@ __device__ __forceinline__ void move_direct(const device_world& w, const device_
 /// direct loads/stores; barriers are the caller's. Chunk k of the result (reduce: nreduce split into
 /// n chunks; reducescatter: block k) is computed by team PE k from every member's source, in team
 /// order, and stored into every member's dest (reduce) or this PE's dest (reducescatter).
-template <class Scope, class Op, class T, bool kScatter>
+template <class Scope, class Op, class T, bool kScatter, int kIter = 2>
 __device__ __forceinline__ void reduce_direct(const device_world& w, const device_team& t, T* dest, const T* source,
                                               size_t nreduce, uint32_t chan, uint32_t nchan, const char* call) {
   constexpr size_t kVec = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
@@ -597,9 +601,9 @@ __device__ __forceinline__ void reduce_direct(const device_world& w, const devic
   if (hi <= lo) return;
   const bool vec = ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source + base)) & 15) == 0;
   const size_t vec_hi = vec ? lo + (hi - lo) / kVec * kVec : lo;
-  // kIter vectors per thread per round, all of one member's loads issued together: enough loads in
-  // flight to cover the NVLink round trip.
-  constexpr int kIter = 4;
+  // kIter vectors per thread per round, all of one member's loads issued together, to cover the
+  // NVLink round trip: 2 in the device API (register budget of a user's 1024-thread block), 4 in
+  // shoal's own on-stream kernels (512 threads).
   const size_t step = static_cast<size_t>(Scope::size()) * kVec;
   size_t i = lo + Scope::rank() * kVec;
   for (; i + (kIter - 1) * step < vec_hi; i += kIter * step) {
@@ -665,48 +669,46 @@ __device__ __forceinline__ void reduce_direct(const device_world& w, const devic
   }
 }
 
-/// Symmetric-buffer all-reduce (dest and source symmetric; may be the same buffer): LL when the
-/// message fits the workspace, else two-shot direct between two team barriers on `chan`.
-template <class Scope, class Op, class T>
+/// The two paths of reduce_sym / reducescatter_sym, each its own (not inlined) function: inlined
+/// together they need more registers than a user's 1024-thread block has (64 per thread).
+template <class Scope, class T>
+__device__ __noinline__ void reduce_sym_alone(T* dest, const T* source, size_t nelems) {  // a 1-PE team
+  Scope::sync();
+  if (dest != source)
+    for (size_t i = Scope::rank(); i < nelems; i += Scope::size()) dest[i] = source[i];
+  Scope::sync();
+}
+template <class Scope, class Op, class T, bool kScatter>
+__device__ __noinline__ void reduce_sym_ll(const device_world& w, const device_team& t, T* dest, const T* source,
+                                           size_t nreduce, const char* call) {
+  reduce_ll<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+}
+template <class Scope, class Op, class T, bool kScatter>
+__device__ __noinline__ void reduce_sym_direct(const device_world& w, const device_team& t, T* dest, const T* source,
+                                               size_t nreduce, const char* call) {
+  team_barrier<Scope>(w, t, call);  // every member's source is ready, every dest free
+  reduce_direct<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, 0, 1, call);
+  team_barrier<Scope>(w, t, call);  // every chunk is in every dest; nobody reads a source any more
+}
+
+/// Symmetric-buffer all-reduce (kScatter false: dest and source symmetric, may be the same buffer)
+/// or reduce-scatter (true: source holds n_pes blocks of nreduce; dest gets block my_pe_in_team of
+/// the reduced vector): LL when the message fits the workspace, else two-shot direct between two
+/// team barriers.
+template <class Scope, class Op, class T, bool kScatter>
 __device__ __forceinline__ void reduce_sym(const device_world& w, const device_team& t, T* dest, const T* source,
                                            size_t nreduce, const char* call) {
   static_assert(is_reduce_type_v<T>, "reduce: T must be an integer, floating-point, half or bfloat16 type");
   check_team(w, t, call);
   if (t.n_pes == 1) {
-    Scope::sync();
-    if (dest != source) copy_spaces<Scope, false, false>(dest, source, nreduce * sizeof(T));
-    Scope::sync();
+    reduce_sym_alone<Scope>(dest, source, nreduce);
     return;
   }
   if (ll_fits(w, nreduce * sizeof(T))) {
-    reduce_ll<Scope, Op, T, false>(w, t, dest, source, nreduce, call);
-    return;
+    reduce_sym_ll<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+  } else {
+    reduce_sym_direct<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
   }
-  team_barrier<Scope>(w, t, call);  // every member's source is ready, every dest free
-  reduce_direct<Scope, Op, T, false>(w, t, dest, source, nreduce, 0, 1, call);
-  team_barrier<Scope>(w, t, call);  // every chunk is in every dest; nobody reads a source any more
-}
-
-/// Symmetric-buffer reduce-scatter: source holds n_pes blocks of nreduce; dest gets block my_pe_in_team
-/// of the reduced vector.
-template <class Scope, class Op, class T>
-__device__ __forceinline__ void reducescatter_sym(const device_world& w, const device_team& t, T* dest, const T* source,
-                                                  size_t nreduce, const char* call) {
-  static_assert(is_reduce_type_v<T>, "reducescatter: T must be an integer, floating-point, half or bfloat16 type");
-  check_team(w, t, call);
-  if (t.n_pes == 1) {
-    Scope::sync();
-    if (dest != source) copy_spaces<Scope, false, false>(dest, source, nreduce * sizeof(T));
-    Scope::sync();
-    return;
-  }
-  if (ll_fits(w, nreduce * sizeof(T))) {
-    reduce_ll<Scope, Op, T, true>(w, t, dest, source, nreduce, call);
-    return;
-  }
-  team_barrier<Scope>(w, t, call);
-  reduce_direct<Scope, Op, T, true>(w, t, dest, source, nreduce, 0, 1, call);
-  team_barrier<Scope>(w, t, call);
 }
 
 }  // namespace shoal::detail
@@ -866,17 +868,17 @@ __device__ __forceinline__ device_team team_of(const device_world& w, int32_t te
 template <class Op, class T>
 __device__ __forceinline__ void reduce(const device_world& w, const device_team& t, T* dest, const T* source,
                                        size_t nreduce) {
-  detail::reduce_sym<thread_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reduce");
+  detail::reduce_sym<thread_scope, Op, T, false>(w, t, dest, source, nreduce, "shoal::device::reduce");
 }
 template <class Op, class T>
 __device__ __forceinline__ void reduce_warp(const device_world& w, const device_team& t, T* dest, const T* source,
                                             size_t nreduce) {
-  detail::reduce_sym<warp_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reduce_warp");
+  detail::reduce_sym<warp_scope, Op, T, false>(w, t, dest, source, nreduce, "shoal::device::reduce_warp");
 }
 template <class Op, class T>
 __device__ __forceinline__ void reduce_block(const device_world& w, const device_team& t, T* dest, const T* source,
                                              size_t nreduce) {
-  detail::reduce_sym<block_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reduce_block");
+  detail::reduce_sym<block_scope, Op, T, false>(w, t, dest, source, nreduce, "shoal::device::reduce_block");
 }
 
 /// Reduce-scatter: source holds n_pes blocks of nreduce elements; dest (nreduce elements) gets block
@@ -884,17 +886,17 @@ __device__ __forceinline__ void reduce_block(const device_world& w, const device
 template <class Op, class T>
 __device__ __forceinline__ void reducescatter(const device_world& w, const device_team& t, T* dest, const T* source,
                                               size_t nreduce) {
-  detail::reducescatter_sym<thread_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reducescatter");
+  detail::reduce_sym<thread_scope, Op, T, true>(w, t, dest, source, nreduce, "shoal::device::reducescatter");
 }
 template <class Op, class T>
 __device__ __forceinline__ void reducescatter_warp(const device_world& w, const device_team& t, T* dest,
                                                    const T* source, size_t nreduce) {
-  detail::reducescatter_sym<warp_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reducescatter_warp");
+  detail::reduce_sym<warp_scope, Op, T, true>(w, t, dest, source, nreduce, "shoal::device::reducescatter_warp");
 }
 template <class Op, class T>
 __device__ __forceinline__ void reducescatter_block(const device_world& w, const device_team& t, T* dest,
                                                     const T* source, size_t nreduce) {
-  detail::reducescatter_sym<block_scope, Op>(w, t, dest, source, nreduce, "shoal::device::reducescatter_block");
+  detail::reduce_sym<block_scope, Op, T, true>(w, t, dest, source, nreduce, "shoal::device::reducescatter_block");
 }
 
 /// collect: member r's num_bytes of source (sizes may differ between members) land in every

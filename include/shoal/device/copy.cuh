@@ -75,10 +75,12 @@ inline constexpr int kCopyUnroll = (kWidth < 8 || std::is_same_v<Scope, device::
 /// elements r, r + size, r + 2*size, ... (interleaved, so each unrolled step is coalesced), with
 /// kCopyUnroll loads issued before their stores. Head and tail (< kWidth bytes) go byte by byte,
 /// strided over the scope (any scope size, even 1).
-template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal>
+/// kDeep: 8 loads in flight per thread at every scope (48 registers at block scope), for the team
+/// collectives, where one block alone must feed NVLink; the RMA calls keep kCopyUnroll.
+template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
 __device__ __forceinline__ void copy_width(char* dst, const char* src, size_t num_bytes) {
   using V = typename vec_of<kWidth>::type;
-  constexpr int kUnroll = kCopyUnroll<Scope, kWidth>;
+  constexpr int kUnroll = kDeep && kWidth >= 8 ? 8 : kCopyUnroll<Scope, kWidth>;
   const uint32_t rank = Scope::rank();
   const uint32_t size = Scope::size();
   size_t head = (kWidth - (reinterpret_cast<uintptr_t>(dst) & (kWidth - 1))) & (kWidth - 1);
@@ -111,19 +113,19 @@ __device__ __forceinline__ void copy_width(char* dst, const char* src, size_t nu
 
 /// Copy with the widest access width that source and destination allow (16, 8, 4 or 1 bytes).
 /// No scope synchronization: every rank returns once its own part is issued.
-template <class Scope, bool kSrcGlobal, bool kDstGlobal>
+template <class Scope, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
 __device__ __forceinline__ void copy_spaces(void* dst, const void* src, size_t num_bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
   if ((misalign & 15) == 0) {
-    copy_width<Scope, 16, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+    copy_width<Scope, 16, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
   } else if ((misalign & 7) == 0) {
-    copy_width<Scope, 8, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+    copy_width<Scope, 8, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
   } else if ((misalign & 3) == 0) {
-    copy_width<Scope, 4, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+    copy_width<Scope, 4, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
   } else {
-    copy_width<Scope, 1, kSrcGlobal, kDstGlobal>(d, s, num_bytes);
+    copy_width<Scope, 1, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
   }
 }
 
@@ -135,6 +137,16 @@ __device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src
     copy_spaces<Scope, true, true>(remote_dst, src, num_bytes);
   } else {
     copy_spaces<Scope, false, true>(remote_dst, src, num_bytes);
+  }
+}
+
+/// copy_to_remote with 8 loads in flight per thread (the team collectives' pushes).
+template <class Scope>
+__device__ __forceinline__ void copy_to_remote_deep(void* remote_dst, const void* src, size_t num_bytes) {
+  if (__isGlobal(src)) {
+    copy_spaces<Scope, true, true, true>(remote_dst, src, num_bytes);
+  } else {
+    copy_spaces<Scope, false, true, true>(remote_dst, src, num_bytes);
   }
 }
 
