@@ -45,7 +45,7 @@ constexpr std::array kTable = {
              "with the data); also the size of each LL slot in the collective workspace"},
     variable{"SHOAL_COLL_THREADS", kind::integer, "512",
              "GPU on-stream collectives: threads per CTA of the direct algorithm (LL calls use fewer for small "
-             "messages); 32..1024, a multiple of 32"},
+             "messages); 32..512, a multiple of 32"},
     variable{"SHOAL_COLL_CHANNELS", kind::integer, "64",
              "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
              "words for this many"},
