@@ -492,6 +492,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
     post.dest_off = offset_or_none(c, dest);
     post.src_off = offset_or_none(c, source);
     std::vector<uint64_t> sizes(static_cast<size_t>(n), 0);
+    std::vector<int64_t> src_offs(static_cast<size_t>(n), -1);  // each member's source, as it validated it
     if (n > 1) {
       std::vector<gpu_post> all;
       std::exception_ptr local;
@@ -509,7 +510,8 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
                       "team PE {} (PE {}) called this collective with invalid arguments (its error code {}); no data "
                       "moved",
                       j, c.team.world_pe(j), all[j].err);
-        if (all[j].kind != post.kind || all[j].type != post.type || all[j].src_off != post.src_off ||
+        const bool both_send = all[j].nelems > 0 && nelems > 0;  // a member sending nothing may pass any source
+        if (all[j].kind != post.kind || all[j].type != post.type || (both_send && all[j].src_off != post.src_off) ||
             all[j].dest_off != post.dest_off)
           SHOAL_THROW(errc::mismatch, call,
                       "team PE {} (PE {}) made a different call ({}, element bytes {}, dest=heap+{}, source=heap+{}) "
@@ -517,6 +519,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
                       j, c.team.world_pe(j), kind_name(all[j].kind), all[j].type, all[j].dest_off, all[j].src_off,
                       post.type, post.dest_off, post.src_off);
         sizes[j] = all[j].nelems;
+        src_offs[j] = all[j].src_off;
       }
     } else {
       validate_source();
@@ -531,13 +534,14 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
     const size_t total = at[n];
     if (total == 0) return;
     c.symmetric("dest", dest, total, elem_bytes);
-    const uint64_t src_off = bytes > 0 ? c.w.symmetric_offset(call, "source", source, bytes, elem_bytes) : 0;
+
     // 3. Pull every member's block (copy engines over the peer mappings), then a team barrier so no
     //    member reuses its source while another still reads it.
     for (int j = 0; j < n; ++j) {
       const size_t b = at[j + 1] - at[j];
       if (b == 0) continue;
-      const void* from = j == me ? source : c.w.remote_addr(call, c.team.world_pe(j), src_off);
+      const void* from =
+          j == me ? source : c.w.remote_addr(call, c.team.world_pe(j), static_cast<uint64_t>(src_offs[j]));
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dest) + at[j], from, b, cudaMemcpyDefault, nullptr), call);
     }
     if (n > 1) check_launch(call, launch_team_sync(dw, c.team, nullptr));
