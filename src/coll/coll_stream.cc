@@ -64,8 +64,7 @@ struct stream_call {
       SHOAL_THROW(errc::unsupported, call,
                   "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
                   w.backend_name());
-    w.teams().lookup(call, "team", handle);  // throws for INVALID / destroyed / not a member
-    device_team t = w.teams().device_handle(call, handle);
+    device_team t = w.teams().device_handle(call, handle);  // throws for INVALID / destroyed / not a member
     for (int r = 0; r < t.n_pes; ++r)
       SHOAL_CHECK_ARG(w.device_handle().local_of(t.world_pe(r)) >= 0, std::string_view(call),
                       "team={}: member {} (PE {}) is not load/store-reachable from this GPU; on-stream collectives "
