@@ -328,20 +328,6 @@ post_record record_of(kind k) {
   return r;
 }
 
-template <class F>
-int run(const char* call, F&& f) noexcept {
-  bool ok = facade::guarded(
-      call,
-      [&] {
-        f();
-        return true;
-      },
-      false);
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
-}
-
 int32_t type_code(scalar t) { return static_cast<int32_t>(t.kind) << 8 | t.bytes; }
 
 }  // namespace

@@ -29,20 +29,6 @@
 namespace shoal::detail::coll {
 namespace {
 
-template <class F>
-int run_on_stream(const char* call, F&& f) noexcept {
-  bool ok = facade::guarded(
-      call,
-      [&] {
-        f();
-        return true;
-      },
-      false);
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
-}
-
 size_t checked_bytes(const char* call, const char* what, size_t nelems, size_t elem_bytes) {
   size_t total = 0;
   SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call, "{}={} x {} bytes overflows size_t", what,
@@ -126,26 +112,18 @@ std::vector<gpu_post> exchange_posts(const stream_call& c, const gpu_post& mine)
   return all;
 }
 
-/// Runs `validate` (which throws shoal::error on bad input). Blocking calls (agree) then exchange
-/// posts so that every member fails alike -- with its own error, or with the first member's error,
-/// or with mismatch when the members' calls differ -- before any data moves. On-stream calls just
-/// let the local error through.
+/// The agreement of a blocking call: runs `validate` (which throws shoal::error on bad input) with
+/// its error caught into mine.err, exchanges every member's post, then throws this PE's own error,
+/// or the first failing member's, so that every member fails alike before any data moves. Returns
+/// every member's post, in team order.
 template <class F>
-void validate_call(const stream_call& c, gpu_post mine, bool agree, F&& validate) {
-  if (!agree) {
-    validate();
-    return;
-  }
+std::vector<gpu_post> agree_posts(const stream_call& c, gpu_post mine, F&& validate) {
   std::exception_ptr local;
   try {
     validate();
   } catch (const shoal::error& e) {
     local = std::current_exception();
     mine.err = static_cast<int32_t>(e.code());
-  }
-  if (!c.w.check_collectives() || c.team.n_pes == 1) {
-    if (local) std::rethrow_exception(local);
-    return;
   }
   const std::vector<gpu_post> all = exchange_posts(c, mine);
   if (local) std::rethrow_exception(local);
@@ -156,6 +134,18 @@ void validate_call(const stream_call& c, gpu_post mine, bool agree, F&& validate
                   "message); no data moved",
                   j, c.team.world_pe(j), all[j].err);
   }
+  return all;
+}
+
+/// Runs `validate`. Blocking calls (agree) also agree on the call (agree_posts) and fail with
+/// mismatch when the members' calls differ; on-stream calls just let a local error through.
+template <class F>
+void validate_call(const stream_call& c, const gpu_post& mine, bool agree, F&& validate) {
+  if (!agree || !c.w.check_collectives() || c.team.n_pes == 1) {
+    validate();
+    return;
+  }
+  const std::vector<gpu_post> all = agree_posts(c, mine, validate);
   for (int j = 0; j < c.team.n_pes; ++j) {
     const gpu_post& o = all[j];
     const bool same_nelems = mine.kind == 7 || o.nelems == mine.nelems;
@@ -294,7 +284,7 @@ void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* sou
 }  // namespace
 
 int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream, bool blocking) noexcept {
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
     gpu_post post;
@@ -316,7 +306,7 @@ int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream
 namespace {
 int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
                    size_t elem_bytes, int root, void* stream, int kind, bool blocking) noexcept {
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
     const int n = c.team.n_pes;
@@ -366,7 +356,7 @@ int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* 
 
 int reduce_common(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
                   reduce_op op, void* stream, bool scatter, bool blocking) noexcept {
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
     const int n = c.team.n_pes;
@@ -429,7 +419,7 @@ int reducescatter_on_stream(const char* call, shoal_team_t team, void* dest, con
 
 int collect_on_stream(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
                       size_t elem_bytes, void* stream) noexcept {
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
     const size_t bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
@@ -459,7 +449,7 @@ bool gpu_heap(const char* call) noexcept {
 
 int finish_blocking(const char* call, int rc) noexcept {
   if (rc != SHOAL_OK) return rc;
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(nullptr), call);
 #else
@@ -470,7 +460,7 @@ int finish_blocking(const char* call, int rc) noexcept {
 
 int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
                    size_t elem_bytes) noexcept {
-  return run_on_stream(call, [&] {
+  return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
     const device_world& dw = c.w.device_handle();
@@ -493,22 +483,8 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
     std::vector<uint64_t> sizes(static_cast<size_t>(n), 0);
     std::vector<int64_t> src_offs(static_cast<size_t>(n), -1);  // each member's source, as it validated it
     if (n > 1) {
-      std::vector<gpu_post> all;
-      std::exception_ptr local;
-      try {
-        validate_source();
-      } catch (const shoal::error& e) {
-        local = std::current_exception();
-        post.err = static_cast<int32_t>(e.code());
-      }
-      all = exchange_posts(c, post);
-      if (local) std::rethrow_exception(local);
+      const std::vector<gpu_post> all = agree_posts(c, post, validate_source);
       for (int j = 0; j < n; ++j) {
-        if (all[j].err != 0)
-          SHOAL_THROW(static_cast<errc>(all[j].err), call,
-                      "team PE {} (PE {}) called this collective with invalid arguments (its error code {}); no data "
-                      "moved",
-                      j, c.team.world_pe(j), all[j].err);
         const bool both_send = all[j].nelems > 0 && nelems > 0;  // a member sending nothing may pass any source
         if (all[j].kind != post.kind || all[j].type != post.type || (both_send && all[j].src_off != post.src_off) ||
             all[j].dest_off != post.dest_off)
