@@ -76,6 +76,7 @@
 #include <nccl.h>
 #endif
 
+#include "device/coll_data.cuh"
 #include "device/device_bench.hpp"
 #include "shoal/device/coll.cuh"
 #include "shoal/device_team.hpp"
@@ -147,21 +148,21 @@ const char* name_of(coll c) {
   return "?";
 }
 
-/// nccl-tests' busBW factor.
-double bus_factor(coll c, int n) {
+/// The data collective c moves.
+coll_data::kind data_of(coll c) {
   switch (c) {
-    case coll::allreduce:
-    case coll::allreduce_scratch:
-      return 2.0 * (n - 1) / n;
     case coll::broadcast:
-      return 1.0;
+      return coll_data::kind::broadcast;
     case coll::fcollect:
+      return coll_data::kind::fcollect;
     case coll::alltoall:
-      return static_cast<double>(n - 1) / n;
+      return coll_data::kind::alltoall;
     default:
-      return 0;
+      return coll_data::kind::allreduce;
   }
 }
+bool moves_data(coll c) { return c != coll::team_barrier && c != coll::barrier; }
+double bus_factor(coll c, int n) { return moves_data(c) ? coll_data::bus_factor(data_of(c), n) : 0; }
 
 /// Comma-separated items of environment variable `name` (empty when unset).
 std::vector<std::string> env_list(const char* name) {
@@ -181,74 +182,6 @@ bool env_on(const char* name) {
 }
 
 // --- device side --------------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t pat(uint32_t seed, uint64_t i) {
-  uint32_t x = static_cast<uint32_t>(i) * 2654435761u ^ (seed * 0x9E3779B9u + static_cast<uint32_t>(i >> 32));
-  x ^= x >> 16;
-  x *= 0x85EBCA6Bu;
-  x ^= x >> 13;
-  return x | 0x01010101u;  // never zero: a cleared word never passes for data
-}
-
-/// Word g of PE `me`'s source (allreduce: float bits of small integers, so every sum is exact).
-__device__ __forceinline__ uint32_t source_word(coll c, uint64_t g, uint64_t block_words, int me, int n) {
-  switch (c) {
-    case coll::allreduce:
-    case coll::allreduce_scratch:
-      return __float_as_uint(static_cast<float>((g & 1023) + me));
-    case coll::broadcast:
-      return pat(1, g);
-    case coll::fcollect:
-      return pat(2 + me, g);
-    case coll::alltoall:
-      return pat(2 + me * n + static_cast<uint32_t>(g / block_words), g % block_words);
-    default:
-      return 0;
-  }
-}
-
-/// Word g of PE q's dest once the collective is done.
-__device__ __forceinline__ uint32_t dest_word(coll c, uint64_t g, uint64_t block_words, int q, int n) {
-  switch (c) {
-    case coll::allreduce:
-    case coll::allreduce_scratch:
-      return __float_as_uint(static_cast<float>(n * (g & 1023) + n * (n - 1) / 2));
-    case coll::broadcast:
-      return pat(1, g);
-    case coll::fcollect:
-      return pat(2 + static_cast<uint32_t>(g / block_words), g % block_words);
-    case coll::alltoall:
-      return pat(2 + static_cast<uint32_t>(g / block_words) * n + q, g % block_words);
-    default:
-      return 0;
-  }
-}
-
-__global__ void fill_source_kernel(coll c, uint32_t* src, size_t words, size_t block_words, int me, int n) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t g = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < words; g += stride)
-    src[g] = source_word(c, g, block_words, me, n);
-}
-
-__global__ void count_bad_kernel(coll c, const uint32_t* dst, size_t words, size_t block_words, int q, int n,
-                                 unsigned long long* bad) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  unsigned long long mine = 0;
-  for (size_t g = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < words; g += stride)
-    mine += dst[g] != dest_word(c, g, block_words, q, n);
-  if (mine != 0) atomicAdd(bad, mine);
-}
-
-/// Copies `words` words from `src` (possibly a peer's memory) to `dst` (this GPU).
-__global__ void copy_words_kernel(uint32_t* dst, const uint32_t* src, int words) {
-  for (int i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
-}
-
-__global__ void delay_kernel(uint64_t ns) {
-  uint64_t t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  for (uint64_t t = t0; t < t0 + ns;) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-}
 
 /// `iters` calls of collective C by the one block of this PE on the world team.
 template <coll C>
@@ -382,28 +315,8 @@ class stall_watchdog {
   std::thread thread_;
 };
 
-/// Sizes of one point of collective c: `bytes` (nccl-tests' size), per-PE block, source and dest bytes.
-struct shape {
-  size_t bytes = 0;
-  size_t per_pe = 0;
-  size_t src_bytes = 0;
-  size_t dst_bytes = 0;
-};
-
-shape shape_of(coll c, size_t size, int n) {
-  shape s;
-  if (c == coll::fcollect || c == coll::alltoall) {
-    s.per_pe = size / n / 4 * 4;
-    s.bytes = s.per_pe * n;
-    s.src_bytes = c == coll::fcollect ? s.per_pe : s.bytes;
-  } else {
-    s.bytes = size / 4 * 4;
-    s.per_pe = s.bytes;
-    s.src_bytes = s.bytes;
-  }
-  s.dst_bytes = s.bytes;
-  return s;
-}
+using coll_data::shape;
+shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of(data_of(c), size, n); }
 
 std::string size_text(size_t bytes) {
   for (auto [unit, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {
@@ -534,7 +447,7 @@ class coll_runner {
   template <class Enqueue>
   double timed_us(const char* what, Enqueue&& enqueue) {
     wd_.step(what);
-    delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
+    coll_data::delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
     check(cudaEventRecord(start_, stream_), "cudaEventRecord");
     enqueue();
     check(cudaGetLastError(), what);
@@ -549,7 +462,7 @@ class coll_runner {
   void read_share(int q, int first_word, uint32_t* out, int words) {
     const auto* p = static_cast<const uint32_t*>(shoal_ptr(share_ + first_word, q));
     if (p == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
-    copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
+    coll_data::copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
     check(cudaGetLastError(), "copy share");
     check(cudaMemcpyAsync(out, local_->copied, words * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_),
           "copy share");
@@ -628,8 +541,8 @@ class coll_runner {
   }
 
   void fill_source(coll c, const shape& s) {
-    fill_source_kernel<<<264, 256, 0, stream_>>>(c, reinterpret_cast<uint32_t*>(src_), s.src_bytes / 4,
-                                                 std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
+    coll_data::fill_source_kernel<<<264, 256, 0, stream_>>>(
+        data_of(c), reinterpret_cast<uint32_t*>(src_), s.src_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
     check(cudaGetLastError(), "fill source");
     finish("fill source");
   }
@@ -644,8 +557,8 @@ class coll_runner {
         const auto* d = static_cast<const uint32_t*>(q == me_ ? dst_ : shoal_ptr(dst_, q));
         if (d == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
         check(cudaMemsetAsync(&local_->bad, 0, sizeof(unsigned long long), stream_), "verify");
-        count_bad_kernel<<<264, 256, 0, stream_>>>(c, d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_,
-                                                   &local_->bad);
+        coll_data::count_bad_kernel<<<264, 256, 0, stream_>>>(
+            data_of(c), d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_, &local_->bad);
         check(cudaGetLastError(), "verify");
         unsigned long long bad = 0;
         check(cudaMemcpyAsync(&bad, &local_->bad, sizeof bad, cudaMemcpyDeviceToHost, stream_), "verify");

@@ -48,6 +48,7 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include "device/coll_data.cuh"
 #include "nvshmem/nvshmem_bench.hpp"
 
 namespace shoal::bench::nvshmem {
@@ -124,123 +125,25 @@ const char* call_of(coll c, style st) {
   return "?";
 }
 
-/// nccl-tests' busBW factor.
-double bus_factor(coll c, int n) {
+/// The data collective c moves.
+coll_data::kind data_of(coll c) {
   switch (c) {
-    case coll::allreduce:
-      return 2.0 * (n - 1) / n;
     case coll::broadcast:
-      return 1.0;
+      return coll_data::kind::broadcast;
     case coll::fcollect:
+      return coll_data::kind::fcollect;
     case coll::alltoall:
-      return static_cast<double>(n - 1) / n;
+      return coll_data::kind::alltoall;
     default:
-      return 0;
+      return coll_data::kind::allreduce;
   }
 }
-
-/// One point of a data collective: `bytes` (nccl-tests' size), the block each PE contributes or
-/// receives (`per_pe`), and the bytes of source and dest in use; all multiples of 4.
-struct shape {
-  size_t bytes = 0;
-  size_t per_pe = 0;
-  size_t src_bytes = 0;
-  size_t dst_bytes = 0;
-};
-
-shape shape_of(coll c, size_t size, int n) {
-  shape s;
-  if (c == coll::fcollect || c == coll::alltoall) {
-    s.per_pe = size / n / 4 * 4;
-    s.bytes = s.per_pe * n;
-    s.src_bytes = c == coll::fcollect ? s.per_pe : s.bytes;
-  } else {
-    s.bytes = size / 4 * 4;
-    s.per_pe = s.bytes;
-    s.src_bytes = s.bytes;
-  }
-  s.dst_bytes = s.bytes;
-  return s;
-}
+bool moves_data(coll c) { return c != coll::team_barrier && c != coll::barrier; }
+double bus_factor(coll c, int n) { return moves_data(c) ? coll_data::bus_factor(data_of(c), n) : 0; }
+using coll_data::shape;
+shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of(data_of(c), size, n); }
 
 // --- device side --------------------------------------------------------------------------------
-
-/// A never-zero word that depends on (key, i): a cleared dest never passes for data.
-__device__ __forceinline__ uint32_t mixed(uint32_t key, uint64_t i) {
-  uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(key) << 32);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return static_cast<uint32_t>(z ^ (z >> 31)) | 1u;
-}
-
-/// Key of the block PE `from` sends to PE `to` (alltoall), or of PE `from`'s whole source (to = 0).
-__device__ __forceinline__ uint32_t key_of(int from, int to, int n) {
-  return 7u + static_cast<uint32_t>(from * n + to);
-}
-
-/// Allreduce source word g of PE p: a small integer as float bits, so every sum is exact.
-__device__ __forceinline__ float reduce_term(uint64_t g, int p) { return static_cast<float>((g % 1021) + p + 1); }
-
-/// Word g of PE `me`'s source for collective c (per_pe_words: words of one PE's block).
-__device__ __forceinline__ uint32_t source_word(coll c, uint64_t g, uint64_t per_pe_words, int me, int n) {
-  switch (c) {
-    case coll::allreduce:
-      return __float_as_uint(reduce_term(g, me));
-    case coll::broadcast:
-    case coll::fcollect:
-      return mixed(key_of(me, 0, n), g);
-    case coll::alltoall:
-      return mixed(key_of(me, static_cast<int>(g / per_pe_words), n), g % per_pe_words);
-    default:
-      return 0;
-  }
-}
-
-/// Word g of PE q's dest once collective c is done (broadcast root: PE 0).
-__device__ __forceinline__ uint32_t dest_word(coll c, uint64_t g, uint64_t per_pe_words, int q, int n) {
-  switch (c) {
-    case coll::allreduce: {
-      float sum = 0;
-      for (int p = 0; p < n; ++p) sum += reduce_term(g, p);
-      return __float_as_uint(sum);
-    }
-    case coll::broadcast:
-      return mixed(key_of(0, 0, n), g);
-    case coll::fcollect:
-      return mixed(key_of(static_cast<int>(g / per_pe_words), 0, n), g % per_pe_words);
-    case coll::alltoall:
-      return mixed(key_of(static_cast<int>(g / per_pe_words), q, n), g % per_pe_words);
-    default:
-      return 0;
-  }
-}
-
-__global__ void fill_source_kernel(coll c, uint32_t* src, size_t words, size_t per_pe_words, int me, int n) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t g = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < words; g += stride)
-    src[g] = source_word(c, g, per_pe_words, me, n);
-}
-
-/// Counts the words of PE q's dest (possibly a peer pointer) that differ from dest_word into *bad.
-__global__ void count_bad_kernel(coll c, const uint32_t* dst, size_t words, size_t per_pe_words, int q, int n,
-                                 unsigned long long* bad) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  unsigned long long mine = 0;
-  for (size_t g = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < words; g += stride)
-    mine += dst[g] != dest_word(c, g, per_pe_words, q, n);
-  if (mine != 0) atomicAdd(bad, mine);
-}
-
-/// Copies `words` 32-bit words (e.g. from a peer's symmetric memory) into local memory.
-__global__ void copy_words_kernel(uint32_t* dst, const uint32_t* src, int words) {
-  for (int i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
-}
-
-__global__ void delay_kernel(uint64_t ns) {
-  uint64_t t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  for (uint64_t t = t0; t < t0 + ns;) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-}
 
 /// `iters` back-to-back calls of NVSHMEM's block-scope collective C by the one CTA of this PE.
 template <coll C>
@@ -442,7 +345,7 @@ class coll_runner {
   /// Microseconds of what enqueue() puts on the stream, behind a short delay kernel.
   template <class Enqueue>
   double timed_us(const char* what, Enqueue&& enqueue) {
-    delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
+    coll_data::delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
     cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
     watchdog_.step(what);
     enqueue();
@@ -458,7 +361,7 @@ class coll_runner {
   void read_share(int q, int first_word, uint32_t* out, int words) {
     const uint32_t* p = static_cast<const uint32_t*>(nvshmem_ptr(share_ + first_word, q));
     if (p == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (nvshmem_ptr)");
-    copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
+    coll_data::copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
     cuda_check(cudaGetLastError(), "copy share");
     cuda_check(cudaMemcpyAsync(out, local_->copied, words * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_),
                "copy share");
@@ -536,8 +439,8 @@ class coll_runner {
   }
 
   void fill_source(coll c, const buffers& b, const shape& s) {
-    fill_source_kernel<<<256, 256, 0, stream_>>>(c, reinterpret_cast<uint32_t*>(b.src), s.src_bytes / 4,
-                                                 std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
+    coll_data::fill_source_kernel<<<256, 256, 0, stream_>>>(
+        data_of(c), reinterpret_cast<uint32_t*>(b.src), s.src_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
     cuda_check(cudaGetLastError(), "fill source");
     finish("fill source");
   }
@@ -552,8 +455,8 @@ class coll_runner {
         const auto* d = static_cast<const uint32_t*>(nvshmem_ptr(b.dst, q));
         if (d == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (nvshmem_ptr)");
         cuda_check(cudaMemsetAsync(&local_->bad, 0, sizeof(unsigned long long), stream_), "verify");
-        count_bad_kernel<<<256, 256, 0, stream_>>>(c, d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_,
-                                                   &local_->bad);
+        coll_data::count_bad_kernel<<<256, 256, 0, stream_>>>(
+            data_of(c), d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_, &local_->bad);
         cuda_check(cudaGetLastError(), "verify");
         unsigned long long bad = 0;
         cuda_check(cudaMemcpyAsync(&bad, &local_->bad, sizeof bad, cudaMemcpyDeviceToHost, stream_), "verify");
