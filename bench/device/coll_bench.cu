@@ -148,21 +148,8 @@ const char* name_of(coll c) {
   return "?";
 }
 
-/// The data collective c moves.
-coll_data::kind data_of(coll c) {
-  switch (c) {
-    case coll::broadcast:
-      return coll_data::kind::broadcast;
-    case coll::fcollect:
-      return coll_data::kind::fcollect;
-    case coll::alltoall:
-      return coll_data::kind::alltoall;
-    default:
-      return coll_data::kind::allreduce;
-  }
-}
-bool moves_data(coll c) { return c != coll::team_barrier && c != coll::barrier; }
-double bus_factor(coll c, int n) { return moves_data(c) ? coll_data::bus_factor(data_of(c), n) : 0; }
+using coll_data::data_of;
+double bus_factor(coll c, int n) { return coll_data::bus_factor_of(c, n); }
 
 /// Comma-separated items of environment variable `name` (empty when unset).
 std::vector<std::string> env_list(const char* name) {
@@ -316,7 +303,7 @@ class stall_watchdog {
 };
 
 using coll_data::shape;
-shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of(data_of(c), size, n); }
+shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of_coll(c, size, n); }
 
 std::string size_text(size_t bytes) {
   for (auto [unit, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {

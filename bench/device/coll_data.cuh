@@ -53,6 +53,28 @@ inline shape shape_of(kind k, size_t size, int n) {
   return s;
 }
 
+/// The data a benchmark's collective `c` moves: Coll is the benchmark's enum, with enumerators
+/// broadcast, fcollect, alltoall, team_barrier and barrier; its other values are allreduces.
+template <class Coll>
+kind data_of(Coll c) {
+  if (c == Coll::broadcast) return kind::broadcast;
+  if (c == Coll::fcollect) return kind::fcollect;
+  if (c == Coll::alltoall) return kind::alltoall;
+  return kind::allreduce;
+}
+template <class Coll>
+bool moves_data(Coll c) {
+  return c != Coll::team_barrier && c != Coll::barrier;
+}
+template <class Coll>
+double bus_factor_of(Coll c, int n) {
+  return moves_data(c) ? bus_factor(data_of(c), n) : 0;
+}
+template <class Coll>
+shape shape_of_coll(Coll c, size_t size, int n) {
+  return shape_of(data_of(c), size, n);
+}
+
 /// A never-zero word of the pattern `seed` (a cleared dest never passes for data).
 __device__ __forceinline__ uint32_t pat(uint32_t seed, uint64_t i) {
   uint32_t x = static_cast<uint32_t>(i) * 2654435761u ^ (seed * 0x9E3779B9u + static_cast<uint32_t>(i >> 32));

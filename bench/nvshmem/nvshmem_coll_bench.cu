@@ -125,23 +125,10 @@ const char* call_of(coll c, style st) {
   return "?";
 }
 
-/// The data collective c moves.
-coll_data::kind data_of(coll c) {
-  switch (c) {
-    case coll::broadcast:
-      return coll_data::kind::broadcast;
-    case coll::fcollect:
-      return coll_data::kind::fcollect;
-    case coll::alltoall:
-      return coll_data::kind::alltoall;
-    default:
-      return coll_data::kind::allreduce;
-  }
-}
-bool moves_data(coll c) { return c != coll::team_barrier && c != coll::barrier; }
-double bus_factor(coll c, int n) { return moves_data(c) ? coll_data::bus_factor(data_of(c), n) : 0; }
+using coll_data::data_of;
+double bus_factor(coll c, int n) { return coll_data::bus_factor_of(c, n); }
 using coll_data::shape;
-shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of(data_of(c), size, n); }
+shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of_coll(c, size, n); }
 
 // --- device side --------------------------------------------------------------------------------
 
