@@ -9,7 +9,8 @@
 #   bench/run_gpu_bench.sh BUILD_DIR OUT_DIR [shoal-bench options, e.g. -e 64M or put_bw]
 #
 # Writes OUT_DIR/{shoal,nvshmem}.{csv,json,log}, OUT_DIR/compare.md and OUT_DIR/plots/*.png.
-# Each binary gets SHOAL_BENCH_TIMEOUT seconds (default 200) before shoalrun stops it.
+# Each binary gets SHOAL_BENCH_TIMEOUT seconds (default 200) before shoalrun stops it; both run on
+# SHOAL_BENCH_PES PEs (default 2).
 set -uo pipefail
 
 if [ $# -lt 2 ]; then
@@ -43,7 +44,7 @@ export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo
 
 status=0
 echo "== shoal-bench (shoal) ==" >&2
-"$shoalrun" -n 2 --timeout "$limit" -- "$shoal_bench" "$@" --csv "$out/shoal.csv" --json "$out/shoal.json" \
+"$shoalrun" -n "${SHOAL_BENCH_PES:-2}" --timeout "$limit" -- "$shoal_bench" "$@" --csv "$out/shoal.csv" --json "$out/shoal.json" \
   2>&1 | tee "$out/shoal.log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ]; then
@@ -54,7 +55,7 @@ fi
 nv_csv=()
 if [ -x "$nvshmem_bench" ]; then
   echo "== shoal-bench-nvshmem (NVSHMEM) ==" >&2
-  "$shoalrun" -n 2 --timeout "$limit" -- "$nvshmem_bench" "$@" --csv "$out/nvshmem.csv" --json "$out/nvshmem.json" \
+  "$shoalrun" -n "${SHOAL_BENCH_PES:-2}" --timeout "$limit" -- "$nvshmem_bench" "$@" --csv "$out/nvshmem.csv" --json "$out/nvshmem.json" \
     2>&1 | tee "$out/nvshmem.log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" -ne 0 ]; then

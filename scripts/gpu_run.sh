@@ -19,7 +19,8 @@
 # sweep.md). Every benchmark run is bounded twice: shoalrun --timeout, and timeout(1) around it; shoal-bench
 # itself stops a stuck point after 30-45 s with a "STOPPED:" line and keeps the rows measured so far. Limits
 # (seconds): SHOAL_GPU_BUILD_TIMEOUT (480), SHOAL_BENCH_TIMEOUT (200, each RMA binary), SHOAL_COLL_TIMEOUT (300,
-# each collective binary), SHOAL_SWEEP_TIMEOUT (90, each sweep configuration). SHOAL_GPU_BUILD_DIR: the build
+# each collective binary), SHOAL_SWEEP_TIMEOUT (90, each sweep configuration). PEs: SHOAL_GPU_TEST_PES (the
+# GPU tests' PE counts, "2"; "2;4;8" on an 8-GPU node) and SHOAL_BENCH_PES (2). SHOAL_GPU_BUILD_DIR: the build
 # folder (build/gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -43,6 +44,11 @@ build_limit=${SHOAL_GPU_BUILD_TIMEOUT:-480}
 coll_limit=${SHOAL_COLL_TIMEOUT:-300}
 sweep_limit=${SHOAL_SWEEP_TIMEOUT:-90}
 build=${SHOAL_GPU_BUILD_DIR:-build/gpu}
+# PEs: the GPU tests run at each count of SHOAL_GPU_TEST_PES ("2", or "2;4;8" on an 8-GPU node); the
+# benchmarks at SHOAL_BENCH_PES (2).
+test_pes=${SHOAL_GPU_TEST_PES:-2}
+pes=${SHOAL_BENCH_PES:-2}
+export SHOAL_BENCH_PES=$pes
 
 # Benchmark environment (as bench/run_gpu_bench.sh sets it): no multicast, shoal's waits report after 25 s
 # (below shoal-bench's own 30 s stream watchdog), NVSHMEM's UID bootstrap on loopback.
@@ -59,7 +65,7 @@ log "nvshmem: ${nvsh:-not found}"
 # --- build ---------------------------------------------------------------------------------------------------------
 t0=$(date +%s)
 if ! timeout "$build_limit" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} >"$logs/configure.log" 2>&1; then
+    "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} >"$logs/configure.log" 2>&1; then
   tail -40 "$logs/configure.log" | tee -a "$summary"
   exit 1
 fi
@@ -86,7 +92,7 @@ nvshmem_bench=$build/bench/nvshmem/shoal-bench-nvshmem
 run_bounded() {
   local limit=$1 logfile=$2
   shift 2
-  timeout -k 15 $((limit + 30)) "$shoalrun" -n 2 --timeout "$limit" -- "$@" >"$logfile" 2>&1
+  timeout -k 15 $((limit + 30)) "$shoalrun" -n "$pes" --timeout "$limit" -- "$@" >"$logfile" 2>&1
 }
 
 # --- tests ---------------------------------------------------------------------------------------------------------
@@ -123,7 +129,7 @@ run_coll_shoal() {
   local fallbacks=("NCCL_GRAPH_REGISTER=0" "SHOAL_BENCH_NCCL_GRAPH=0") k=0 rc
   local extra=()
   while :; do
-    env "${extra[@]}" timeout -k 15 $((limit + 30)) "$shoalrun" -n 2 --timeout "$limit" -- "$shoal_bench" "$@" \
+    env "${extra[@]}" timeout -k 15 $((limit + 30)) "$shoalrun" -n "$pes" --timeout "$limit" -- "$shoal_bench" "$@" \
       --csv "$dir/$name.csv" --json "$dir/$name.json" >"$dir/$name.log" 2>&1
     rc=$?
     [[ $rc -ne 0 && $k -lt ${#fallbacks[@]} ]] && grep -q "STOPPED: .*nccl/" "$dir/$name.log" || break
@@ -221,7 +227,7 @@ if [[ $what == bench || $what == all || $what == variants ]]; then
       -DSHOAL_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS=-DSHOAL_WAIT_ACQUIRE_POLL=0 >"$logs/configure-acqpoll.log" 2>&1 &&
     timeout "$build_limit" cmake --build build/gpu-acqpoll -j "$(nproc)" --target shoal-bench shoalrun \
       >"$logs/build-acqpoll.log" 2>&1; then
-    timeout -k 15 230 build/gpu-acqpoll/tools/shoalrun/shoalrun -n 2 --timeout 200 -- \
+    timeout -k 15 230 build/gpu-acqpoll/tools/shoalrun/shoalrun -n "$pes" --timeout 200 -- \
       build/gpu-acqpoll/bench/shoal-bench p_ping_pong put_signal_ping_pong barrier_latency -e 4K \
       --csv "$bench_dir/acqpoll.csv" >"$logs/bench-acqpoll.log" 2>&1
     log "relaxed-poll variant rc=$? $(( $(date +%s) - t0 )) s"
