@@ -9,6 +9,8 @@
 // which report and trap after SHOAL_WAIT_TIMEOUT instead of hanging.
 #include <algorithm>
 #include <exception>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -83,31 +85,56 @@ const char* kind_name(int32_t kind) {
   return kind >= 0 && kind <= 7 ? names[kind] : "?";
 }
 
-/// Every member's post (LL fcollect through a device buffer kept for the process), in team order.
+/// Host-side resources of the GPU collectives, one set per CUDA device of this process (a process
+/// may hold worlds on several GPUs): the agreement's post buffer, and the copy-engine algorithm's side
+/// streams and events (forked from and joined back to the caller's stream, which also works while it
+/// is being captured into a graph). Each set is used under its own mutex.
+struct device_resources {
+  static constexpr int kSides = 4;
+  std::mutex mutex;
+  gpu_post* posts = nullptr;  // cudaMalloc: the agreement's fcollect buffer
+  size_t posts_n = 0;
+  bool streams_made = false;
+  cudaStream_t side[kSides] = {};
+  cudaEvent_t fork = nullptr;
+  cudaEvent_t join[kSides] = {};
+};
+
+/// The resources of the current device (made on first use, kept for the process).
+device_resources& resources(const char* call) {
+  static std::mutex table_mutex;
+  static std::map<int, std::unique_ptr<device_resources>> table;
+  int device = -1;
+  SHOAL_CUDA_CHECK(cudaGetDevice(&device), call);
+  std::lock_guard lock(table_mutex);
+  std::unique_ptr<device_resources>& r = table[device];
+  if (!r) r = std::make_unique<device_resources>();
+  return *r;
+}
+
+/// Every member's post (LL fcollect through the device's post buffer), in team order.
 std::vector<gpu_post> exchange_posts(const stream_call& c, const gpu_post& mine) {
-  static std::mutex mutex;
-  static gpu_post* buf = nullptr;
-  static size_t buf_n = 0;
-  const auto n = static_cast<size_t>(c.team.n_pes);
-  std::lock_guard lock(mutex);
-  if (buf_n < n + 1) {
-    if (buf != nullptr) cudaFree(buf);
-    buf = nullptr;
-    buf_n = 0;
-    SHOAL_CUDA_CHECK(cudaMalloc(&buf, (n + 1) * sizeof(gpu_post)), c.call);
-    buf_n = n + 1;
-  }
-  std::vector<gpu_post> all(n);
   SHOAL_CHECK_ARG(c.w.device_handle().coll_ll_bytes >= sizeof(gpu_post), c.call,
                   "SHOAL_COLL_LL_BYTES={} is below the {} bytes a blocking collective's agreement needs",
                   c.w.device_handle().coll_ll_bytes, sizeof(gpu_post));
+  const auto n = static_cast<size_t>(c.team.n_pes);
+  device_resources& r = resources(c.call);
+  std::lock_guard lock(r.mutex);
+  if (r.posts_n < n + 1) {
+    if (r.posts != nullptr) cudaFree(r.posts);
+    r.posts = nullptr;
+    r.posts_n = 0;
+    SHOAL_CUDA_CHECK(cudaMalloc(&r.posts, (n + 1) * sizeof(gpu_post)), c.call);
+    r.posts_n = n + 1;
+  }
+  std::vector<gpu_post> all(n);
   launch_config cfg;
   cfg.how = algo::ll;
   cfg.threads = 32;
-  cudaError_t err = cudaMemcpy(buf + n, &mine, sizeof mine, cudaMemcpyHostToDevice);
+  cudaError_t err = cudaMemcpy(r.posts + n, &mine, sizeof mine, cudaMemcpyHostToDevice);
   if (err == cudaSuccess)
-    err = launch_move(c.w.device_handle(), c.team, move::fcollect, buf, buf + n, sizeof mine, 0, cfg);
-  if (err == cudaSuccess) err = cudaMemcpy(all.data(), buf, n * sizeof(gpu_post), cudaMemcpyDeviceToHost);
+    err = launch_move(c.w.device_handle(), c.team, move::fcollect, r.posts, r.posts + n, sizeof mine, 0, cfg);
+  if (err == cudaSuccess) err = cudaMemcpy(all.data(), r.posts, n * sizeof(gpu_post), cudaMemcpyDeviceToHost);
   SHOAL_CUDA_CHECK(err, c.call);
   return all;
 }
@@ -208,32 +235,19 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
   return cfg;
 }
 
-/// Side streams and events for the copy-engine algorithm (per process; forked from and joined back
-/// to the caller's stream, which also works while it is being captured into a graph).
-struct ce_streams {
-  static constexpr int kSides = 4;
-  std::mutex mutex;
-  int device = -1;
-  cudaStream_t side[kSides] = {};
-  cudaEvent_t fork = nullptr;
-  cudaEvent_t join[kSides] = {};
-};
-
 /// The copy-engine form of broadcast / fcollect / alltoall: team barrier, every copy this PE pushes
 /// (remote ones spread over the side streams, the local one on the caller's stream), team barrier.
 void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* source, size_t bytes, int root,
                      cudaStream_t stream) {
-  static ce_streams ce;
+  device_resources& ce = resources(c.call);
   std::lock_guard lock(ce.mutex);
-  int device = -1;
-  SHOAL_CUDA_CHECK(cudaGetDevice(&device), c.call);
-  if (ce.device != device) {
-    for (int k = 0; k < ce_streams::kSides; ++k) {
+  if (!ce.streams_made) {
+    for (int k = 0; k < device_resources::kSides; ++k) {
       SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&ce.side[k], cudaStreamNonBlocking), c.call);
       SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&ce.join[k], cudaEventDisableTiming), c.call);
     }
     SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&ce.fork, cudaEventDisableTiming), c.call);
-    ce.device = device;
+    ce.streams_made = true;
   }
   const device_world& dw = c.w.device_handle();
   const int n = c.team.n_pes;
@@ -260,13 +274,13 @@ void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* sou
       if (to != from) SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), c.call);
       continue;
     }
-    const int side = used % ce_streams::kSides;
-    if (used < ce_streams::kSides) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(ce.side[side], ce.fork, 0), c.call);
+    const int side = used % device_resources::kSides;
+    if (used < device_resources::kSides) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(ce.side[side], ce.fork, 0), c.call);
     char* remote = c.w.remote_addr(c.call, c.team.world_pe(j), c.w.heap().offset_of(to));
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, from, bytes, cudaMemcpyDefault, ce.side[side]), c.call);
     ++used;
   }
-  for (int k = 0; k < std::min(used, ce_streams::kSides); ++k) {
+  for (int k = 0; k < std::min(used, device_resources::kSides); ++k) {
     SHOAL_CUDA_CHECK(cudaEventRecord(ce.join[k], ce.side[k]), c.call);
     SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, ce.join[k], 0), c.call);
   }
