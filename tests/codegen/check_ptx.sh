@@ -86,6 +86,15 @@ expect probe_atomic_compare_swap "atom.cas.relaxed.sys.b32"
 expect probe_barrier_all_block "bar.sync" "fence.acq_rel.sys" "st.relaxed.sys.global.u64" "st.release.sys.global.u64" "ld.acquire.sys.global.u64"
 forbid probe_barrier_all_block "fence.sc"
 # fast paths (copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring
+# team collectives: LL lines are whole 8-byte halves, with no fence on the path; the channel
+# barrier is barrier_all's ordering; the two-shot reduce keeps 2 vector loads per member in flight
+expect probe_reduce_ll_block "st.volatile.global.v2.u64" "ld.volatile.global.v2.u64"
+forbid probe_reduce_ll_block "fence." "membar" "ld.acquire" "st.release"
+expect probe_team_barrier_channel "fence.acq_rel.sys" "st.relaxed.sys.global.u64" "st.release.sys.global.u64" "ld.acquire.sys.global.u64"
+forbid probe_team_barrier_channel "fence.sc"
+expect probe_reduce_direct_block "ld.global.v4.u32" "st.global.v4.u32"
+at_least probe_reduce_direct_block 2 "ld.global.v4.u32"
+forbid probe_reduce_direct_block "fence." "membar"
 expect probe_put_block_vec "ld.global.v4.u32" "st.global.v4.u32"
 at_least probe_put_block_vec 4 "ld.global.v4.u32"
 forbid probe_put_block_vec "fence." "membar"

@@ -68,3 +68,18 @@ extern "C" __global__ void probe_test_some_vector(device_world w, long long* iv,
                                                   size_t* out) {
   *out = dev::test_some_vector(w, iv, n, idx, nullptr, SHOAL_CMP_GT, cmps);
 }
+
+// Team collectives (<shoal/device/coll.cuh>): the LL reduce carries flags in its data lines (no
+// fence, no acquire/release); the channel team barrier orders as barrier_all; the two-shot reduce
+// moves 16-byte vectors.
+extern "C" __global__ void probe_reduce_ll_block(device_world w, shoal::device_team t, float* d, const float* s,
+                                                 size_t n) {
+  shoal::detail::reduce_ll<dev::block_scope, dev::sum_op, float, false>(w, t, d, s, n, "probe");
+}
+extern "C" __global__ void probe_team_barrier_channel(device_world w, shoal::device_team t) {
+  shoal::detail::team_barrier<dev::block_scope>(w, t, "probe", 3);
+}
+extern "C" __global__ void probe_reduce_direct_block(device_world w, shoal::device_team t, float* d, const float* s,
+                                                     size_t n) {
+  shoal::detail::reduce_direct<dev::block_scope, dev::sum_op, float, false>(w, t, d, s, n, 0, 1, "probe");
+}
