@@ -23,7 +23,9 @@ void expect_disjoint(std::vector<region> regions, uint64_t total) {
   for (size_t i = 0; i < regions.size(); ++i) {
     EXPECT_LE(regions[i].begin, regions[i].end);
     EXPECT_LE(regions[i].end, total);
-    if (i > 0) EXPECT_LE(regions[i - 1].end, regions[i].begin) << "regions " << i - 1 << " and " << i << " overlap";
+    if (i > 0) {
+      EXPECT_LE(regions[i - 1].end, regions[i].begin) << "regions " << i - 1 << " and " << i << " overlap";
+    }
   }
 }
 
