@@ -1,12 +1,16 @@
 // The on-stream team collectives (coll.hpp): validated on the host like the blocking calls, then
-// one kernel on the caller's stream (coll_kernels.cu), so they order with the caller's work and can
-// be captured in a CUDA graph. Algorithm per call: LL for messages that fit the LL slots (one CTA, no
-// barrier), direct above (a channel per CTA, each with a team barrier before and after), or as
-// SHOAL_COLL_ALGO says; the choice is logged (SHOAL_DEBUG=trace, subsystem coll).
+// work on the caller's stream (coll_kernels.cu), so they order with the caller's work and can be
+// captured in a CUDA graph. Algorithm per call (choose()): LL for messages that fit the LL slots
+// (one CTA, no barrier); ce for broadcast/fcollect/alltoall messages from SHOAL_COLL_CE_BYTES (a
+// barrier kernel, copy-engine copies on side streams forked from and joined back to the caller's
+// stream, a barrier kernel); direct otherwise (a channel per CTA, each with a team barrier before
+// and after); or as SHOAL_COLL_ALGO says. The choice is logged (SHOAL_DEBUG=trace, subsystem coll).
 //
-// Unlike the blocking host calls, the members' arguments are not compared (that would cost a host
-// round trip per call and cannot be captured): members that disagree meet in the device waits,
-// which report and trap after SHOAL_WAIT_TIMEOUT instead of hanging.
+// The members' arguments are not compared for on-stream calls (that would cost a host round trip
+// per call and cannot be captured): members that disagree meet in the device waits, which report and
+// trap after SHOAL_WAIT_TIMEOUT instead of hanging. The blocking host collectives on GPU heaps run
+// here too (blocking = true): they first exchange every member's arguments or local error by an LL
+// fcollect (agree_posts) and fail alike on every member before any data moves.
 #include <algorithm>
 #include <exception>
 #include <map>
