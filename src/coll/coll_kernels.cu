@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "shoal/device/coll.cuh"
 
 namespace shoal::detail::coll {
@@ -87,31 +89,10 @@ cudaError_t reduce_as(const device_world& w, const device_team& t, bool scatter,
   return cudaGetLastError();
 }
 
+/// The kernel of op on T (and/or/xor: integer T only; cudaErrorInvalidValue otherwise).
 template <class T>
-cudaError_t reduce_integer(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
-                           const void* source, size_t nreduce, const launch_config& cfg) {
-  switch (op) {
-    case reduce_op::and_:
-      return reduce_as<device::and_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::or_:
-      return reduce_as<device::or_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::xor_:
-      return reduce_as<device::xor_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::min_:
-      return reduce_as<device::min_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::max_:
-      return reduce_as<device::max_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::sum_:
-      return reduce_as<device::sum_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::prod_:
-      return reduce_as<device::prod_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-  }
-  return cudaErrorInvalidValue;
-}
-
-template <class T>
-cudaError_t reduce_floating(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
-                            const void* source, size_t nreduce, const launch_config& cfg) {
+cudaError_t reduce_typed(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
+                         const void* source, size_t nreduce, const launch_config& cfg) {
   switch (op) {
     case reduce_op::min_:
       return reduce_as<device::min_op, T>(w, t, scatter, dest, source, nreduce, cfg);
@@ -122,8 +103,21 @@ cudaError_t reduce_floating(const device_world& w, const device_team& t, bool sc
     case reduce_op::prod_:
       return reduce_as<device::prod_op, T>(w, t, scatter, dest, source, nreduce, cfg);
     default:
-      return cudaErrorInvalidValue;
+      break;
   }
+  if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case reduce_op::and_:
+        return reduce_as<device::and_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+      case reduce_op::or_:
+        return reduce_as<device::or_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+      case reduce_op::xor_:
+        return reduce_as<device::xor_op, T>(w, t, scatter, dest, source, nreduce, cfg);
+      default:
+        break;
+    }
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -163,39 +157,39 @@ cudaError_t launch_reduce(const device_world& w, const device_team& t, bool scat
     case scalar_kind::signed_int:
       switch (type.bytes) {
         case 1:
-          return reduce_integer<int8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<int8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 2:
-          return reduce_integer<int16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<int16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 4:
-          return reduce_integer<int32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<int32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 8:
-          return reduce_integer<int64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<int64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
       }
       break;
     case scalar_kind::unsigned_int:
       switch (type.bytes) {
         case 1:
-          return reduce_integer<uint8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<uint8_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 2:
-          return reduce_integer<uint16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<uint16_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 4:
-          return reduce_integer<uint32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<uint32_t>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 8:
-          return reduce_integer<uint64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<uint64_t>(w, t, scatter, op, dest, source, nreduce, cfg);
       }
       break;
     case scalar_kind::floating:
       switch (type.bytes) {
         case 2:
-          return reduce_floating<__half>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<__half>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 4:
-          return reduce_floating<float>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<float>(w, t, scatter, op, dest, source, nreduce, cfg);
         case 8:
-          return reduce_floating<double>(w, t, scatter, op, dest, source, nreduce, cfg);
+          return reduce_typed<double>(w, t, scatter, op, dest, source, nreduce, cfg);
       }
       break;
     case scalar_kind::bfloat:
-      if (type.bytes == 2) return reduce_floating<__nv_bfloat16>(w, t, scatter, op, dest, source, nreduce, cfg);
+      if (type.bytes == 2) return reduce_typed<__nv_bfloat16>(w, t, scatter, op, dest, source, nreduce, cfg);
       break;
   }
   return cudaErrorInvalidValue;

@@ -195,6 +195,27 @@ void validate_call(const stream_call& c, const gpu_post& mine, bool agree, F&& v
 
 int64_t offset_or_none(const stream_call& c, const void* p) { return p == nullptr ? -1 : c.w.heap().offset_of(p); }
 
+/// This PE's post for a call of `kind` (see gpu_post) with these arguments.
+gpu_post post_of(const stream_call& c, int32_t kind, int32_t type, int32_t op, int32_t root, uint64_t nelems,
+                 const void* dest, const void* source) {
+  gpu_post post;
+  post.kind = kind;
+  post.type = type;
+  post.op = op;
+  post.root = root;
+  post.nelems = nelems;
+  post.dest_off = offset_or_none(c, dest);
+  post.src_off = offset_or_none(c, source);
+  return post;
+}
+
+/// A 1-PE team's collective: dest = source in stream order (nothing when they are one buffer).
+void copy_alone(const stream_call& c, void* dest, const void* source, size_t bytes, void* stream) {
+  if (dest != source)
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+                     c.call);
+}
+
 /// The algorithm and channels for a call moving `bytes` per member message (largest message) and
 /// `total` bytes in all through this PE.
 void check_launch(const char* call, cudaError_t err) { SHOAL_CUDA_CHECK(err, call); }
@@ -305,9 +326,7 @@ int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream
   return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
     stream_call c(call, team);
-    gpu_post post;
-    post.kind = 1;
-    validate_call(c, post, blocking, [] {});
+    validate_call(c, post_of(c, 1, 0, 0, 0, 0, nullptr, nullptr), blocking, [] {});
     // quiet: the barrier's fence.acq_rel.sys completes this GPU's earlier stores at system scope,
     // and host-issued RMA on GPU heaps completes before its call returns (cuda_memory_ops), so
     // nothing else is pending.
@@ -331,13 +350,8 @@ int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* 
     const auto how = static_cast<move>(kind);
     size_t bytes = 0;
     size_t total = 0;
-    gpu_post post;
-    post.kind = 2 + kind;
-    post.type = static_cast<int32_t>(elem_bytes);
-    post.root = how == move::broadcast ? root : 0;
-    post.nelems = nelems;
-    post.dest_off = offset_or_none(c, dest);
-    post.src_off = offset_or_none(c, source);
+    const gpu_post post = post_of(c, 2 + kind, static_cast<int32_t>(elem_bytes), 0, how == move::broadcast ? root : 0,
+                                  nelems, dest, source);
     validate_call(c, post, blocking, [&] {
       bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
       if (how == move::broadcast) {
@@ -353,9 +367,7 @@ int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* 
     });
     if (bytes == 0) return;
     if (n == 1) {
-      if (dest != source)
-        SHOAL_CUDA_CHECK(
-            cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
+      copy_alone(c, dest, source, bytes, stream);
       return;
     }
     const launch_config cfg = choose(c, bytes, total, stream, true);
@@ -380,13 +392,8 @@ int reduce_common(const char* call, shoal_team_t team, void* dest, const void* s
     const int n = c.team.n_pes;
     size_t bytes = 0;
     size_t src_bytes = 0;
-    gpu_post post;
-    post.kind = scatter ? 6 : 5;
-    post.type = static_cast<int32_t>(type.kind) << 8 | type.bytes;
-    post.op = static_cast<int32_t>(op);
-    post.nelems = nreduce;
-    post.dest_off = offset_or_none(c, dest);
-    post.src_off = offset_or_none(c, source);
+    const gpu_post post = post_of(c, scatter ? 6 : 5, static_cast<int32_t>(type.kind) << 8 | type.bytes,
+                                  static_cast<int32_t>(op), 0, nreduce, dest, source);
     validate_call(c, post, blocking, [&] {
       const bool floating = type.kind == scalar_kind::floating || type.kind == scalar_kind::bfloat;
       SHOAL_CHECK_ARG(!(floating && (op == reduce_op::and_ || op == reduce_op::or_ || op == reduce_op::xor_)), call,
@@ -398,9 +405,7 @@ int reduce_common(const char* call, shoal_team_t team, void* dest, const void* s
     });
     if (bytes == 0) return;
     if (n == 1) {
-      if (dest != source)
-        SHOAL_CUDA_CHECK(
-            cudaMemcpyAsync(dest, source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)), call);
+      copy_alone(c, dest, source, bytes, stream);
       return;
     }
     const launch_config cfg = choose(c, bytes, scatter ? src_bytes : bytes * 2, stream, false);
@@ -492,12 +497,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
     // 1. Every member's post (nelems, offsets, local error) by an LL fcollect: the sizes, and the
     //    agreement (no barrier needed: each member sent its post on entering, after its earlier work,
     //    so its source is ready).
-    gpu_post post;
-    post.kind = 7;
-    post.type = static_cast<int32_t>(elem_bytes);
-    post.nelems = nelems;
-    post.dest_off = offset_or_none(c, dest);
-    post.src_off = offset_or_none(c, source);
+    const gpu_post post = post_of(c, 7, static_cast<int32_t>(elem_bytes), 0, 0, nelems, dest, source);
     std::vector<uint64_t> sizes(static_cast<size_t>(n), 0);
     std::vector<int64_t> src_offs(static_cast<size_t>(n), -1);  // each member's source, as it validated it
     if (n > 1) {
