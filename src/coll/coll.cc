@@ -1,4 +1,5 @@
 #include "coll/coll.hpp"
+#include "coll/coll_run.hpp"
 
 #include <atomic>
 #include <bit>

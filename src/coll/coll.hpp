@@ -19,29 +19,13 @@
 
 #include <cstddef>
 
-#include "runtime/facade.hpp"
 #include "runtime/scalar.hpp"
-#include "shoal/shoal.h"
 #include "shoal/team.h"
 
 namespace shoal::detail::coll {
 
 enum class reduce_op : int { and_ = 1, or_, xor_, min_, max_, sum_, prod_ };
 
-/// Runs f() for C entry point `call` under the facade's error contract; 0 or the SHOAL_ERR_* code.
-template <class F>
-int run(const char* call, F&& f) noexcept {
-  bool ok = facade::guarded(
-      call,
-      [&] {
-        f();
-        return true;
-      },
-      false);
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
-}
 const char* to_string(reduce_op op);
 
 /// shoal_team_sync (quiet = false) and shoal_barrier (quiet first).

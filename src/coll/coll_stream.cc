@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "coll/coll.hpp"
+#include "coll/coll_run.hpp"
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
