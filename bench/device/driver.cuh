@@ -4,10 +4,12 @@
 //   kName, host_malloc/host_calloc/host_free (collective), host_barrier, host_ptr(addr, pe),
 //   my_pe, n_pes; optionally `using tma = <adapter>` and kTmaName: a second block-put path.
 //
-// Roles: PE 0 measures and owns the rows. It also fills, clears and checks every buffer involved,
-// its peer's through the raw peer pointer, so PE 1 only runs its side of two-sided benchmarks
-// (ping-pongs, bidirectional traffic, barriers). PEs >= 2 take part in barriers only. Every PE
-// calls host_barrier the same number of times in the same order.
+// Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
+// default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
+// target's through the raw peer pointer, so the target only runs its side of two-sided benchmarks
+// (ping-pongs, bidirectional traffic); the other PEs only join the host barriers. The all-PE
+// barrier is measured by PE 0 with every PE taking part. Rows measured elsewhere move to PE 0 at the
+// end. Every PE calls host_barrier the same number of times in the same order.
 //
 // Never hangs: device spins are bounded (kernel_ctx), and the host gives every kernel
 // kKernelTimeoutSeconds before it reports and exits (a stuck kernel dies with the process).
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -89,7 +92,10 @@ class driver {
       : opts_(opts), rows_(rows), backend_(std::move(backend)) {
     me_ = Api::my_pe();
     npes_ = Api::n_pes();
-    peer_ = me_ == 0 ? 1 : (me_ == 1 ? 0 : -1);
+    std::string error;
+    pairs_ = parse_pairs(opts_.pairs, npes_, error);
+    if (!error.empty()) throw std::runtime_error("shoal-bench: " + error);
+    select_all_pes();
     max_bytes_ = opts_.max_bytes_given ? opts_.max_bytes : kDefaultDeviceMaxBytes;
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
@@ -110,19 +116,29 @@ class driver {
   driver(const driver&) = delete;
   driver& operator=(const driver&) = delete;
 
-  /// Runs the named benchmarks (all when empty), in a fixed order so every PE agrees.
+  /// Runs the named benchmarks (all when empty), in a fixed order so every PE agrees: the pair
+  /// benchmarks once per pair of --pairs (the pair's initiator measures, the other PEs wait), then
+  /// the all-PE barrier. Rows measured on PEs other than 0 then move to PE 0, and PE 0's rows of
+  /// this run are ordered by benchmark, then pair.
   void run(const std::vector<std::string>& which) {
     auto wanted = [&](const char* name) {
       return which.empty() || std::find(which.begin(), which.end(), name) != which.end();
     };
-    if (wanted("put_bw")) bandwidth("put_bw", /*get=*/false);
-    if (wanted("get_bw")) bandwidth("get_bw", /*get=*/true);
-    if (wanted("put_bw_bidir")) bandwidth_bidir();
-    if (wanted("p_ping_pong")) p_ping_pong();
-    if (wanted("put_signal_ping_pong")) put_signal_ping_pong();
-    if (wanted("put_quiet_latency")) put_quiet_latency();
-    if (wanted("atomic_latency")) atomic_latency();
+    const size_t first = rows_.size();
+    for (const auto& [a, b] : pairs_) {
+      select_pair(a, b);
+      if (wanted("put_bw")) bandwidth("put_bw", /*get=*/false);
+      if (wanted("get_bw")) bandwidth("get_bw", /*get=*/true);
+      if (wanted("put_bw_bidir")) bandwidth_bidir();
+      if (wanted("p_ping_pong")) p_ping_pong();
+      if (wanted("put_signal_ping_pong")) put_signal_ping_pong();
+      if (wanted("put_quiet_latency")) put_quiet_latency();
+      if (wanted("atomic_latency")) atomic_latency();
+    }
+    select_all_pes();
     if (wanted("barrier_latency")) barrier_latency();
+    gather_rows(first);
+    if (me_ == 0) order_rows(first);
   }
 
   /// Some point's data did not check out (its row says so); the run should exit non-zero.
@@ -158,7 +174,76 @@ class driver {
 
   // ---- plumbing ----
 
+  /// The pair benchmarks' roles: PE a initiates toward PE b; every other PE only joins the host
+  /// barriers. Rows made from now on carry "a-b".
+  void select_pair(int a, int b) {
+    init_ = a;
+    target_ = b;
+    peer_ = me_ == a ? b : (me_ == b ? a : -1);
+    pair_ = std::to_string(a) + "-" + std::to_string(b);
+  }
+  /// All-PE benchmarks: PE 0 measures, PE 1 is the raw baselines' peer, rows carry no pair.
+  void select_all_pes() {
+    init_ = 0;
+    target_ = 1;
+    peer_ = me_ == 0 ? 1 : (me_ == 1 ? 0 : -1);
+    pair_.clear();
+  }
+
   bool active() const { return peer_ >= 0; }
+
+  /// Moves the rows that PEs other than 0 appended from index `first` on to the end of PE 0's rows
+  /// (and their data-check failures with them). Collective: every PE calls it.
+  void gather_rows(size_t first) {
+    if (npes_ < 2) return;
+    std::string mine;
+    if (me_ != 0) {
+      mine = pack_rows(std::vector<row>(rows_.begin() + static_cast<std::ptrdiff_t>(first), rows_.end()));
+      rows_.resize(first);
+    }
+    auto* lengths = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+    const uint64_t my_length = mine.size();
+    cuda_check(cudaMemcpy(lengths, &my_length, sizeof(my_length), cudaMemcpyHostToDevice), "gather rows");
+    Api::host_barrier();
+    std::vector<uint64_t> length(npes_, 0);
+    uint64_t longest = 1;
+    for (int pe = 0; pe < npes_; ++pe) {
+      cuda_check(cudaMemcpy(&length[pe], remote(lengths, pe), sizeof(uint64_t), cudaMemcpyDefault), "gather rows");
+      longest = std::max(longest, length[pe]);
+    }
+    char* text = static_cast<char*>(Api::host_malloc(longest));  // the same size on every PE
+    if (!mine.empty()) cuda_check(cudaMemcpy(text, mine.data(), mine.size(), cudaMemcpyHostToDevice), "gather rows");
+    Api::host_barrier();
+    if (me_ == 0) {
+      for (int pe = 1; pe < npes_; ++pe) {
+        if (length[pe] == 0) continue;
+        std::string packed(length[pe], '\0');
+        cuda_check(cudaMemcpy(packed.data(), remote(text, pe), length[pe], cudaMemcpyDefault), "gather rows");
+        for (row& r : unpack_rows(packed)) {
+          check_failed_ |= r.baseline == "DATA-CHECK-FAILED";
+          rows_.push_back(std::move(r));
+        }
+      }
+    }
+    Api::host_barrier();
+    Api::host_free(text);
+    Api::host_free(lengths);
+  }
+
+  /// Orders rows [first, end) by benchmark (run order), then pair (--pairs order); stable otherwise.
+  void order_rows(size_t first) {
+    const std::vector<std::string> names = device_benchmark_names();
+    auto key = [&](const row& r) {
+      const auto name = std::find(names.begin(), names.end(), r.benchmark) - names.begin();
+      size_t pair = 0;
+      while (pair < pairs_.size() &&
+             r.pair != std::to_string(pairs_[pair].first) + "-" + std::to_string(pairs_[pair].second))
+        ++pair;
+      return std::pair<std::ptrdiff_t, size_t>(name, pair);
+    };
+    std::stable_sort(rows_.begin() + static_cast<std::ptrdiff_t>(first), rows_.end(),
+                     [&](const row& x, const row& y) { return key(x) < key(y); });
+  }
 
   void launched(const char* what) { cuda_check(cudaGetLastError(), what); }
 
@@ -293,6 +378,7 @@ class driver {
     r.size_bytes = num_bytes;
     r.iterations = iters;
     r.latency_us = us_per_iter;
+    r.pair = pair_;
     return r;
   }
 
@@ -350,20 +436,20 @@ class driver {
     }
   }
 
-  // ---- put_bw / get_bw: PE 0 moves the message to / from PE 1; PE 1 is passive ----
+  // ---- put_bw / get_bw: the initiator moves the message to / from the target; the target is passive ----
 
   void bandwidth(const char* name, bool get) {
     char* src = static_cast<char*>(Api::host_malloc(max_bytes_));
     char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
     Api::host_barrier();
     // put: local src -> peer dst. get: peer src -> local dst.
-    char* data_src = me_ != 0 ? nullptr : (get ? remote(src, peer_) : src);  // where the pattern is written
-    char* data_dst = me_ != 0 ? nullptr : (get ? dst : remote(dst, peer_));  // where it must arrive
+    char* data_src = me_ != init_ ? nullptr : (get ? remote(src, peer_) : src);  // where the pattern is written
+    char* data_dst = me_ != init_ ? nullptr : (get ? dst : remote(dst, peer_));  // where it must arrive
     bool ce_ok = true;
     for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
       // One host barrier per size keeps the passive PEs' host waits short (SHOAL_WAIT_TIMEOUT).
       Api::host_barrier();
-      if (me_ == 0) {
+      if (me_ == init_) {
         const int iters = bw_iters(num_bytes);
         const int warm = std::clamp(opts_.warmup * 10, 1, iters);
         std::vector<grid> grids = bw_grids(false);
@@ -430,7 +516,7 @@ class driver {
     Api::host_free(src);
   }
 
-  /// One (size, grid, API path) point of put_bw/get_bw, PE 0 only. src/dst: symmetric; data_src/
+  /// One (size, grid, API path) point of put_bw/get_bw, on the initiator. src/dst: symmetric; data_src/
   /// data_dst: where the pattern is written / must arrive (raw pointers).
   template <class A>
   void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, char* data_src,
@@ -450,7 +536,7 @@ class driver {
     add(r, holds(data_dst, num_bytes, seed));
   }
 
-  // ---- put_bw_bidir: both PEs put to each other; PE 0's direction is timed ----
+  // ---- put_bw_bidir: the pair put to each other; the initiator's direction is timed ----
 
   void bandwidth_bidir() {
     char* src = static_cast<char*>(Api::host_malloc(max_bytes_));
@@ -497,19 +583,19 @@ class driver {
                    size_t num_bytes, int iters, int warm, double copy_bw, Launch&& launch, double* bw_out) {
     const uint64_t gen = ++generation_;
     uint32_t seed_mine = 0, seed_peer = 0;
-    if (me_ == 0) {
+    if (me_ == init_) {
       seed_mine = fill(src, num_bytes);
       seed_peer = fill(remote(src, peer_), num_bytes);
     }
-    Api::host_barrier();  // PE 1's source is ready
-    if (me_ == 1) {
-      // Background traffic toward PE 0 until PE 0 says stop (bounded by the device timeout).
+    Api::host_barrier();  // the target's source is ready
+    if (me_ == target_) {
+      // Background traffic toward the initiator until it says stop (bounded by the device timeout).
       background bg{remote(ctrl, peer_), gen, ctrl + 1, gen};
       untimed("put_bw_bidir background", [&] { launch(remote(dst, peer_), INT_MAX, bg); });
-    } else if (me_ == 0) {
+    } else if (me_ == init_) {
       untimed("wait for the peer's traffic", [&] { wait_u64_kernel<<<1, 1, 0, stream_>>>(ctrl, gen, ctx_); });
       char* peer_dst = remote(dst, peer_);
-      // PE 1 keeps writing our dst while we clear it: many complete passes land during the timed reps.
+      // The target keeps writing our dst while we clear it: many complete passes land during the timed reps.
       const double us = per_iter_us(
           "put_bw_bidir", warm, iters, [&](int n) { launch(peer_dst, n, background{}); },
           [&] {
@@ -526,8 +612,9 @@ class driver {
       }
       pending_ = r;
     }
-    Api::host_barrier();  // PE 1's traffic has ended
-    if (me_ == 0) add(pending_, holds(remote(dst, peer_), num_bytes, seed_mine) && holds(dst, num_bytes, seed_peer));
+    Api::host_barrier();  // the target's traffic has ended
+    if (me_ == init_)
+      add(pending_, holds(remote(dst, peer_), num_bytes, seed_mine) && holds(dst, num_bytes, seed_peer));
   }
 
   // ---- p_ping_pong: int p + wait_until, half round trip ----
@@ -547,8 +634,8 @@ class driver {
     const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
       p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
     });
-    if (me_ == 0) {
-      // The last reply wrote `total` into PE 0's flag.
+    if (me_ == init_) {
+      // The last reply wrote `total` into the initiator's flag.
       int seen_api = 0, seen_raw = 0;
       cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
       cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
@@ -563,16 +650,16 @@ class driver {
     Api::host_free(flag);
   }
 
-  /// Ping-pong protocol: PE 1 (responder) runs all warm + reps*iters rounds in one kernel; PE 0 runs
+  /// Ping-pong protocol: the target (responder) runs all warm + reps*iters rounds in one kernel; the initiator runs
   /// a warm-up kernel, then reps timed kernels of iters rounds. Sequence numbers go on from 1.
-  /// launch(first, count, initiator). Returns PE 0's median half round trip in microseconds.
+  /// launch(first, count, initiator). Returns the initiator's median half round trip in microseconds.
   template <class Launch>
   double ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq = 1) {
     Api::host_barrier();
     double us = 0;
-    if (me_ == 1) {
+    if (me_ == target_) {
       untimed(what, [&] { launch(static_cast<int>(first_seq), warm + opts_.reps * iters, false); });
-    } else if (me_ == 0) {
+    } else if (me_ == init_) {
       untimed(what, [&] { launch(static_cast<int>(first_seq), warm, true); });
       int next = static_cast<int>(first_seq) + warm;
       us = median_us(what,
@@ -604,7 +691,7 @@ class driver {
     uint64_t api_seq = 1, raw_seq = 1;  // next sequence number of each signal word
     for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
       uint32_t seed0 = 0, seed1 = 0;
-      if (me_ == 0) {
+      if (me_ == init_) {
         seed0 = fill(src, num_bytes);
         seed1 = fill(remote(src, peer_), num_bytes);
       }
@@ -614,7 +701,7 @@ class driver {
         const bool raw = v == 0;
         uint64_t& seq = raw ? raw_seq : api_seq;
         uint64_t* word = raw ? raw_sig : sig;
-        if (me_ == 0) {
+        if (me_ == init_) {
           clear(buf, num_bytes);
           clear(peer_buf, num_bytes);
         }
@@ -632,13 +719,13 @@ class driver {
             },
             seq);
         seq += warm + static_cast<uint64_t>(opts_.reps) * iters;
-        if (me_ == 0) {
+        if (me_ == init_) {
           uint64_t seen = 0;
           cuda_check(cudaMemcpy(&seen, word, sizeof(seen), cudaMemcpyDeviceToHost), "read signal");
           ok[v] = seen == seq - 1 && holds(buf, num_bytes, seed1) && holds(peer_buf, num_bytes, seed0);
         }
       }
-      if (me_ == 0) {
+      if (me_ == init_) {
         row r = make("put_signal_ping_pong", Api::kName, label, num_bytes, iters, us[1]);
         r.ratio = us[1] / us[0];
         r.baseline = "raw";
@@ -653,14 +740,14 @@ class driver {
     Api::host_free(buf);
   }
 
-  // ---- put_quiet_latency: one thread, putmem + quiet; PE 1 passive ----
+  // ---- put_quiet_latency: one thread, putmem + quiet; the target is passive ----
 
   void put_quiet_latency() {
     const size_t max_bytes = std::min(max_bytes_, kPutQuietMaxBytes);
     char* src = static_cast<char*>(Api::host_malloc(max_bytes));
     char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
     Api::host_barrier();
-    if (me_ == 0) {
+    if (me_ == init_) {
       const int iters = loop_iters();
       const int warm = loop_warmup();
       char* peer_dst = remote(dst, peer_);
@@ -693,13 +780,13 @@ class driver {
     Api::host_free(src);
   }
 
-  // ---- atomic_latency: dependent uint64 fetch_add on PE 1's word; PE 1 passive ----
+  // ---- atomic_latency: dependent uint64 fetch_add on the target's word; the target is passive ----
 
   void atomic_latency() {
     auto* word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
     auto* raw_word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
     Api::host_barrier();
-    if (me_ == 0) {
+    if (me_ == init_) {
       const int iters = loop_iters();
       const int warm = loop_warmup();
       uint64_t* peer_raw = remote(raw_word, peer_);
@@ -797,6 +884,9 @@ class driver {
   std::vector<row>& rows_;
   std::string backend_;
   int me_ = 0, npes_ = 0, peer_ = -1, sms_ = 0;
+  int init_ = 0, target_ = 1;               // the current pair: initiator and target (select_pair)
+  std::string pair_;                        // "init-target" on the pair benchmarks' rows
+  std::vector<std::pair<int, int>> pairs_;  // --pairs
   size_t max_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

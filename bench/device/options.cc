@@ -1,5 +1,7 @@
 #include "device/options.hpp"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 namespace shoal::bench {
@@ -41,6 +43,8 @@ void add_options(CLI::App& app, options& opts) {
       ->check(CLI::Range(32, 1024));
   app.add_option("-s,--scope", opts.scope, "device bandwidth scope")
       ->check(CLI::IsMember({"thread", "warp", "block", "all"}));
+  app.add_option("--pairs", opts.pairs,
+                 "device RMA set: PE pairs to measure, initiator:target[,...], all, from0 or ring (default 0:1)");
   app.add_option("--csv", opts.csv, "write the rows as CSV to this file (PE 0)");
   app.add_option("--json", opts.json, "write the rows as JSON to this file (PE 0)");
 }
@@ -53,6 +57,52 @@ std::string finish(options& opts) {
     return "-b/-e: need 0 < min <= max";
   if (opts.threads % 32 != 0) return "-t: threads per CTA must be a multiple of 32";
   return {};
+}
+
+std::vector<std::pair<int, int>> parse_pairs(const std::string& text, int n_pes, std::string& error) {
+  error.clear();
+  std::vector<std::pair<int, int>> out;
+  if (n_pes < 2) return out;
+  if (text == "all") {
+    for (int a = 0; a < n_pes; ++a)
+      for (int b = a + 1; b < n_pes; ++b) out.emplace_back(a, b);
+    return out;
+  }
+  if (text == "from0") {
+    for (int b = 1; b < n_pes; ++b) out.emplace_back(0, b);
+    return out;
+  }
+  if (text == "ring") {
+    for (int a = 0; a < (n_pes == 2 ? 1 : n_pes); ++a) out.emplace_back(a, (a + 1) % n_pes);
+    return out;
+  }
+  auto fail = [&](const std::string& why) {
+    error = "--pairs '" + text + "': " + why;
+    out.clear();
+    return out;
+  };
+  if (text.empty()) return fail("no pair given (A:B[,C:D...], all, from0 or ring)");
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t colon = item.find(':');
+    int pe[2] = {-1, -1};
+    for (int k = 0; k < 2 && colon != std::string::npos; ++k) {
+      const std::string num = k == 0 ? item.substr(0, colon) : item.substr(colon + 1);
+      if (num.empty() || num.size() > 6 || num.find_first_not_of("0123456789") != std::string::npos) break;
+      pe[k] = std::stoi(num);
+    }
+    if (pe[0] < 0 || pe[1] < 0) return fail("'" + item + "' is not A:B with PE numbers A and B");
+    if (pe[0] >= n_pes || pe[1] >= n_pes)
+      return fail("'" + item + "' names a PE outside 0.." + std::to_string(n_pes - 1));
+    if (pe[0] == pe[1]) return fail("'" + item + "' pairs a PE with itself");
+    if (std::find(out.begin(), out.end(), std::pair<int, int>(pe[0], pe[1])) != out.end())
+      return fail("'" + item + "' is given twice");
+    out.emplace_back(pe[0], pe[1]);
+    start = comma + 1;
+  }
+  return out;
 }
 
 std::vector<std::string> device_benchmark_names() {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -24,6 +25,7 @@ struct options {
   int ctas = 32;              ///< -c: CTAs of a device-initiated bandwidth grid (block scope also runs the full grid)
   int threads = 512;          ///< -t: threads per CTA
   std::string scope = "all";  ///< -s: thread, warp, block or all (device bandwidth rows)
+  std::string pairs = "0:1";  ///< --pairs: which PE pairs the device RMA set measures (parse_pairs)
   std::vector<std::string> which;  ///< benchmark names; empty: all of the set that runs
   std::string csv;                 ///< --csv: rows as CSV (PE 0)
   std::string json;                ///< --json: rows as JSON (PE 0)
@@ -41,6 +43,15 @@ std::string finish(options& opts);
 
 /// A size with an optional K/M/G suffix ("8", "64K", "256M") into bytes; false when malformed.
 bool parse_size(const std::string& text, size_t& out);
+
+/// The PE pairs of --pairs for a job of n_pes PEs, in measuring order; each pair is {initiator, target}.
+///   "A:B[,C:D...]"  the listed pairs (A initiates; A != B; both below n_pes; no pair twice)
+///   "all"           every pair A < B (n(n-1)/2 of them), A initiating
+///   "from0"         0:1, 0:2, ..., 0:n-1
+///   "ring"          0:1, 1:2, ..., n-1:0 (just 0:1 for 2 PEs)
+/// A job of one PE has no pairs (an empty list, whatever the text). On bad text: an empty list and
+/// `error` saying what is wrong, naming --pairs and the text.
+std::vector<std::pair<int, int>> parse_pairs(const std::string& text, int n_pes, std::string& error);
 
 /// The device-initiated benchmarks (shoal-bench on the cuda backend, shoal-bench-nvshmem), in run order
 /// (allreduce_scratch, the explicit-scratch device allreduce, runs only when named).

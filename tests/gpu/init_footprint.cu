@@ -84,14 +84,16 @@ int main(int argc, char** argv) {
       "PE %d init_ms=%.1f extra_device_mib=%.1f (shoal_init %.1f ms + first shoal_malloc %.1f ms; device "
       "memory used %.1f MiB for 256 MiB of allocations; backend %s, %d PEs)\n",
       shoal_my_pe(), ms, used_mib - 256.0, init_only, malloc_only, used_mib, shoalx_backend_name(), shoal_n_pes());
-  std::printf("PE %d device memory in use (MiB): after shoal_init %.1f, after the first shoal_malloc %.1f, after "
-              "256 MiB of shoal_malloc %.1f, after the GPU wrote them %.1f\n",
-              shoal_my_pe(), after_init, after_first, after_all, used_mib);
+  std::printf(
+      "PE %d device memory in use (MiB): after shoal_init %.1f, after the first shoal_malloc %.1f, after "
+      "256 MiB of shoal_malloc %.1f, after the GPU wrote them %.1f\n",
+      shoal_my_pe(), after_init, after_first, after_all, used_mib);
   const bool over = used_mib - 256.0 > max_extra_mib;
   if (over)
-    std::printf("init_footprint: PE %d uses %.1f MiB of device memory beyond its 256 MiB of allocations, above the "
-                "%.1f MiB bound\n",
-                shoal_my_pe(), used_mib - 256.0, max_extra_mib);
+    std::printf(
+        "init_footprint: PE %d uses %.1f MiB of device memory beyond its 256 MiB of allocations, above the "
+        "%.1f MiB bound\n",
+        shoal_my_pe(), used_mib - 256.0, max_extra_mib);
   shoal_barrier_all();
   shoal_free(rest);
   shoal_free(first);
