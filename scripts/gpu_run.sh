@@ -10,9 +10,15 @@
 #              16 32 64 132 x SHOAL_COLL_ALGO in auto ll direct (NCCL rows in the first run only), then
 #              compare.py --sweep: which defaults to pick (SHOAL_SWEEP_CHANNELS, SHOAL_SWEEP_ALGOS: other lists)
 #   variants   the latency benchmarks built with relaxed polls (SHOAL_WAIT_ACQUIRE_POLL=0)
+#   scale      issue 5, at each PE count of SHOAL_SCALE_PES ("2 4 8"; counts above the node's GPUs are skipped
+#              with a line): shoal-bench's pair set (put_bw, get_bw, p_ping_pong, atomic_latency; block scope;
+#              --pairs SHOAL_SCALE_PAIRS, "from0" by default, "all" for every pair), its all-PE barrier and its
+#              collectives beside NCCL (on a stream; SHOAL_SCALE_COLL_SCOPES to change), into scale/np<N>/; then
+#              bench/scale.py merges them into scale/scale.csv (one row per figure; num_pes and pair columns),
+#              scale/scale.md and scale/*.png (docs/results/scale/ holds the committed copy)
 #   all        tests + bench
 #
-#   scripts/gpu_run.sh [tests|bench|coll|collsweep|variants|all] [shoal-bench options, e.g. -e 64M -r 7]
+#   scripts/gpu_run.sh [tests|bench|coll|collsweep|variants|scale|all] [shoal-bench options, e.g. -e 64M -r 7]
 #
 # Everything lands in $OUT (or ./gpu-out): summary.txt (the figures), logs/ (configure, build, ctest and every
 # benchmark's log), bench/ (CSV, JSON, compare.md/.txt, plots/*.png), collsweep/ (one CSV + log per configuration,
@@ -27,9 +33,9 @@ cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
 shift || true
 case $what in
-  tests | bench | coll | collsweep | variants | all) ;;
+  tests | bench | coll | collsweep | variants | scale | all) ;;
   *)
-    echo "usage: $0 [tests|bench|coll|collsweep|variants|all] [shoal-bench options...]" >&2
+    echo "usage: $0 [tests|bench|coll|collsweep|variants|scale|all] [shoal-bench options...]" >&2
     exit 2
     ;;
 esac
@@ -215,6 +221,40 @@ if [[ $what == collsweep ]]; then
     python3 bench/compare.py --sweep "${csvs[@]}" --markdown "$sweep_dir/sweep.md" >"$logs/sweep_compare.log" 2>&1
     log "compare.py --sweep rc=$?"
     cat "$sweep_dir/sweep.md" >>"$summary" 2>/dev/null
+  fi
+fi
+
+# --- scale: the pair set, the barrier and the collectives at each PE count (issue 5) --------------------------------
+if [[ $what == scale ]]; then
+  scale_dir=$out/scale
+  mkdir -p "$scale_dir"
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+  csvs=()
+  for np in ${SHOAL_SCALE_PES:-2 4 8}; do
+    if ((np > gpus)); then
+      log "scale: $np PEs skipped: this node has $gpus GPU(s)"
+      continue
+    fi
+    dir=$scale_dir/np$np
+    mkdir -p "$dir"
+    t0=$(date +%s)
+    timeout -k 15 $((coll_limit + 30)) "$shoalrun" -n "$np" --timeout "$coll_limit" -- "$shoal_bench" \
+      put_bw get_bw p_ping_pong atomic_latency barrier_latency -s block --pairs "${SHOAL_SCALE_PAIRS:-from0}" "$@" \
+      --csv "$dir/pairs.csv" --json "$dir/pairs.json" >"$dir/pairs.log" 2>&1
+    log "scale np=$np pair set rc=$? $(( $(date +%s) - t0 )) s"
+    grep -hE "STOPPED|data check failed|shoal-bench: PE|--pairs" "$dir/pairs.log" | head -5 | tee -a "$summary"
+    [[ -s $dir/pairs.csv ]] && csvs+=("$dir/pairs.csv")
+    t0=$(date +%s)
+    pes=$np SHOAL_BENCH_COLL_SCOPES=${SHOAL_SCALE_COLL_SCOPES:-stream} run_coll_shoal "$dir" coll "$coll_limit" \
+      allreduce broadcast fcollect alltoall barrier "$@"
+    log "scale np=$np collectives rc=$? $(( $(date +%s) - t0 )) s"
+    grep -hE "STOPPED|data check failed|shoal-bench: PE" "$dir/coll.log" | head -5 | tee -a "$summary"
+    [[ -s $dir/coll.csv ]] && csvs+=("$dir/coll.csv")
+  done
+  if [[ ${#csvs[@]} -gt 0 ]]; then
+    python3 bench/scale.py "${csvs[@]}" -o "$scale_dir" >"$logs/scale.log" 2>&1
+    log "scale.py rc=$?"
+    cat "$scale_dir/scale.md" >>"$summary" 2>/dev/null
   fi
 fi
 
