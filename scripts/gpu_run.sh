@@ -6,19 +6,20 @@
 #   coll       the collectives only: shoal-bench's collective set (shoal block/stream/graph and NCCL stream/graph,
 #              one process), shoal-bench-nvshmem --coll where NVSHMEM is installed, compare.py (issue 3 and 4
 #              targets) and plot.py
+#   rma        the device RMA/sync set only (as in bench), with compare.py and plot.py
 #   collsweep  shoal-bench's collectives (stream, graph) at 8 B and 256 MiB under every SHOAL_COLL_CHANNELS in
 #              16 32 64 132 x SHOAL_COLL_ALGO in auto ll direct (NCCL rows in the first run only), then
 #              compare.py --sweep: which defaults to pick (SHOAL_SWEEP_CHANNELS, SHOAL_SWEEP_ALGOS: other lists)
 #   variants   the latency benchmarks built with relaxed polls (SHOAL_WAIT_ACQUIRE_POLL=0)
 #   scale      issue 5, at each PE count of SHOAL_SCALE_PES ("2 4 8"; counts above the node's GPUs are skipped
 #              with a line): shoal-bench's pair set (put_bw, get_bw, p_ping_pong, atomic_latency; block scope;
-#              --pairs SHOAL_SCALE_PAIRS, "from0" by default, "all" for every pair), its all-PE barrier and its
+#              --pairs SHOAL_SCALE_PAIRS: "all" pairs by default, or e.g. "from0"), its all-PE barrier and its
 #              collectives beside NCCL (on a stream; SHOAL_SCALE_COLL_SCOPES to change), into scale/np<N>/; then
 #              bench/scale.py merges them into scale/scale.csv (one row per figure; num_pes and pair columns),
 #              scale/scale.md and scale/*.png (docs/results/scale/ holds the committed copy)
 #   all        tests + bench
 #
-#   scripts/gpu_run.sh [tests|bench|coll|collsweep|variants|scale|all] [shoal-bench options, e.g. -e 64M -r 7]
+#   scripts/gpu_run.sh [tests|bench|rma|coll|collsweep|variants|scale|all] [shoal-bench options, e.g. -e 64M -r 7]
 #
 # Everything lands in $OUT (or ./gpu-out): summary.txt (the figures), logs/ (configure, build, ctest and every
 # benchmark's log), bench/ (CSV, JSON, compare.md/.txt, plots/*.png), collsweep/ (one CSV + log per configuration,
@@ -33,9 +34,9 @@ cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
 shift || true
 case $what in
-  tests | bench | coll | collsweep | variants | scale | all) ;;
+  tests | bench | rma | coll | collsweep | variants | scale | all) ;;
   *)
-    echo "usage: $0 [tests|bench|coll|collsweep|variants|scale|all] [shoal-bench options...]" >&2
+    echo "usage: $0 [tests|bench|rma|coll|collsweep|variants|scale|all] [shoal-bench options...]" >&2
     exit 2
     ;;
 esac
@@ -117,7 +118,7 @@ rma_set=(put_bw get_bw put_bw_bidir p_ping_pong put_signal_ping_pong put_quiet_l
 coll_set=(allreduce broadcast fcollect alltoall team_barrier barrier)
 
 # --- bench: the device RMA/sync set (shoal and NVSHMEM) ------------------------------------------------------------
-if [[ $what == bench || $what == all ]]; then
+if [[ $what == bench || $what == rma || $what == all ]]; then
   t0=$(date +%s)
   bench/run_gpu_bench.sh "$build" "$bench_dir" "${rma_set[@]}" "$@" >"$logs/bench_rma.log" 2>&1
   log "rma bench rc=$? $(( $(date +%s) - t0 )) s"
@@ -151,15 +152,19 @@ run_coll_shoal() {
 }
 
 # --- coll: the collectives (shoal + NCCL in one process; NVSHMEM in its own) ---------------------------------------
-if [[ $what == bench || $what == coll || $what == all ]]; then
-  t0=$(date +%s)
-  run_coll_shoal "$bench_dir" shoal_coll "$coll_limit" "${coll_set[@]}" "$@"
-  rc=$?
-  log "collectives (shoal + NCCL) rc=$rc $(( $(date +%s) - t0 )) s"
-  grep -hE "STOPPED|NCCL [0-9]|capture refused|data check failed|no larger sizes|shoal-bench: PE" \
-    "$bench_dir/shoal_coll.log" | head -20 | tee -a "$summary"
+if [[ $what == bench || $what == coll || $what == rma || $what == all ]]; then
+  if [[ $what != rma ]]; then
+    t0=$(date +%s)
+    run_coll_shoal "$bench_dir" shoal_coll "$coll_limit" "${coll_set[@]}" "$@"
+    rc=$?
+    log "collectives (shoal + NCCL) rc=$rc $(( $(date +%s) - t0 )) s"
+    grep -hE "STOPPED|NCCL [0-9]|capture refused|data check failed|no larger sizes|shoal-bench: PE" \
+      "$bench_dir/shoal_coll.log" | head -20 | tee -a "$summary"
+  fi
   nv_csvs=()
-  if [[ -x $nvshmem_bench ]]; then
+  if [[ $what == rma ]]; then
+    :  # rma: NVSHMEM's RMA rows came with run_gpu_bench.sh
+  elif [[ -x $nvshmem_bench ]]; then
     t0=$(date +%s)
     run_bounded "$coll_limit" "$bench_dir/nvshmem_coll.log" "$nvshmem_bench" --coll "$@" \
       --csv "$bench_dir/nvshmem_coll.csv" --json "$bench_dir/nvshmem_coll.json"
@@ -239,7 +244,7 @@ if [[ $what == scale ]]; then
     mkdir -p "$dir"
     t0=$(date +%s)
     timeout -k 15 $((coll_limit + 30)) "$shoalrun" -n "$np" --timeout "$coll_limit" -- "$shoal_bench" \
-      put_bw get_bw p_ping_pong atomic_latency barrier_latency -s block --pairs "${SHOAL_SCALE_PAIRS:-from0}" "$@" \
+      put_bw get_bw p_ping_pong atomic_latency barrier_latency -s block --pairs "${SHOAL_SCALE_PAIRS:-all}" "$@" \
       --csv "$dir/pairs.csv" --json "$dir/pairs.json" >"$dir/pairs.log" 2>&1
     log "scale np=$np pair set rc=$? $(( $(date +%s) - t0 )) s"
     grep -hE "STOPPED|data check failed|shoal-bench: PE|--pairs" "$dir/pairs.log" | head -5 | tee -a "$summary"
