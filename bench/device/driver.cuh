@@ -46,6 +46,10 @@ inline constexpr double kPointBudgetUs = 200'000;
 inline constexpr size_t kBwBytesPerKernel = size_t{2} << 30;
 inline constexpr size_t kDefaultDeviceMaxBytes = size_t{256} << 20;
 inline constexpr size_t kPingPongMaxBytes = size_t{64} << 10;
+/// get_bw's source: at least this many bytes of the peer's heap, read a new slice per iteration, so
+/// that no iteration finds what an earlier one left in this GPU's L2 (50 MiB on H200; peer reads are
+/// cached there, which made repeated 4-16 MiB gets report several TB/s).
+inline constexpr size_t kGetRotateBytes = size_t{256} << 20;
 inline constexpr size_t kPutQuietMaxBytes = size_t{1} << 10;
 
 struct cuda_failure : std::runtime_error {
@@ -327,6 +331,14 @@ class driver {
     untimed("fill", [&] { fill_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, seed); });
     return seed;
   }
+  /// `slices` copies of one new pattern, num_bytes each, back to back from buf.
+  uint32_t fill(char* buf, size_t num_bytes, size_t slices) {
+    if (slices <= 1) return fill(buf, num_bytes);
+    const uint32_t seed = ++seed_;
+    untimed("fill",
+            [&] { fill_pattern_slices_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, slices, seed); });
+    return seed;
+  }
   void clear(char* buf, size_t num_bytes) {
     untimed("clear", [&] { clear_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes); });
   }
@@ -408,7 +420,8 @@ class driver {
   }
 
   template <class A, scope S, bool kGet>
-  void launch_rma_bw(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg) {
+  void launch_rma_bw(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg,
+                     size_t slices = 1) {
     auto kernel = rma_bw_kernel<A, S, kGet>;
     size_t smem = 0;
     if constexpr (S == scope::block) smem = A::kBlockSmemBytes;
@@ -418,20 +431,22 @@ class driver {
                  "cudaFuncSetAttribute");
     }
     configured = true;
-    kernel<<<g.ctas, g.threads, smem, stream_>>>(dst, src, num_bytes, g.chunk(num_bytes), iters, peer_, bg, ctx_);
+    kernel<<<g.ctas, g.threads, smem, stream_>>>(dst, src, num_bytes, g.chunk(num_bytes), iters, slices, peer_, bg,
+                                                 ctx_);
   }
 
   template <class A, bool kGet>
-  void launch_rma_bw_any(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg) {
+  void launch_rma_bw_any(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg,
+                         size_t slices) {
     switch (g.s) {
       case scope::thread:
-        launch_rma_bw<A, scope::thread, kGet>(g, dst, src, num_bytes, iters, bg);
+        launch_rma_bw<A, scope::thread, kGet>(g, dst, src, num_bytes, iters, bg, slices);
         break;
       case scope::warp:
-        launch_rma_bw<A, scope::warp, kGet>(g, dst, src, num_bytes, iters, bg);
+        launch_rma_bw<A, scope::warp, kGet>(g, dst, src, num_bytes, iters, bg, slices);
         break;
       case scope::block:
-        launch_rma_bw<A, scope::block, kGet>(g, dst, src, num_bytes, iters, bg);
+        launch_rma_bw<A, scope::block, kGet>(g, dst, src, num_bytes, iters, bg, slices);
         break;
     }
   }
@@ -439,7 +454,8 @@ class driver {
   // ---- put_bw / get_bw: the initiator moves the message to / from the target; the target is passive ----
 
   void bandwidth(const char* name, bool get) {
-    char* src = static_cast<char*>(Api::host_malloc(max_bytes_));
+    const size_t src_bytes = get ? std::max(max_bytes_, kGetRotateBytes) : max_bytes_;
+    char* src = static_cast<char*>(Api::host_malloc(src_bytes));
     char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
     Api::host_barrier();
     // put: local src -> peer dst. get: peer src -> local dst.
@@ -450,6 +466,7 @@ class driver {
       // One host barrier per size keeps the passive PEs' host waits short (SHOAL_WAIT_TIMEOUT).
       Api::host_barrier();
       if (me_ == init_) {
+        const size_t slices = get ? src_bytes / num_bytes : 1;  // kGetRotateBytes
         const int iters = bw_iters(num_bytes);
         const int warm = std::clamp(opts_.warmup * 10, 1, iters);
         std::vector<grid> grids = bw_grids(false);
@@ -462,9 +479,10 @@ class driver {
           if (copy_grid != last_copy_grid) {
             last_copy_grid = copy_grid;
             auto run = [&] {
-              const uint32_t seed = fill(data_src, num_bytes);
+              const uint32_t seed = fill(data_src, num_bytes, slices);
               auto k = [&](int n) {
-                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, num_bytes, n, background{}, ctx_);
+                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, num_bytes, n, slices,
+                                                                  background{}, ctx_);
               };
               int n = iters;
               const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(data_dst, num_bytes); });
@@ -476,16 +494,17 @@ class driver {
             run();
             if (g.ctas == sms_) copy_bw_full = copy_bw;
           }
-          measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, num_bytes, iters, warm, copy_bw);
+          measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, num_bytes, slices, iters, warm,
+                           copy_bw);
           if constexpr (requires { typename Api::tma; }) {
             if (!get && g.s == scope::block)
               measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, num_bytes,
-                                             iters, warm, copy_bw);
+                                             slices, iters, warm, copy_bw);
           }
         }
         // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.
         if (ce_ok && copy_bw_full > 0) {
-          const uint32_t seed = fill(data_src, num_bytes);
+          const uint32_t seed = fill(data_src, num_bytes, slices);
           cudaError_t e = cudaMemcpyAsync(data_dst, data_src, num_bytes, cudaMemcpyDeviceToDevice, stream_);
           if (e != cudaSuccess) {
             cudaGetLastError();
@@ -499,7 +518,8 @@ class driver {
                 "copy engine", 1, n,
                 [&](int count) {
                   for (int i = 0; i < count; ++i)
-                    cudaMemcpyAsync(data_dst, data_src, num_bytes, cudaMemcpyDeviceToDevice, stream_);
+                    cudaMemcpyAsync(data_dst, data_src + (static_cast<size_t>(i) % slices) * num_bytes, num_bytes,
+                                    cudaMemcpyDeviceToDevice, stream_);
                 },
                 [&] { clear(data_dst, num_bytes); });
             row r = make(name, "copy_engine", "ce", num_bytes, n, us);
@@ -520,13 +540,13 @@ class driver {
   /// data_dst: where the pattern is written / must arrive (raw pointers).
   template <class A>
   void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, char* data_src,
-                   char* data_dst, size_t num_bytes, int iters, int warm, double copy_bw) {
-    const uint32_t seed = fill(data_src, num_bytes);
+                   char* data_dst, size_t num_bytes, size_t slices, int iters, int warm, double copy_bw) {
+    const uint32_t seed = fill(data_src, num_bytes, slices);
     auto k = [&](int n) {
       if (get)
-        launch_rma_bw_any<A, true>(g, dst, src, num_bytes, n, background{});
+        launch_rma_bw_any<A, true>(g, dst, src, num_bytes, n, background{}, slices);
       else
-        launch_rma_bw_any<A, false>(g, dst, src, num_bytes, n, background{});
+        launch_rma_bw_any<A, false>(g, dst, src, num_bytes, n, background{}, slices);
     };
     const double us = per_iter_us(impl, warm, iters, k, [&] { clear(data_dst, num_bytes); });
     row r = make(name, impl, g.label(), num_bytes, iters, us);
@@ -552,7 +572,7 @@ class driver {
             "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, num_bytes,
             iters, warm, 0,
             [&](char* peer_dst, int n, background bg) {
-              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, num_bytes, n, bg, ctx_);
+              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, num_bytes, n, 1, bg, ctx_);
             },
             &copy_bw);
         bidir_point(

@@ -89,6 +89,21 @@ __global__ void fill_pattern_kernel(char* buf, size_t num_bytes, uint32_t seed) 
   for (size_t i = words * 4 + tid; i < num_bytes; i += stride) buf[i] = static_cast<char>(pattern_byte(i, seed));
 }
 
+/// `slices` copies of pattern `seed` of num_bytes each, back to back from buf: each slice holds what
+/// fill_pattern_kernel(slice, num_bytes, seed) writes (the rotating get source).
+__global__ void fill_pattern_slices_kernel(char* buf, size_t num_bytes, size_t slices, uint32_t seed) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (num_bytes % 4 == 0) {
+    const size_t per = num_bytes / 4;
+    auto* w = reinterpret_cast<uint32_t*>(buf);
+    for (size_t i = tid; i < per * slices; i += stride) w[i] = pattern_word(i % per, seed);
+  } else {
+    for (size_t i = tid; i < num_bytes * slices; i += stride)
+      buf[i] = static_cast<char>(pattern_byte(i % num_bytes, seed));
+  }
+}
+
 /// buf[0, num_bytes) = 0 (it may be a peer's memory).
 __global__ void clear_kernel(char* buf, size_t num_bytes) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -184,10 +199,11 @@ __device__ __forceinline__ void background_start(const background& bg) {
 
 /// `iters` times, scope instance u of the grid puts (kGet: gets) bytes [u*chunk, (u+1)*chunk) of the
 /// message with the API's _nbi call of scope S; then every thread calls quiet. dst/src: symmetric
-/// (put: dst remote; get: src remote).
+/// (put: dst remote; get: src remote). Iteration i reads slice i % slices of src (slices of num_bytes
+/// back to back): gets rotate over more than the L2 holds, since peer reads are cached there.
 template <class Api, scope S, bool kGet>
-__global__ void rma_bw_kernel(char* dst, const char* src, size_t num_bytes, size_t chunk, int iters, int peer,
-                              background bg, kernel_ctx ctx) {
+__global__ void rma_bw_kernel(char* dst, const char* src_base, size_t num_bytes, size_t chunk, int iters, size_t slices,
+                              int peer, background bg, kernel_ctx ctx) {
   const size_t off = unit_index<S>() * chunk;
   const size_t n = off < num_bytes ? (num_bytes - off < chunk ? num_bytes - off : chunk) : 0;
   background_start(bg);
@@ -197,6 +213,7 @@ __global__ void rma_bw_kernel(char* dst, const char* src, size_t num_bytes, size
       if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
     }
     if (n == 0) break;  // uniform over the scope instance
+    const char* src = src_base + (static_cast<size_t>(i) % slices) * num_bytes;
     if constexpr (kGet) {
       if constexpr (S == scope::thread) Api::getmem_nbi(dst + off, src + off, n, peer);
       if constexpr (S == scope::warp) Api::getmem_nbi_warp(dst + off, src + off, n, peer);
@@ -213,17 +230,19 @@ __global__ void rma_bw_kernel(char* dst, const char* src, size_t num_bytes, size
 /// Baseline: the plain SM copy kernel, grid-stride int4 loads and stores (4 loads in flight per
 /// thread), `iters` times over the whole message; dst or src is a raw peer pointer. Same start/stop
 /// protocol as rma_bw_kernel.
-__global__ void sm_copy_kernel(char* dst, const char* src, size_t num_bytes, int iters, background bg, kernel_ctx ctx) {
+__global__ void sm_copy_kernel(char* dst, const char* src_base, size_t num_bytes, int iters, size_t slices,
+                               background bg, kernel_ctx ctx) {
   constexpr int kUnroll = 4;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t vecs = num_bytes / 16;
   auto* d = reinterpret_cast<int4*>(dst);
-  const auto* s = reinterpret_cast<const int4*>(src);
   background_start(bg);
   const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
   for (int it = 0; it < iters; ++it) {
     if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
+    const char* src = src_base + (static_cast<size_t>(it) % slices) * num_bytes;
+    const auto* s = reinterpret_cast<const int4*>(src);
     size_t i = tid;
     for (; i + (kUnroll - 1) * stride < vecs; i += kUnroll * stride) {
       int4 r[kUnroll];
