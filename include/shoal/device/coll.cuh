@@ -239,53 +239,6 @@ __device__ __forceinline__ int team_target(const device_team& t, int k) {
   return t.world_pe((t.my_pe_in_team + k) % t.n_pes);
 }
 
-template <class Scope>
-__device__ __forceinline__ void broadcastmem(const device_world& w, const device_team& t, void* dest,
-                                             const void* source, size_t num_bytes, int root, const char* call) {
-  check_team(w, t, call);
-  Scope::sync();  // the scope's writes to source happen before any of its threads reads it
-#if SHOAL_DEVICE_CHECKS
-  if (root < 0 || root >= t.n_pes) device_fail_arg(call, w.my_pe, "root (a team PE number)", root);
-#endif
-  if (t.my_pe_in_team == root && num_bytes > 0) {
-    for (int k = 1; k <= t.n_pes; ++k) {
-      copy_to_remote<Scope>(peer_ptr(w, dest, team_target(t, k), call), source, num_bytes);
-    }
-  }
-  team_barrier<Scope>(w, t, call);
-}
-
-template <class Scope>
-__device__ __forceinline__ void fcollectmem(const device_world& w, const device_team& t, void* dest, const void* source,
-                                            size_t num_bytes_per_pe, const char* call) {
-  check_team(w, t, call);
-  Scope::sync();
-  if (num_bytes_per_pe > 0) {
-    char* my_block = static_cast<char*>(dest) + static_cast<size_t>(t.my_pe_in_team) * num_bytes_per_pe;
-    for (int k = 1; k <= t.n_pes; ++k) {
-      copy_to_remote<Scope>(peer_ptr(w, my_block, team_target(t, k), call), source, num_bytes_per_pe);
-    }
-  }
-  team_barrier<Scope>(w, t, call);
-}
-
-template <class Scope>
-__device__ __forceinline__ void alltoallmem(const device_world& w, const device_team& t, void* dest, const void* source,
-                                            size_t num_bytes_per_pe, const char* call) {
-  check_team(w, t, call);
-  Scope::sync();
-  if (num_bytes_per_pe > 0) {
-    char* my_block = static_cast<char*>(dest) + static_cast<size_t>(t.my_pe_in_team) * num_bytes_per_pe;
-    for (int k = 1; k <= t.n_pes; ++k) {
-      const int j = (t.my_pe_in_team + k) % t.n_pes;
-      copy_to_remote<Scope>(peer_ptr(w, my_block, t.world_pe(j), call),
-                            static_cast<const char*>(source) + static_cast<size_t>(j) * num_bytes_per_pe,
-                            num_bytes_per_pe);
-    }
-  }
-  team_barrier<Scope>(w, t, call);
-}
-
 template <class Scope, class Op, class T>
 __device__ __forceinline__ void reduce(const device_world& w, const device_team& t, T* dest, const T* source,
                                        size_t nreduce, void* scratch, const char* call) {
@@ -582,6 +535,21 @@ __device__ __forceinline__ void move_direct(const device_world& w, const device_
   }
 }
 
+/// broadcastmem / fcollectmem / alltoallmem of the device API: the whole scope pushes every byte
+/// (move_direct as channel 0 of 1), then a team barrier.
+template <class Scope, move_kind kKind>
+__device__ __forceinline__ void move_team(const device_world& w, const device_team& t, void* dest, const void* source,
+                                          size_t bytes, int root, const char* call) {
+  check_team(w, t, call);
+  Scope::sync();  // the scope's writes to source happen before any of its threads reads it
+#if SHOAL_DEVICE_CHECKS
+  if (kKind == move_kind::broadcast && (root < 0 || root >= t.n_pes))
+    device_fail_arg(call, w.my_pe, "root (a team PE number)", root);
+#endif
+  move_direct<Scope, kKind>(w, t, dest, source, bytes, root, 0, 1, call);
+  team_barrier<Scope>(w, t, call);
+}
+
 /// One channel's share of a two-shot all-reduce (kScatter false) or of a reduce-scatter (true), by
 /// direct loads/stores; barriers are the caller's. Chunk k of the result (reduce: nreduce split into
 /// n chunks; reducescatter: block k) is computed by team PE k from every member's source, in team
@@ -766,15 +734,18 @@ __device__ __forceinline__ void team_sync_block(const device_world& w, const dev
 /// each member's dest, then a team barrier. Collective contract.
 __device__ __forceinline__ void broadcastmem(const device_world& w, const device_team& t, void* dest,
                                              const void* source, size_t num_bytes, int root) {
-  detail::broadcastmem<thread_scope>(w, t, dest, source, num_bytes, root, "shoal::device::broadcastmem");
+  detail::move_team<thread_scope, detail::move_kind::broadcast>(w, t, dest, source, num_bytes, root,
+                                                                "shoal::device::broadcastmem");
 }
 __device__ __forceinline__ void broadcastmem_warp(const device_world& w, const device_team& t, void* dest,
                                                   const void* source, size_t num_bytes, int root) {
-  detail::broadcastmem<warp_scope>(w, t, dest, source, num_bytes, root, "shoal::device::broadcastmem_warp");
+  detail::move_team<warp_scope, detail::move_kind::broadcast>(w, t, dest, source, num_bytes, root,
+                                                              "shoal::device::broadcastmem_warp");
 }
 __device__ __forceinline__ void broadcastmem_block(const device_world& w, const device_team& t, void* dest,
                                                    const void* source, size_t num_bytes, int root) {
-  detail::broadcastmem<block_scope>(w, t, dest, source, num_bytes, root, "shoal::device::broadcastmem_block");
+  detail::move_team<block_scope, detail::move_kind::broadcast>(w, t, dest, source, num_bytes, root,
+                                                               "shoal::device::broadcastmem_block");
 }
 
 /// Concatenates every member's num_bytes_per_pe of `source`, in team order, into `dest` on every
@@ -783,15 +754,18 @@ __device__ __forceinline__ void broadcastmem_block(const device_world& w, const 
 /// contract.
 __device__ __forceinline__ void fcollectmem(const device_world& w, const device_team& t, void* dest, const void* source,
                                             size_t num_bytes_per_pe) {
-  detail::fcollectmem<thread_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::fcollectmem");
+  detail::move_team<thread_scope, detail::move_kind::fcollect>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                               "shoal::device::fcollectmem");
 }
 __device__ __forceinline__ void fcollectmem_warp(const device_world& w, const device_team& t, void* dest,
                                                  const void* source, size_t num_bytes_per_pe) {
-  detail::fcollectmem<warp_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::fcollectmem_warp");
+  detail::move_team<warp_scope, detail::move_kind::fcollect>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                             "shoal::device::fcollectmem_warp");
 }
 __device__ __forceinline__ void fcollectmem_block(const device_world& w, const device_team& t, void* dest,
                                                   const void* source, size_t num_bytes_per_pe) {
-  detail::fcollectmem<block_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::fcollectmem_block");
+  detail::move_team<block_scope, detail::move_kind::fcollect>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                              "shoal::device::fcollectmem_block");
 }
 
 /// Block j (num_bytes_per_pe bytes at j * num_bytes_per_pe) of `source` on member i lands as block i
@@ -799,15 +773,18 @@ __device__ __forceinline__ void fcollectmem_block(const device_world& w, const d
 /// member j, then a team barrier. Collective contract.
 __device__ __forceinline__ void alltoallmem(const device_world& w, const device_team& t, void* dest, const void* source,
                                             size_t num_bytes_per_pe) {
-  detail::alltoallmem<thread_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::alltoallmem");
+  detail::move_team<thread_scope, detail::move_kind::alltoall>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                               "shoal::device::alltoallmem");
 }
 __device__ __forceinline__ void alltoallmem_warp(const device_world& w, const device_team& t, void* dest,
                                                  const void* source, size_t num_bytes_per_pe) {
-  detail::alltoallmem<warp_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::alltoallmem_warp");
+  detail::move_team<warp_scope, detail::move_kind::alltoall>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                             "shoal::device::alltoallmem_warp");
 }
 __device__ __forceinline__ void alltoallmem_block(const device_world& w, const device_team& t, void* dest,
                                                   const void* source, size_t num_bytes_per_pe) {
-  detail::alltoallmem<block_scope>(w, t, dest, source, num_bytes_per_pe, "shoal::device::alltoallmem_block");
+  detail::move_team<block_scope, detail::move_kind::alltoall>(w, t, dest, source, num_bytes_per_pe, 0,
+                                                              "shoal::device::alltoallmem_block");
 }
 
 /// All-reduce: dest[i] = Op over team PEs 0, 1, ..., n-1 (in that order, left to right, the same on
