@@ -52,22 +52,19 @@
 // stream wait polls for at most kKernelTimeoutSeconds, and a progress watchdog stops the process
 // when a host call (barrier, NCCL or shoal enqueue, capture) makes no progress for kStallSeconds;
 // either way PE 0 first writes the rows measured so far and the line says where it stopped.
-#include <time.h>
-
+//
+// The harness (watchdog, stream waits, timing, shared call counts, data check, graph replay, rows)
+// is bench/device/coll_harness.cuh, shared with shoal-bench-nvshmem; here are shoal's policy for it,
+// shoal's and NCCL's calls, and the sweep that sets shoal's rows beside NCCL's.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -76,7 +73,7 @@
 #include <nccl.h>
 #endif
 
-#include "device/coll_data.cuh"
+#include "device/coll_harness.cuh"
 #include "device/device_bench.hpp"
 #include "shoal/device/coll.cuh"
 #include "shoal/device_team.hpp"
@@ -86,70 +83,22 @@ namespace shoal::bench {
 
 namespace {
 
-enum class coll : int { allreduce, allreduce_scratch, broadcast, fcollect, alltoall, team_barrier, barrier };
-enum class style : int { block, stream, graph };
+using coll_harness::coll;
+using coll_harness::cuda_check;
+using coll_harness::kDataColls;
+using coll_harness::kSlowCallUs;
+using coll_harness::measured;
+using coll_harness::name_of;
+using coll_harness::shape;
+using coll_harness::shape_of;
+using coll_harness::style;
 
-constexpr coll kDataColls[] = {coll::allreduce, coll::broadcast, coll::fcollect, coll::alltoall};
-
-constexpr double kKernelTimeoutSeconds = 30;
-/// A host call that makes no progress for this long stops the run (above kKernelTimeoutSeconds and
-/// the 25 s SHOAL_WAIT_TIMEOUT that run_gpu_bench.sh sets, so their more specific reports come first).
-constexpr double kStallSeconds = 45;
 /// NCCL's communicator setup and teardown.
 constexpr double kNcclSetupSeconds = 90;
-/// GPU busy time enqueued ahead of every timed region (keeps the host's first enqueue out of the figure).
-constexpr uint64_t kLaunchCoverNs = 50'000;
-constexpr size_t kStreamMaxBytes = size_t{256} << 20;
-constexpr size_t kBlockReduceMaxBytes = size_t{1} << 20;
-constexpr size_t kBlockMaxBytes = size_t{16} << 20;
 /// Largest size at which a shoal row's ratio is a latency ratio; above, a busBW ratio.
 constexpr size_t kLatencyMaxBytes = size_t{64} << 10;
-/// At most this many bytes (by size) in one timed run.
-constexpr size_t kBytesPerRun = size_t{64} << 20;
-/// Time budget of one variant's timed reps at one size (fewer calls where the warm-up says so).
-constexpr double kPointBudgetUs = 100'000;
-/// A variant slower than this per call ends its sweep (larger sizes would take too long).
-constexpr double kSlowCallUs = 100'000;
 /// At most this many calls captured in one graph (the timed run replays it as often as needed).
 constexpr int kGraphCalls = 64;
-
-struct cuda_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw cuda_failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-
-double now_s() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-const char* name_of(coll c) {
-  switch (c) {
-    case coll::allreduce:
-      return "allreduce";
-    case coll::allreduce_scratch:
-      return "allreduce_scratch";
-    case coll::broadcast:
-      return "broadcast";
-    case coll::fcollect:
-      return "fcollect";
-    case coll::alltoall:
-      return "alltoall";
-    case coll::team_barrier:
-      return "team_barrier";
-    case coll::barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-using coll_data::data_of;
-double bus_factor(coll c, int n) { return coll_data::bus_factor_of(c, n); }
 
 /// Comma-separated items of environment variable `name` (empty when unset).
 std::vector<std::string> env_list(const char* name) {
@@ -166,6 +115,14 @@ std::vector<std::string> env_list(const char* name) {
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";
+}
+
+std::string size_text(size_t bytes) {
+  for (auto [unit, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {
+    if (bytes >= (size_t{1} << shift) && bytes % (size_t{1} << shift) == 0)
+      return std::to_string(bytes >> shift) + " " + unit + "iB";
+  }
+  return std::to_string(bytes) + " B";
 }
 
 // --- device side --------------------------------------------------------------------------------
@@ -197,131 +154,61 @@ __global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* s
 
 // --- host side ----------------------------------------------------------------------------------
 
-/// The rows so far and where they go; what a stopped run leaves behind.
-class results {
- public:
-  results(const options& opts, std::vector<row>& rows, int me) : opts_(opts), rows_(rows), me_(me) {}
+/// The harness's library policy (coll_harness.cuh) for shoal's C facade on the default world.
+/// Alive as long as the runner: failed shoal calls return (and end the run with the rows so far)
+/// instead of aborting the job.
+struct shoal_lib {
+  static constexpr const char* kName = "shoal";
+  static constexpr const char* kProgram = "shoal-bench";
+  /// Above kKernelTimeoutSeconds and the 25 s SHOAL_WAIT_TIMEOUT that run_gpu_bench.sh sets, so
+  /// their more specific reports come first.
+  static constexpr double kStallSeconds = 45;
+  /// A PE other than 0 that stops waits this long first (PE 0 may be writing the rows).
+  static constexpr int kStopGraceSeconds = 20;
+  /// Thread-local: no other thread's CUDA calls (NCCL's proxy, shoal's monitor) disturb the capture.
+  static constexpr cudaStreamCaptureMode kCaptureMode = cudaStreamCaptureModeThreadLocal;
 
-  void add(row r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    rows_.push_back(std::move(r));
-  }
+  shoal_lib() : saved_error_mode_(shoal_set_error_mode(SHOAL_ERRORS_RETURN)) {}
+  ~shoal_lib() { shoal_set_error_mode(saved_error_mode_); }
+  shoal_lib(const shoal_lib&) = delete;
+  shoal_lib& operator=(const shoal_lib&) = delete;
 
-  /// Ends the process (exit status 3) after PE 0 wrote the rows so far to --csv/--json. Callable
-  /// from any thread; the first caller wins, later ones wait for the exit.
-  [[noreturn]] void give_up(const std::string& why) {
-    static std::atomic<bool> taken{false};
-    if (taken.exchange(true)) {
-      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-    std::fprintf(stderr, "shoal-bench: PE %d: STOPPED: %s\n", me_, why.c_str());
-    if (me_ == 0) {
-      std::lock_guard<std::mutex> lock(mu_);  // held only around a push_back: never for long
-      try {
-        if (!opts_.csv.empty()) write_csv(opts_.csv, rows_);
-        if (!opts_.json.empty()) write_json(opts_.json, rows_);
-        std::fprintf(stderr, "shoal-bench: wrote the %zu rows measured so far\n", rows_.size());
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "shoal-bench: %s\n", e.what());
-      }
-    } else {
-      // PE 0 is most likely stuck at the same point: leave it time to write the rows before the
-      // launcher, seeing this PE exit, ends the job.
-      std::fflush(nullptr);
-      std::this_thread::sleep_for(std::chrono::seconds(20));
-    }
-    std::fflush(nullptr);
-    std::_Exit(3);
+  static int my_pe() { return shoal_my_pe(); }
+  static int n_pes() { return shoal_n_pes(); }
+  static void* host_malloc(size_t num_bytes) { return shoal_malloc(num_bytes); }
+  static void host_free(void* p) { shoal_free(p); }
+  static void* host_ptr(const void* p, int pe) { return shoal_ptr(p, pe); }
+  static std::string host_barrier() {
+    shoal_clear_error();
+    shoal_barrier_all();
+    const char* msg = nullptr;
+    if (shoal_last_error(&msg) == SHOAL_OK) return "";
+    return std::string("shoal_barrier_all failed: ") + (msg != nullptr ? msg : "?");
   }
 
- private:
-  const options& opts_;
-  std::vector<row>& rows_;
-  int me_;
-  std::mutex mu_;  // rows_: the runner appends, the watchdog thread may write them out
-};
-
-/// Stops the run when the runner reports no progress before its deadline: a host call (barrier,
-/// NCCL or shoal enqueue, graph capture, NCCL setup) that never returns. The runner names the point
-/// it works on (point()) and each step in it (step()); the stop line names both.
-class stall_watchdog {
- public:
-  explicit stall_watchdog(results& out) : out_(out) {
-    step("start");
-    thread_ = std::thread([this] {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return done_; })) {
-        if (now_s() > deadline_) {
-          const std::string why = where_locked() + ": no progress for " + std::to_string(static_cast<int>(limit_)) +
-                                  " s (a host call inside CUDA, NCCL or shoal that never returned)";
-          lock.unlock();
-          out_.give_up(why);
-        }
-      }
-    });
+  // The stop lines (after "shoal-bench: PE <me>: "); scripts/gpu_run.sh looks for "STOPPED: ".
+  static std::string stopped(const std::string& why) { return "STOPPED: " + why; }
+  static std::string stalled(const std::string& where, int seconds) {
+    return where + ": no progress for " + std::to_string(seconds) +
+           " s (a host call inside CUDA, NCCL or shoal that never returned)";
   }
-  ~stall_watchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
+  static std::string gpu_timed_out(const std::string& where, int seconds) {
+    return where + ": the GPU work did not finish within " + std::to_string(seconds) +
+           " s (a GPU wait that never ends)";
   }
-  stall_watchdog(const stall_watchdog&) = delete;
-  stall_watchdog& operator=(const stall_watchdog&) = delete;
-
-  /// The point being measured, e.g. "allreduce 8 B nccl/graph".
-  void point(std::string what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    point_ = std::move(what);
-  }
-  /// Progress: `what` (a string literal) is what the runner does next, within `limit` seconds.
-  void step(const char* what, double limit = kStallSeconds) {
-    std::lock_guard<std::mutex> lock(mu_);
-    step_ = what;
-    limit_ = limit;
-    deadline_ = now_s() + limit;
-  }
-  std::string where() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return where_locked();
+  static std::string failed_row(int me, const row& r) {
+    return "PE " + std::to_string(me) + ": " + r.benchmark + " " + r.impl + "/" + r.scope + " " +
+           std::to_string(r.size_bytes) + " bytes";
   }
 
  private:
-  std::string where_locked() const { return point_.empty() ? step_ : point_ + ": " + step_; }
-
-  results& out_;
-  std::mutex mu_;  // everything below
-  std::condition_variable cv_;
-  std::string point_;
-  const char* step_ = "";
-  double limit_ = kStallSeconds;
-  double deadline_ = 0;
-  bool done_ = false;
-  std::thread thread_;
+  int saved_error_mode_;
 };
 
-using coll_data::shape;
-shape shape_of(coll c, size_t size, int n) { return coll_data::shape_of_coll(c, size, n); }
-
-std::string size_text(size_t bytes) {
-  for (auto [unit, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {
-    if (bytes >= (size_t{1} << shift) && bytes % (size_t{1} << shift) == 0)
-      return std::to_string(bytes >> shift) + " " + unit + "iB";
-  }
-  return std::to_string(bytes) + " B";
-}
-
-class coll_runner {
+class coll_runner : public coll_harness::harness<shoal_lib> {
  public:
   coll_runner(const options& opts, std::vector<row>& rows, std::string backend)
-      : opts_(opts),
-        backend_(std::move(backend)),
-        me_(shoal_my_pe()),
-        npes_(shoal_n_pes()),
-        out_(opts, rows, me_),
-        wd_(out_) {
+      : harness(opts, rows, std::move(backend)) {
     const std::vector<std::string> scopes = env_list("SHOAL_BENCH_COLL_SCOPES");
     if (!scopes.empty()) {
       auto has = [&](const char* s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
@@ -335,29 +222,9 @@ class coll_runner {
       size_list_.push_back(v);
     }
     std::sort(size_list_.begin(), size_list_.end());
-    // Failed shoal calls return here (and end the run with the rows so far) instead of aborting the job.
-    saved_error_mode_ = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
     if (shoalx_team_device_handle(SHOAL_TEAM_WORLD, &team_, sizeof team_) != 0)
       throw std::runtime_error("shoalx_team_device_handle(SHOAL_TEAM_WORLD) failed");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreate(&start_), "cudaEventCreate");
-    check(cudaEventCreate(&stop_), "cudaEventCreate");
-    check(cudaMalloc(&local_, sizeof(local_words)), "cudaMalloc");
-    share_ = static_cast<uint32_t*>(shoal_malloc(kShareWords * sizeof(uint32_t)));
-    if (share_ == nullptr) throw std::runtime_error("shoal_malloc of the share buffer failed");
-    barrier("setup");
   }
-  ~coll_runner() {
-    // Collective teardown (NCCL, shoal_free) only on the normal path (finish_up); while an exception
-    // unwinds, the peers are not there to join it (the process exits right after).
-    cudaFree(local_);
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-    cudaStreamDestroy(stream_);
-    shoal_set_error_mode(saved_error_mode_);
-  }
-  coll_runner(const coll_runner&) = delete;
-  coll_runner& operator=(const coll_runner&) = delete;
 
   /// `which`: the names to run (all when empty); `named`: what the command line named
   /// (allreduce_scratch runs only when named).
@@ -387,220 +254,8 @@ class coll_runner {
     finish_up();
   }
 
-  bool any_check_failed() const { return check_failed_; }
-
  private:
-  /// Symmetric words for host-side agreement: [0, kVoteWord) PE 0's broadcasts, kVoteWord this PE's vote.
-  static constexpr int kShareWords = 64;
-  static constexpr int kVoteWord = kShareWords - 1;
-  /// Device memory of this PE that the host reads back.
-  struct local_words {
-    uint32_t copied[kShareWords];
-    unsigned long long bad;
-  };
-
-  // ---- plumbing ----
-
-  void barrier(const char* what) {
-    wd_.step(what);
-    shoal_clear_error();
-    shoal_barrier_all();
-    const char* msg = nullptr;
-    if (shoal_last_error(&msg) != SHOAL_OK)
-      out_.give_up(wd_.where() + ": shoal_barrier_all failed: " + (msg != nullptr ? msg : "?"));
-    wd_.step(what);
-  }
-
-  /// Waits for the stream, polling, at most kKernelTimeoutSeconds; gives up (rows so far written) after.
-  void finish(const char* what) {
-    wd_.step(what);
-    const double t0 = now_s();
-    for (unsigned polls = 0;; ++polls) {
-      const cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) break;
-      if (e != cudaErrorNotReady) check(e, what);
-      if (now_s() - t0 > kKernelTimeoutSeconds)
-        out_.give_up(wd_.where() + ": the GPU work did not finish within " +
-                     std::to_string(static_cast<int>(kKernelTimeoutSeconds)) + " s (a GPU wait that never ends)");
-      if (polls > 1000) {
-        timespec nap{0, 20000};
-        nanosleep(&nap, nullptr);
-      }
-    }
-    wd_.step(what);
-  }
-
-  /// Microseconds of what enqueue() puts on the stream, behind a short delay kernel.
-  template <class Enqueue>
-  double timed_us(const char* what, Enqueue&& enqueue) {
-    wd_.step(what);
-    coll_data::delay_kernel<<<1, 1, 0, stream_>>>(kLaunchCoverNs);
-    check(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    enqueue();
-    check(cudaGetLastError(), what);
-    check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-    finish(what);
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms * 1e3;
-  }
-
-  /// Reads `words` words of PE q's share buffer (q may be this PE) into `out`.
-  void read_share(int q, int first_word, uint32_t* out, int words) {
-    const auto* p = static_cast<const uint32_t*>(shoal_ptr(share_ + first_word, q));
-    if (p == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
-    coll_data::copy_words_kernel<<<1, 64, 0, stream_>>>(local_->copied, p, words);
-    check(cudaGetLastError(), "copy share");
-    check(cudaMemcpyAsync(out, local_->copied, words * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_),
-          "copy share");
-    finish("copy share");
-  }
-
-  /// PE 0's `words` words at `data` to every PE (collective; host barriers inside). Stream-ordered
-  /// copies only: nothing here waits for the whole device (NCCL's own streams included).
-  void share_from_pe0(uint32_t* data, int words) {
-    if (me_ == 0) {
-      check(cudaMemcpyAsync(share_, data, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_), "share");
-      finish("share");
-    }
-    barrier("share");
-    if (me_ != 0) read_share(0, 0, data, words);
-    barrier("share");
-  }
-
-  /// true on every PE when `mine` is true on every PE (collective; host barriers inside).
-  bool all_agree(bool mine) {
-    const uint32_t vote = mine ? 1 : 0;
-    check(cudaMemcpyAsync(share_ + kVoteWord, &vote, sizeof vote, cudaMemcpyHostToDevice, stream_), "vote");
-    finish("vote");
-    barrier("vote");
-    bool all = true;
-    for (int q = 0; q < npes_; ++q) {
-      uint32_t v = 0;
-      read_share(q, kVoteWord, &v, 1);
-      all = all && v != 0;
-    }
-    barrier("vote");
-    return all;
-  }
-
-  int loop_iters() const { return std::max(1, opts_.iterations * 10); }
-  int loop_warmup() const { return std::max(1, opts_.warmup * 10); }
-
-  /// Calls per timed run at a point of `bytes` (0: barrier): kBytesPerRun's worth, at most 10 x -n.
-  int max_calls(size_t bytes) const {
-    if (bytes == 0) return loop_iters();
-    return static_cast<int>(std::clamp<size_t>(kBytesPerRun / bytes, 1, static_cast<size_t>(loop_iters())));
-  }
-
-  /// A timed warm-up of `warm` calls (enqueue(n) enqueues n); from it PE 0 picks the timed call
-  /// count, at most `most`, within the point's budget, and every PE gets it. *slow: one warm-up call
-  /// took longer than kSlowCallUs (agreed too).
-  template <class Enqueue>
-  int decide_calls(int warm, int most, bool* slow, Enqueue&& enqueue) {
-    const double warm_us = timed_us("warm-up", [&] { enqueue(warm); });
-    uint32_t decided[2] = {static_cast<uint32_t>(most), 0};
-    if (me_ == 0) {
-      const double per_call = warm_us / warm;
-      const double budget = kPointBudgetUs / opts_.reps;
-      if (per_call * most > budget) decided[0] = static_cast<uint32_t>(std::max(1.0, budget / per_call));
-      decided[1] = per_call > kSlowCallUs;
-    }
-    share_from_pe0(decided, 2);
-    if (slow != nullptr) *slow = decided[1] != 0;
-    return static_cast<int>(decided[0]);
-  }
-
-  /// The median over reps of timed_us(enqueue()), divided by `calls_per_run` (PE 0; other PEs: 0).
-  template <class Enqueue>
-  double median_per_call(int calls_per_run, Enqueue&& enqueue) {
-    std::vector<double> v;
-    for (int r = 0; r < opts_.reps; ++r) v.push_back(timed_us("timed run", enqueue));
-    std::sort(v.begin(), v.end());
-    return me_ == 0 ? v[v.size() / 2] / calls_per_run : 0;
-  }
-
-  /// Clears this PE's dest, then a host barrier: nobody writes a dest before it is cleared.
-  void clear_dest(const shape& s) {
-    check(cudaMemsetAsync(dst_, 0, s.dst_bytes, stream_), "clear dest");
-    finish("clear dest");
-    barrier("clear dest");
-  }
-
-  void fill_source(coll c, const shape& s) {
-    coll_data::fill_source_kernel<<<264, 256, 0, stream_>>>(
-        data_of(c), reinterpret_cast<uint32_t*>(src_), s.src_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), me_, npes_);
-    check(cudaGetLastError(), "fill source");
-    finish("fill source");
-  }
-
-  /// After every PE's calls ended (host barrier), PE 0 checks every PE's dest; then a barrier.
-  bool verify(coll c, const shape& s) {
-    finish("last calls");
-    barrier("verify");
-    bool ok = true;
-    if (me_ == 0) {
-      for (int q = 0; q < npes_; ++q) {
-        const auto* d = static_cast<const uint32_t*>(q == me_ ? dst_ : shoal_ptr(dst_, q));
-        if (d == nullptr) throw std::runtime_error("no load/store path to PE " + std::to_string(q) + " (shoal_ptr)");
-        check(cudaMemsetAsync(&local_->bad, 0, sizeof(unsigned long long), stream_), "verify");
-        coll_data::count_bad_kernel<<<264, 256, 0, stream_>>>(
-            data_of(c), d, s.dst_bytes / 4, std::max<size_t>(s.per_pe / 4, 1), q, npes_, &local_->bad);
-        check(cudaGetLastError(), "verify");
-        unsigned long long bad = 0;
-        check(cudaMemcpyAsync(&bad, &local_->bad, sizeof bad, cudaMemcpyDeviceToHost, stream_), "verify");
-        finish("verify");
-        ok = ok && bad == 0;
-      }
-    }
-    barrier("verify");
-    return ok;
-  }
-
-  row make(coll c, const std::string& impl, const std::string& scope, const shape& s, int iters, double us) const {
-    row r;
-    r.benchmark = name_of(c);
-    r.impl = impl;
-    r.backend = backend_;
-    r.num_pes = npes_;
-    r.scope = scope;
-    r.size_bytes = s.bytes;
-    r.iterations = iters;
-    r.latency_us = us;
-    if (us > 0 && s.bytes > 0) {
-      r.bandwidth_gbps = s.bytes / (us * 1e3);
-      r.busbw_gbps = r.bandwidth_gbps * bus_factor(c, npes_);
-    }
-    return r;
-  }
-
-  std::string scope_label(style st) const {
-    switch (st) {
-      case style::block:
-        return "block/1x" + std::to_string(opts_.threads);
-      case style::stream:
-        return "stream";
-      case style::graph:
-        return "graph";
-    }
-    return "?";
-  }
-
-  /// One measured variant at one point: the row, whether its data checked out.
-  struct measured {
-    row r;
-    bool ok = true;
-  };
-
   // ---- buffers ----
-
-  /// Largest size of collective c in style st (-e caps every sweep).
-  size_t end_of(coll c, style st) const {
-    size_t ceiling = kStreamMaxBytes;
-    if (st == style::block)
-      ceiling = c == coll::allreduce || c == coll::allreduce_scratch ? kBlockReduceMaxBytes : kBlockMaxBytes;
-    return opts_.max_bytes_given ? std::min(opts_.max_bytes, ceiling) : ceiling;
-  }
 
   std::vector<size_t> sizes_up_to(size_t end) const {
     if (size_list_.empty()) return sizes(opts_.min_bytes, end, opts_.factor);
@@ -632,7 +287,9 @@ class coll_runner {
     barrier("alloc");
   }
 
-  /// Normal end: NCCL's graphs, then NCCL (both GPUs idle), then the buffers.
+  /// Normal end: NCCL's graphs, then NCCL (both GPUs idle), then the buffers. Collective teardown
+  /// happens only here: while an exception unwinds, the peers are not there to join it (the process
+  /// exits right after).
   void finish_up() {
     finish("done");
     barrier("done");
@@ -642,7 +299,7 @@ class coll_runner {
       wd_.step("cudaGraphExecDestroy", kNcclSetupSeconds);
       for (cudaGraphExec_t exec : nccl_graphs_) cudaGraphExecDestroy(exec);
       nccl_graphs_.clear();
-      check(cudaStreamSynchronize(stream_), "teardown");
+      cuda_check(cudaStreamSynchronize(stream_), "teardown");
       barrier("graphs destroyed");
       wd_.step("ncclCommFinalize", kNcclSetupSeconds);
       nccl_check(ncclCommFinalize(comm_), "ncclCommFinalize");
@@ -656,8 +313,8 @@ class coll_runner {
     if (scratch_ != nullptr) shoal_free(scratch_);
     if (dst_ != nullptr) shoal_free(dst_);
     if (src_ != nullptr) shoal_free(src_);
-    shoal_free(share_);
-    scratch_ = nullptr, dst_ = nullptr, src_ = nullptr, share_ = nullptr;
+    free_share();
+    scratch_ = nullptr, dst_ = nullptr, src_ = nullptr;
     barrier("freed");
   }
 
@@ -731,49 +388,15 @@ class coll_runner {
     }
   }
 
-  /// Captures `calls` calls of c into a graph and instantiates it. Returns why not, or "".
-  std::string capture(bool nccl, coll c, const shape& s, int calls, cudaGraphExec_t* exec) {
-    // Thread-local: no other thread's CUDA calls (NCCL's proxy, shoal's monitor) disturb the capture.
-    cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      return std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e);
-    }
-    std::string why;
-    try {
-      enqueue_calls(nccl, c, s, calls);
-    } catch (const std::exception& ex) {
-      why = std::string(ex.what()) + " while capturing";
-    }
-    cudaGraph_t graph = nullptr;
-    e = cudaStreamEndCapture(stream_, &graph);  // always: leaves the stream out of capture mode
-    if (why.empty() && e != cudaSuccess) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
-    if (why.empty() && graph == nullptr) why = "cudaStreamEndCapture gave no graph";
-    if (why.empty()) {
-      e = cudaGraphInstantiate(exec, graph, 0);
-      if (e != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e);
-    }
-    if (graph != nullptr) cudaGraphDestroy(graph);  // the exec keeps what it needs (NCCL's user objects too)
-    cudaGetLastError();                             // a refused capture leaves no error behind for the next check
-    return why;
-  }
-
   // ---- points ----
 
   /// The block row of c at one point; *slow as decide_calls.
   measured block_point(coll c, const shape& s, bool* slow) {
-    wd_.point(std::string(name_of(c)) + " " + size_text(s.bytes) + " shoal/" + scope_label(style::block));
-    const bool data = s.bytes > 0;
-    const int most = max_calls(s.bytes);
-    const int warm = std::max(1, std::min(most, loop_warmup()));
-    if (data) clear_dest(s);
+    const std::string scope = scope_label(style::block);
+    wd_.point(std::string(name_of(c)) + " " + size_text(s.bytes) + " shoal/" + scope);
     auto enqueue = [&](int n) { launch_block(c, s, n); };
-    const int calls = decide_calls(warm, most, slow, enqueue);
-    const double us = median_per_call(calls, [&] { enqueue(calls); });
-    measured m;
-    m.ok = !data || verify(c, s);
-    m.r = make(c, "shoal", scope_label(style::block), s, calls, us);
-    return m;
+    const int calls = point_calls("warm-up", dst_, s, slow, enqueue);
+    return measure("timed run", c, "shoal", scope, dst_, s, calls, [&] { enqueue(calls); });
   }
 
   /// The stream and graph rows (as wanted) of c through shoal or NCCL at one point. *slow as
@@ -783,22 +406,12 @@ class coll_runner {
     std::vector<measured> out;
     const std::string impl = nccl ? "nccl" : "shoal";
     const std::string what = std::string(name_of(c)) + " " + size_text(s.bytes) + " " + impl + "/";
-    const bool data = s.bytes > 0;
-    const int most = max_calls(s.bytes);
-    const int warm = std::max(1, std::min(most, loop_warmup()));
     auto enqueue = [&](int n) { enqueue_calls(nccl, c, s, n); };
     // The stream warm-up runs even without stream rows: it decides the call count, and NCCL connects
     // (and shoal sets up) whatever it sets up on first use there, outside any capture.
     wd_.point(what + "stream");
-    if (data) clear_dest(s);
-    const int calls = decide_calls(warm, most, slow, enqueue);
-    if (want_stream) {
-      const double us = median_per_call(calls, [&] { enqueue(calls); });
-      measured m;
-      m.ok = !data || verify(c, s);
-      m.r = make(c, impl, "stream", s, calls, us);
-      out.push_back(std::move(m));
-    }
+    const int calls = point_calls("warm-up", dst_, s, slow, enqueue);
+    if (want_stream) out.push_back(measure("timed run", c, impl, "stream", dst_, s, calls, [&] { enqueue(calls); }));
     if (!want_graph || !*graph_ok) return out;
 
     wd_.point(what + "graph");
@@ -809,7 +422,7 @@ class coll_runner {
     const int replays = std::max(1, calls / per_graph);
     cudaGraphExec_t exec = nullptr;
     wd_.step("capture");
-    const std::string why = capture(nccl, c, s, per_graph, &exec);
+    const std::string why = capture([&] { enqueue(per_graph); }, &exec);
     if (!why.empty())
       std::fprintf(stderr, "shoal-bench: PE %d: %sgraph: capture refused: %s\n", me_, what.c_str(), why.c_str());
     if (!all_agree(why.empty())) {
@@ -820,24 +433,9 @@ class coll_runner {
       *graph_ok = false;
       return out;
     }
-    wd_.step("cudaGraphUpload");
-    check(cudaGraphUpload(exec, stream_), "cudaGraphUpload");
-    finish("graph upload");
     if (nccl) nccl_graphs_.push_back(exec);  // destroyed at the end (see the top of this file)
-    if (data)
-      clear_dest(s);  // the stream calls wrote it: the check is the graph's alone
-    else
-      barrier("graph upload");
-    auto replay = [&](int n) {
-      for (int i = 0; i < n; ++i) check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-    };
-    timed_us("graph warm-up", [&] { replay(1); });
-    const double us = median_per_call(replays * per_graph, [&] { replay(replays); });
-    measured m;
-    m.ok = !data || verify(c, s);
-    m.r = make(c, impl, "graph", s, replays * per_graph, us);
-    out.push_back(std::move(m));
-    if (!nccl) check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    out.push_back(replay_graph("timed run", c, impl, dst_, s, exec, per_graph, replays));
+    if (!nccl) cuda_check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
     return out;
   }
 
@@ -853,18 +451,6 @@ class coll_runner {
         r.baseline = "nccl/" + nccl_scope + " busBW";
       }
     }
-  }
-
-  /// PE 0 keeps the row; a failed data check marks it and the run.
-  void add(measured m) {
-    if (!m.ok) {
-      m.r.baseline = "DATA-CHECK-FAILED";
-      m.r.ratio = 0;
-      check_failed_ = true;
-      std::fprintf(stderr, "shoal-bench: PE %d: %s %s/%s %zu bytes: the data check failed\n", me_,
-                   m.r.benchmark.c_str(), m.r.impl.c_str(), m.r.scope.c_str(), m.r.size_bytes);
-    }
-    if (me_ == 0) out_.add(std::move(m.r));
   }
 
   // ---- sweeps ----
@@ -891,7 +477,7 @@ class coll_runner {
     for (size_t size : sizes_up_to(end)) {
       const shape s = shape_of(c, size, npes_);
       if (s.bytes == 0 || s.bytes != size) continue;  // not whole 4-byte words per PE
-      fill_source(c, s);
+      fill_source(c, src_, s);
       std::vector<measured> shoal_rows, nccl_rows;
       if (block && size <= block_end) {
         bool slow = false;
@@ -1015,33 +601,21 @@ class coll_runner {
   ncclComm_t comm_ = nullptr;
 #endif
 
-  const options& opts_;
-  std::string backend_;
-  int me_ = 0, npes_ = 0;
-  results out_;
-  stall_watchdog wd_;
   bool block_on_ = true, stream_on_ = true, graph_on_ = true;  // SHOAL_BENCH_COLL_SCOPES
   bool nccl_graph_on_ = true;                                  // SHOAL_BENCH_NCCL_GRAPH
   std::vector<size_t> size_list_;                              // SHOAL_BENCH_COLL_SIZES (sorted)
   shoal::device_team team_{};
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  local_words* local_ = nullptr;
-  uint32_t* share_ = nullptr;  // symmetric; see kShareWords
-  char* src_ = nullptr;        // symmetric, buffer_bytes_
-  char* dst_ = nullptr;        // symmetric, buffer_bytes_
-  void* scratch_ = nullptr;    // symmetric (allreduce_scratch)
+  char* src_ = nullptr;      // symmetric, buffer_bytes_
+  char* dst_ = nullptr;      // symmetric, buffer_bytes_
+  void* scratch_ = nullptr;  // symmetric (allreduce_scratch)
   size_t buffer_bytes_ = 0;
   /// NCCL's graphs, alive until finish_up (see the top of this file).
   std::vector<cudaGraphExec_t> nccl_graphs_;
   /// NCCL's allreduce rows, the baseline of the allreduce_scratch rows.
   std::vector<measured> nccl_allreduce_;
-  bool check_failed_ = false;
-  int saved_error_mode_ = SHOAL_ERRORS_ABORT;
 };
 
 }  // namespace
-
 bool run_collective_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                                const std::string& backend) {
   const std::vector<std::string> names = {"allreduce", "allreduce_scratch", "broadcast", "fcollect",
