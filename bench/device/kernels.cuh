@@ -208,12 +208,16 @@ __global__ void rma_bw_kernel(char* dst, const char* src_base, size_t num_bytes,
   const size_t n = off < num_bytes ? (num_bytes - off < chunk ? num_bytes - off : chunk) : 0;
   background_start(bg);
   const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
+  // The slice's offset, stepped without a division (a 64-bit % costs ~0.13 us per iteration).
+  const size_t span = slices * num_bytes;
+  size_t shift = 0;
   for (int i = 0; i < iters; ++i) {
     if constexpr (S == scope::block) {
       if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
     }
     if (n == 0) break;  // uniform over the scope instance
-    const char* src = src_base + (static_cast<size_t>(i) % slices) * num_bytes;
+    const char* src = src_base + shift;
+    shift = shift + num_bytes >= span ? 0 : shift + num_bytes;
     if constexpr (kGet) {
       if constexpr (S == scope::thread) Api::getmem_nbi(dst + off, src + off, n, peer);
       if constexpr (S == scope::warp) Api::getmem_nbi_warp(dst + off, src + off, n, peer);
@@ -239,9 +243,12 @@ __global__ void sm_copy_kernel(char* dst, const char* src_base, size_t num_bytes
   auto* d = reinterpret_cast<int4*>(dst);
   background_start(bg);
   const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
+  const size_t span = slices * num_bytes;
+  size_t shift = 0;  // as in rma_bw_kernel
   for (int it = 0; it < iters; ++it) {
     if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
-    const char* src = src_base + (static_cast<size_t>(it) % slices) * num_bytes;
+    const char* src = src_base + shift;
+    shift = shift + num_bytes >= span ? 0 : shift + num_bytes;
     const auto* s = reinterpret_cast<const int4*>(src);
     size_t i = tid;
     for (; i + (kUnroll - 1) * stride < vecs; i += kUnroll * stride) {
