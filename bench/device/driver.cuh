@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -237,13 +238,13 @@ class driver {
   /// Orders rows [first, end) by benchmark (run order), then pair (--pairs order); stable otherwise.
   void order_rows(size_t first) {
     const std::vector<std::string> names = device_benchmark_names();
+    std::map<std::string, size_t> pair_order;  // "a-b" -> position in --pairs; all-PE rows ("") last
+    for (size_t k = 0; k < pairs_.size(); ++k)
+      pair_order[std::to_string(pairs_[k].first) + "-" + std::to_string(pairs_[k].second)] = k;
     auto key = [&](const row& r) {
       const auto name = std::find(names.begin(), names.end(), r.benchmark) - names.begin();
-      size_t pair = 0;
-      while (pair < pairs_.size() &&
-             r.pair != std::to_string(pairs_[pair].first) + "-" + std::to_string(pairs_[pair].second))
-        ++pair;
-      return std::pair<std::ptrdiff_t, size_t>(name, pair);
+      const auto pair = pair_order.find(r.pair);
+      return std::pair<std::ptrdiff_t, size_t>(name, pair == pair_order.end() ? pairs_.size() : pair->second);
     };
     std::stable_sort(rows_.begin() + static_cast<std::ptrdiff_t>(first), rows_.end(),
                      [&](const row& x, const row& y) { return key(x) < key(y); });
