@@ -221,19 +221,6 @@ double input16(op o, int rank, size_t i) {
   return static_cast<double>(static_cast<long>(rank * 7 + i * 3) % 11 - 5);
 }
 
-double apply16(op o, double a, double b) {
-  switch (o) {
-    case op::min_:
-      return b < a ? b : a;
-    case op::max_:
-      return b > a ? b : a;
-    case op::sum_:
-      return a + b;
-    default:
-      return a * b;
-  }
-}
-
 // shoal_<tn>_<op>_reduce / _reducescatter of H (shoal_half_t or shoal_bfloat16_t) against the exact
 // reference; returns the number of wrong elements.
 template <class H>
@@ -256,7 +243,7 @@ int check_reduce16(buffers& b, shoal_team_t team, const std::string& tn, op o, s
   for (size_t i = 0; i < nreduce; ++i) {
     size_t at = scatter ? r * nreduce + i : i;
     double want = input16(o, 0, at);
-    for (int j = 1; j < n; ++j) want = apply16(o, want, input16(o, j, at));
+    for (int j = 1; j < n; ++j) want = apply<double>(o, want, input16(o, j, at));
     if (dst[i] != bits16(want, bf) && bad++ < 3)
       ADD_FAILURE() << name << " team " << team << " nreduce " << nreduce << ": element " << i << " is 0x" << std::hex
                     << dst[i] << ", want 0x" << bits16(want, bf) << std::dec << " (" << want << ")";
