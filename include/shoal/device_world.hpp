@@ -16,6 +16,14 @@ namespace shoal {
 
 struct device_team;
 
+/// How this PE reaches a peer PE, chosen once at init (transport layer) and the same for host calls
+/// and kernels. self, shared_memory, p2p_nvlink and p2p_pcie are load/store through the peer's heap
+/// mapped into this process; proxy goes through the host proxy (network engine); none: unreachable.
+enum class peer_path : uint8_t { self, shared_memory, p2p_nvlink, p2p_pcie, none, proxy };
+
+/// True for the paths that reach the peer's heap by plain loads and stores.
+SHOAL_HOST_DEVICE constexpr bool is_load_store(peer_path path) { return path <= peer_path::p2p_pcie; }
+
 namespace detail {
 
 /// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
@@ -59,6 +67,9 @@ struct device_world {
   /// GPU can load/store it (NVLink/PCIe P2P), else -1. nullptr means the identity (every PE is
   /// local and reachable, local index == pe): the common single-node case, no table load needed.
   const int32_t* local_of_pe = nullptr;
+  /// Device memory, n_pes entries: how kernels reach each PE (load/store, proxy, none), so device
+  /// calls branch per peer. nullptr: every PE is load/store-reachable (same case as local_of_pe).
+  const peer_path* path_of_pe = nullptr;
   uint64_t sync_offset = 0;      ///< offset of detail::device_sync in every heap
   uint64_t wait_timeout_ns = 0;  ///< a device wait longer than this reports and traps; 0: unbounded
   uint32_t flags = 0;            ///< bit 0: SHOAL_COLL_ALGO=direct (device/coll.cuh kFlagCollDirect)
@@ -74,6 +85,11 @@ struct device_world {
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }
+  /// How kernels reach `pe` (0 <= pe < n_pes).
+  SHOAL_HOST_DEVICE peer_path path_of(int32_t pe) const {
+    if (path_of_pe != nullptr) return path_of_pe[pe];
+    return pe == my_pe ? peer_path::self : peer_path::p2p_nvlink;
+  }
 };
 static_assert(std::is_trivially_copyable_v<device_world>);
 static_assert(std::is_standard_layout_v<device_world>);

@@ -37,8 +37,7 @@ SHOAL_API std::string make_unique_id(const std::string& bind_host = "127.0.0.1")
 /// Library version "major.minor.patch".
 SHOAL_API const char* version() noexcept;
 
-/// Where a peer PE is reached from this one.
-enum class peer_path { self, shared_memory, p2p_nvlink, p2p_pcie, none };
+/// Where a peer PE is reached from this one: shoal::peer_path (<shoal/device_world.hpp>).
 SHOAL_API const char* to_string(peer_path path) noexcept;
 
 class SHOAL_API world {

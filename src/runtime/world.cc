@@ -49,6 +49,8 @@ const char* to_string(peer_path path) noexcept {
       return "p2p (NVLink)";
     case peer_path::p2p_pcie:
       return "p2p (PCIe)";
+    case peer_path::proxy:
+      return "proxy";
     case peer_path::none:
       return "none";
   }
