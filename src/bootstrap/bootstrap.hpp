@@ -85,9 +85,11 @@ class bootstrap {
   /// Collective: `bytes` at `data` on `root` are copied to `data` on every PE.
   virtual void broadcast(void* data, size_t bytes, int root, std::string_view call) = 0;
 
-  /// Tells every PE to stop with `status` (shoal_global_exit). Returns; the handler runs everywhere,
-  /// this PE included: on the monitor threads, or on the caller when no monitor runs (one PE, after
-  /// finalize, or PE 0 unreachable). Any thread may call it.
+  /// Tells every PE to stop with `status` (shoal_global_exit, or a PE stopping on an error); `why` is
+  /// what every PE reports. The handler runs everywhere, this PE included: on the monitor threads, or
+  /// on the caller when no monitor runs (one PE, after finalize, or PE 0 unreachable). Returns once
+  /// the handler has run here (or after a bounded wait), so that a caller that exits next does not
+  /// close its connections before PE 0 has taken the reason. Any thread but the monitor's may call it.
   virtual void abort_job(int status, const std::string& why) = 0;
   /// Orderly end: after this, this PE's disconnect is not a failure. Collective (reported as
   /// "shoal_finalize" in mismatches); stops the monitor thread. Throws shoal::error(peer_failure)

@@ -224,26 +224,44 @@ void liveness_monitor::report_failure(int status, const std::string& why) {
   if (failure_reported_.exchange(true)) return;
   state_.mark_broken(why);
   SHOAL_LOG(info, bootstrap, "job failure (status {}): {}", status, why);
-  if (on_failure_) {
-    on_failure_(status, why);
-    return;
+  if (!on_failure_) {
+    std::fprintf(stderr, "[shoal pe %d] stopping: %s\n", rank_, why.c_str());
+    std::fflush(stderr);
+    ::_exit(status);
   }
-  std::fprintf(stderr, "[shoal pe %d] stopping: %s\n", rank_, why.c_str());
-  std::fflush(stderr);
-  ::_exit(status);
+  on_failure_(status, why);
+  std::lock_guard lock(mutex_);
+  handled_ = true;
+  handled_cv_.notify_all();
+}
+
+void liveness_monitor::wait_until_handled() {
+  // The handler normally ends the process; a test's handler returns. Bounded: a PE 0 that is gone
+  // is found by the monitor, which runs the handler then.
+  std::unique_lock lock(mutex_);
+  if (!handled_cv_.wait_for(lock, 4 * notify_budget, [&] { return handled_; })) {
+    lock.unlock();
+    SHOAL_LOG(warn, bootstrap, "PE {}: no answer from PE 0 to this PE's stop request in {} ms; stopping alone", rank_,
+              count_ms(4 * notify_budget));
+  }
 }
 
 void liveness_monitor::abort_job(int status, const std::string& why) {
   if (rank_ == 0) {
+    bool posted = false;
     {
       std::lock_guard lock(mutex_);
       if (running_) {
         pending_abort_ = {status, why};
         link::signal_fd(wake_fd_.get());
-        return;
+        posted = true;
       }
     }
-    fail_job(status, why, -1);
+    if (!posted) {
+      fail_job(status, why, -1);
+      return;
+    }
+    wait_until_handled();  // the monitor thread tells every PE, then runs the handler
     return;
   }
   bool sent = false;
@@ -257,7 +275,13 @@ void liveness_monitor::abort_job(int status, const std::string& why) {
           net::send_all(peers_[0].fd.get(), msg.data(), msg.size(), clock::now() + notify_budget, -1) == io_status::ok;
     }
   }
-  if (!sent) report_failure(status, why);
+  if (!sent) {
+    report_failure(status, why);
+    return;
+  }
+  // Stay until PE 0 has relayed it (back to this PE too): leaving at once would close this PE's
+  // connections while the request is in flight, and PE 0 would report a death instead of the reason.
+  wait_until_handled();
 }
 
 void liveness_monitor::send_bye() {

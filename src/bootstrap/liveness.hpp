@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,7 +30,8 @@ class liveness_monitor {
 
   /// Starts the monitor thread (jobs of more than one PE).
   void start();
-  /// See bootstrap::abort_job.
+  /// See bootstrap::abort_job. Returns once the handler has run on this PE (it normally ends the
+  /// process), or after a bounded wait when PE 0 does not answer.
   void abort_job(int status, const std::string& why);
   /// Finalize started: from now on this PE's (PE 0: every PE's) disconnect is orderly.
   void send_bye();
@@ -55,6 +57,8 @@ class liveness_monitor {
   // PE 0: tell every live PE but `except` to stop, then run the local handler.
   void fail_job(int status, const std::string& why, int except);
   void report_failure(int status, const std::string& why);
+  // abort_job's caller: waits (bounded) until the handler has run here.
+  void wait_until_handled();
 
   const int rank_;
   const int size_;
@@ -67,6 +71,8 @@ class liveness_monitor {
   std::mutex mutex_;
   std::optional<std::pair<int, std::string>> pending_abort_;  // PE 0's own abort_job; under mutex_
   bool running_ = false;                                      // under mutex_
+  bool handled_ = false;                                      // the failure handler has returned; under mutex_
+  std::condition_variable handled_cv_;
 
   net::unique_fd wake_fd_;  // wakes the thread: stop requested or pending_abort_ set
   std::atomic<bool> stopping_{false};

@@ -5,8 +5,12 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <mutex>
+
+#include <unistd.h>
 
 #include "common/check.hpp"
+#include "common/log.hpp"
 
 namespace shoal::detail::env {
 
@@ -16,39 +20,44 @@ namespace {
 constexpr std::array kTable = {
     // launch and rendezvous (set by shoalrun, or by the user under mpirun/srun/torchrun)
     variable{"SHOAL_RANK", kind::integer, "-1",
-             "this PE's rank; -1: take it from the launcher (OMPI, PMI, SLURM, torchrun)"},
-    variable{"SHOAL_SIZE", kind::integer, "-1", "number of PEs; -1: take it from the launcher"},
-    variable{"SHOAL_LOCAL_RANK", kind::integer, "-1", "rank among the PEs of this node; -1: from the launcher"},
-    variable{"SHOAL_LOCAL_SIZE", kind::integer, "-1", "number of PEs on this node; -1: from the launcher"},
+             "this PE's rank; -1: take it from the launcher (OMPI, PMI, SLURM, torchrun)", "-1"},
+    variable{"SHOAL_SIZE", kind::integer, "-1", "number of PEs; -1: take it from the launcher", "-1"},
+    variable{"SHOAL_LOCAL_RANK", kind::integer, "-1", "rank among the PEs of this node; -1: from the launcher", "-1"},
+    variable{"SHOAL_LOCAL_SIZE", kind::integer, "-1", "number of PEs on this node; -1: from the launcher", "-1"},
     variable{"SHOAL_BOOTSTRAP_UID", kind::string, "", "rendezvous id (shoal-uid-v1:ADDR:PORT:SECRET) set by shoalrun"},
-    variable{"SHOAL_BOOTSTRAP_FD", kind::integer, "-1", "listening socket inherited by PE 0 from shoalrun"},
+    variable{"SHOAL_BOOTSTRAP_FD", kind::integer, "-1", "listening socket inherited by PE 0 from shoalrun", "-1"},
     variable{"SHOAL_BOOTSTRAP_ADDR", kind::string, "",
              "HOST:PORT where PE 0 listens when launched by mpirun/srun/torchrun (default: MASTER_ADDR, "
              "MASTER_PORT+1, or a node-local file rendezvous)"},
-    variable{"SHOAL_BOOTSTRAP_TIMEOUT", kind::duration_ms, "30s", "how long init waits for every PE to arrive"},
+    variable{"SHOAL_BOOTSTRAP_TIMEOUT", kind::duration_ms, "30s", "how long init waits for every PE to arrive", "1"},
     variable{"SHOAL_PEER_TIMEOUT", kind::duration_ms, "10s",
-             "a PE silent this long (no heartbeat) is declared dead and the job stops"},
+             "a PE silent this long (no heartbeat) is declared dead and the job stops", "1"},
     // memory
     variable{"SHOAL_BACKEND", kind::string, "auto",
              "symmetric heap backend: auto (cuda if a GPU is usable), cuda, host"},
     variable{"SHOAL_HEAP_RESERVE", kind::size, "64G",
-             "virtual address range reserved for each PE's heap (its maximum size)"},
-    variable{"SHOAL_HEAP_CHUNK", kind::size, "32M", "physical memory is added to the heap in chunks of this size"},
+             "virtual address range reserved for each PE's heap (its maximum size)", "1M", "64T"},
+    variable{"SHOAL_HEAP_CHUNK", kind::size, "32M", "physical memory is added to the heap in chunks of this size", "4K",
+             "64T"},
     variable{"SHOAL_DEVICE", kind::integer, "-1",
              "GPU ordinal for this PE; -1: the current CUDA context's device if one is current, else local rank modulo "
-             "the visible GPUs"},
+             "the visible GPUs",
+             "-1"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},
     variable{"SHOAL_COLL_LL_BYTES", kind::size, "16K",
              "GPU team collectives: messages up to this size per PE take the LL algorithm (no barrier; flags travel "
-             "with the data); also the size of each LL slot in the collective workspace"},
+             "with the data); also the size of each LL slot in the collective workspace",
+             "8", "1M"},
     variable{"SHOAL_COLL_THREADS", kind::integer, "512",
              "GPU on-stream collectives: threads per CTA of the direct algorithm (LL calls use fewer for small "
-             "messages); 32..512, a multiple of 32"},
+             "messages); 32..512, a multiple of 32",
+             "32", "512"},
     variable{"SHOAL_COLL_CHANNELS", kind::integer, "64",
              "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
-             "words for this many"},
+             "words for this many",
+             "1", "1024"},
     variable{"SHOAL_COLL_ALGO", kind::string, "auto",
              "GPU team collectives on a stream: auto (LL up to SHOAL_COLL_LL_BYTES, copy engines for broadcast/"
              "fcollect/alltoall messages from SHOAL_COLL_CE_BYTES, direct otherwise), ll (LL whenever the message fits "
@@ -100,7 +109,51 @@ T parse_or_throw(const variable& v, kind expected, std::optional<T> (*parse)(std
   std::string text = text_of(v);
   auto value = parse(text);
   if (!value) bad_value(v, text);
+  // The bounds are parsed like the value, so that they read in the same units in the table.
+  auto below = [&](const char* bound) { return bound != nullptr && *value < *parse(bound); };
+  auto above = [&](const char* bound) { return bound != nullptr && *parse(bound) < *value; };
+  if (below(v.min) || above(v.max))
+    SHOAL_THROW(errc::invalid_argument, "shoal env", "{}='{}' is outside the allowed range {} ({})", v.name, text,
+                allowed(v), v.doc);
   return *value;
+}
+
+// Variables of shoal's tools, tests, benchmarks and build scripts: libshoal ignores them.
+constexpr std::string_view kToolPrefixes[] = {"SHOAL_BENCH_",  "SHOAL_GPU_",  "SHOAL_SCALE_",  "SHOAL_SWEEP_",
+                                              "SHOAL_STRESS_", "SHOAL_TEST_", "SHOAL_LITMUS_", "SHOAL_MP_"};
+constexpr std::string_view kToolNames[] = {"SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_WITH_PLOTS",
+                                           "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",
+                                           "SHOAL_WERROR",       "SHOAL_DEBUG_ASSERTS"};
+
+// Compile-time switches (-D...) that are sometimes set in the environment by mistake.
+constexpr std::string_view kMacros[] = {"SHOAL_WAIT_ACQUIRE_POLL"};
+
+// Names users bring from other libraries (NVSHMEM, OpenSHMEM) or guess, that edit distance would
+// not lead to the right variable.
+constexpr std::pair<std::string_view, const char*> kAliases[] = {
+    {"SHOAL_HEAP_SIZE", "SHOAL_HEAP_RESERVE"},
+    {"SHOAL_SYMMETRIC_SIZE", "SHOAL_HEAP_RESERVE"},
+    {"SHOAL_HEAP_BYTES", "SHOAL_HEAP_RESERVE"},
+    {"SHOAL_CHUNK_SIZE", "SHOAL_HEAP_CHUNK"},
+    {"SHOAL_TIMEOUT", "SHOAL_WAIT_TIMEOUT"},
+    {"SHOAL_LOG_LEVEL", "SHOAL_DEBUG"},
+    {"SHOAL_INFO", "SHOAL_DEBUG"},
+    {"SHOAL_NPES", "SHOAL_SIZE"},
+};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace
@@ -203,5 +256,73 @@ std::string get_string(std::string_view name) {
 }
 
 std::string effective(std::string_view name) { return text_of(lookup(name)); }
+
+std::string allowed(const variable& v) {
+  if (v.min == nullptr && v.max == nullptr) return "";
+  return fmt::format("{}..{}", v.min != nullptr ? v.min : "", v.max != nullptr ? v.max : "");
+}
+
+const variable* find(std::string_view name) {
+  for (const auto& v : kTable)
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+bool is_tool_variable(std::string_view name) {
+  for (auto prefix : kToolPrefixes)
+    if (name.starts_with(prefix)) return true;
+  return std::find(std::begin(kToolNames), std::end(kToolNames), name) != std::end(kToolNames);
+}
+
+const char* closest(std::string_view name) {
+  std::string upper(name);
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (auto& [alias, real] : kAliases)
+    if (upper == alias) return real;
+  const variable* best = nullptr;
+  size_t best_distance = SIZE_MAX;
+  for (const auto& v : kTable) {
+    size_t d = edit_distance(upper, v.name);
+    if (d < best_distance) {
+      best = &v;
+      best_distance = d;
+    }
+  }
+  // A typo changes a few letters; beyond a third of the name it is another word.
+  const size_t limit = std::max<size_t>(2, (upper.size() - std::min<size_t>(upper.size(), 6)) / 3);
+  return best != nullptr && best_distance <= limit ? best->name : nullptr;
+}
+
+std::vector<std::string> unknown_in_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    if (!entry.starts_with("SHOAL_")) continue;
+    std::string_view name = entry.substr(0, entry.find('='));
+    if (find(name) == nullptr && !is_tool_variable(name)) out.emplace_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void warn_unknown_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // One PE says it for the job when the launcher tells which one is first.
+    auto rank = raw("SHOAL_RANK");
+    if (rank && *rank != "0") return;
+    for (const std::string& name : unknown_in_environment()) {
+      if (std::find(std::begin(kMacros), std::end(kMacros), name) != std::end(kMacros)) {
+        SHOAL_LOG(warn, init, "{} is a compile-time macro (-D{}=...), not an environment variable; ignored", name,
+                  name);
+        continue;
+      }
+      const char* hint = closest(name);
+      std::string suggestion = hint != nullptr ? fmt::format("; did you mean {}?", hint) : std::string(".");
+      SHOAL_LOG(warn, init, "{} is not a shoal environment variable and is ignored{} (shoal-info lists them all)", name,
+                suggestion);
+    }
+  });
+}
 
 }  // namespace shoal::detail::env

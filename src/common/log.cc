@@ -45,6 +45,8 @@ void configure() {
       if (item == n) mask |= static_cast<unsigned>(sys);
   }
   g_mask.store(mask);
+  // Now that warnings can be shown: unknown SHOAL_* names are most likely typos.
+  env::warn_unknown_once();
 }
 
 void set_pe(int pe) { g_pe.store(pe); }
@@ -62,7 +64,10 @@ const char* name(subsys sys) noexcept {
 
 void write(level lvl, subsys sys, const std::string& message) {
   const char* tag = lvl == level::warn ? " WARN" : "";
-  std::string line = fmt::format("[shoal pe {} {}{}] {}\n", g_pe.load(), name(sys), tag, message);
+  // Before the rendezvous the rank is not known yet: "pe ?".
+  int pe = g_pe.load();
+  std::string who = pe >= 0 ? fmt::format("{}", pe) : std::string("?");
+  std::string line = fmt::format("[shoal pe {} {}{}] {}\n", who, name(sys), tag, message);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -19,9 +19,10 @@ enum class subsys : unsigned {
   coll = 1u << 5
 };
 
-/// Reads SHOAL_DEBUG / SHOAL_DEBUG_SUBSYS (again); called by init, cheap to repeat.
+/// Reads SHOAL_DEBUG / SHOAL_DEBUG_SUBSYS (again); called by init, cheap to repeat. The first call
+/// also warns about unknown SHOAL_* variables (env::warn_unknown_once).
 void configure();
-/// The PE shown in log lines (-1 before the rank is known).
+/// The PE shown in log lines ("pe ?" while it is -1, before the rank is known).
 void set_pe(int pe);
 
 bool enabled(level lvl, subsys sys) noexcept;

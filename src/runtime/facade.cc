@@ -65,7 +65,7 @@ void report(const shoal::error& e) noexcept {
   std::fflush(nullptr);
   world_impl* w = g_current.load();
   // A bad argument on one PE leaves its peers waiting for it: stop them all, with this status.
-  if (w != nullptr) w->global_exit(1);
+  if (w != nullptr) w->stop_on_error(e.what());
   ::_exit(1);
 }
 

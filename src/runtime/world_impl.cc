@@ -181,7 +181,10 @@ world_impl::~world_impl() {
     try {
       finalize();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "shoal: finalize during world teardown failed: %s\n", e.what());
+      // Left without shoal_finalize (exit, return from main) and the implicit finalize failed, e.g.
+      // because a peer is in another collective: say so to every PE rather than leave them waiting.
+      std::fprintf(stderr, "shoal: error: the finalize at exit (no shoal_finalize call) failed: %s\n", e.what());
+      stop_on_error(fmt::format("its finalize at exit (no shoal_finalize call) failed: {}", e.what()));
     }
   }
 }
@@ -190,6 +193,7 @@ void world_impl::finalize() {
   if (finalized_) return;
   std::lock_guard lock(collective_mutex_);
   finalized_ = true;
+  post(collective_kind::finalize);  // a peer in a barrier on the heap sees this and reports the mismatch
   boot_->barrier("shoal_finalize");
   ops_.reset();
   heap_.reset();
@@ -675,6 +679,12 @@ void world_impl::global_exit(int status) {
   std::fflush(nullptr);
   boot_->abort_job(status, fmt::format("PE {} called shoal_global_exit({})", my_pe_, status));
   ::_exit(status);
+}
+
+void world_impl::stop_on_error(const std::string& what) {
+  std::fflush(nullptr);
+  boot_->abort_job(1, fmt::format("PE {} stopped: {}", my_pe_, what));
+  ::_exit(1);
 }
 
 }  // namespace shoal::detail

@@ -126,6 +126,8 @@ class world_impl {
   void barrier_all(std::string_view call);
   void sync_all(std::string_view call);
   [[noreturn]] void global_exit(int status);
+  /// This PE stops on an error: every PE reports "PE <me> stopped: <what>", all exit with status 1.
+  [[noreturn]] void stop_on_error(const std::string& what);
 
   // For the host team collectives (src/coll), which run on top of this class.
   /// Validates a symmetric range as the RMA calls do (errors name `call` and `arg`); returns its heap offset.
@@ -169,7 +171,7 @@ class world_impl {
   /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
   std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
   /// Kinds of collective calls, for the posted word (sync_area::posted).
-  enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4, team = 5 };
+  enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4, team = 5, finalize = 6 };
   /// Counts and publishes this PE's entry into a collective (host backend: in its sync words).
   void post(collective_kind kind);
   /// Slow path of a barrier wait: if a peer is in a different collective at the same sequence

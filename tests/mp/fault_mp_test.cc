@@ -1,6 +1,9 @@
 // Faults, driven by fault_test.sh (which checks the exit status, the output and the time):
 //   exit_early     PE 1 _exit(0)s without finalize while the others sit in shoal_barrier_all
 //   exit_in_wait   PE 1 _exit(0)s while the others wait in shoal_int_wait_until on a word nobody sets
+//   exit_in_barrier  PE 1 exit(0)s (destructors run: the implicit finalize) while the others sit in
+//                  shoal_barrier_all: the finalize must be seen as a mismatch, not waited for
+//   finalize_vs_barrier  PE 0 calls shoal_finalize while the others make an extra shoal_barrier_all
 //   sigkill        PE 1 raises SIGKILL while the others sit in shoal_barrier_all
 //   freeze         PE 1 stops itself (SIGSTOP): alive but silent; the heartbeat timeout must catch it
 //   global_exit    the last PE calls shoal_global_exit(3) while the others sit in shoal_barrier_all
@@ -17,6 +20,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -103,6 +107,16 @@ int main(int argc, char** argv) {
     } else {
       shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
     }
+  } else if (mode == "exit_in_barrier") {
+    if (me == 1) std::exit(0);
+    shoal_barrier_all();
+  } else if (mode == "finalize_vs_barrier") {
+    if (me == 0) {
+      shoal_finalize();
+      std::printf("UNREACHABLE: PE 0's finalize returned while the others are in a barrier\n");
+      return 0;
+    }
+    shoal_barrier_all();
   } else if (mode == "sigkill") {
     if (me == 1) raise(SIGKILL);
     shoal_barrier_all();

@@ -107,6 +107,29 @@ TEST_P(BootstrapAbort, ReachesEveryPeIncludingTheCaller) {
 
 INSTANTIATE_TEST_SUITE_P(Callers, BootstrapAbort, ::testing::Values(0, 3));
 
+// A PE that stops on an error announces it and leaves (closes its connections) right after
+// abort_job returns: the others must report its reason, never "PE k died".
+TEST_P(BootstrapAbort, CallerThatLeavesAtOnceIsReportedByItsReason) {
+  const int n = 4, caller = GetParam();
+  test_job job(n);
+  std::latch ready(n);
+  auto errors = run_threads(all_ranks(n), [&](int rank) {
+    auto boot = job.connect(rank);
+    boot->barrier("test_barrier");
+    ready.arrive_and_wait();
+    if (rank == caller) {
+      boot->abort_job(1, "PE " + std::to_string(rank) + " stopped: bad input");
+      // Returned: PE 0 has taken the reason and the handler ran here too.
+      EXPECT_EQ(job.logs[rank].count(), 1) << "abort_job returned before the handler ran";
+      return;  // destroyed at once, without finalize
+    }
+    ASSERT_TRUE(job.logs[rank].wait(2s)) << "PE " << rank << " was not told";
+  });
+  expect_no_errors(errors);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(job.logs[r].why, "PE " + std::to_string(caller) + " stopped: bad input") << "PE " << r;
+}
+
 TEST(Bootstrap, AbortOnASinglePeRunsTheHandler) {
   test_job job(1);
   auto boot = job.connect(0);

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
 #include "shoal/error.hpp"
+#include "shoal/info.h"
 
 namespace env = shoal::detail::env;
 
@@ -92,4 +94,101 @@ TEST(Env, BadValueNamesTheVariable) {
 TEST(Env, UndeclaredOrMistypedReadIsInternalError) {
   EXPECT_THROW(env::get_string("SHOAL_NOT_A_VARIABLE"), shoal::error);
   EXPECT_THROW(env::get_size("SHOAL_BACKEND"), shoal::error);  // a string read as a size
+}
+
+TEST(Env, OutOfRangeValueNamesTheVariableAndTheRange) {
+  setenv("SHOAL_HEAP_CHUNK", "0", 1);
+  try {
+    env::get_size("SHOAL_HEAP_CHUNK");
+    FAIL() << "SHOAL_HEAP_CHUNK=0 was accepted";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.code(), shoal::errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("SHOAL_HEAP_CHUNK='0' is outside the allowed range 4K..64T"),
+              std::string::npos)
+        << e.what();
+  }
+  setenv("SHOAL_HEAP_CHUNK", "4K", 1);  // the bound itself is allowed
+  EXPECT_EQ(env::get_size("SHOAL_HEAP_CHUNK"), 4096u);
+  unsetenv("SHOAL_HEAP_CHUNK");
+  setenv("SHOAL_COLL_THREADS", "1024", 1);
+  EXPECT_THROW(env::get_int("SHOAL_COLL_THREADS"), shoal::error);
+  unsetenv("SHOAL_COLL_THREADS");
+  setenv("SHOAL_PEER_TIMEOUT", "0", 1);
+  EXPECT_THROW(env::get_ms("SHOAL_PEER_TIMEOUT"), shoal::error);
+  unsetenv("SHOAL_PEER_TIMEOUT");
+}
+
+TEST(Env, EveryDefaultIsInsideItsRange) {
+  // Also checks that each bound parses: a bound that does not would throw here.
+  for (const auto& v : env::table()) {
+    if (v.min == nullptr && v.max == nullptr) continue;
+    EXPECT_FALSE(env::allowed(v).empty()) << v.name;
+    switch (v.type) {
+      case env::kind::integer:
+        EXPECT_NO_THROW(env::get_int(v.name)) << v.name;
+        break;
+      case env::kind::size:
+        EXPECT_NO_THROW(env::get_size(v.name)) << v.name;
+        break;
+      case env::kind::duration_ms:
+        EXPECT_NO_THROW(env::get_ms(v.name)) << v.name;
+        break;
+      default:
+        ADD_FAILURE() << v.name << ": a range on a " << env::to_string(v.type);
+    }
+  }
+}
+
+TEST(Env, ClosestNameFindsTyposAndKnownAliases) {
+  EXPECT_STREQ(env::closest("SHOAL_PEER_TIMEOTU"), "SHOAL_PEER_TIMEOUT");
+  EXPECT_STREQ(env::closest("SHOAL_DEBUG_SUBSYSTEM"), "SHOAL_DEBUG_SUBSYS");
+  EXPECT_STREQ(env::closest("SHOAL_HEAP_SIZE"), "SHOAL_HEAP_RESERVE");  // NVSHMEM's habit, not a typo
+  EXPECT_STREQ(env::closest("shoal_backend"), "SHOAL_BACKEND");
+  EXPECT_EQ(env::closest("SHOAL_COMPLETELY_DIFFERENT_THING"), nullptr);
+}
+
+TEST(Env, UnknownNamesExcludeTheTableAndTheTools) {
+  setenv("SHOAL_HEAP_SIZE", "banana", 1);
+  setenv("SHOAL_BENCH_PES", "2", 1);      // a benchmark script's
+  setenv("SHOAL_GPU_TEST_PES", "2", 1);   // the GPU test runner's
+  setenv("SHOAL_HEAP_RESERVE", "1G", 1);  // a real one
+  auto unknown = env::unknown_in_environment();
+  EXPECT_NE(std::find(unknown.begin(), unknown.end(), "SHOAL_HEAP_SIZE"), unknown.end());
+  for (const char* n : {"SHOAL_BENCH_PES", "SHOAL_GPU_TEST_PES", "SHOAL_HEAP_RESERVE"})
+    EXPECT_EQ(std::find(unknown.begin(), unknown.end(), n), unknown.end()) << n;
+  for (const char* n : {"SHOAL_HEAP_SIZE", "SHOAL_BENCH_PES", "SHOAL_GPU_TEST_PES", "SHOAL_HEAP_RESERVE"}) unsetenv(n);
+}
+
+TEST(Info, PublicTableMatchesTheEnvTable) {
+  ASSERT_EQ(shoal_info_env_count(), env::table().size());
+  for (size_t i = 0; i < shoal_info_env_count(); ++i) {
+    const shoal_env_var* v = shoal_info_env_var(i);
+    ASSERT_NE(v, nullptr);
+    EXPECT_STREQ(v->name, env::table()[i].name);
+    EXPECT_STREQ(v->type, env::to_string(env::table()[i].type));
+    EXPECT_EQ(std::string(v->allowed), env::allowed(env::table()[i]));
+  }
+  EXPECT_EQ(shoal_info_env_var(shoal_info_env_count()), nullptr);
+  EXPECT_EQ(shoal_info_env_is_set("SHOAL_HEAP_SIZE"), -1);
+  EXPECT_EQ(shoal_info_env_value("SHOAL_HEAP_SIZE"), nullptr);
+  unsetenv("SHOAL_HEAP_CHUNK");
+  EXPECT_EQ(shoal_info_env_is_set("SHOAL_HEAP_CHUNK"), 0);
+  EXPECT_STREQ(shoal_info_env_value("SHOAL_HEAP_CHUNK"), "32M");
+  setenv("SHOAL_HEAP_CHUNK", "8M", 1);
+  EXPECT_EQ(shoal_info_env_is_set("SHOAL_HEAP_CHUNK"), 1);
+  EXPECT_STREQ(shoal_info_env_value("SHOAL_HEAP_CHUNK"), "8M");
+  unsetenv("SHOAL_HEAP_CHUNK");
+  setenv("SHOAL_PEER_TIMEOTU", "1s", 1);
+  struct seen_t {
+    std::string name, closest;
+  } seen;
+  size_t n = shoal_info_env_unknown(
+      [](const char* name, const char* closest, void* user) {
+        auto* s = static_cast<seen_t*>(user);
+        if (std::string(name) == "SHOAL_PEER_TIMEOTU") *s = {name, closest != nullptr ? closest : ""};
+      },
+      &seen);
+  unsetenv("SHOAL_PEER_TIMEOTU");
+  EXPECT_GE(n, 1u);
+  EXPECT_EQ(seen.closest, "SHOAL_PEER_TIMEOUT");
 }

@@ -8,25 +8,33 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "common/env.hpp"
-#include "shoal/world.hpp"
-
-namespace env = shoal::detail::env;
+#include <shoal/info.h>
+#include <shoal/world.hpp>
 
 namespace {
 
 void print_env_table(bool markdown) {
+  const size_t count = shoal_info_env_count();
   if (markdown) {
-    fmt::print("| variable | type | default | meaning |\n|---|---|---|---|\n");
-    for (const auto& v : env::table())
-      fmt::print("| `{}` | {} | `{}` | {} |\n", v.name, env::to_string(v.type), v.default_value, v.doc);
+    fmt::print("| variable | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < count; ++i) {
+      const shoal_env_var* v = shoal_info_env_var(i);
+      fmt::print("| `{}` | {} | `{}` | {} | {} |\n", v->name, v->type, v->default_value, v->allowed, v->doc);
+    }
     return;
   }
   fmt::print("environment (value in use; * = set in the environment):\n");
-  for (const auto& v : env::table()) {
-    bool set = env::raw(v.name).has_value();
-    fmt::print("  {}{:<26} = {:<12} {}\n", set ? '*' : ' ', v.name, env::effective(v.name), v.doc);
+  for (size_t i = 0; i < count; ++i) {
+    const shoal_env_var* v = shoal_info_env_var(i);
+    bool set = shoal_info_env_is_set(v->name) == 1;
+    fmt::print("  {}{:<26} = {:<12} {}\n", set ? '*' : ' ', v->name, shoal_info_env_value(v->name), v->doc);
   }
+  shoal_info_env_unknown(
+      [](const char* name, const char* closest, void*) {
+        fmt::print("  !{:<26}   not a shoal variable, ignored{}{}\n", name, closest != nullptr ? "; did you mean " : "",
+                   closest != nullptr ? closest : "");
+      },
+      nullptr);
 }
 
 }  // namespace
@@ -43,11 +51,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   fmt::print("shoal {} (OpenSHMEM {}.{} API)\n", shoal::version(), SHOAL_MAJOR_VERSION, SHOAL_MINOR_VERSION);
-#ifdef SHOAL_HAVE_CUDA
-  fmt::print("build: CUDA backend compiled in\n");
-#else
-  fmt::print("build: host backend only (no CUDA)\n");
-#endif
+  fmt::print("build: {}\n", shoal_info_has_cuda() ? "CUDA backend compiled in" : "host backend only (no CUDA)");
   if (!no_init) {
     try {
       shoal::world world;
