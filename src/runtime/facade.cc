@@ -214,7 +214,14 @@ void shoal_finalize(void) {
     f::g_state.store(f::state::finalized);
     f::publish_device_world(shoal::device_world{});
     auto w = std::move(f::g_world);
-    w->finalize();
+    try {
+      w->finalize();
+    } catch (const shoal::error& e) {
+      // No current world any more for report(): stop the others here, with this PE's reason.
+      if (f::g_error_mode.load() == SHOAL_ERRORS_RETURN) throw;
+      std::fprintf(stderr, "shoal: error: %s\n", e.what());
+      w->stop_on_error(e.what());
+    }
   });
 }
 

@@ -9,10 +9,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <initializer_list>
+#include <latch>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -103,6 +107,26 @@ inline std::vector<std::exception_ptr> run_threads(const std::vector<int>& ranks
   return errors;
 }
 
+inline std::vector<int> all_ranks(int n);
+
+// Connects every PE of `job` on its own thread, passes a first barrier, waits until all have, then
+// runs fn(rank, boot); the bootstrap is destroyed when fn returns. Returns what each PE threw.
+template <class F>
+std::vector<std::exception_ptr> run_connected(test_job& job, std::chrono::milliseconds connect_timeout,
+                                              std::chrono::milliseconds peer_timeout, F fn) {
+  std::latch ready(job.size);
+  return run_threads(all_ranks(job.size), [&](int rank) {
+    auto boot = job.connect(rank, connect_timeout, peer_timeout);
+    boot->barrier("test_barrier");
+    ready.arrive_and_wait();
+    fn(rank, boot);
+  });
+}
+template <class F>
+std::vector<std::exception_ptr> run_connected(test_job& job, F fn) {
+  return run_connected(job, 5s, 5s, fn);
+}
+
 inline std::vector<int> all_ranks(int n) {
   std::vector<int> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), 0);
@@ -125,4 +149,15 @@ inline void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
   for (size_t r = 0; r < errors.size(); ++r)
     if (auto e = error_of(errors[r])) ADD_FAILURE() << "PE " << r << ": " << e->what();
 }
+// Each thread in `who` threw a shoal::error with `code` and a message containing `text`.
+inline void expect_errors(const std::vector<std::exception_ptr>& errors, std::initializer_list<int> who, errc code,
+                          std::string_view text) {
+  for (int t : who) {
+    auto e = error_of(errors[t]);
+    ASSERT_TRUE(e) << "thread " << t << " did not fail";
+    EXPECT_EQ(e->code(), code) << e->what();
+    EXPECT_NE(e->message().find(text), std::string::npos) << e->what();
+  }
+}
+
 }  // namespace shoal::detail::testing_job

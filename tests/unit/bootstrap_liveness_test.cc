@@ -50,11 +50,7 @@ TEST(Bootstrap, PeerDeathReachesEveryOtherPe) {
 TEST(Bootstrap, RootDeathReachesEveryOtherPe) {
   const int n = 3;
   test_job job(n);
-  std::latch ready(n);
-  auto errors = run_threads(all_ranks(n), [&](int rank) {
-    auto boot = job.connect(rank, 5s, 1s);
-    boot->barrier("test_barrier");
-    ready.arrive_and_wait();
+  auto errors = run_connected(job, 5s, 1s, [&](int rank, std::unique_ptr<bootstrap>& boot) {
     if (rank == 0) return;  // destroyed without finalize
     ASSERT_TRUE(job.logs[rank].wait(1s)) << "PE " << rank << " was not told";
   });
@@ -65,11 +61,7 @@ TEST(Bootstrap, RootDeathReachesEveryOtherPe) {
 TEST(Bootstrap, PeerDeathDuringACollectiveFailsIt) {
   const int n = 3;
   test_job job(n);
-  std::latch ready(n);
-  auto errors = run_threads(all_ranks(n), [&](int rank) {
-    auto boot = job.connect(rank, 5s, 10s);
-    boot->barrier("test_barrier");
-    ready.arrive_and_wait();
+  auto errors = run_connected(job, 5s, 10s, [&](int rank, std::unique_ptr<bootstrap>& boot) {
     if (rank == 2) {
       std::this_thread::sleep_for(100ms);  // let the others block in the barrier first
       return;
@@ -89,11 +81,7 @@ class BootstrapAbort : public ::testing::TestWithParam<int> {};
 TEST_P(BootstrapAbort, ReachesEveryPeIncludingTheCaller) {
   const int n = 4, caller = GetParam();
   test_job job(n);
-  std::latch ready(n);
-  auto errors = run_threads(all_ranks(n), [&](int rank) {
-    auto boot = job.connect(rank);
-    boot->barrier("test_barrier");
-    ready.arrive_and_wait();
+  auto errors = run_connected(job, [&](int rank, std::unique_ptr<bootstrap>& boot) {
     if (rank == caller) boot->abort_job(7, "PE " + std::to_string(rank) + " gave up");
     ASSERT_TRUE(job.logs[rank].wait(2s)) << "PE " << rank << " was not told";
   });
@@ -112,11 +100,7 @@ INSTANTIATE_TEST_SUITE_P(Callers, BootstrapAbort, ::testing::Values(0, 3));
 TEST_P(BootstrapAbort, CallerThatLeavesAtOnceIsReportedByItsReason) {
   const int n = 4, caller = GetParam();
   test_job job(n);
-  std::latch ready(n);
-  auto errors = run_threads(all_ranks(n), [&](int rank) {
-    auto boot = job.connect(rank);
-    boot->barrier("test_barrier");
-    ready.arrive_and_wait();
+  auto errors = run_connected(job, [&](int rank, std::unique_ptr<bootstrap>& boot) {
     if (rank == caller) {
       boot->abort_job(1, "PE " + std::to_string(rank) + " stopped: bad input");
       // Returned: PE 0 has taken the reason and the handler ran here too.
