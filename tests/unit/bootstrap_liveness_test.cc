@@ -162,6 +162,9 @@ TEST(Bootstrap, SilentRootIsDeclaredDead) {
   const auto peer_timeout = 300ms;
   std::vector<net::unique_fd> conns;
   std::thread fake_root([&] {
+    // Welcomed only once both connections are in, as the real PE 0 does: an early answer on the
+    // collective connection reads to the joining PE as a refusal, and it would not open the second.
+    int collective = -1;
     for (int i = 0; i < 2; ++i) {
       net::unique_fd fd(::accept(job.listen_fd, nullptr, nullptr));
       ASSERT_TRUE(fd.valid());
@@ -170,12 +173,11 @@ TEST(Bootstrap, SilentRootIsDeclaredDead) {
       auto hello = wire::decode_hello(
           std::span<const uint8_t, wire::hello_bytes>(raw.data() + wire::header_bytes, wire::hello_bytes));
       EXPECT_EQ(hello.secret, job.uid.secret);
-      if (hello.chan == wire::channel::collective) {
-        auto welcome = wire::build(wire::msg::welcome, 0, {}, {});
-        ASSERT_EQ(net::send_all(fd.get(), welcome.data(), welcome.size(), net::forever, -1), net::io_status::ok);
-      }
+      if (hello.chan == wire::channel::collective) collective = fd.get();
       conns.push_back(std::move(fd));
     }
+    auto welcome = wire::build(wire::msg::welcome, 0, {}, {});
+    ASSERT_EQ(net::send_all(collective, welcome.data(), welcome.size(), net::forever, -1), net::io_status::ok);
   });
   auto boot = job.connect(1, 5s, peer_timeout);
   auto start = clock_type::now();
