@@ -135,7 +135,7 @@ void liveness_monitor::root_loop() {
         if (m.head.type == wire::msg::bye) p.said_bye = true;
         if (m.head.type == wire::msg::abort) {
           auto [status, why] = parse_status(m);
-          fail_job(status, why, -1);
+          fail_job(status, why, -1, r);
           return;
         }
       }
@@ -207,15 +207,19 @@ void liveness_monitor::peer_loop() {
   }
 }
 
-void liveness_monitor::fail_job(int status, const std::string& why, int except) {
+void liveness_monitor::fail_job(int status, const std::string& why, int except, int last) {
   state_.mark_broken(why);
   auto msg = status_message(wire::msg::failure, status, why);
   auto deadline = clock::now() + notify_budget;
   {
     std::lock_guard lock(write_mutex_);
-    for (int r = 1; r < size_; ++r)
+    auto tell = [&](int r) {
       if (r != except && !peers_[r].closed && peers_[r].fd.valid())
         net::send_all(peers_[r].fd.get(), msg.data(), msg.size(), deadline, -1);
+    };
+    for (int r = 1; r < size_; ++r)
+      if (r != last) tell(r);
+    if (last > 0) tell(last);
   }
   report_failure(status, why);
 }

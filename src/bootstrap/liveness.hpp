@@ -54,8 +54,9 @@ class liveness_monitor {
   void peer_loop();
   // Sends a heartbeat on every open connection when `next_beat` has come, and moves it on.
   void beat_if_due(link::clock::time_point now, link::clock::time_point& next_beat);
-  // PE 0: tell every live PE but `except` to stop, then run the local handler.
-  void fail_job(int status, const std::string& why, int except);
+  // PE 0: tell every live PE but `except` to stop, `last` after all others (the PE that asked: it
+  // leaves as soon as it hears, and a launcher may then kill the rest), then run the local handler.
+  void fail_job(int status, const std::string& why, int except, int last = -1);
   void report_failure(int status, const std::string& why);
   // abort_job's caller: waits (bounded) until the handler has run here.
   void wait_until_handled();

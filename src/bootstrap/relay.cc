@@ -1,5 +1,7 @@
 #include "bootstrap/relay.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
 #include <span>
@@ -140,9 +142,14 @@ void collective_relay::peer_round(std::string_view call, const wire::coll_desc& 
   auto check = [&](io_status st, const char* doing) {
     if (st == io_status::ok) return;
     if (st == io_status::woken) SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable: {}", state_.broken_reason());
-    if (st == io_status::closed)
+    if (st == io_status::closed) {
+      // A PE 0 that stops for a reason sends it on the monitor connection before it closes this one:
+      // report that reason, not a death, once the monitor has it.
+      if (net::wait_fd(state_.broken_fd(), POLLIN, clock::now() + notify_budget, -1) == io_status::ok)
+        SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable: {}", state_.broken_reason());
       throw_broken(errc::peer_failure, call,
                    fmt::format("PE 0 closed its bootstrap connection while PE {} was {} (PE 0 died?)", rank_, doing));
+    }
     throw_broken(errc::timeout, call,
                  fmt::format("PE {} had no answer from PE 0 in {} although the collective timeout is {} ms (PE 0 "
                              "hangs?)",
@@ -203,8 +210,11 @@ void collective_relay::root_round(std::string_view call, const wire::coll_desc& 
   // leaves the bootstrap usable, except when finalize is involved (some PE has said bye already).
   auto reply_error = [&](errc code, bool fatal, const std::string& why) {
     auto msg = link::error_message(code, fatal, why);
+    // Not woken by a failure found meanwhile: every PE is in this round and reads its reply now, and
+    // the one that broke the job may be a PE that was just told about this very error.
+    auto reply_deadline = clock::now() + notify_budget;
     for (int r = 1; r < size_; ++r)
-      if (net::send_all(coll_[r].get(), msg.data(), msg.size(), deadline, state_.broken_fd()) != io_status::ok)
+      if (net::send_all(coll_[r].get(), msg.data(), msg.size(), reply_deadline, -1) != io_status::ok)
         state_.mark_broken(fmt::format("PE {} died during {}", r, call));
     if (fatal) state_.mark_broken(why);
     SHOAL_THROW(code, call, "{}", why);
