@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Before/after table of two shoal-bench runs of the same set (scripts/gpu_ab.sh).
 
-Rows are matched on (benchmark, impl, scope, size_bytes, pair). Each side may give two runs (--base2,
---new2): the side's figure is then the mean of the two, and the spread between its runs (|a-b|/mean)
-is the run-to-run noise that a before/after difference must exceed to mean anything. Prints one line
-per benchmark and implementation (median, min and max of new/base latency over its sizes, and the
+Rows are matched on (benchmark, impl, scope, size_bytes, pair). Each side gives one or more runs
+(`--base A.csv,B.csv --base C.csv,D.csv`: one --base per run, each a comma-separated list of CSVs):
+the side's figure per row is the median over its runs, and its spread ((max-min)/median) is the
+run-to-run noise that a before/after difference must exceed to mean anything. Prints one line per
+benchmark, implementation and scope (median, min and max of new/base latency over its sizes, and the
 largest spread seen on either side), then the detailed rows, as text or Markdown.
 """
 import argparse
@@ -27,29 +28,25 @@ def load(paths):
     return rows
 
 
-def combine(first, second):
-    """The side's figure per row (mean of its runs) and its spread between runs (None with one run)."""
+def combine(runs):
+    """The side's figure per row (median of its runs) and its spread between runs (None with one run)."""
     out = {}
-    for key, a in first.items():
-        b = second.get(key)
-        if b is None:
-            out[key] = (a, None)
-        else:
-            mean = (a + b) / 2
-            out[key] = (mean, abs(a - b) / mean if mean > 0 else 0.0)
+    for key in runs[0]:
+        values = [run[key] for run in runs if key in run]
+        med = statistics.median(values)
+        spread = (max(values) - min(values)) / med if len(values) > 1 and med > 0 else None
+        out[key] = (med, spread)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--base", nargs="+", required=True)
-    ap.add_argument("--base2", nargs="*")
-    ap.add_argument("--new", nargs="+", required=True)
-    ap.add_argument("--new2", nargs="*")
+    ap.add_argument("--base", action="append", required=True, help="one run of the earlier tree: CSV[,CSV...]")
+    ap.add_argument("--new", action="append", required=True, help="one run of this tree: CSV[,CSV...]")
     ap.add_argument("--markdown", help="also write the tables as Markdown here")
     args = ap.parse_args()
-    base = combine(load(args.base), load(args.base2))
-    new = combine(load(args.new), load(args.new2))
+    base = combine([load(run.split(",")) for run in args.base])
+    new = combine([load(run.split(",")) for run in args.new])
     keys = sorted(k for k in base if k in new and base[k][0] > 0)
     if not keys:
         print("ab_compare: no row is in both runs", file=sys.stderr)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Before/after on one GPU machine, in one call: builds shoal-bench twice (Release) -- the source tree in
 # BASE (a checkout or unpacked archive of the earlier commit) and this tree -- then runs the same device
-# RMA/sync set and collectives with both, interleaved (base, new, base, new), 2 PEs, and writes
-# bench/ab_compare.py's table (new/base per row, and the spread between the two runs of each side).
-# PEs share the GPU under a private MPS daemon when the node has fewer GPUs than PEs.
+# RMA/sync set and collectives with both, interleaved (base, new, base, new, ...: SHOAL_AB_ROUNDS rounds,
+# 4 by default), 2 PEs, and writes bench/ab_compare.py's table (new/base per row from each side's median,
+# and each side's spread between its rounds). PEs share the GPU under a private MPS daemon when the node
+# has fewer GPUs than PEs. SHOAL_AB_TESTS=1 also builds this tree's GPU tests and runs them (ctest -L gpu,
+# PEs sharing the GPU under the same daemon) after the benchmarks.
 #
-#   scripts/gpu_ab.sh BASE_DIR [shoal-bench options]      (results in $OUT or ./gpu-out/ab)
+#   scripts/gpu_ab.sh BASE_DIR [shoal-bench options]      (results in $OUT/ab or ./gpu-out/ab; ab.tgz: all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 base_src=${1:?usage: $0 BASE_DIR [shoal-bench options]}
@@ -18,14 +20,17 @@ pes=${SHOAL_BENCH_PES:-2}
 export SHOAL_WAIT_TIMEOUT=${SHOAL_WAIT_TIMEOUT:-25s} SHOAL_BENCH_NCCL=${SHOAL_BENCH_NCCL:-0}
 jobs=$(( $(nproc) / 2 ))
 
-build_one() {  # SRC BUILD LOG
-  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_TESTS=OFF >"$3" 2>&1 &&
-    cmake --build "$2" -j "$jobs" --target shoal-bench shoalrun >>"$3" 2>&1
+tests=${SHOAL_AB_TESTS:-0}
+build_one() {  # SRC BUILD LOG TESTS(0/1)
+  local targets=(--target shoal-bench shoalrun)
+  [[ $4 == 1 ]] && targets=()
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DSHOAL_BUILD_TESTS=$([[ $4 == 1 ]] && echo ON || echo OFF)" \
+    >"$3" 2>&1 && cmake --build "$2" -j "$jobs" "${targets[@]}" >>"$3" 2>&1
 }
 t0=$(date +%s)
-build_one "$base_src" build/ab-base "$out/build_base.log" &
+build_one "$base_src" build/ab-base "$out/build_base.log" 0 &
 b1=$!
-build_one . build/ab-new "$out/build_new.log" &
+build_one . build/ab-new "$out/build_new.log" "$tests" &
 b2=$!
 wait $b1 || { echo "base build failed"; tail -30 "$out/build_base.log"; exit 1; }
 wait $b2 || { echo "new build failed"; tail -30 "$out/build_new.log"; exit 1; }
@@ -46,13 +51,24 @@ run() {  # SIDE TAG BENCHMARKS...
   echo "$side $tag rc=$? $(( $(date +%s) - t0 )) s"
 }
 t0=$(date +%s)
-for round in 1 2; do
+rounds=${SHOAL_AB_ROUNDS:-4}
+for round in $(seq "$rounds"); do
   for side in base new; do
     run "$side" "rma$round" "${rma[@]}" -e "${SHOAL_AB_RMA_MAX:-16M}" "$@"
     run "$side" "coll$round" "${coll[@]}" -e "${SHOAL_AB_COLL_MAX:-4M}" "$@"
   done
 done
+args=()
+for side in base new; do
+  for round in $(seq "$rounds"); do args+=("--$side" "$out/${side}_rma$round.csv,$out/${side}_coll$round.csv"); done
+done
+python3 bench/ab_compare.py "${args[@]}" --markdown "$out/ab.md"
+if [[ $tests == 1 ]]; then
+  t0=$(date +%s)
+  SHOAL_GPU_TEST_SHARE_GPUS=1 timeout -k 15 400 ctest --test-dir build/ab-new -L gpu --timeout 240 \
+    >"$out/ctest_gpu.log" 2>&1
+  echo "gpu tests rc=$? $(( $(date +%s) - t0 )) s"
+  grep -E "Test +#|tests passed|FAILED|Skipped|\*\*\*" "$out/ctest_gpu.log" | tail -40
+fi
 mps_stop
-python3 bench/ab_compare.py --base "$out"/base_rma1.csv "$out"/base_coll1.csv --base2 "$out"/base_rma2.csv \
-  "$out"/base_coll2.csv --new "$out"/new_rma1.csv "$out"/new_coll1.csv --new2 "$out"/new_rma2.csv "$out"/new_coll2.csv \
-  --markdown "$out/ab.md"
+(cd "$out" && tar czf ab.tgz ./*.csv ./*.log ./*.md 2>/dev/null)
