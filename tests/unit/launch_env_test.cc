@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -340,6 +341,37 @@ TEST_F(LaunchEnv, FileRendezvousTimesOutWithoutPeZero) {
   } catch (const shoal::error& err) {
     EXPECT_EQ(err.code(), errc::timeout);
     EXPECT_NE(err.message().find(rendezvous_file_path(*e.job_id)), std::string::npos) << err.what();
+  }
+}
+
+// /tmp is shared (issue 17): a rendezvous file that others may write, or a link planted at its name,
+// is not PE 0's and must not send this PE to whatever listener it names.
+TEST_F(LaunchEnv, FileRendezvousIgnoresFilesOthersCouldHavePlanted) {
+  set({{"SHOAL_BOOTSTRAP_TIMEOUT", "200ms"}});
+  launch_env e;
+  e.source = "slurm";
+  e.rank = 1;
+  e.size = 2;
+  e.local_size = 2;
+  e.job_id = "launch-env-test-planted-" + std::to_string(::getpid());
+  const std::string path = rendezvous_file_path(*e.job_id), real = path + ".real";
+  for (bool as_link : {false, true}) {
+    {
+      std::ofstream out(as_link ? real : path);
+      out << "shoal-uid-v1:127.0.0.1:9:00112233445566778899aabbccddeeff\n";
+    }
+    if (as_link)
+      ASSERT_EQ(::symlink(real.c_str(), path.c_str()), 0);
+    else
+      ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+    try {
+      resolve_bootstrap(e);
+      ADD_FAILURE() << "followed a planted rendezvous " << (as_link ? "link" : "file");
+    } catch (const shoal::error& err) {
+      EXPECT_EQ(err.code(), errc::timeout) << err.what();
+    }
+    ::unlink(path.c_str());
+    ::unlink(real.c_str());
   }
 }
 
