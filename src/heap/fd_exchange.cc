@@ -17,8 +17,8 @@ namespace shoal::detail {
 
 namespace {
 
-constexpr size_t kMaxNameBytes = 100;
-constexpr int kMaxForeignPerPass = 64;  // sun_path holds 108 bytes, the first is the abstract NUL
+constexpr size_t kMaxNameBytes = 100;   // sun_path holds 108 bytes, the first is the abstract NUL
+constexpr int kMaxForeignPerPass = 64;  // foreign messages read per pass of an exchange (a flood can't stall it)
 
 // Abstract address: sun_path[0] == '\0', then the name; its length is part of the address (no
 // terminating NUL), so the same name must always be encoded with the same length.
