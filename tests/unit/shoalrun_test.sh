@@ -124,6 +124,26 @@ else
   fail "failure of one PE"; show
 fi
 
+# --- Every PE's output before a failure arrives, also output its C library had buffered: PEs print
+# a line (python3 block-buffers stdout that is not a terminal) and wait; PE 1 fails a second later,
+# and the others are stopped by SIGTERM, which does not flush anything.
+if command -v python3 >/dev/null; then
+  run_shoalrun -n 8 python3 -c '
+import os, sys, time
+rank = int(os.environ["SHOAL_RANK"])
+print("line from PE", rank)
+time.sleep(1 if rank == 1 else 30)
+sys.exit(1)'
+  if [ "$rc" -eq 1 ] && [ "$elapsed_ms" -lt 8000 ] &&
+    [ "$(grep -cE '^\[([0-7])\] line from PE \1$' "$tmp/out")" -eq 8 ]; then
+    pass "output of every PE survives a failure"
+  else
+    fail "output lost when a PE fails ($(grep -c 'line from' "$tmp/out") of 8 lines)"; show
+  fi
+else
+  echo "skipped: output of every PE survives a failure (no python3)"
+fi
+
 # --- Death by a signal counts as 128+N.
 run_shoalrun -n 3 sh -c 'if [ "$SHOAL_RANK" = 1 ]; then kill -s SEGV $$; fi; exec sleep 30'
 if [ "$rc" -eq 139 ] && grep -qx 'shoalrun: PE 1 killed by signal 11 (Segmentation fault)' "$tmp/err"; then
@@ -262,6 +282,12 @@ if [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "[0] -n 3 --timeout 5" ]; then
   pass "program arguments pass through"
 else
   fail "program arguments"; show
+fi
+run_shoalrun --help
+if [ "$rc" -eq 0 ] && grep -qE '^  --no-prefix +relay' "$tmp/out" && ! grep -qE '\{|!--' "$tmp/out"; then
+  pass "--help renders --prefix and --no-prefix plainly"
+else
+  fail "--help flag rendering"; show
 fi
 run_shoalrun --version
 if [ "$rc" -eq 0 ] && grep -qE '^shoalrun \(shoal\) [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out"; then

@@ -119,7 +119,14 @@ parse_outcome parse_command_line(int argc, char** argv) {
       ->type_name("SECONDS")
       ->capture_default_str()
       ->check(seconds_validator());
-  app.add_flag("--prefix,!--no-prefix", options.prefix, "prefix each output line with \"[PE] \" (default: on)");
+  // Two flags rather than "--prefix,!--no-prefix", which CLI11 renders as "--prefix,--no-prefix{false}";
+  // applied as they are parsed, so the last one given wins.
+  app.add_flag_callback(
+         "--prefix", [&options] { options.prefix = true; }, "prefix each output line with \"[PE] \" (the default)")
+      ->trigger_on_parse();
+  app.add_flag_callback(
+         "--no-prefix", [&options] { options.prefix = false; }, "relay each output line as it is")
+      ->trigger_on_parse();
   app.add_option("-x", options.extra_env, "set an environment variable in every PE (repeatable)")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false)
