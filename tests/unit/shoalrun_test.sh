@@ -128,7 +128,7 @@ fi
 # a line (python3 block-buffers stdout that is not a terminal) and wait; PE 1 fails a second later,
 # and the others are stopped by SIGTERM, which does not flush anything.
 if command -v python3 >/dev/null; then
-  run_shoalrun -n 8 python3 -c '
+  run_shoalrun -n 8 env -u PYTHONUNBUFFERED python3 -c '
 import os, sys, time
 rank = int(os.environ["SHOAL_RANK"])
 print("line from PE", rank)
