@@ -125,16 +125,23 @@ else
 fi
 
 # --- Every PE's output before a failure arrives, also output its C library had buffered: PEs print
-# a line (python3 block-buffers stdout that is not a terminal) and wait; PE 1 fails a second later,
-# and the others are stopped by SIGTERM, which does not flush anything.
+# a line (python3 block-buffers stdout that is not a terminal) and mark that they did; PE 1 fails
+# once all 8 have (bounded), and the others are stopped by SIGTERM, which does not flush anything.
 if command -v python3 >/dev/null; then
+  mkdir -p "$tmp/printed"
   run_shoalrun -n 8 env -u PYTHONUNBUFFERED python3 -c '
 import os, sys, time
 rank = int(os.environ["SHOAL_RANK"])
 print("line from PE", rank)
-time.sleep(1 if rank == 1 else 30)
-sys.exit(1)'
-  if [ "$rc" -eq 1 ] && [ "$elapsed_ms" -lt 8000 ] &&
+open(os.path.join(sys.argv[1], str(rank)), "w").close()
+if rank != 1:
+    time.sleep(30)
+for _ in range(200):
+    if len(os.listdir(sys.argv[1])) == 8:
+        break
+    time.sleep(0.05)
+sys.exit(1)' "$tmp/printed"
+  if [ "$rc" -eq 1 ] && [ "$elapsed_ms" -lt 13000 ] &&
     [ "$(grep -cE '^\[([0-7])\] line from PE \1$' "$tmp/out")" -eq 8 ]; then
     pass "output of every PE survives a failure"
   else
