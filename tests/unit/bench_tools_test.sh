@@ -8,14 +8,7 @@ set -u
 bench=${1:?usage: bench_tools_test.sh SHOAL_BENCH SHOALRUN SOURCE_DIR}
 shoalrun=${2:?}
 src=${3:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+source "$(dirname "$0")/check_lib.sh"
 
 # --- --help lists the benchmarks; every name it lists is one shoal-bench accepts.
 "$bench" --help >"$tmp/help" 2>&1
@@ -92,8 +85,4 @@ else
   echo "skipped: plot.py drawing (no matplotlib)"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all bench tool checks passed"
+finish_checks "bench tool"

@@ -5,15 +5,7 @@
 set -u
 
 shoalrun=${1:?usage: shoalrun_test.sh PATH_TO_SHOALRUN}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+source "$(dirname "$0")/check_lib.sh"
 
 now_ms() { date +%s%3N; }
 
@@ -303,8 +295,4 @@ else
   fail "--version"; show
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all shoalrun checks passed"
+finish_checks shoalrun
