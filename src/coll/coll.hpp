@@ -19,7 +19,7 @@
 
 #include <cstddef>
 
-#include "runtime/scalar.hpp"
+#include "transport/scalar.hpp"
 #include "shoal/team.h"
 
 namespace shoal::detail::coll {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "coll/coll.hpp"
-#include "runtime/scalar.hpp"
+#include "transport/scalar.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/device_world.hpp"
 

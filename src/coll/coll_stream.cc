@@ -53,7 +53,7 @@ struct stream_call {
   stream_call(const char* c, shoal_team_t handle) : call(c), w(facade::current(c)), team(make_team(c, w, handle)) {}
 
   static device_team make_team(const char* call, world_impl& w, shoal_team_t handle) {
-    if (w.ops().direct())
+    if (w.transport().direct())
       SHOAL_THROW(errc::unsupported, call,
                   "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
                   w.backend_name());
@@ -302,7 +302,7 @@ void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* sou
     }
     const int side = used % device_resources::kSides;
     if (used < device_resources::kSides) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(ce.side[side], ce.fork, 0), c.call);
-    char* remote = c.w.remote_addr(c.call, c.team.world_pe(j), c.w.heap().offset_of(to));
+    char* remote = c.w.transport().address(c.call, c.team.world_pe(j), c.w.heap().offset_of(to));
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, from, bytes, cudaMemcpyDefault, ce.side[side]), c.call);
     ++used;
   }
@@ -465,7 +465,7 @@ int collect_on_stream(const char* call, shoal_team_t team, void* dest, const voi
 
 bool gpu_heap(const char* call) noexcept {
   try {
-    return !facade::current(call).ops().direct();
+    return !facade::current(call).transport().direct();
   } catch (...) {
     return false;  // not initialized: the host path reports it
   }
@@ -535,7 +535,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
       const size_t b = at[j + 1] - at[j];
       if (b == 0) continue;
       const void* from =
-          j == me ? source : c.w.remote_addr(call, c.team.world_pe(j), static_cast<uint64_t>(src_offs[j]));
+          j == me ? source : c.w.transport().address(call, c.team.world_pe(j), static_cast<uint64_t>(src_offs[j]));
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dest) + at[j], from, b, cudaMemcpyDefault, nullptr), call);
     }
     if (n > 1) check_launch(call, launch_team_sync(dw, c.team, nullptr));

@@ -15,7 +15,7 @@
 namespace shoal::detail {
 
 void world_impl::check_gpu_heap(std::string_view call) const {
-  if (ops_->direct() || device_.heap_base == nullptr)
+  if (transport_->direct() || device_.heap_base == nullptr)
     SHOAL_THROW(errc::unsupported, call,
                 "on-stream operations need GPU symmetric memory (backend cuda); this "
                 "world's backend is {}",
@@ -35,8 +35,9 @@ void world_impl::put_on_stream(std::string_view call, void* dest, const void* so
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
   uint64_t off = check_symmetric(call, "dest", dest, num_bytes, 1);
-  SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote(call, pe, off), source, num_bytes, cudaMemcpyDefault, as_stream(stream)),
-                   call);
+  SHOAL_CUDA_CHECK(
+      cudaMemcpyAsync(transport_->address(call, pe, off), source, num_bytes, cudaMemcpyDefault, as_stream(stream)),
+      call);
 }
 
 void world_impl::get_on_stream(std::string_view call, void* dest, const void* source, size_t num_bytes, int pe,
@@ -46,7 +47,8 @@ void world_impl::get_on_stream(std::string_view call, void* dest, const void* so
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
   uint64_t off = check_symmetric(call, "source", source, num_bytes, 1);
-  SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, remote(call, pe, off), num_bytes, cudaMemcpyDefault, as_stream(stream)), call);
+  SHOAL_CUDA_CHECK(
+      cudaMemcpyAsync(dest, transport_->address(call, pe, off), num_bytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
 
 void world_impl::p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe,

@@ -9,8 +9,6 @@
 #include <cstring>
 #include <map>
 
-#include <fmt/ranges.h>
-
 #include "bootstrap/launch_env.hpp"
 #include "common/check.hpp"
 #include "common/env.hpp"
@@ -85,14 +83,14 @@ world_impl::world_impl(const init_options& options) {
   SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum", reserve);
   uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
   node_map nodes = node_map::discover(*boot_);
-  paths_ = discover_paths(*backend, nodes);
+  std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
   alloc_ = std::make_unique<symmetric_allocator>(heap_->reserve_bytes());
-  ops_ = heap_->backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops();
+  transport_ = std::make_unique<peer_transport>(*heap_, std::move(paths));
   setup_reserved_block();
   std::vector<int32_t> shared;
   for (int pe : heap_->nodes().pe_of_local)
-    if (path_to(pe) != peer_path::none) shared.push_back(pe);
+    if (transport_->reachable(pe)) shared.push_back(pe);
   teams_ = std::make_unique<team_table>(
       my_pe_, n_pes_, std::vector<int32_t>(heap_->nodes().pe_of_local.begin(), heap_->nodes().pe_of_local.end()),
       std::move(shared));
@@ -109,8 +107,9 @@ world_impl::world_impl(const init_options& options) {
 
 void world_impl::setup_reserved_block() {
   // Allocated first, so it sits at offset 0 on every PE. GPU heaps: device_sync, the local-index
-  // table, the device team table, then the collective workspace (include/shoal/detail/coll_ws.hpp).
-  const bool gpu = !ops_->direct();
+  // table, the per-PE path table, the device team table, then the collective workspace
+  // (include/shoal/detail/coll_ws.hpp).
+  const bool gpu = !transport_->direct();
   const auto n_local = static_cast<int32_t>(heap_->nodes().pe_of_local.size());
   const auto ll_bytes = static_cast<uint32_t>(coll_ws::round_up(env::get_size("SHOAL_COLL_LL_BYTES"), 8));
   const auto channels = static_cast<uint32_t>(env::get_int("SHOAL_COLL_CHANNELS"));
@@ -118,14 +117,15 @@ void world_impl::setup_reserved_block() {
   SHOAL_CHECK_ARG(channels >= 1 && channels <= 1024, "shoal_init", "SHOAL_COLL_CHANNELS={} is not in 1..1024",
                   channels);
   const uint64_t table_offset = coll_ws::round_up(sizeof(device_sync), 256);
-  const uint64_t teams_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
+  const uint64_t paths_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
+  const uint64_t teams_offset = coll_ws::round_up(paths_offset + sizeof(peer_path) * n_pes_, 256);
   const uint64_t coll_offset = coll_ws::round_up(teams_offset + sizeof(device_team) * SHOAL_MAX_TEAMS, 256);
   const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : sizeof(sync_area);
   auto off = alloc_->allocate(bytes, 256);
   if (!off || *off != 0)
     SHOAL_THROW(errc::internal, "shoal_init", "shoal's reserved block did not land at heap offset 0");
   heap_->grow_to(alloc_->high_water(), "shoal_init");
-  ops_->zero(heap_->base(), bytes);
+  transport_->ops().zero(heap_->base(), bytes);
 
   device_.my_pe = my_pe_;
   device_.n_pes = n_pes_;
@@ -152,13 +152,20 @@ void world_impl::setup_reserved_block() {
   std::vector<int32_t> local(n_pes_);
   bool identity = true;
   for (int pe = 0; pe < n_pes_; ++pe) {
-    local[pe] = path_to(pe) == peer_path::none ? -1 : heap_->nodes().local_of_pe[pe];
+    local[pe] = transport_->reachable(pe) ? heap_->nodes().local_of_pe[pe] : -1;
     identity &= local[pe] == pe;
   }
   if (!identity) {
     char* table = heap_->base() + table_offset;
-    ops_->copy(table, local.data(), sizeof(int32_t) * n_pes_);
+    transport_->ops().copy(table, local.data(), sizeof(int32_t) * n_pes_);
     device_.local_of_pe = reinterpret_cast<const int32_t*>(table);
+  }
+  // The path table stays nullptr when every PE is load/store-reachable (no extra load in kernels).
+  std::vector<peer_path> paths = transport_->device_table();
+  if (!paths.empty()) {
+    char* table = heap_->base() + paths_offset;
+    transport_->ops().copy(table, paths.data(), sizeof(peer_path) * n_pes_);
+    device_.path_of_pe = reinterpret_cast<const peer_path*>(table);
   }
 }
 
@@ -173,7 +180,7 @@ void world_impl::publish_device_teams() {
       table[slot] = device_team{};  // not strided: no device handle (team_of traps on it)
     }
   }
-  ops_->copy(const_cast<device_team*>(device_.teams), table.data(), sizeof(table));
+  transport_->ops().copy(const_cast<device_team*>(device_.teams), table.data(), sizeof(table));
 }
 
 world_impl::~world_impl() {
@@ -191,53 +198,14 @@ void world_impl::finalize() {
   std::lock_guard lock(collective_mutex_);
   finalized_ = true;
   boot_->barrier("shoal_finalize");
-  ops_.reset();
+  transport_.reset();
   heap_.reset();
   boot_->finalize();
 }
 
-std::vector<peer_path> world_impl::discover_paths(const chunk_backend& backend, const node_map& nodes) {
-  std::vector<peer_path> paths(n_pes_, peer_path::none);
-  const cuda_backend_info* gpu = cuda_info(backend);
-  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES).
-  constexpr size_t kIdBytes = 32;
-  char mine[kIdBytes] = {};
-  if (gpu != nullptr) std::snprintf(mine, kIdBytes, "%s", gpu->pci_bus_id().c_str());
-  std::vector<char> all(kIdBytes * n_pes_);
-  boot_->allgather(mine, all.data(), kIdBytes, "shoal_init");
-  std::vector<int> unreachable;
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    if (pe == my_pe_) {
-      paths[pe] = peer_path::self;
-    } else if (nodes.local_of_pe[pe] < 0) {
-      paths[pe] = peer_path::none;  // another node: needs the proxy transport (not built yet)
-    } else if (gpu == nullptr) {
-      paths[pe] = peer_path::shared_memory;
-    } else {
-      int peer_dev = cuda_device_of_pci_bus_id(std::string(all.data() + pe * kIdBytes));
-      cuda_peer_link link = peer_dev < 0 ? cuda_peer_link{} : cuda_peer_link_between(gpu->device_ordinal(), peer_dev);
-      // NVLink carries every CUDA atomic natively; PCIe P2P usually does not.
-      if (peer_dev == gpu->device_ordinal())
-        paths[pe] = peer_path::p2p_nvlink;
-      else if (link.access)
-        paths[pe] = link.native_atomics ? peer_path::p2p_nvlink : peer_path::p2p_pcie;
-      else
-        unreachable.push_back(pe);
-    }
-  }
-  if (!unreachable.empty())
-    SHOAL_THROW(errc::unsupported, "shoal_init",
-                "PE {} cannot reach the GPU of same-node PE(s) {} by P2P (is that GPU hidden by "
-                "CUDA_VISIBLE_DEVICES, or without peer access?); shoal needs P2P between the GPUs of one node",
-                my_pe_, fmt::join(unreachable, ", "));
-  return paths;
-}
-
-peer_path world_impl::path_to(int pe) const { return paths_[pe]; }
-
 team_sync* world_impl::team_sync_of(int pe, int slot) const {
-  if (!ops_->direct()) return nullptr;
-  char* base = heap_->heap_of(pe);
+  if (!transport_->direct()) return nullptr;
+  char* base = transport_->base_of(pe);
   if (base == nullptr) return nullptr;
   return &reinterpret_cast<sync_area*>(base)->teams[slot];
 }
@@ -271,14 +239,6 @@ uint64_t world_impl::check_symmetric(std::string_view call, const char* arg, con
   return static_cast<uint64_t>(off);
 }
 
-char* world_impl::remote(std::string_view call, int pe, uint64_t offset) const {
-  char* base = heap_->heap_of(pe);
-  if (base == nullptr)
-    SHOAL_THROW(errc::unsupported, call,
-                "pe={} is on another node and this build has no transport to reach it yet (host proxy pending)", pe);
-  return base + offset;
-}
-
 void world_impl::check_sig_op(std::string_view call, int sig_op) const {
   SHOAL_CHECK_ARG(sig_op == SHOAL_SIGNAL_SET || sig_op == SHOAL_SIGNAL_ADD, call,
                   "sig_op={} is neither SHOAL_SIGNAL_SET nor SHOAL_SIGNAL_ADD", sig_op);
@@ -295,7 +255,7 @@ void world_impl::post(collective_kind kind) {
 void world_impl::check_posted(std::string_view call) {
   uint64_t mine = collective_seq_ << 8 | static_cast<uint64_t>(current_kind_);
   for (int pe = 0; pe < n_pes_; ++pe) {
-    auto* peer = reinterpret_cast<sync_area*>(heap_->heap_of(pe));
+    auto* peer = reinterpret_cast<sync_area*>(transport_->base_of(pe));
     if (peer == nullptr) continue;
     uint64_t theirs = std::atomic_ref<uint64_t>(peer->posted).load(std::memory_order_acquire);
     if ((theirs >> 8) == collective_seq_ && theirs != mine) {
@@ -370,7 +330,7 @@ void* world_impl::malloc(std::string_view call, size_t num_bytes, size_t alignme
   }
   char* p = heap_->base() + *off;
   if (zero) {
-    ops_->zero(p, num_bytes);
+    transport_->ops().zero(p, num_bytes);
     boot_->barrier(call);  // nobody writes into a peer's block before the peer has zeroed it
   }
   SHOAL_LOG(trace, heap, "{}({}) -> offset {}", call, num_bytes, *off);
@@ -410,10 +370,10 @@ void* world_impl::realloc(std::string_view call, void* ptr, size_t num_bytes) {
     uint64_t keep = std::min<uint64_t>(block->num_bytes, num_bytes);
     if (*moved + keep > block->offset && *moved < block->offset + keep) {
       std::vector<char> bounce(keep);
-      ops_->copy(bounce.data(), ptr, keep);
-      ops_->copy(heap_->base() + *moved, bounce.data(), keep);
+      transport_->ops().copy(bounce.data(), ptr, keep);
+      transport_->ops().copy(heap_->base() + *moved, bounce.data(), keep);
     } else {
-      ops_->copy(heap_->base() + *moved, ptr, keep);
+      transport_->ops().copy(heap_->base() + *moved, ptr, keep);
     }
     std::unique_lock alock(alloc_mutex_);
     alloc_->free(block->offset);
@@ -450,7 +410,7 @@ void* world_impl::ptr(const void* addr, int pe) const {
     auto block = alloc_->find(static_cast<uint64_t>(off));
     if (!block || block->offset == 0) return nullptr;
   }
-  char* base = heap_->heap_of(pe);
+  char* base = transport_->base_of(pe);
   if (base == nullptr) return nullptr;  // GPU heaps: an address for this PE's GPU (kernels), as nvshmem_ptr
   return base + off;
 }
@@ -464,7 +424,7 @@ void world_impl::put(std::string_view call, void* dest, const void* source, size
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
   uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
-  ops_->copy(remote(call, pe, off), source, num_bytes);
+  transport_->put(call, pe, off, source, num_bytes);
 }
 
 void world_impl::get(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
@@ -473,7 +433,7 @@ void world_impl::get(std::string_view call, void* dest, const void* source, size
   if (num_bytes == 0) return;
   SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
   uint64_t off = check_symmetric(call, "source", source, num_bytes, elem_align);
-  ops_->copy(dest, remote(call, pe, off), num_bytes);
+  transport_->get(call, dest, pe, off, num_bytes);
 }
 
 namespace {
@@ -497,10 +457,7 @@ void world_impl::iput(std::string_view call, void* dest, const void* source, ptr
   if (num_elems == 0) return;
   SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
   uint64_t off = check_symmetric(call, "dest", dest, strided_extent(dest_stride, num_elems, elem_bytes), elem_bytes);
-  char* to = remote(call, pe, off);
-  auto* from = static_cast<const char*>(source);
-  for (size_t i = 0; i < num_elems; ++i)
-    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
+  transport_->iput(call, pe, off, source, dest_stride, source_stride, num_elems, elem_bytes);
 }
 
 void world_impl::iget(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
@@ -512,17 +469,14 @@ void world_impl::iget(std::string_view call, void* dest, const void* source, ptr
   SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
   uint64_t off =
       check_symmetric(call, "source", source, strided_extent(source_stride, num_elems, elem_bytes), elem_bytes);
-  const char* from = remote(call, pe, off);
-  auto* to = static_cast<char*>(dest);
-  for (size_t i = 0; i < num_elems; ++i)
-    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
+  transport_->iget(call, dest, pe, off, dest_stride, source_stride, num_elems, elem_bytes);
 }
 
 void world_impl::atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
                         const void* compare_value, void* fetched, int pe) {
   check_pe(call, pe);
   uint64_t off = check_symmetric(call, "dest", dest, type.bytes, type.bytes);
-  ops_->atomic(op, type, remote(call, pe, off), operand, compare_value, fetched);
+  transport_->atomic(call, pe, off, op, type, operand, compare_value, fetched);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -536,11 +490,11 @@ void world_impl::put_signal(std::string_view call, void* dest, const void* sourc
   if (num_bytes > 0) {
     SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
     uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
-    ops_->copy(remote(call, pe, off), source, num_bytes);
+    transport_->put(call, pe, off, source, num_bytes);
   }
   // The signal update is sequentially consistent, so it is ordered after the data above.
   amo_op op = sig_op == SHOAL_SIGNAL_SET ? amo_op::set : amo_op::add;
-  ops_->atomic(op, scalar_of<uint64_t>(), remote(call, pe, sig_off), &signal, nullptr, nullptr);
+  transport_->atomic(call, pe, sig_off, op, scalar_of<uint64_t>(), &signal, nullptr, nullptr);
 }
 
 void world_impl::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
@@ -550,7 +504,7 @@ void world_impl::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t s
 uint64_t world_impl::signal_fetch(std::string_view call, const uint64_t* sig_addr) {
   check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
   uint64_t v;
-  ops_->load(scalar_of<uint64_t>(), sig_addr, &v);
+  transport_->ops().load(scalar_of<uint64_t>(), sig_addr, &v);
   return v;
 }
 
@@ -573,7 +527,7 @@ size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t 
   auto value_of = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * type.bytes : 0); };
   auto satisfied = [&](size_t i) {
     alignas(8) unsigned char seen[8];
-    ops_->load(type, base + i * type.bytes, seen);
+    transport_->ops().load(type, base + i * type.bytes, seen);
     return compare(type, seen, cmp, value_of(i));
   };
   bool any_active = false;
@@ -608,7 +562,7 @@ size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t 
     if (test_only) return mode == wait_mode::any ? SIZE_MAX : 0;
     if (!pause.pause()) {
       alignas(8) unsigned char seen[8] = {};
-      ops_->load(type, base + first_pending * type.bytes, seen);
+      transport_->ops().load(type, base + first_pending * type.bytes, seen);
       uint64_t seen_bits = 0, want_bits = 0;
       std::memcpy(&seen_bits, seen, type.bytes);
       std::memcpy(&want_bits, value_of(first_pending), type.bytes);
@@ -623,27 +577,25 @@ size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t 
 // ---------------------------------------------------------------------------------------------
 // ordering and synchronization
 
-void world_impl::fence(std::string_view) { ops_->quiet(); }
-void world_impl::quiet(std::string_view) { ops_->quiet(); }
+void world_impl::fence(std::string_view) { transport_->quiet(); }
+void world_impl::quiet(std::string_view) { transport_->quiet(); }
 
 void world_impl::dissemination_barrier(std::string_view call) {
   uint64_t epoch = ++barrier_epoch_;
   post(collective_kind::barrier);
   // GPU heaps are not for the CPU to poll: their host barrier goes through the bootstrap.
-  if (!ops_->direct()) {
+  if (!transport_->direct()) {
     boot_->barrier(call);
     return;
   }
   // Fall back to the bootstrap when some PE cannot be reached through shared memory.
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    if (heap_->heap_of(pe) == nullptr) {
-      boot_->barrier(call);
-      return;
-    }
+  if (!transport_->all_load_store()) {
+    boot_->barrier(call);
+    return;
   }
   for (int round = 0, dist = 1; dist < n_pes_; ++round, dist <<= 1) {
     int to = (my_pe_ + dist) % n_pes_;
-    auto* peer_sync = reinterpret_cast<sync_area*>(heap_->heap_of(to));
+    auto* peer_sync = reinterpret_cast<sync_area*>(transport_->base_of(to));
     std::atomic_ref<uint64_t>(peer_sync->barrier_round[round]).store(epoch, std::memory_order_release);
     std::atomic_ref<uint64_t> mine(sync_->barrier_round[round]);
     backoff pause(wait_timeout_);

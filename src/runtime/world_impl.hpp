@@ -16,11 +16,11 @@
 #include "bootstrap/bootstrap.hpp"
 #include "heap/allocator.hpp"
 #include "heap/symmetric_heap.hpp"
-#include "runtime/scalar.hpp"
 #include "shoal/device_world.hpp"
 #include "shoal/world.hpp"
 #include "team/team.hpp"
-#include "transport/memory_ops.hpp"
+#include "transport/scalar.hpp"
+#include "transport/transport.hpp"
 
 namespace shoal::detail {
 
@@ -65,7 +65,7 @@ class world_impl {
   int my_pe() const { return my_pe_; }
   int n_pes() const { return n_pes_; }
   const char* backend_name() const { return heap_->backend().name(); }
-  peer_path path_to(int pe) const;
+  peer_path path_to(int pe) const { return transport_->path_to(pe); }
   symmetric_heap& heap() { return *heap_; }
   /// The handle kernels receive (valid for GPU heaps; for the host backend only my_pe/n_pes are set).
   const device_world& device_handle() const { return device_; }
@@ -133,9 +133,8 @@ class world_impl {
                             size_t align) const {
     return check_symmetric(call, arg, addr, num_bytes, align);
   }
-  /// The address of heap offset `offset` on `pe` (throws errc::unsupported when it is not mapped here).
-  char* remote_addr(std::string_view call, int pe, uint64_t offset) const { return remote(call, pe, offset); }
-  memory_ops& ops() { return *ops_; }
+  /// How bytes and atomics reach each PE (the per-peer path table and its operations).
+  peer_transport& transport() { return *transport_; }
   /// `pe`'s team_sync block of team slot `slot`; nullptr when that heap is not CPU-addressable here.
   team_sync* team_sync_of(int pe, int slot) const;
   std::chrono::milliseconds wait_timeout() const { return wait_timeout_; }
@@ -153,7 +152,6 @@ class world_impl {
   /// `align`; returns its heap offset. `arg` names the argument in errors.
   uint64_t check_symmetric(std::string_view call, const char* arg, const void* addr, size_t num_bytes,
                            size_t align) const;
-  char* remote(std::string_view call, int pe, uint64_t offset) const;
   void check_sig_op(std::string_view call, int sig_op) const;
   void dissemination_barrier(std::string_view call);
   /// Shoal's reserved block at heap offset 0: host sync words (host backend) or the device sync
@@ -166,8 +164,6 @@ class world_impl {
   void publish_device_teams();
 
  private:
-  /// Collective: how this PE reaches every other (self, shared memory, P2P over NVLink/PCIe, none).
-  std::vector<peer_path> discover_paths(const chunk_backend& backend, const node_map& nodes);
   /// Kinds of collective calls, for the posted word (sync_area::posted).
   enum class collective_kind : uint8_t { alloc = 1, release = 2, resize = 3, barrier = 4, team = 5 };
   /// Counts and publishes this PE's entry into a collective (host backend: in its sync words).
@@ -183,8 +179,7 @@ class world_impl {
   bool finalized_ = false;
   std::unique_ptr<bootstrap> boot_;
   std::unique_ptr<symmetric_heap> heap_;
-  std::unique_ptr<memory_ops> ops_;
-  std::vector<peer_path> paths_;  // per PE  // how host-issued operations touch this backend's memory
+  std::unique_ptr<peer_transport> transport_;  // the path to every PE, and how host operations take it
   device_world device_;
   mutable std::shared_mutex alloc_mutex_;  // writers: malloc/free; readers: every RMA check
   std::unique_ptr<symmetric_allocator> alloc_;
