@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "coll/coll_world.hpp"
 #include "common/check.hpp"
 #include "runtime/facade.hpp"
 #include "runtime/wait.hpp"
-#include "runtime/world_impl.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal::detail::coll {
@@ -216,7 +216,7 @@ class session {
  public:
   session(const char* call, shoal_team_t handle)
       : call_(call),
-        w_(facade::current(call)),
+        w_(coll_world::current(call)),
         lock_(w_.collective_mutex()),
         team_(w_.teams().lookup(call, "team", handle)),
         handle_(handle) {
@@ -235,7 +235,7 @@ class session {
     mine_ = peers_[team_.my_rank];
   }
 
-  world_impl& world() { return w_; }
+  coll_world& world() { return w_; }
   int n() const { return team_.n_pes(); }
   int rank() const { return team_.my_rank; }
   int pe_of(int r) const { return team_.members[r]; }
@@ -313,7 +313,7 @@ class session {
 
  private:
   const char* call_;
-  world_impl& w_;
+  coll_world w_;
   std::lock_guard<std::mutex> lock_;
   team team_;
   shoal_team_t handle_;
@@ -452,7 +452,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
           r.src_off = s.offset("source", source, bytes, elem_bytes);
           // dest's size is known only once every member's nelems is: its offset is agreed below.
           SHOAL_CHECK_ARG(bytes == 0 || dest != nullptr, call, "dest is null");
-          r.dest_off = dest == nullptr ? -1 : s.world().heap().offset_of(dest);
+          r.dest_off = dest == nullptr ? -1 : s.world().offset_of(dest);
           SHOAL_CHECK_ARG(bytes == 0 || r.dest_off >= 0, call,
                           "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
         },
