@@ -4,7 +4,9 @@
 usage: plot.py results.csv [more.csv ...] -o out_dir
 
 Point-to-point and sync benchmarks: one PNG per benchmark, bandwidth (GB/s) for *_bw rows, latency
-(us) otherwise, one curve per (impl, scope, PEs).
+(us) otherwise, one curve per (impl, scope, PEs); a benchmark measured at one size only (or with no
+size: barrier_latency; atomic_latency, p_ping_pong at a single -b/-e) is a bar chart instead, one bar
+per (impl, scope, PEs[, size]), its value written on it.
 Collectives (allreduce, allreduce_scratch, broadcast, fcollect, alltoall): one PNG per collective,
 coll_<name>.png, with latency vs size on the left and busBW vs size on the right; colour = impl
 (shoal, NCCL, NVSHMEM), line style = scope (block/1x<t> solid, stream dashed, graph dotted). Rows
@@ -15,8 +17,17 @@ import argparse
 import collections
 import csv
 import pathlib
+import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit(
+        "plot.py needs matplotlib, which this Python does not have. Install it with one of:\n"
+        "  sudo apt-get install python3-matplotlib\n"
+        "  python3 -m pip install matplotlib\n"
+        "  SHOAL_WITH_PLOTS=1 scripts/install_deps.sh"
+    )
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -24,6 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 COLLECTIVES = ("allreduce", "allreduce_scratch", "broadcast", "fcollect", "alltoall")
 BARRIERS = ("team_barrier", "barrier")
 IMPL_COLOURS = {"shoal": "tab:blue", "nccl": "tab:green", "nvshmem": "tab:red"}
+BAR_CHARTS = set()  # the paths drawn as bar charts (main() says which)
 SCOPE_STYLES = {"block": ("-", "o"), "stream": ("--", "s"), "graph": (":", "^")}
 
 
@@ -118,6 +130,41 @@ def plot_collective(bench, series, out):
     return path
 
 
+def draw_bars(bars, ylabel, title, path):
+    """bars: (label, value, colour); one bar each, the value written on top."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.7 * len(bars)), 4.5))
+    ax.bar(range(len(bars)), [b[1] for b in bars], color=[b[2] for b in bars])
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([b[0] for b in bars], fontsize=8)
+    for i, b in enumerate(bars):
+        ax.annotate(f"{b[1]:.3g}", (i, b[1]), ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    BAR_CHARTS.add(path)
+    return path
+
+
+def single_point(series):
+    """True when no curve of this benchmark has two sizes to join (one size, or no size at all)."""
+    return all(len(pts) <= 1 for pts in series.values())
+
+
+def plot_point_bars(bench, series, out):
+    use_bw = bench.endswith("_bw") or "bw" in bench
+    key = "bandwidth_gbps" if use_bw else "latency_us"
+    bars = []
+    for (_, impl, scope, pes), pts in sorted(series.items()):
+        for size, r in sorted(pts.items()):
+            label = f"{impl} {scope}\n{pes} PEs" + (f", {size_label(size)} B" if size > 0 else "")
+            bars.append((label, number(r, key), IMPL_COLOURS.get(impl, "tab:gray")))
+    ylabel = "bandwidth (GB/s)" if use_bw else "latency (us)"
+    return draw_bars(bars, ylabel, bench, out / f"{bench}.png")
+
+
 def plot_barriers(series, out):
     bars = []
     order = {"shoal": 0, "nccl": 1, "nvshmem": 2}
@@ -127,20 +174,7 @@ def plot_barriers(series, out):
             bars.append((f"{bench}\n{impl} {scope}", number(r, "latency_us"), IMPL_COLOURS.get(impl, "tab:gray")))
     if not bars:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, 1.7 * len(bars)), 4.5))
-    ax.bar(range(len(bars)), [b[1] for b in bars], color=[b[2] for b in bars])
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([b[0] for b in bars], fontsize=8)
-    for i, b in enumerate(bars):
-        ax.annotate(f"{b[1]:.2f}", (i, b[1]), ha="center", va="bottom", fontsize=8)
-    ax.set_ylabel("latency per call (us)")
-    ax.set_title("team barriers")
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    path = out / "coll_barriers.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return draw_bars(bars, "latency per call (us)", "team barriers", out / "coll_barriers.png")
 
 
 def main():
@@ -158,12 +192,16 @@ def main():
     for bench, s in sorted(by_bench.items()):
         if bench in COLLECTIVES:
             written.append(plot_collective(bench, s, out))
-        elif bench not in BARRIERS:
+        elif bench in BARRIERS:
+            continue
+        elif single_point(s):
+            written.append(plot_point_bars(bench, s, out))
+        else:
             written.append(plot_point_to_point(bench, s, out))
     written.append(plot_barriers({k: v for b in BARRIERS for k, v in by_bench.get(b, {}).items()}, out))
     for path in written:
         if path is not None:
-            print(f"wrote {path}")
+            print(f"wrote {path}" + (" (bars)" if path in BAR_CHARTS else ""))
 
 
 if __name__ == "__main__":

@@ -278,14 +278,32 @@ int main(int argc, char** argv) {
   CLI::App app{"shoal-bench: perftest-style RMA, atomic, signal and sync measurements between PEs"};
   shoal::bench::options opts;
   shoal::bench::add_options(app, opts);
+  const std::vector<std::string> host_set = {"put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong",
+                                             "atomic_latency", "barrier_latency"};
+  const std::vector<std::string> device_set = shoal::bench::device_benchmark_names();
+  auto wrapped = [](const std::vector<std::string>& names) {  // indented lines of at most ~96 characters
+    std::string text = "   ";
+    size_t line_start = 0;
+    for (const std::string& n : names) {
+      if (text.size() - line_start + n.size() > 96) {
+        text += "\n   ";
+        line_start = text.size() - 3;
+      }
+      text += " " + n;
+    }
+    return text;
+  };
+  app.footer(
+      fmt::format("Benchmarks (positional; default: the whole set that runs):\n"
+                  "  host set (host-memory PEs, or no device code):\n{}\n"
+                  "  device set (GPU heaps; device-initiated, collectives beside NCCL where built):\n{}\n"
+                  "Run between PEs: shoalrun -n 2 shoal-bench [benchmarks] [options]; plot a --csv with bench/plot.py.",
+                  wrapped(host_set), wrapped(device_set)));
   CLI11_PARSE(app, argc, argv);
   if (std::string err = shoal::bench::finish(opts); !err.empty()) {
     std::fprintf(stderr, "shoal-bench: %s\n", err.c_str());
     return 2;
   }
-  const std::vector<std::string> host_set = {"put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong",
-                                             "atomic_latency", "barrier_latency"};
-  const std::vector<std::string> device_set = shoal::bench::device_benchmark_names();
   auto in = [](const std::vector<std::string>& set, const std::string& name) {
     return std::find(set.begin(), set.end(), name) != set.end();
   };

@@ -3,6 +3,8 @@
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/shoal DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# libshoal.so itself needs no RUNPATH to its own directory.
+set_target_properties(shoal PROPERTIES INSTALL_RPATH "")
 install(TARGETS shoal EXPORT shoal-targets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

@@ -53,7 +53,7 @@ COLL_TYPES = RMA_TYPES
 # rounds each result to nearest even). (long double and complex reductions come later.)
 REDUCE_INT = [(tn, ct) for tn, ct in RMA_TYPES if tn not in ("float", "double", "longdouble")]
 REDUCE_FLOAT = [("float", "float"), ("double", "double"), ("half", "shoal_half_t"), ("bfloat16", "shoal_bfloat16_t")]
-# The scalar code (src/runtime/scalar.hpp) of a reduction type; scalar_of<T>() except for the 2-byte floats.
+# The scalar code (src/transport/scalar.hpp) of a reduction type; scalar_of<T>() except for the 2-byte floats.
 SCALAR_OF = {"shoal_half_t": "sd::scalar{sd::scalar_kind::floating, 2}",
              "shoal_bfloat16_t": "sd::scalar{sd::scalar_kind::bfloat, 2}"}
 BITWISE_OPS = ["and", "or", "xor"]

@@ -4,3 +4,5 @@ if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# Ninja's progress line with the seconds elapsed, so that a long compile shows the build is alive.
+export NINJA_STATUS=${NINJA_STATUS:-"[%f/%t %es] "}

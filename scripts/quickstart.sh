@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds shoal (release) and runs its main job: shoal-bench between PEs —
-# on GPUs when present, otherwise on host-memory PEs.
+# Installs dependencies, builds what the quick start runs (libshoal, shoalrun, shoal-info,
+# shoal-bench; no tests) in build/ci, and runs shoal-bench between PEs: on GPUs when present,
+# otherwise on host-memory PEs. scripts/test.sh builds the rest in the same folder, reusing this.
+# (Benchmark figures: scripts/gpu_run.sh builds Release on a GPU machine.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+say() { echo "== quickstart: $*"; }
 scripts/install_deps.sh
 source scripts/env.sh
-cmake --preset release
-cmake --build --preset release -j "$(nproc)"
+say "configuring (cmake --preset ci)"
+cmake --preset ci
+say "building the library, shoalrun, shoal-info and shoal-bench ($(nproc) jobs; CUDA sources take minutes each)"
+cmake --build --preset quickstart -j "$(nproc)"
 npes=2
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   ngpu=$(nvidia-smi -L | wc -l)
   ((ngpu >= 2)) && npes=$ngpu
 fi
-exec build/release/tools/shoalrun/shoalrun -n "$npes" -- build/release/bench/shoal-bench "$@"
+say "running: build/ci/tools/shoalrun/shoalrun -n $npes -- build/ci/bench/shoal-bench $*"
+build/ci/tools/shoalrun/shoalrun -n "$npes" -- build/ci/bench/shoal-bench "$@"
+say "done. The tools are in build/ci (not on PATH): tools/shoalrun/shoalrun, tools/shoal_info/shoal-info,"
+say "bench/shoal-bench. README.md says how to install them and build your own program."

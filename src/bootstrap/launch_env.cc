@@ -12,7 +12,6 @@
 #include <charconv>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "bootstrap/net.hpp"
@@ -124,7 +123,8 @@ std::array<uint8_t, 16> derived_secret(std::string_view job, std::string_view ad
 
 void write_atomically(const std::string& path, const std::string& text) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  net::unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  // O_EXCL | O_NOFOLLOW: never write through a file or link that someone else put at this name.
+  net::unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid())
     SHOAL_THROW(errc::system, kCall, "cannot create the rendezvous file {}: {}", tmp, std::strerror(errno));
   std::string line = text + "\n";
@@ -155,14 +155,22 @@ unique_id wait_for_file(const std::string& path, int rank, std::chrono::millisec
   // have written; ignore it rather than chase a dead address until the timeout.
   auto oldest = std::chrono::system_clock::now() - timeout - std::chrono::seconds(10);
   auto backoff = std::chrono::milliseconds(5);
+  bool warned = false;
   for (;;) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      auto mtime = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
-      if (mtime >= oldest) {
-        std::ifstream in(path);
-        std::string text;
-        std::getline(in, text);
+    net::unique_fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.valid() && ::fstat(fd.get(), &st) == 0) {
+      // /tmp is shared: a file another user put there (to point us at their listener) is not PE 0's.
+      if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+        if (!warned)
+          SHOAL_LOG(warn, bootstrap, "ignoring rendezvous file {}: owned by uid {} with mode {:o}, not written by PE 0",
+                    path, static_cast<unsigned>(st.st_uid), static_cast<unsigned>(st.st_mode & 07777));
+        warned = true;
+      } else if (std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec)) >= oldest) {
+        char buf[256];
+        ssize_t n = ::pread(fd.get(), buf, sizeof(buf), 0);
+        std::string text(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+        text = text.substr(0, text.find('\n'));
         if (!text.empty()) return unique_id::parse(text, path);
       }
     }

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "coll/coll_world.hpp"
 #include "common/check.hpp"
 #include "runtime/facade.hpp"
 #include "runtime/wait.hpp"
-#include "runtime/world_impl.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal::detail::coll {
@@ -216,11 +216,11 @@ class session {
  public:
   session(const char* call, shoal_team_t handle)
       : call_(call),
-        w_(facade::current(call)),
+        w_(coll_world::current(call)),
         lock_(w_.collective_mutex()),
         team_(w_.teams().lookup(call, "team", handle)),
         handle_(handle) {
-    if (!w_.ops().direct())
+    if (!w_.transport().direct())
       SHOAL_THROW(errc::unsupported, call, "internal: the host-memory collective protocol on a GPU heap (backend {})",
                   w_.backend_name());
     peers_.resize(team_.members.size());
@@ -235,7 +235,7 @@ class session {
     mine_ = peers_[team_.my_rank];
   }
 
-  world_impl& world() { return w_; }
+  coll_world& world() { return w_; }
   int n() const { return team_.n_pes(); }
   int rank() const { return team_.my_rank; }
   int pe_of(int r) const { return team_.members[r]; }
@@ -307,11 +307,13 @@ class session {
   }
 
   /// Address of heap offset `off` on team PE r.
-  const char* at(int r, int64_t off) const { return w_.remote_addr(call_, pe_of(r), static_cast<uint64_t>(off)); }
+  const char* at(int r, int64_t off) const {
+    return w_.transport().address(call_, pe_of(r), static_cast<uint64_t>(off));
+  }
 
  private:
   const char* call_;
-  world_impl& w_;
+  coll_world w_;
   std::lock_guard<std::mutex> lock_;
   team team_;
   shoal_team_t handle_;
@@ -376,7 +378,7 @@ int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
   if (gpu_heap(call)) return finish_blocking(call, sync_on_stream(call, team, quiet, nullptr, true));
   return run(call, [&] {
     session s(call, team);
-    if (quiet) s.world().ops().quiet();
+    if (quiet) s.world().transport().quiet();
     s.enter(record_of(kind::sync), [](post_record&) {});
   });
 }
@@ -404,7 +406,7 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
     if (s.rank() == root) {
       if (dest != source) std::memmove(dest, source, bytes);
     } else {
-      s.world().ops().copy(dest, s.at(root, s.record(root).src_off), bytes);
+      s.world().transport().ops().copy(dest, s.at(root, s.record(root).src_off), bytes);
     }
     s.barrier();  // the root's source is no longer read
   });
@@ -430,7 +432,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
       if (j == s.rank())
         std::memmove(to, source, bytes);
       else
-        s.world().ops().copy(to, s.at(j, s.record(j).src_off), bytes);
+        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off), bytes);
     }
     s.barrier();  // every source has been read
   });
@@ -450,7 +452,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
           r.src_off = s.offset("source", source, bytes, elem_bytes);
           // dest's size is known only once every member's nelems is: its offset is agreed below.
           SHOAL_CHECK_ARG(bytes == 0 || dest != nullptr, call, "dest is null");
-          r.dest_off = dest == nullptr ? -1 : s.world().heap().offset_of(dest);
+          r.dest_off = dest == nullptr ? -1 : s.world().offset_of(dest);
           SHOAL_CHECK_ARG(bytes == 0 || r.dest_off >= 0, call,
                           "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
         },
@@ -471,7 +473,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
       if (j == s.rank())
         std::memmove(to, source, b);
       else
-        s.world().ops().copy(to, s.at(j, s.record(j).src_off), b);
+        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off), b);
     }
     s.barrier();
   });
@@ -499,7 +501,8 @@ int alltoall(const char* call, shoal_team_t team, void* dest, const void* source
       if (j == s.rank())
         std::memmove(to, static_cast<const char*>(source) + j * bytes, bytes);
       else
-        s.world().ops().copy(to, s.at(j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes)), bytes);
+        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes)),
+                                         bytes);
     }
     s.barrier();
   });
@@ -532,7 +535,7 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
     // Host heaps are mapped here (session checked memory_ops::direct), so peers' sources are read in place.
     const char* from = s.at(j, s.record(j).src_off + static_cast<int64_t>(block_of_mine));
     if (j == 0)
-      s.world().ops().copy(acc.data(), from, bytes);
+      s.world().transport().ops().copy(acc.data(), from, bytes);
     else
       combine(type, op, acc.data(), from, nreduce);
   }

@@ -19,8 +19,8 @@
 
 #include <cstddef>
 
-#include "runtime/scalar.hpp"
 #include "shoal/team.h"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail::coll {
 

@@ -1,9 +1,8 @@
 #include "coll/coll_kernels.hpp"
+#include "coll/coll_reduce_kernels.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-
-#include <type_traits>
 
 #include "shoal/device/coll.cuh"
 
@@ -37,8 +36,6 @@ __device__ const char kBroadcastName[] = "shoalx_broadcast_on_stream";
 __device__ const char kFcollectName[] = "shoalx_fcollect_on_stream";
 __device__ const char kAlltoallName[] = "shoalx_alltoall_on_stream";
 __device__ const char kCollectName[] = "shoalx_collectmem_on_stream";
-__device__ const char kReduceName[] = "shoalx_reduce_on_stream";
-__device__ const char kReducescatterName[] = "shoalx_reducescatter_on_stream";
 
 __global__ void team_sync_kernel(device_world w, device_team t) {
   if (threadIdx.x == 0) team_barrier_thread(w, t, kSyncName, 0);
@@ -66,64 +63,6 @@ __global__ void move_kernel(device_world w, device_team t, void* dest, const voi
   team_barrier<block_scope>(w, t, call, blockIdx.x);  // every source ready, every dest free
   move_direct<block_scope, kKind, true>(w, t, dest, source, bytes, root, blockIdx.x, gridDim.x, call);
   team_barrier<block_scope>(w, t, call, blockIdx.x);  // this channel's share is in every dest
-}
-
-template <class Op, class T, bool kScatter>
-__global__ void reduce_kernel(device_world w, device_team t, T* dest, const T* source, size_t nreduce, int ll) {
-  const char* call = kScatter ? kReducescatterName : kReduceName;
-  if (ll) {
-    reduce_ll<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
-    return;
-  }
-  team_barrier<block_scope>(w, t, call, blockIdx.x);
-  reduce_direct<block_scope, Op, T, kScatter, 4>(w, t, dest, source, nreduce, blockIdx.x, gridDim.x, call);
-  team_barrier<block_scope>(w, t, call, blockIdx.x);
-}
-
-template <class Op, class T>
-cudaError_t reduce_as(const device_world& w, const device_team& t, bool scatter, void* dest, const void* source,
-                      size_t nreduce, const launch_config& cfg) {
-  const int ll = cfg.how == algo::ll;
-  const dim3 grid(ll ? 1 : cfg.channels);
-  if (scatter) {
-    reduce_kernel<Op, T, true>
-        <<<grid, cfg.threads, 0, cfg.stream>>>(w, t, static_cast<T*>(dest), static_cast<const T*>(source), nreduce, ll);
-  } else {
-    reduce_kernel<Op, T, false>
-        <<<grid, cfg.threads, 0, cfg.stream>>>(w, t, static_cast<T*>(dest), static_cast<const T*>(source), nreduce, ll);
-  }
-  return cudaGetLastError();
-}
-
-/// The kernel of op on T (and/or/xor: integer T only; cudaErrorInvalidValue otherwise).
-template <class T>
-cudaError_t reduce_typed(const device_world& w, const device_team& t, bool scatter, reduce_op op, void* dest,
-                         const void* source, size_t nreduce, const launch_config& cfg) {
-  switch (op) {
-    case reduce_op::min_:
-      return reduce_as<device::min_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::max_:
-      return reduce_as<device::max_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::sum_:
-      return reduce_as<device::sum_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    case reduce_op::prod_:
-      return reduce_as<device::prod_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-    default:
-      break;
-  }
-  if constexpr (std::is_integral_v<T>) {
-    switch (op) {
-      case reduce_op::and_:
-        return reduce_as<device::and_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-      case reduce_op::or_:
-        return reduce_as<device::or_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-      case reduce_op::xor_:
-        return reduce_as<device::xor_op, T>(w, t, scatter, dest, source, nreduce, cfg);
-      default:
-        break;
-    }
-  }
-  return cudaErrorInvalidValue;
 }
 
 }  // namespace

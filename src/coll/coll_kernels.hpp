@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "coll/coll.hpp"
-#include "runtime/scalar.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/device_world.hpp"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail::coll {
 

@@ -21,11 +21,11 @@
 
 #include "coll/coll.hpp"
 #include "coll/coll_run.hpp"
+#include "coll/coll_world.hpp"
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "runtime/facade.hpp"
-#include "runtime/world_impl.hpp"
 #include "shoal/shoal.h"
 
 #ifdef SHOAL_HAVE_CUDA
@@ -48,12 +48,12 @@ size_t checked_bytes(const char* call, const char* what, size_t nelems, size_t e
 /// The validated context of one on-stream call: the world (GPU heap), the team's device handle.
 struct stream_call {
   const char* call;
-  world_impl& w;
+  coll_world w;
   device_team team;
-  stream_call(const char* c, shoal_team_t handle) : call(c), w(facade::current(c)), team(make_team(c, w, handle)) {}
+  stream_call(const char* c, shoal_team_t handle) : call(c), w(coll_world::current(c)), team(make_team(c, w, handle)) {}
 
-  static device_team make_team(const char* call, world_impl& w, shoal_team_t handle) {
-    if (w.ops().direct())
+  static device_team make_team(const char* call, coll_world& w, shoal_team_t handle) {
+    if (w.transport().direct())
       SHOAL_THROW(errc::unsupported, call,
                   "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
                   w.backend_name());
@@ -194,7 +194,7 @@ void validate_call(const stream_call& c, const gpu_post& mine, bool agree, F&& v
   }
 }
 
-int64_t offset_or_none(const stream_call& c, const void* p) { return p == nullptr ? -1 : c.w.heap().offset_of(p); }
+int64_t offset_or_none(const stream_call& c, const void* p) { return p == nullptr ? -1 : c.w.offset_of(p); }
 
 /// This PE's post for a call of `kind` (see gpu_post) with these arguments.
 gpu_post post_of(const stream_call& c, int32_t kind, int32_t type, int32_t op, int32_t root, uint64_t nelems,
@@ -302,7 +302,7 @@ void enqueue_move_ce(const stream_call& c, move how, void* dest, const void* sou
     }
     const int side = used % device_resources::kSides;
     if (used < device_resources::kSides) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(ce.side[side], ce.fork, 0), c.call);
-    char* remote = c.w.remote_addr(c.call, c.team.world_pe(j), c.w.heap().offset_of(to));
+    char* remote = c.w.transport().address(c.call, c.team.world_pe(j), c.w.offset_of(to));
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, from, bytes, cudaMemcpyDefault, ce.side[side]), c.call);
     ++used;
   }
@@ -449,7 +449,7 @@ int collect_on_stream(const char* call, shoal_team_t team, void* dest, const voi
     const size_t bytes = checked_bytes(call, "nelems", nelems, elem_bytes);
     c.symmetric("source", source, bytes, elem_bytes);
     // dest's extent depends on the other members' sizes, known only on the device: check its start.
-    SHOAL_CHECK_ARG(dest != nullptr && c.w.heap().offset_of(dest) >= 0, call,
+    SHOAL_CHECK_ARG(dest != nullptr && c.w.offset_of(dest) >= 0, call,
                     "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
     launch_config cfg;
     cfg.how = algo::ll;
@@ -465,7 +465,7 @@ int collect_on_stream(const char* call, shoal_team_t team, void* dest, const voi
 
 bool gpu_heap(const char* call) noexcept {
   try {
-    return !facade::current(call).ops().direct();
+    return !facade::current(call).transport().direct();
   } catch (...) {
     return false;  // not initialized: the host path reports it
   }
@@ -535,7 +535,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
       const size_t b = at[j + 1] - at[j];
       if (b == 0) continue;
       const void* from =
-          j == me ? source : c.w.remote_addr(call, c.team.world_pe(j), static_cast<uint64_t>(src_offs[j]));
+          j == me ? source : c.w.transport().address(call, c.team.world_pe(j), static_cast<uint64_t>(src_offs[j]));
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dest) + at[j], from, b, cudaMemcpyDefault, nullptr), call);
     }
     if (n > 1) check_launch(call, launch_team_sync(dw, c.team, nullptr));

@@ -126,7 +126,8 @@ constexpr std::string_view kToolNames[] = {"SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_
                                            "SHOAL_WERROR",       "SHOAL_DEBUG_ASSERTS"};
 
 // Compile-time switches (-D...) that are sometimes set in the environment by mistake.
-constexpr std::string_view kMacros[] = {"SHOAL_WAIT_ACQUIRE_POLL"};
+constexpr std::string_view kMacros[] = {"SHOAL_WAIT_ACQUIRE_POLL", "SHOAL_WAIT_ACQUIRE_FENCE", "SHOAL_DEVICE_CHECKS",
+                                        "SHOAL_WAIT_POLLS_PER_CLOCK"};
 
 // Names users bring from other libraries (NVSHMEM, OpenSHMEM) or guess, that edit distance would
 // not lead to the right variable.
@@ -313,7 +314,8 @@ void warn_unknown_once() {
     if (rank && *rank != "0") return;
     for (const std::string& name : unknown_in_environment()) {
       if (std::find(std::begin(kMacros), std::end(kMacros), name) != std::end(kMacros)) {
-        SHOAL_LOG(warn, init, "{} is a compile-time macro (-D{}=...), not an environment variable; ignored", name,
+        SHOAL_LOG(warn, init,
+                  "{} is a compile-time macro (-D{}=..., docs/env.md), not an environment variable; ignored", name,
                   name);
         continue;
       }

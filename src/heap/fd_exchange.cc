@@ -11,12 +11,14 @@
 #include <cstring>
 
 #include "common/check.hpp"
+#include "common/log.hpp"
 
 namespace shoal::detail {
 
 namespace {
 
-constexpr size_t kMaxNameBytes = 100;  // sun_path holds 108 bytes, the first is the abstract NUL
+constexpr size_t kMaxNameBytes = 100;   // sun_path holds 108 bytes, the first is the abstract NUL
+constexpr int kMaxForeignPerPass = 64;  // foreign messages read per pass of an exchange (a flood can't stall it)
 
 // Abstract address: sun_path[0] == '\0', then the name; its length is part of the address (no
 // terminating NUL), so the same name must always be encoded with the same length.
@@ -39,7 +41,38 @@ void close_all_rights(msghdr* msg) {
   }
 }
 
+// Compares without an early exit, so the time taken says nothing about how much of the key matched.
+bool same_key(const std::array<uint8_t, 16>& a, const std::array<uint8_t, 16>& b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 }  // namespace
+
+const char* decode_chunk_message(std::span<const uint8_t> payload, size_t num_fds, bool truncated, chunk_header* out) {
+  if (truncated) return "truncated datagram or control data";
+  if (payload.size() != sizeof(chunk_header)) return "wrong size";
+  if (num_fds != 1) return "not exactly one file descriptor";
+  chunk_header h;
+  std::memcpy(&h, payload.data(), sizeof(h));
+  if (h.magic != kChunkMagic) return "wrong magic";
+  *out = h;
+  return nullptr;
+}
+
+const char* exchange_auth::check(const received_chunk& m) const {
+  if (m.malformed != nullptr) return m.malformed;
+  if (!m.credentials.present) return "no sender credentials";
+  const int32_t local = m.header.sender_local;
+  if (local < 0 || static_cast<size_t>(local) >= peers.size() || local == my_local) return "unknown sender index";
+  const exchange_peer& peer = peers[static_cast<size_t>(local)];
+  if (m.sender_name != peer.name) return "sent from another socket than the claimed PE's";
+  if (peer.check_uid && m.credentials.uid != peer.uid) return "sender uid is not the job's";
+  if (peer.check_pid && m.credentials.pid != peer.pid) return "sender pid is not the claimed PE's";
+  if (!same_key(m.header.key, key)) return "wrong job key";
+  return nullptr;
+}
 
 unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
   if (this != &other) reset(other.release());
@@ -56,6 +89,14 @@ fd_channel::fd_channel(std::string name, std::string_view call) : name_(std::mov
                   kMaxNameBytes);
   fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   SHOAL_SYSCHECK(fd_, call);
+  // Before bind, so that no message can arrive without its sender's credentials.
+  const int on = 1;
+  if (setsockopt(fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) == -1) {
+    int e = errno;
+    close(fd_);
+    fd_ = -1;
+    SHOAL_THROW(errc::system, call, "setsockopt(SO_PASSCRED) failed: {} (errno {})", std::strerror(e), e);
+  }
   sockaddr_un addr;
   socklen_t len = abstract_address(name_, &addr);
   if (bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) == -1) {
@@ -101,14 +142,13 @@ bool fd_channel::try_send(std::string_view peer, const chunk_header& header, int
 }
 
 std::optional<received_chunk> fd_channel::try_receive(std::string_view call) {
-  chunk_header header{};
   // One spare byte: a longer datagram shows up as MSG_TRUNC or a size mismatch, not a silent cut.
-  char payload[sizeof(chunk_header) + 1];
+  uint8_t payload[sizeof(chunk_header) + 1];
   iovec iov{payload, sizeof(payload)};
   sockaddr_un from{};
-  // Room for a few fds, so that a malformed sender's extra fds are received (and closed) rather
-  // than leaking inside the kernel's truncated-control handling.
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  // The sender's credentials, and room for a few fds, so that a malformed sender's extra fds are
+  // received (and closed) rather than leaking inside the kernel's truncated-control handling.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(4 * sizeof(int))] = {};
   msghdr msg{};
   msg.msg_name = &from;
   msg.msg_namelen = sizeof(from);
@@ -127,29 +167,42 @@ std::optional<received_chunk> fd_channel::try_receive(std::string_view call) {
     SHOAL_THROW(errc::system, call, "recvmsg(chunk fd on '{}') failed: {} (errno {})", name_, std::strerror(e), e);
   }
 
-  std::string sender;
+  received_chunk out;
   if (msg.msg_namelen > offsetof(sockaddr_un, sun_path) + 1 && from.sun_path[0] == '\0')
-    sender.assign(from.sun_path + 1, msg.msg_namelen - offsetof(sockaddr_un, sun_path) - 1);
+    out.sender_name.assign(from.sun_path + 1, msg.msg_namelen - offsetof(sockaddr_un, sun_path) - 1);
 
   int fd = -1;
-  int num_fds = 0;
+  size_t num_fds = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      num_fds += static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    if (c->cmsg_level != SOL_SOCKET) continue;
+    if (c->cmsg_type == SCM_RIGHTS) {
+      num_fds += (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       if (fd < 0) std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    } else if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(ucred))) {
+      ucred cred;
+      std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+      out.credentials = sender_credentials{true, static_cast<int32_t>(cred.pid), static_cast<uint32_t>(cred.uid)};
     }
   }
-  if (static_cast<size_t>(got) != sizeof(chunk_header) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
-      num_fds != 1) {
+  const bool truncated = (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+  out.malformed = decode_chunk_message(std::span<const uint8_t>(payload, static_cast<size_t>(got)), num_fds, truncated,
+                                       &out.header);
+  if (out.malformed != nullptr)
     close_all_rights(&msg);
-    SHOAL_THROW(errc::internal, call, "malformed chunk message on '{}' from '{}': {} bytes, {} fds, flags {:#x}", name_,
-                sender, got, num_fds, static_cast<unsigned>(msg.msg_flags));
-  }
-  std::memcpy(&header, payload, sizeof(header));
-  unique_fd owned(fd);
-  if (header.magic != kChunkMagic)
-    SHOAL_THROW(errc::internal, call, "stray datagram on '{}' from '{}' (magic {:#x})", name_, sender, header.magic);
-  return received_chunk{header, std::move(owned), std::move(sender)};
+  else
+    out.fd.reset(fd);
+  return out;
+}
+
+void fd_channel::drop_foreign(received_chunk&& message, const char* why) {
+  message.fd.reset();  // closed, never imported or mapped
+  if (foreign_dropped_++ == 0)
+    SHOAL_LOG(warn, heap,
+              "dropped a message on '{}' from outside the job (pid {}, uid {}, socket '{}'): {}; further foreign "
+              "messages on this socket are dropped silently",
+              name_, message.credentials.present ? fmt::format("{}", message.credentials.pid) : "unknown",
+              message.credentials.present ? fmt::format("{}", message.credentials.uid) : "unknown", message.sender_name,
+              why);
 }
 
 bool fd_channel::wait_readable(std::chrono::milliseconds timeout, std::string_view call) {
@@ -162,7 +215,8 @@ bool fd_channel::wait_readable(std::chrono::milliseconds timeout, std::string_vi
 }
 
 std::vector<received_chunk> exchange_chunks(fd_channel& channel, std::span<const outgoing_chunk> out, size_t expected,
-                                            std::chrono::milliseconds timeout, std::string_view call) {
+                                            const exchange_auth& auth, std::chrono::milliseconds timeout,
+                                            std::string_view call) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;
   std::vector<received_chunk> in;
@@ -183,11 +237,17 @@ std::vector<received_chunk> exchange_chunks(fd_channel& channel, std::span<const
         progress = true;
       }
     }
-    while (in.size() < expected) {
+    // A bounded number of foreign messages per pass, so that a flood cannot keep us past the deadline.
+    for (int foreign = 0; in.size() < expected && foreign < kMaxForeignPerPass;) {
       auto message = channel.try_receive(call);
       if (!message) break;
-      in.push_back(std::move(*message));
       progress = true;
+      if (const char* why = auth.check(*message)) {
+        channel.drop_foreign(std::move(*message), why);
+        ++foreign;
+        continue;
+      }
+      in.push_back(std::move(*message));
     }
     if (num_sent == out.size() && in.size() == expected) return in;
 

@@ -48,6 +48,34 @@ host_identity my_identity() {
   return id;
 }
 
+// A PE's process as the kernel names it in SCM_CREDENTIALS, and the namespaces those numbers are
+// valid in (a pid or uid from another namespace is translated by the kernel, so it is only compared
+// within the same one). Written by each PE into its slot of an all-gather at heap creation.
+struct process_identity {
+  int32_t pid;
+  uint32_t uid;  // real uid: what SCM_CREDENTIALS carries
+  uint64_t pid_ns_dev, pid_ns_ino;
+  uint64_t user_ns_dev, user_ns_ino;
+};
+static_assert(std::is_trivially_copyable_v<process_identity>);
+
+process_identity my_process() {
+  process_identity id;
+  std::memset(&id, 0, sizeof(id));
+  id.pid = static_cast<int32_t>(getpid());
+  id.uid = static_cast<uint32_t>(getuid());
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) == 0) {
+    id.pid_ns_dev = static_cast<uint64_t>(st.st_dev);
+    id.pid_ns_ino = static_cast<uint64_t>(st.st_ino);
+  }
+  if (stat("/proc/self/ns/user", &st) == 0) {
+    id.user_ns_dev = static_cast<uint64_t>(st.st_dev);
+    id.user_ns_ino = static_cast<uint64_t>(st.st_ino);
+  }
+  return id;
+}
+
 // One PE's outcome of a collective heap step (construction, local chunk creation, fd exchange).
 // Written by each PE into its slot of an all-gather, read by every PE, so that all of them take the
 // same decision (go on, or throw) from the same facts. Zero-filled: message is NUL-terminated.
@@ -131,24 +159,37 @@ symmetric_heap::symmetric_heap(bootstrap& boot, node_map nodes, std::unique_ptr<
     failure = std::current_exception();
   }
 
-  // The job part of the socket names: random, so that two jobs (or two heaps of one process) on a
-  // node never collide, and equal on all PEs so each can name every peer. Written by PE 0, read by all.
-  uint8_t job[16] = {};
+  // The job part of the socket names and the job key: random, so that two jobs (or two heaps of one
+  // process) on a node never collide and no process outside the job knows the key; equal on all PEs,
+  // which learn them through the authenticated bootstrap. Written by PE 0, read by all.
+  uint8_t job[32] = {};  // [0, 16): socket names, [16, 32): the key every chunk message carries
   if (boot_.rank() == 0 && !failure) {
     try {
       if (getrandom(job, sizeof(job), 0) != static_cast<ssize_t>(sizeof(job)))
-        SHOAL_THROW(errc::system, kInitCall, "getrandom(16 bytes) failed: {}", std::strerror(errno));
+        SHOAL_THROW(errc::system, kInitCall, "getrandom(32 bytes) failed: {}", std::strerror(errno));
     } catch (...) {
       failure = std::current_exception();
     }
   }
   boot_.broadcast(job, sizeof(job), 0, kInitCall);
+  // Every PE's pid and uid, against which the kernel-supplied credentials of its messages are checked.
+  const process_identity me = my_process();
+  std::vector<process_identity> everyone(static_cast<size_t>(boot_.size()));
+  boot_.allgather(&me, everyone.data(), sizeof(process_identity), kInitCall);
 
   if (!failure) {
     try {
-      const std::string job_hex = hex(job, sizeof(job));
-      for (int pe : nodes_.pe_of_local) peer_names_.push_back(fmt::format("shoal-heap-{}-{}", job_hex, pe));
-      channel_ = std::make_unique<fd_channel>(peer_names_[static_cast<size_t>(nodes_.my_local)], kInitCall);
+      const std::string job_hex = hex(job, 16);
+      std::memcpy(auth_.key.data(), job + 16, auth_.key.size());
+      auth_.my_local = nodes_.my_local;
+      for (int pe : nodes_.pe_of_local) {
+        const process_identity& p = everyone[static_cast<size_t>(pe)];
+        auth_.peers.push_back(exchange_peer{fmt::format("shoal-heap-{}-{}", job_hex, pe), p.pid, p.uid,
+                                            p.pid_ns_dev == me.pid_ns_dev && p.pid_ns_ino == me.pid_ns_ino,
+                                            p.user_ns_dev == me.user_ns_dev && p.user_ns_ino == me.user_ns_ino});
+      }
+      std::memset(job, 0, sizeof(job));
+      channel_ = std::make_unique<fd_channel>(auth_.peers[static_cast<size_t>(nodes_.my_local)].name, kInitCall);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -166,6 +207,8 @@ symmetric_heap::symmetric_heap(bootstrap& boot, node_map nodes, std::unique_ptr<
 }
 
 symmetric_heap::~symmetric_heap() { release_all(); }
+
+uint64_t symmetric_heap::foreign_dropped() const { return channel_ ? channel_->foreign_dropped() : 0; }
 
 void symmetric_heap::release_all() noexcept {
   roll_back(0);
@@ -301,16 +344,13 @@ void symmetric_heap::grow_to(uint64_t num_bytes, std::string_view call) {
     std::vector<outgoing_chunk> out;
     for (size_t local = 0; local < num_local; ++local) {
       if (static_cast<int>(local) == me) continue;
-      out.push_back(
-          outgoing_chunk{peer_names_[local], chunk_header{kChunkMagic, me, sequence, old_mapped, bytes}, own.fd});
+      out.push_back(outgoing_chunk{auth_.peers[local].name,
+                                   chunk_header{kChunkMagic, me, sequence, old_mapped, bytes, auth_.key}, own.fd});
     }
-    std::vector<received_chunk> in = exchange_chunks(*channel_, out, num_local - 1, exchange_timeout_, call);
+    // Only messages that pass auth_ (sender's socket, pid, uid and the job key) come back.
+    std::vector<received_chunk> in = exchange_chunks(*channel_, out, num_local - 1, auth_, exchange_timeout_, call);
     for (received_chunk& r : in) {
       const chunk_header& h = r.header;
-      const bool known = h.sender_local >= 0 && static_cast<size_t>(h.sender_local) < num_local && h.sender_local != me;
-      if (!known || r.sender_name != peer_names_[static_cast<size_t>(h.sender_local)])
-        SHOAL_THROW(errc::internal, call, "chunk message from '{}' claims to be local PE {}", r.sender_name,
-                    h.sender_local);
       if (h.sequence != sequence || h.offset != old_mapped || h.bytes != bytes)
         SHOAL_THROW(errc::internal, call,
                     "local PE {} sent a chunk for growth #{} at offset {} of {} bytes; expected growth #{} at {} of {}",
@@ -338,10 +378,10 @@ void symmetric_heap::grow_to(uint64_t num_bytes, std::string_view call) {
   } catch (...) {
     roll_back(old_mapped);
     // Every PE has finished sending (it is past the all-gather), so whatever this failed growth left
-    // in our queue is there now; drop it so the next growth starts clean.
+    // in our queue is there now; drop it (fds closed unused) so the next growth starts clean.
     try {
-      while (auto stale = channel_->try_receive(call)) {
-      }
+      for (int i = 0; i < 1024; ++i)
+        if (!channel_->try_receive(call)) break;
     } catch (...) {
     }
     throw;

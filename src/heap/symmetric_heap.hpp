@@ -15,10 +15,9 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "heap/chunk_backend.hpp"
+#include "heap/fd_exchange.hpp"
 
 namespace shoal::detail {
-
-class fd_channel;
 
 /// Which PEs share this node (and so can map each other's heap).
 struct node_map {
@@ -67,7 +66,9 @@ class symmetric_heap {
   /// Number of chunks that back local PE `local`'s heap (one per successful growth).
   size_t num_chunks(int local) const { return chunks_.at(static_cast<size_t>(local)).size(); }
   /// The abstract-namespace name of local PE `local`'s chunk-fd socket (for diagnostics and tests).
-  const std::string& socket_name(int local) const { return peer_names_.at(static_cast<size_t>(local)); }
+  const std::string& socket_name(int local) const { return auth_.peers.at(static_cast<size_t>(local)).name; }
+  /// Messages from outside the job dropped by this PE's socket so far (see docs/security.md).
+  uint64_t foreign_dropped() const;
   /// How long a growth waits for same-node peers' chunk fds. Default: SHOAL_BOOTSTRAP_TIMEOUT.
   void set_exchange_timeout(std::chrono::milliseconds timeout) { exchange_timeout_ = timeout; }
 
@@ -80,7 +81,9 @@ class symmetric_heap {
   uint64_t chunk_bytes_ = 0;
   uint64_t mapped_ = 0;
   std::unique_ptr<fd_channel> channel_;  // datagram socket that receives peers' chunk fds
-  std::vector<std::string> peer_names_;  // [local]: that PE's socket name (abstract namespace)
+  // The job key and, per local PE, its socket name (abstract namespace), pid and uid: what a chunk
+  // message must match to be used. Learnt through the bootstrap at construction.
+  exchange_auth auth_;
   // Growth attempts so far; equal on every PE because growth is collective. Stamped on every chunk
   // message so a message from another growth is caught instead of mapped at the wrong offset.
   uint64_t grow_sequence_ = 0;

@@ -82,30 +82,32 @@ size_t total_bytes(const char* call, size_t nelems, size_t elem_bytes) {
 
 void put(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
          int pe) noexcept {
-  guarded_void(call, [&] { current(call).put(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
+  guarded_void(call,
+               [&] { current(call).rma().put(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
 }
 void get(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
          int pe) noexcept {
-  guarded_void(call, [&] { current(call).get(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
+  guarded_void(call,
+               [&] { current(call).rma().get(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
 }
 void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
           size_t elem_bytes, int pe) noexcept {
-  guarded_void(call, [&] { current(call).iput(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
+  guarded_void(call, [&] { current(call).rma().iput(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
 }
 void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
           size_t elem_bytes, int pe) noexcept {
-  guarded_void(call, [&] { current(call).iget(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
+  guarded_void(call, [&] { current(call).rma().iget(call, dest, source, dst, sst, nelems, elem_bytes, pe); });
 }
 void put_signal(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) noexcept {
   guarded_void(call, [&] {
-    current(call).put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), align, sig_addr, signal, sig_op,
-                             pe);
+    current(call).rma().put_signal(call, dest, source, total_bytes(call, nelems, elem_bytes), align, sig_addr, signal,
+                                   sig_op, pe);
   });
 }
 void amo(const char* call, amo_op op, scalar type, void* dest, const void* operand, const void* compare_value,
          void* fetched, int pe) noexcept {
-  guarded_void(call, [&] { current(call).atomic(call, op, type, dest, operand, compare_value, fetched, pe); });
+  guarded_void(call, [&] { current(call).rma().atomic(call, op, type, dest, operand, compare_value, fetched, pe); });
 }
 size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices, int cmp,
             const void* values, bool vector, world_impl::wait_mode mode, bool test_only) noexcept {
@@ -113,7 +115,8 @@ size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int
   return guarded(
       call,
       [&] {
-        return current(call).wait(call, type, ivars, nelems, status, indices, cmp, values, vector, mode, test_only);
+        return current(call).rma().wait(call, type, ivars, nelems, status, indices, cmp, values, vector, mode,
+                                        test_only);
       },
       fallback);
 }
@@ -274,74 +277,74 @@ void shoal_clear_error(void) {
 void* shoal_malloc(size_t num_bytes) {
   const char* call = "shoal_malloc";
   return f::guarded(
-      call, [&] { return f::current(call).malloc(call, num_bytes, 16, false); }, (void*)nullptr);
+      call, [&] { return f::current(call).memory().malloc(call, num_bytes, 16, false); }, (void*)nullptr);
 }
 void* shoal_calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal_calloc";
   return f::guarded(
-      call, [&] { return f::current(call).malloc(call, f::total_bytes(call, count, elem_bytes), 16, true); },
+      call, [&] { return f::current(call).memory().malloc(call, f::total_bytes(call, count, elem_bytes), 16, true); },
       (void*)nullptr);
 }
 void* shoal_align(size_t alignment, size_t num_bytes) {
   const char* call = "shoal_align";
   return f::guarded(
-      call, [&] { return f::current(call).malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
+      call, [&] { return f::current(call).memory().malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
 }
 void* shoal_realloc(void* ptr, size_t num_bytes) {
   const char* call = "shoal_realloc";
   return f::guarded(
-      call, [&] { return f::current(call).realloc(call, ptr, num_bytes); }, (void*)nullptr);
+      call, [&] { return f::current(call).memory().realloc(call, ptr, num_bytes); }, (void*)nullptr);
 }
 void shoal_free(void* ptr) {
   const char* call = "shoal_free";
-  f::guarded_void(call, [&] { f::current(call).free(call, ptr); });
+  f::guarded_void(call, [&] { f::current(call).memory().free(call, ptr); });
 }
 void* shoal_ptr(const void* dest, int pe) {
   const char* call = "shoal_ptr";
   return f::guarded(
-      call, [&] { return f::current(call).ptr(dest, pe); }, (void*)nullptr);
+      call, [&] { return f::current(call).memory().ptr(dest, pe); }, (void*)nullptr);
 }
 int shoal_pe_accessible(int pe) {
   const char* call = "shoal_pe_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != shoal::peer_path::none ? 1 : 0;
+    return pe >= 0 && pe < w.n_pes() && w.transport().reachable(pe) ? 1 : 0;
   });
 }
 int shoal_addr_accessible(const void* addr, int pe) {
   const char* call = "shoal_addr_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return w.ptr(addr, pe) != nullptr ? 1 : 0;  // mapped peer and a live symmetric allocation
+    return w.memory().ptr(addr, pe) != nullptr ? 1 : 0;  // mapped peer and a live symmetric allocation
   });
 }
 
 void shoal_fence(void) {
-  f::guarded_void("shoal_fence", [] { f::current("shoal_fence").fence("shoal_fence"); });
+  f::guarded_void("shoal_fence", [] { f::current("shoal_fence").rma().fence("shoal_fence"); });
 }
 void shoal_quiet(void) {
-  f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").quiet("shoal_quiet"); });
+  f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").rma().quiet("shoal_quiet"); });
 }
 void shoal_barrier_all(void) {
-  f::guarded_void("shoal_barrier_all", [] { f::current("shoal_barrier_all").barrier_all("shoal_barrier_all"); });
+  f::guarded_void("shoal_barrier_all", [] { f::current("shoal_barrier_all").sync().barrier_all("shoal_barrier_all"); });
 }
 void shoal_sync_all(void) {
-  f::guarded_void("shoal_sync_all", [] { f::current("shoal_sync_all").sync_all("shoal_sync_all"); });
+  f::guarded_void("shoal_sync_all", [] { f::current("shoal_sync_all").sync().sync_all("shoal_sync_all"); });
 }
 
 uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
   const char* call = "shoal_signal_fetch";
   return f::guarded(
-      call, [&] { return f::current(call).signal_fetch(call, sig_addr); }, uint64_t{0});
+      call, [&] { return f::current(call).rma().signal_fetch(call, sig_addr); }, uint64_t{0});
 }
 uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
   const char* call = "shoal_signal_wait_until";
   return f::guarded(
-      call, [&] { return f::current(call).signal_wait_until(call, sig_addr, cmp, cmp_value); }, uint64_t{0});
+      call, [&] { return f::current(call).rma().signal_wait_until(call, sig_addr, cmp, cmp_value); }, uint64_t{0});
 }
 void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   const char* call = "shoalx_signal_op";
-  f::guarded_void(call, [&] { f::current(call).signal_op(call, sig_addr, signal, sig_op, pe); });
+  f::guarded_void(call, [&] { f::current(call).rma().signal_op(call, sig_addr, signal, sig_op, pe); });
 }
 
 }  // extern "C"

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/scalar.hpp"
 #include "runtime/world_impl.hpp"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail::facade {
 

@@ -85,96 +85,99 @@ uint64_t world::heap_in_use_bytes() const { return live(impl_, "shoal::world::he
 
 void* world::malloc(size_t num_bytes) {
   const char* call = "shoal::world::malloc";
-  return live(impl_, call).malloc(call, num_bytes, 16, false);
+  return live(impl_, call).memory().malloc(call, num_bytes, 16, false);
 }
 void* world::calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal::world::calloc";
   size_t total = 0;
   SHOAL_CHECK_ARG(!__builtin_mul_overflow(count, elem_bytes, &total), call, "count={} x elem_bytes={} overflows", count,
                   elem_bytes);
-  return live(impl_, call).malloc(call, total, 16, true);
+  return live(impl_, call).memory().malloc(call, total, 16, true);
 }
 void* world::align(size_t alignment, size_t num_bytes) {
   const char* call = "shoal::world::align";
-  return live(impl_, call).malloc(call, num_bytes, alignment, false);
+  return live(impl_, call).memory().malloc(call, num_bytes, alignment, false);
 }
 void* world::realloc(void* ptr, size_t num_bytes) {
   const char* call = "shoal::world::realloc";
-  return live(impl_, call).realloc(call, ptr, num_bytes);
+  return live(impl_, call).memory().realloc(call, ptr, num_bytes);
 }
 void world::free(void* ptr) {
   const char* call = "shoal::world::free";
-  live(impl_, call).free(call, ptr);
+  live(impl_, call).memory().free(call, ptr);
 }
-void* world::ptr(const void* addr, int pe) const { return live(impl_, "shoal::world::ptr").ptr(addr, pe); }
+void* world::ptr(const void* addr, int pe) const { return live(impl_, "shoal::world::ptr").memory().ptr(addr, pe); }
 bool world::pe_accessible(int pe) const {
   auto& w = live(impl_, "shoal::world::pe_accessible");
-  return pe >= 0 && pe < w.n_pes() && w.path_to(pe) != peer_path::none;
+  return pe >= 0 && pe < w.n_pes() && w.transport().reachable(pe);
 }
 bool world::addr_accessible(const void* addr, int pe) const {
   auto& w = live(impl_, "shoal::world::addr_accessible");
-  return w.ptr(addr, pe) != nullptr;  // mapped peer and a live symmetric allocation
+  return w.memory().ptr(addr, pe) != nullptr;  // mapped peer and a live symmetric allocation
 }
 
 void world::put(void* dest, const void* source, size_t num_bytes, int pe) {
   const char* call = "shoal::world::put";
-  live(impl_, call).put(call, dest, source, num_bytes, 1, pe);
+  live(impl_, call).rma().put(call, dest, source, num_bytes, 1, pe);
 }
 void world::get(void* dest, const void* source, size_t num_bytes, int pe) {
   const char* call = "shoal::world::get";
-  live(impl_, call).get(call, dest, source, num_bytes, 1, pe);
+  live(impl_, call).rma().get(call, dest, source, num_bytes, 1, pe);
 }
 void world::put_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
   const char* call = "shoal::world::put_nbi";
-  live(impl_, call).put(call, dest, source, num_bytes, 1, pe);
+  live(impl_, call).rma().put(call, dest, source, num_bytes, 1, pe);
 }
 void world::get_nbi(void* dest, const void* source, size_t num_bytes, int pe) {
   const char* call = "shoal::world::get_nbi";
-  live(impl_, call).get(call, dest, source, num_bytes, 1, pe);
+  live(impl_, call).rma().get(call, dest, source, num_bytes, 1, pe);
 }
 void world::iput(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
                  size_t elem_bytes, int pe) {
   live(impl_, "shoal::world::iput")
+      .rma()
       .iput("shoal::world::iput", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
 }
 void world::iget(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
                  size_t elem_bytes, int pe) {
   live(impl_, "shoal::world::iget")
+      .rma()
       .iget("shoal::world::iget", dest, source, dest_stride, source_stride, num_elems, elem_bytes, pe);
 }
 void world::put_signal(void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr, uint64_t signal,
                        int sig_op, int pe) {
   live(impl_, "shoal::world::put_signal")
+      .rma()
       .put_signal("shoal::world::put_signal", dest, source, num_bytes, 1, sig_addr, signal, sig_op, pe);
 }
 void world::signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   const char* call = "shoal::world::signal_op";
-  live(impl_, call).signal_op(call, sig_addr, signal, sig_op, pe);
+  live(impl_, call).rma().signal_op(call, sig_addr, signal, sig_op, pe);
 }
 uint64_t world::signal_fetch(const uint64_t* sig_addr) {
   const char* call = "shoal::world::signal_fetch";
-  return live(impl_, call).signal_fetch(call, sig_addr);
+  return live(impl_, call).rma().signal_fetch(call, sig_addr);
 }
 uint64_t world::signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t value) {
   const char* call = "shoal::world::signal_wait_until";
-  return live(impl_, call).signal_wait_until(call, sig_addr, cmp, value);
+  return live(impl_, call).rma().signal_wait_until(call, sig_addr, cmp, value);
 }
 device_world world::device_handle() const { return live(impl_, "shoal::world::device_handle").device_handle(); }
 void world::fence() {
   const char* call = "shoal::world::fence";
-  live(impl_, call).fence(call);
+  live(impl_, call).rma().fence(call);
 }
 void world::quiet() {
   const char* call = "shoal::world::quiet";
-  live(impl_, call).quiet(call);
+  live(impl_, call).rma().quiet(call);
 }
 void world::barrier_all() {
   const char* call = "shoal::world::barrier_all";
-  live(impl_, call).barrier_all(call);
+  live(impl_, call).sync().barrier_all(call);
 }
 void world::sync_all() {
   const char* call = "shoal::world::sync_all";
-  live(impl_, call).sync_all(call);
+  live(impl_, call).sync().sync_all(call);
 }
 void world::global_exit(int status) { live(impl_, "shoal::world::global_exit").global_exit(status); }
 

@@ -3,13 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cstdio>
-#include <cstring>
-#include <map>
-
-#include <fmt/ranges.h>
 
 #include "bootstrap/launch_env.hpp"
 #include "common/check.hpp"
@@ -17,13 +11,18 @@
 #include "common/log.hpp"
 #include "heap/cuda_backend.hpp"
 #include "runtime/registry.hpp"
-#include "runtime/wait.hpp"
 #include "shoal/detail/coll_ws.hpp"
 #include "shoal/device_team.hpp"
+#include "shoal/team.h"
 
 namespace shoal::detail {
 
 namespace {
+
+std::vector<extension_spec>& extension_specs() {
+  static std::vector<extension_spec> specs;  // filled by static initializers of the layers above
+  return specs;
+}
 
 std::unique_ptr<chunk_backend> choose_backend(const std::string& requested) {
   std::string name = requested.empty() ? env::get_string("SHOAL_BACKEND") : requested;
@@ -71,8 +70,8 @@ bootstrap_options options_for(const init_options& options) {
 
 world_impl::world_impl(const init_options& options) {
   log::configure();
-  check_collectives_ = env::get_bool("SHOAL_CHECK_COLLECTIVES");
-  wait_timeout_ = env::get_ms("SHOAL_WAIT_TIMEOUT");
+  const bool check_collectives = env::get_bool("SHOAL_CHECK_COLLECTIVES");
+  const std::chrono::milliseconds wait_timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");
   auto backend = choose_backend(options.backend);  // before the rendezvous: a bad name fails alone
 
   auto start = std::chrono::steady_clock::now();
@@ -85,18 +84,15 @@ world_impl::world_impl(const init_options& options) {
   SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum", reserve);
   uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
   node_map nodes = node_map::discover(*boot_);
-  paths_ = discover_paths(*backend, nodes);
+  std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
-  alloc_ = std::make_unique<symmetric_allocator>(heap_->reserve_bytes());
-  ops_ = heap_->backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops();
-  setup_reserved_block();
-  std::vector<int32_t> shared;
-  for (int pe : heap_->nodes().pe_of_local)
-    if (path_to(pe) != peer_path::none) shared.push_back(pe);
-  teams_ = std::make_unique<team_table>(
-      my_pe_, n_pes_, std::vector<int32_t>(heap_->nodes().pe_of_local.begin(), heap_->nodes().pe_of_local.end()),
-      std::move(shared));
-  publish_device_teams();
+  transport_ = std::make_unique<peer_transport>(*heap_, std::move(paths));
+  sync_ = std::make_unique<collective_sync>(*boot_, *transport_, check_collectives, wait_timeout);
+  memory_ = std::make_unique<symmetric_memory>(*boot_, *heap_, *transport_, *sync_);
+  rma_ = std::make_unique<host_rma>(my_pe_, *memory_, *transport_, wait_timeout);
+  streams_ = std::make_unique<stream_ops>(*memory_, *transport_, device_);
+  std::vector<uint64_t> words = setup_reserved_block();
+  for (size_t key = 0; key < words.size(); ++key) extensions_.push_back(extension_specs()[key].make(*this, words[key]));
   boot_->barrier("shoal_init");
 
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -107,10 +103,12 @@ world_impl::world_impl(const init_options& options) {
     SHOAL_LOG(info, transport, "PE {} -> PE {}: {}", my_pe_, pe, to_string(path_to(pe)));
 }
 
-void world_impl::setup_reserved_block() {
-  // Allocated first, so it sits at offset 0 on every PE. GPU heaps: device_sync, the local-index
-  // table, the device team table, then the collective workspace (include/shoal/detail/coll_ws.hpp).
-  const bool gpu = !ops_->direct();
+std::vector<uint64_t> world_impl::setup_reserved_block() {
+  // Allocated first, so it sits at offset 0 on every PE. Host heaps: sync_area, then each extension's
+  // host words (64-byte aligned). GPU heaps: device_sync, the local-index
+  // table, the per-PE path table, the device team table, then the collective workspace
+  // (include/shoal/detail/coll_ws.hpp).
+  const bool gpu = !transport_->direct();
   const auto n_local = static_cast<int32_t>(heap_->nodes().pe_of_local.size());
   const auto ll_bytes = static_cast<uint32_t>(coll_ws::round_up(env::get_size("SHOAL_COLL_LL_BYTES"), 8));
   const auto channels = static_cast<uint32_t>(env::get_int("SHOAL_COLL_CHANNELS"));
@@ -118,27 +116,30 @@ void world_impl::setup_reserved_block() {
   SHOAL_CHECK_ARG(channels >= 1 && channels <= 1024, "shoal_init", "SHOAL_COLL_CHANNELS={} is not in 1..1024",
                   channels);
   const uint64_t table_offset = coll_ws::round_up(sizeof(device_sync), 256);
-  const uint64_t teams_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
+  const uint64_t paths_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
+  const uint64_t teams_offset = coll_ws::round_up(paths_offset + sizeof(peer_path) * n_pes_, 256);
   const uint64_t coll_offset = coll_ws::round_up(teams_offset + sizeof(device_team) * SHOAL_MAX_TEAMS, 256);
-  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : sizeof(sync_area);
-  auto off = alloc_->allocate(bytes, 256);
-  if (!off || *off != 0)
-    SHOAL_THROW(errc::internal, "shoal_init", "shoal's reserved block did not land at heap offset 0");
-  heap_->grow_to(alloc_->high_water(), "shoal_init");
-  ops_->zero(heap_->base(), bytes);
+  std::vector<uint64_t> words(extension_specs().size(), 0);
+  uint64_t host_bytes = sizeof(sync_area);
+  for (size_t key = 0; key < words.size(); ++key) {
+    words[key] = gpu ? 0 : coll_ws::round_up(host_bytes, 64);
+    if (!gpu) host_bytes = words[key] + extension_specs()[key].host_words_nbytes;
+  }
+  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : host_bytes;
+  char* block = memory_->reserve_block(bytes);
 
   device_.my_pe = my_pe_;
   device_.n_pes = n_pes_;
   if (!gpu) {
-    sync_ = reinterpret_cast<sync_area*>(heap_->base());
-    return;
+    sync_->set_area(reinterpret_cast<sync_area*>(block));
+    return words;
   }
   device_.heap_base = heap_->base();
   device_.region = heap_->heap_of_local(0);
   device_.stride = heap_->stride();
   device_.sync_offset = 0;
-  device_.wait_timeout_ns = static_cast<uint64_t>(wait_timeout_.count()) * 1'000'000;
-  device_.teams = reinterpret_cast<const device_team*>(heap_->base() + teams_offset);
+  device_.wait_timeout_ns = static_cast<uint64_t>(sync_->wait_timeout().count()) * 1'000'000;
+  device_.teams = reinterpret_cast<const device_team*>(block + teams_offset);
   device_.max_teams = SHOAL_MAX_TEAMS;
   device_.n_local = n_local;
   device_.coll_offset = coll_offset;
@@ -152,28 +153,22 @@ void world_impl::setup_reserved_block() {
   std::vector<int32_t> local(n_pes_);
   bool identity = true;
   for (int pe = 0; pe < n_pes_; ++pe) {
-    local[pe] = path_to(pe) == peer_path::none ? -1 : heap_->nodes().local_of_pe[pe];
+    local[pe] = transport_->reachable(pe) ? heap_->nodes().local_of_pe[pe] : -1;
     identity &= local[pe] == pe;
   }
   if (!identity) {
-    char* table = heap_->base() + table_offset;
-    ops_->copy(table, local.data(), sizeof(int32_t) * n_pes_);
+    char* table = block + table_offset;
+    transport_->ops().copy(table, local.data(), sizeof(int32_t) * n_pes_);
     device_.local_of_pe = reinterpret_cast<const int32_t*>(table);
   }
-}
-
-void world_impl::publish_device_teams() {
-  if (device_.teams == nullptr) return;
-  std::array<device_team, SHOAL_MAX_TEAMS> table{};
-  for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot) {
-    if (!teams_->live(slot)) continue;
-    try {
-      table[slot] = teams_->device_handle("shoal_team_split", slot);
-    } catch (const error&) {
-      table[slot] = device_team{};  // not strided: no device handle (team_of traps on it)
-    }
+  // The path table stays nullptr when every PE is load/store-reachable (no extra load in kernels).
+  std::vector<peer_path> paths = transport_->device_table();
+  if (!paths.empty()) {
+    char* table = block + paths_offset;
+    transport_->ops().copy(table, paths.data(), sizeof(peer_path) * n_pes_);
+    device_.path_of_pe = reinterpret_cast<const peer_path*>(table);
   }
-  ops_->copy(const_cast<device_team*>(device_.teams), table.data(), sizeof(table));
+  return words;
 }
 
 world_impl::~world_impl() {
@@ -191,488 +186,16 @@ world_impl::~world_impl() {
 
 void world_impl::finalize() {
   if (finalized_) return;
-  std::lock_guard lock(collective_mutex_);
+  std::lock_guard lock(sync_->mutex());  // sync_ stays until the destructor (this lock is its mutex)
   finalized_ = true;
-  post(collective_kind::finalize);  // a peer in a barrier on the heap sees this and reports the mismatch
-  boot_->barrier("shoal_finalize");
-  ops_.reset();
+  sync_->finalize_barrier("shoal_finalize");
+  extensions_.clear();
+  streams_.reset();
+  rma_.reset();
+  memory_.reset();
+  transport_.reset();
   heap_.reset();
   boot_->finalize();
-}
-
-std::vector<peer_path> world_impl::discover_paths(const chunk_backend& backend, const node_map& nodes) {
-  std::vector<peer_path> paths(n_pes_, peer_path::none);
-  const cuda_backend_info* gpu = cuda_info(backend);
-  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES).
-  constexpr size_t kIdBytes = 32;
-  char mine[kIdBytes] = {};
-  if (gpu != nullptr) std::snprintf(mine, kIdBytes, "%s", gpu->pci_bus_id().c_str());
-  std::vector<char> all(kIdBytes * n_pes_);
-  boot_->allgather(mine, all.data(), kIdBytes, "shoal_init");
-  std::vector<int> unreachable;
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    if (pe == my_pe_) {
-      paths[pe] = peer_path::self;
-    } else if (nodes.local_of_pe[pe] < 0) {
-      paths[pe] = peer_path::none;  // another node: needs the proxy transport (not built yet)
-    } else if (gpu == nullptr) {
-      paths[pe] = peer_path::shared_memory;
-    } else {
-      int peer_dev = cuda_device_of_pci_bus_id(std::string(all.data() + pe * kIdBytes));
-      cuda_peer_link link = peer_dev < 0 ? cuda_peer_link{} : cuda_peer_link_between(gpu->device_ordinal(), peer_dev);
-      // NVLink carries every CUDA atomic natively; PCIe P2P usually does not.
-      if (peer_dev == gpu->device_ordinal())
-        paths[pe] = peer_path::p2p_nvlink;
-      else if (link.access)
-        paths[pe] = link.native_atomics ? peer_path::p2p_nvlink : peer_path::p2p_pcie;
-      else
-        unreachable.push_back(pe);
-    }
-  }
-  if (!unreachable.empty())
-    SHOAL_THROW(errc::unsupported, "shoal_init",
-                "PE {} cannot reach the GPU of same-node PE(s) {} by P2P (is that GPU hidden by "
-                "CUDA_VISIBLE_DEVICES, or without peer access?); shoal needs P2P between the GPUs of one node",
-                my_pe_, fmt::join(unreachable, ", "));
-  return paths;
-}
-
-peer_path world_impl::path_to(int pe) const { return paths_[pe]; }
-
-team_sync* world_impl::team_sync_of(int pe, int slot) const {
-  if (!ops_->direct()) return nullptr;
-  char* base = heap_->heap_of(pe);
-  if (base == nullptr) return nullptr;
-  return &reinterpret_cast<sync_area*>(base)->teams[slot];
-}
-
-uint64_t world_impl::heap_in_use_bytes() const {
-  std::shared_lock lock(alloc_mutex_);
-  return alloc_->bytes_in_use();
-}
-
-// ---------------------------------------------------------------------------------------------
-// validation
-
-void world_impl::check_pe(std::string_view call, int pe) const {
-  SHOAL_CHECK_ARG(pe >= 0 && pe < n_pes_, call, "pe={} is out of range [0, {})", pe, n_pes_);
-}
-
-uint64_t world_impl::check_symmetric(std::string_view call, const char* arg, const void* addr, size_t num_bytes,
-                                     size_t align) const {
-  SHOAL_CHECK_ARG(addr != nullptr, call, "{} is null", arg);
-  int64_t off = heap_->offset_of(addr);
-  SHOAL_CHECK_ARG(off >= 0, call, "{}={} is not in the symmetric heap (allocate it with shoal_malloc)", arg, addr);
-  SHOAL_CHECK_ARG(align <= 1 || reinterpret_cast<uintptr_t>(addr) % align == 0, call,
-                  "{}={} is not aligned to {} bytes, as its type requires", arg, addr, align);
-  std::shared_lock lock(alloc_mutex_);
-  auto block = alloc_->find(static_cast<uint64_t>(off));
-  SHOAL_CHECK_ARG(block.has_value(), call, "{}={} is not inside a live symmetric allocation (freed?)", arg, addr);
-  uint64_t end = static_cast<uint64_t>(off) + num_bytes;
-  SHOAL_CHECK_ARG(num_bytes <= block->num_bytes && end <= block->offset + block->num_bytes, call,
-                  "{}={} + {} bytes runs {} bytes past the end of its {}-byte allocation", arg, addr, num_bytes,
-                  end - (block->offset + block->num_bytes), block->num_bytes);
-  return static_cast<uint64_t>(off);
-}
-
-char* world_impl::remote(std::string_view call, int pe, uint64_t offset) const {
-  char* base = heap_->heap_of(pe);
-  if (base == nullptr)
-    SHOAL_THROW(errc::unsupported, call,
-                "pe={} is on another node and this build has no transport to reach it yet (host proxy pending)", pe);
-  return base + offset;
-}
-
-void world_impl::check_sig_op(std::string_view call, int sig_op) const {
-  SHOAL_CHECK_ARG(sig_op == SHOAL_SIGNAL_SET || sig_op == SHOAL_SIGNAL_ADD, call,
-                  "sig_op={} is neither SHOAL_SIGNAL_SET nor SHOAL_SIGNAL_ADD", sig_op);
-}
-
-void world_impl::post(collective_kind kind) {
-  ++collective_seq_;
-  current_kind_ = kind;
-  if (sync_ != nullptr)
-    std::atomic_ref<uint64_t>(sync_->posted)
-        .store(collective_seq_ << 8 | static_cast<uint64_t>(kind), std::memory_order_release);
-}
-
-void world_impl::check_posted(std::string_view call) {
-  uint64_t mine = collective_seq_ << 8 | static_cast<uint64_t>(current_kind_);
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    auto* peer = reinterpret_cast<sync_area*>(heap_->heap_of(pe));
-    if (peer == nullptr) continue;
-    uint64_t theirs = std::atomic_ref<uint64_t>(peer->posted).load(std::memory_order_acquire);
-    if ((theirs >> 8) == collective_seq_ && theirs != mine) {
-      // The peer waits in the bootstrap for this PE; meet it there, so that the round fails on every
-      // PE with both calls named (agree throws errc::mismatch).
-      --collective_seq_;  // agree() posts again
-      agree(call, current_kind_, fmt::format("{}()", call));
-      SHOAL_THROW(errc::mismatch, call, "PE {} is in another collective call than {}", pe, call);
-    }
-  }
-}
-
-void world_impl::agree(std::string_view call, collective_kind kind, const std::string& args) {
-  post(kind);
-  // Every PE contributes its view of the call; all compare all, so all throw together.
-  constexpr size_t kBytes = 120;
-  char mine[kBytes] = {};
-  std::snprintf(mine, kBytes, "%s", args.c_str());
-  std::vector<char> all(kBytes * n_pes_);
-  boot_->allgather(mine, all.data(), kBytes, call);
-  if (!check_collectives_) return;
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    const char* theirs = all.data() + pe * kBytes;
-    if (std::strncmp(theirs, all.data(), kBytes) != 0)
-      SHOAL_THROW(errc::mismatch, call, "PEs disagree on a collective call: PE 0 called {}, PE {} called {}",
-                  std::string_view(all.data()), pe, std::string_view(theirs));
-  }
-}
-
-void world_impl::team_allgather(std::string_view call, const void* mine, void* all, size_t bytes_per_pe) {
-  std::lock_guard lock(collective_mutex_);
-  // The split may put a new team in any slot this PE is not a member of: zero their collective words
-  // now, before the all-gather, so no new member can have written into them yet (non-members never do).
-  if (sync_ != nullptr)
-    for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
-      if (!teams_->live(slot)) std::memset(static_cast<void*>(&sync_->teams[slot]), 0, sizeof(team_sync));
-  post(collective_kind::team);
-  boot_->allgather(mine, all, bytes_per_pe, call);
-}
-
-// ---------------------------------------------------------------------------------------------
-// memory
-
-void* world_impl::malloc(std::string_view call, size_t num_bytes, size_t alignment, bool zero) {
-  std::lock_guard lock(collective_mutex_);
-  bool bad_align = alignment == 0 || !std::has_single_bit(alignment);
-  bool too_big = num_bytes > heap_->reserve_bytes();
-  // Agree first (on the raw arguments), so a PE with bad input fails together with its peers.
-  agree(call, collective_kind::alloc, fmt::format("{}(num_bytes={}, alignment={})", call, num_bytes, alignment));
-  SHOAL_CHECK_ARG(!bad_align, call, "alignment={} is not a power of two", alignment);
-  SHOAL_CHECK_ARG(alignment <= heap_->base_alignment(), call,
-                  "alignment={} exceeds the {}-byte alignment of every PE's heap base", alignment,
-                  heap_->base_alignment());
-  SHOAL_CHECK_ARG(!too_big, call, "num_bytes={} exceeds the heap reserve of {} bytes per PE (SHOAL_HEAP_RESERVE)",
-                  num_bytes, heap_->reserve_bytes());
-  if (num_bytes == 0) return nullptr;
-  std::optional<uint64_t> off;
-  {
-    std::unique_lock alock(alloc_mutex_);
-    off = alloc_->allocate(num_bytes, std::max<size_t>(alignment, 16));
-  }
-  if (!off)
-    SHOAL_THROW(errc::out_of_memory, call,
-                "no room for num_bytes={} in the symmetric heap ({} of {} bytes in use; raise SHOAL_HEAP_RESERVE)",
-                num_bytes, heap_in_use_bytes(), heap_->reserve_bytes());
-  try {
-    heap_->grow_to(alloc_->high_water(), call);
-  } catch (...) {
-    std::unique_lock alock(alloc_mutex_);
-    alloc_->free(*off);
-    throw;
-  }
-  char* p = heap_->base() + *off;
-  if (zero) {
-    ops_->zero(p, num_bytes);
-    boot_->barrier(call);  // nobody writes into a peer's block before the peer has zeroed it
-  }
-  SHOAL_LOG(trace, heap, "{}({}) -> offset {}", call, num_bytes, *off);
-  return p;
-}
-
-void* world_impl::realloc(std::string_view call, void* ptr, size_t num_bytes) {
-  if (ptr == nullptr) return malloc(call, num_bytes, 16, false);
-  if (num_bytes == 0) {
-    free(call, ptr);
-    return nullptr;
-  }
-  std::lock_guard lock(collective_mutex_);
-  int64_t off = heap_->offset_of(ptr);
-  std::optional<symmetric_allocator::block> block;
-  if (off >= 0) {
-    std::shared_lock alock(alloc_mutex_);
-    block = alloc_->find(static_cast<uint64_t>(off));
-  }
-  bool valid = block && block->offset == static_cast<uint64_t>(off);
-  agree(call, collective_kind::resize, fmt::format("{}(ptr=+{}, num_bytes={}, valid={})", call, off, num_bytes, valid));
-  SHOAL_CHECK_ARG(valid, call, "ptr={} is not the start of a live symmetric allocation", ptr);
-  std::optional<uint64_t> moved;
-  {
-    std::unique_lock alock(alloc_mutex_);
-    if (alloc_->resize_in_place(block->offset, num_bytes)) {
-      moved = block->offset;
-    } else {
-      moved = alloc_->allocate(num_bytes, 16);
-    }
-  }
-  if (!moved) SHOAL_THROW(errc::out_of_memory, call, "no room for num_bytes={} in the symmetric heap", num_bytes);
-  heap_->grow_to(alloc_->high_water(), call);
-  if (*moved != block->offset) {
-    // Old and new blocks may overlap only when the new one starts lower; copy through a bounce
-    // buffer then, since the GPU copy engines have no memmove.
-    uint64_t keep = std::min<uint64_t>(block->num_bytes, num_bytes);
-    if (*moved + keep > block->offset && *moved < block->offset + keep) {
-      std::vector<char> bounce(keep);
-      ops_->copy(bounce.data(), ptr, keep);
-      ops_->copy(heap_->base() + *moved, bounce.data(), keep);
-    } else {
-      ops_->copy(heap_->base() + *moved, ptr, keep);
-    }
-    std::unique_lock alock(alloc_mutex_);
-    alloc_->free(block->offset);
-  }
-  boot_->barrier(call);  // every PE has copied before anyone writes the new block
-  return heap_->base() + *moved;
-}
-
-void world_impl::free(std::string_view call, void* ptr) {
-  std::lock_guard lock(collective_mutex_);
-  int64_t off = ptr == nullptr ? -1 : heap_->offset_of(ptr);
-  bool live = false;
-  if (off >= 0) {
-    std::shared_lock alock(alloc_mutex_);
-    auto block = alloc_->find(static_cast<uint64_t>(off));
-    live = block && block->offset == static_cast<uint64_t>(off) && off != 0;  // offset 0: shoal's sync words
-  }
-  agree(call, collective_kind::release,
-        fmt::format("{}(ptr={})", call, ptr == nullptr ? std::string("null") : fmt::format("+{}", off)));
-  if (ptr == nullptr) return;
-  SHOAL_CHECK_ARG(off >= 0, call, "ptr={} is not in the symmetric heap", ptr);
-  SHOAL_CHECK_ARG(live, call, "ptr={} is not the start of a live symmetric allocation (double free?)", ptr);
-  std::unique_lock alock(alloc_mutex_);
-  alloc_->free(static_cast<uint64_t>(off));
-}
-
-void* world_impl::ptr(const void* addr, int pe) const {
-  if (pe < 0 || pe >= n_pes_ || addr == nullptr) return nullptr;
-  int64_t off = heap_->offset_of(addr);
-  if (off < 0) return nullptr;
-  {
-    // Only addresses inside a live allocation are symmetric (shoal's own reserved block excluded).
-    std::shared_lock lock(alloc_mutex_);
-    auto block = alloc_->find(static_cast<uint64_t>(off));
-    if (!block || block->offset == 0) return nullptr;
-  }
-  char* base = heap_->heap_of(pe);
-  if (base == nullptr) return nullptr;  // GPU heaps: an address for this PE's GPU (kernels), as nvshmem_ptr
-  return base + off;
-}
-
-// ---------------------------------------------------------------------------------------------
-// RMA
-
-void world_impl::put(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
-                     int pe) {
-  check_pe(call, pe);
-  if (num_bytes == 0) return;
-  SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-  uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
-  ops_->copy(remote(call, pe, off), source, num_bytes);
-}
-
-void world_impl::get(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
-                     int pe) {
-  check_pe(call, pe);
-  if (num_bytes == 0) return;
-  SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
-  uint64_t off = check_symmetric(call, "source", source, num_bytes, elem_align);
-  ops_->copy(dest, remote(call, pe, off), num_bytes);
-}
-
-namespace {
-// Extent in bytes of num_elems elements spaced `stride` elements apart (stride >= 1, num_elems >= 1);
-// UINT64_MAX when it does not fit in 64 bits (the bounds check then rejects it).
-uint64_t strided_extent(ptrdiff_t stride, size_t num_elems, size_t elem_bytes) {
-  uint64_t span = 0, bytes = 0, total = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(num_elems) - 1, static_cast<uint64_t>(stride), &span) ||
-      __builtin_mul_overflow(span, static_cast<uint64_t>(elem_bytes), &bytes) ||
-      __builtin_add_overflow(bytes, static_cast<uint64_t>(elem_bytes), &total))
-    return UINT64_MAX;
-  return total;
-}
-}  // namespace
-
-void world_impl::iput(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
-                      ptrdiff_t source_stride, size_t num_elems, size_t elem_bytes, int pe) {
-  check_pe(call, pe);
-  SHOAL_CHECK_ARG(dest_stride >= 1, call, "dst={} must be at least 1", dest_stride);
-  SHOAL_CHECK_ARG(source_stride >= 1, call, "sst={} must be at least 1", source_stride);
-  if (num_elems == 0) return;
-  SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-  uint64_t off = check_symmetric(call, "dest", dest, strided_extent(dest_stride, num_elems, elem_bytes), elem_bytes);
-  char* to = remote(call, pe, off);
-  auto* from = static_cast<const char*>(source);
-  for (size_t i = 0; i < num_elems; ++i)
-    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
-}
-
-void world_impl::iget(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
-                      ptrdiff_t source_stride, size_t num_elems, size_t elem_bytes, int pe) {
-  check_pe(call, pe);
-  SHOAL_CHECK_ARG(dest_stride >= 1, call, "dst={} must be at least 1", dest_stride);
-  SHOAL_CHECK_ARG(source_stride >= 1, call, "sst={} must be at least 1", source_stride);
-  if (num_elems == 0) return;
-  SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
-  uint64_t off =
-      check_symmetric(call, "source", source, strided_extent(source_stride, num_elems, elem_bytes), elem_bytes);
-  const char* from = remote(call, pe, off);
-  auto* to = static_cast<char*>(dest);
-  for (size_t i = 0; i < num_elems; ++i)
-    ops_->copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
-}
-
-void world_impl::atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
-                        const void* compare_value, void* fetched, int pe) {
-  check_pe(call, pe);
-  uint64_t off = check_symmetric(call, "dest", dest, type.bytes, type.bytes);
-  ops_->atomic(op, type, remote(call, pe, off), operand, compare_value, fetched);
-}
-
-// ---------------------------------------------------------------------------------------------
-// signals
-
-void world_impl::put_signal(std::string_view call, void* dest, const void* source, size_t num_bytes, size_t elem_align,
-                            uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  check_pe(call, pe);
-  check_sig_op(call, sig_op);
-  uint64_t sig_off = check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
-  if (num_bytes > 0) {
-    SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-    uint64_t off = check_symmetric(call, "dest", dest, num_bytes, elem_align);
-    ops_->copy(remote(call, pe, off), source, num_bytes);
-  }
-  // The signal update is sequentially consistent, so it is ordered after the data above.
-  amo_op op = sig_op == SHOAL_SIGNAL_SET ? amo_op::set : amo_op::add;
-  ops_->atomic(op, scalar_of<uint64_t>(), remote(call, pe, sig_off), &signal, nullptr, nullptr);
-}
-
-void world_impl::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  put_signal(call, nullptr, nullptr, 0, 1, sig_addr, signal, sig_op, pe);
-}
-
-uint64_t world_impl::signal_fetch(std::string_view call, const uint64_t* sig_addr) {
-  check_symmetric(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
-  uint64_t v;
-  ops_->load(scalar_of<uint64_t>(), sig_addr, &v);
-  return v;
-}
-
-uint64_t world_impl::signal_wait_until(std::string_view call, uint64_t* sig_addr, int cmp, uint64_t value) {
-  wait(call, scalar_of<uint64_t>(), sig_addr, 1, nullptr, nullptr, cmp, &value, false, wait_mode::all, false);
-  return signal_fetch(call, sig_addr);
-}
-
-size_t world_impl::wait(std::string_view call, scalar type, void* ivars, size_t nelems, const int* status,
-                        size_t* indices, int cmp, const void* values, bool vector, wait_mode mode, bool test_only) {
-  SHOAL_CHECK_ARG(cmp >= SHOAL_CMP_EQ && cmp <= SHOAL_CMP_GE, call, "cmp={} is not a SHOAL_CMP_* value", cmp);
-  SHOAL_CHECK_ARG(values != nullptr, call, "cmp_value{} is null", vector ? "s" : "");
-  if (nelems == 0) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
-  size_t ivars_bytes = 0;
-  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, size_t{type.bytes}, &ivars_bytes), call,
-                  "ivars={} with nelems={} x {} bytes overflows size_t", ivars, nelems, type.bytes);
-  check_symmetric(call, "ivars", ivars, ivars_bytes, type.bytes);
-  SHOAL_CHECK_ARG(mode != wait_mode::some || indices != nullptr, call, "indices is null");
-  auto* base = static_cast<char*>(ivars);
-  auto value_of = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * type.bytes : 0); };
-  auto satisfied = [&](size_t i) {
-    alignas(8) unsigned char seen[8];
-    ops_->load(type, base + i * type.bytes, seen);
-    return compare(type, seen, cmp, value_of(i));
-  };
-  bool any_active = false;
-  for (size_t i = 0; i < nelems; ++i) any_active |= status == nullptr || status[i] == 0;
-  if (!any_active) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
-
-  backoff pause(test_only ? std::chrono::milliseconds(0) : wait_timeout_);
-  while (true) {
-    size_t found = 0, pending = 0, first = SIZE_MAX, first_pending = SIZE_MAX;
-    for (size_t i = 0; i < nelems; ++i) {
-      if (status != nullptr && status[i] != 0) continue;
-      if (satisfied(i)) {
-        if (mode == wait_mode::some) indices[found] = i;
-        if (first == SIZE_MAX) first = i;
-        ++found;
-      } else {
-        ++pending;
-        if (first_pending == SIZE_MAX) first_pending = i;
-      }
-    }
-    switch (mode) {
-      case wait_mode::all:
-        if (pending == 0) return 1;
-        break;
-      case wait_mode::any:
-        if (first != SIZE_MAX) return first;
-        break;
-      case wait_mode::some:
-        if (found > 0) return found;
-        break;
-    }
-    if (test_only) return mode == wait_mode::any ? SIZE_MAX : 0;
-    if (!pause.pause()) {
-      alignas(8) unsigned char seen[8] = {};
-      ops_->load(type, base + first_pending * type.bytes, seen);
-      uint64_t seen_bits = 0, want_bits = 0;
-      std::memcpy(&seen_bits, seen, type.bytes);
-      std::memcpy(&want_bits, value_of(first_pending), type.bytes);
-      SHOAL_THROW(errc::timeout, call,
-                  "waited {} ms (SHOAL_WAIT_TIMEOUT) on PE {}: ivars[{}] at {} is 0x{:x}, waiting for cmp {} 0x{:x}",
-                  wait_timeout_.count(), my_pe_, first_pending, static_cast<void*>(base + first_pending * type.bytes),
-                  seen_bits, cmp, want_bits);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// ordering and synchronization
-
-void world_impl::fence(std::string_view) { ops_->quiet(); }
-void world_impl::quiet(std::string_view) { ops_->quiet(); }
-
-void world_impl::dissemination_barrier(std::string_view call) {
-  uint64_t epoch = ++barrier_epoch_;
-  post(collective_kind::barrier);
-  // GPU heaps are not for the CPU to poll: their host barrier goes through the bootstrap.
-  if (!ops_->direct()) {
-    boot_->barrier(call);
-    return;
-  }
-  // Fall back to the bootstrap when some PE cannot be reached through shared memory.
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    if (heap_->heap_of(pe) == nullptr) {
-      boot_->barrier(call);
-      return;
-    }
-  }
-  for (int round = 0, dist = 1; dist < n_pes_; ++round, dist <<= 1) {
-    int to = (my_pe_ + dist) % n_pes_;
-    auto* peer_sync = reinterpret_cast<sync_area*>(heap_->heap_of(to));
-    std::atomic_ref<uint64_t>(peer_sync->barrier_round[round]).store(epoch, std::memory_order_release);
-    std::atomic_ref<uint64_t> mine(sync_->barrier_round[round]);
-    backoff pause(wait_timeout_);
-    for (unsigned polls = 1; mine.load(std::memory_order_acquire) < epoch; ++polls) {
-      if (polls % 1024 == 0) check_posted(call);
-      if (!pause.pause()) {
-        int from = (my_pe_ - dist % n_pes_ + n_pes_) % n_pes_;
-        SHOAL_THROW(errc::timeout, call,
-                    "PE {} waited {} ms (SHOAL_WAIT_TIMEOUT) in barrier {} round {} for PE {} (it has reached "
-                    "barrier {})",
-                    my_pe_, wait_timeout_.count(), epoch, round, from, mine.load());
-      }
-    }
-  }
-}
-
-void world_impl::barrier_all(std::string_view call) {
-  std::lock_guard lock(collective_mutex_);
-  quiet(call);
-  dissemination_barrier(call);
-}
-
-void world_impl::sync_all(std::string_view call) {
-  std::lock_guard lock(collective_mutex_);
-  dissemination_barrier(call);
 }
 
 void world_impl::global_exit(int status) {
@@ -685,6 +208,11 @@ void world_impl::stop_on_error(const std::string& what) {
   std::fflush(nullptr);
   boot_->abort_job(1, fmt::format("PE {} stopped: {}", my_pe_, what));
   ::_exit(1);
+}
+
+size_t register_world_extension(const extension_spec& spec) {
+  extension_specs().push_back(spec);
+  return extension_specs().size() - 1;
 }
 
 }  // namespace shoal::detail

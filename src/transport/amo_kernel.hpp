@@ -3,7 +3,7 @@
 
 #include <cuda_runtime.h>
 
-#include "runtime/scalar.hpp"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail {
 

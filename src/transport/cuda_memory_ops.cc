@@ -24,9 +24,9 @@ class cuda_memory_ops final : public memory_ops {
     cudaStreamDestroy(stream_);
   }
 
-  void copy(void* dest, const void* source, size_t num_bytes) override {
+  void copy(void* dest, const void* source, size_t nbytes) override {
     std::lock_guard lock(mutex_);
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, source, num_bytes, cudaMemcpyDefault, stream_), "shoal host RMA");
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, source, nbytes, cudaMemcpyDefault, stream_), "shoal host RMA");
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal host RMA");
   }
 
@@ -46,9 +46,9 @@ class cuda_memory_ops final : public memory_ops {
 
   void load(scalar type, const void* addr, void* out) override { copy(out, addr, type.bytes); }
 
-  void zero(void* dest, size_t num_bytes) override {
+  void zero(void* dest, size_t nbytes) override {
     std::lock_guard lock(mutex_);
-    SHOAL_CUDA_CHECK(cudaMemsetAsync(dest, 0, num_bytes, stream_), "shoal_calloc");
+    SHOAL_CUDA_CHECK(cudaMemsetAsync(dest, 0, nbytes, stream_), "shoal_calloc");
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_), "shoal_calloc");
   }
 

@@ -1,4 +1,4 @@
-// How host-issued operations touch symmetric memory once its address in this process is known
+// How host-issued operations touch memory once its address in this process is known
 // (the peer's heap is mapped here). `host`: plain loads/stores/atomics on shared host memory.
 // `cuda`: the memory is GPU memory (ours or a peer's over NVLink), reached with copies and tiny
 // kernels on an internal stream.
@@ -7,21 +7,21 @@
 #include <cstddef>
 #include <memory>
 
-#include "runtime/scalar.hpp"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail {
 
 class memory_ops {
  public:
   virtual ~memory_ops() = default;
-  /// Copies num_bytes; either side may be symmetric memory (local or a peer's) or private host memory.
-  virtual void copy(void* dest, const void* source, size_t num_bytes) = 0;
+  /// Copies nbytes; either side may be symmetric memory (local or a peer's) or private host memory.
+  virtual void copy(void* dest, const void* source, size_t nbytes) = 0;
   /// Atomic `op` on `target` (symmetric memory); see host_atomic for the value conventions.
   virtual void atomic(amo_op op, scalar type, void* target, const void* operand, const void* compare_value,
                       void* fetched) = 0;
   /// Acquire load of one value of `type` at `addr` (symmetric memory) into `out`.
   virtual void load(scalar type, const void* addr, void* out) = 0;
-  virtual void zero(void* dest, size_t num_bytes) = 0;
+  virtual void zero(void* dest, size_t nbytes) = 0;
   /// Completes every operation issued through this object.
   virtual void quiet() = 0;
   /// True when the CPU can load/store the memory directly (shoal_ptr may return it).

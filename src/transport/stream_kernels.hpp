@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/scalar.hpp"
 #include "shoal/device_world.hpp"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail {
 

@@ -382,7 +382,7 @@ TEST_F(Errors, ErrorsAreRecordedPerThread) {
 // Known library bugs (see the test report): enable once fixed.
 
 // Typed put_signal does not check the element alignment that typed put does
-// (world_impl::put_signal checks dest with alignment 1): the call succeeds and writes the data.
+// (host_rma::put_signal checks dest with alignment 1): the call succeeds and writes the data.
 TEST_F(Errors, MisalignedTypedPutSignal) {
   auto* sig = static_cast<uint64_t*>(shoal_calloc(1, sizeof(uint64_t)));
   shoal_int_put_signal(reinterpret_cast<int*>(target_ + 1), reinterpret_cast<const int*>(src_.data()), 2, sig, 1,
@@ -394,7 +394,7 @@ TEST_F(Errors, MisalignedTypedPutSignal) {
   shoal_free(sig);
 }
 
-// The strided extent (nelems-1)*stride*elem_bytes overflows (world_impl.cc strided_extent), so a
+// The strided extent (nelems-1)*stride*elem_bytes overflows (runtime/rma.cc strided_extent), so a
 // huge stride passes the bounds check and the copy writes (iput) or reads (iget) far outside the
 // allocation: SIGSEGV today, or silent corruption of whatever is mapped there.
 TEST_F(Errors, StridedExtentOverflow) {
@@ -406,7 +406,7 @@ TEST_F(Errors, StridedExtentOverflow) {
   EXPECT_SHOAL_ERROR(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_int_iget", "source="});
 }
 
-// nelems * sizeof(T) overflows in world_impl::wait, so the bounds check passes and the loop walks
+// nelems * sizeof(T) overflows in host_rma::wait, so the bounds check passes and the loop walks
 // 2^62 elements past the allocation: a hang (or SIGSEGV) instead of an error.
 TEST_F(Errors, WaitNelemsOverflow) {
   EXPECT_EQ(shoal_int_test_all(reinterpret_cast<int*>(target_), SIZE_MAX / 4 + 2, nullptr, SHOAL_CMP_GE, 0), 0);

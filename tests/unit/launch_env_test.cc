@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -326,20 +327,52 @@ TEST_F(LaunchEnv, FileRendezvousOnOneNode) {
   EXPECT_NE(::stat(rendezvous_file_path(job).c_str(), &st), 0) << "PE 0 left its rendezvous file behind";
 }
 
-TEST_F(LaunchEnv, FileRendezvousTimesOutWithoutPeZero) {
-  set({{"SHOAL_BOOTSTRAP_TIMEOUT", "200ms"}});
+// PE 1 of a 2-PE Slurm step on one node, with a job id unique to this process.
+launch_env second_of_two_slurm_pes(const std::string& job_prefix) {
   launch_env e;
   e.source = "slurm";
   e.rank = 1;
   e.size = 2;
   e.local_size = 2;
-  e.job_id = "launch-env-test-nobody-" + std::to_string(::getpid());
+  e.job_id = job_prefix + std::to_string(::getpid());
+  return e;
+}
+
+TEST_F(LaunchEnv, FileRendezvousTimesOutWithoutPeZero) {
+  set({{"SHOAL_BOOTSTRAP_TIMEOUT", "200ms"}});
+  launch_env e = second_of_two_slurm_pes("launch-env-test-nobody-");
   try {
     resolve_bootstrap(e);
     ADD_FAILURE() << "resolved without PE 0";
   } catch (const shoal::error& err) {
     EXPECT_EQ(err.code(), errc::timeout);
     EXPECT_NE(err.message().find(rendezvous_file_path(*e.job_id)), std::string::npos) << err.what();
+  }
+}
+
+// /tmp is shared (issue 17): a rendezvous file that others may write, or a link planted at its name,
+// is not PE 0's and must not send this PE to whatever listener it names.
+TEST_F(LaunchEnv, FileRendezvousIgnoresFilesOthersCouldHavePlanted) {
+  set({{"SHOAL_BOOTSTRAP_TIMEOUT", "200ms"}});
+  launch_env e = second_of_two_slurm_pes("launch-env-test-planted-");
+  const std::string path = rendezvous_file_path(*e.job_id), real = path + ".real";
+  for (bool as_link : {false, true}) {
+    {
+      std::ofstream out(as_link ? real : path);
+      out << "shoal-uid-v1:127.0.0.1:9:00112233445566778899aabbccddeeff\n";
+    }
+    if (as_link)
+      ASSERT_EQ(::symlink(real.c_str(), path.c_str()), 0);
+    else
+      ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+    try {
+      resolve_bootstrap(e);
+      ADD_FAILURE() << "followed a planted rendezvous " << (as_link ? "link" : "file");
+    } catch (const shoal::error& err) {
+      EXPECT_EQ(err.code(), errc::timeout) << err.what();
+    }
+    ::unlink(path.c_str());
+    ::unlink(real.c_str());
   }
 }
 

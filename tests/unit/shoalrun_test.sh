@@ -5,15 +5,7 @@
 set -u
 
 shoalrun=${1:?usage: shoalrun_test.sh PATH_TO_SHOALRUN}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+source "$(dirname "$0")/check_lib.sh"
 
 now_ms() { date +%s%3N; }
 
@@ -122,6 +114,33 @@ if [ "$rc" -eq 3 ] && [ "$elapsed_ms" -lt 5000 ] && grep -qx 'shoalrun: PE 2 exi
   pass "failure stops the others (${elapsed_ms} ms)"
 else
   fail "failure of one PE"; show
+fi
+
+# --- Every PE's output before a failure arrives, also output its C library had buffered: PEs print
+# a line (python3 block-buffers stdout that is not a terminal) and mark that they did; PE 1 fails
+# once all 8 have (bounded), and the others are stopped by SIGTERM, which does not flush anything.
+if command -v python3 >/dev/null; then
+  mkdir -p "$tmp/printed"
+  run_shoalrun -n 8 env -u PYTHONUNBUFFERED python3 -c '
+import os, sys, time
+rank = int(os.environ["SHOAL_RANK"])
+print("line from PE", rank)
+open(os.path.join(sys.argv[1], str(rank)), "w").close()
+if rank != 1:
+    time.sleep(30)
+for _ in range(200):
+    if len(os.listdir(sys.argv[1])) == 8:
+        break
+    time.sleep(0.05)
+sys.exit(1)' "$tmp/printed"
+  if [ "$rc" -eq 1 ] && [ "$elapsed_ms" -lt 13000 ] &&
+    [ "$(grep -cE '^\[([0-7])\] line from PE \1$' "$tmp/out")" -eq 8 ]; then
+    pass "output of every PE survives a failure"
+  else
+    fail "output lost when a PE fails ($(grep -c 'line from' "$tmp/out") of 8 lines)"; show
+  fi
+else
+  echo "skipped: output of every PE survives a failure (no python3)"
 fi
 
 # --- Death by a signal counts as 128+N.
@@ -263,6 +282,12 @@ if [ "$rc" -eq 0 ] && [ "$(cat "$tmp/out")" = "[0] -n 3 --timeout 5" ]; then
 else
   fail "program arguments"; show
 fi
+run_shoalrun --help
+if [ "$rc" -eq 0 ] && grep -qE '^  --no-prefix +relay' "$tmp/out" && ! grep -qE '\{|!--' "$tmp/out"; then
+  pass "--help renders --prefix and --no-prefix plainly"
+else
+  fail "--help flag rendering"; show
+fi
 run_shoalrun --version
 if [ "$rc" -eq 0 ] && grep -qE '^shoalrun \(shoal\) [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out"; then
   pass "--version"
@@ -270,8 +295,4 @@ else
   fail "--version"; show
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all shoalrun checks passed"
+finish_checks shoalrun

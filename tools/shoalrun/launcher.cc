@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +37,9 @@ using steady = std::chrono::steady_clock;
 constexpr size_t read_chunk_bytes = 64 * 1024;
 /// Bound on the reads when draining a pipe that a PE's leftover child may still be writing to.
 constexpr int max_drain_reads = 64;
+/// How long a stopped job's pipes are read after its PEs (and what they started) were killed, for
+/// the last bytes still on the way; a job that ended by itself gets no extra wait.
+constexpr std::chrono::milliseconds stopped_drain_window{1000};
 
 /// Throws the error for a failed system call `what` (errno `err`).
 [[noreturn]] void throw_system(const std::string& what, int err) {
@@ -66,6 +70,32 @@ std::string format_ranks(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return text;
+}
+
+/// A PE's stdout: the read end for shoalrun, the write end for the PE (both close-on-exec).
+/// A pseudo-terminal in raw mode where the system has one, else a pipe. On a terminal the C library
+/// line-buffers stdout, so each line a PE prints reaches shoalrun when printed; through a pipe it is
+/// block-buffered and a PE stopped by a signal (its peer failed) loses what it had not flushed.
+/// Raw mode passes the bytes unchanged ("\n" stays "\n").
+void open_stdout_channel(int fds[2]) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master >= 0) {
+    char name[128];
+    int slave = -1;
+    termios mode{};
+    if (grantpt(master) == 0 && unlockpt(master) == 0 && ptsname_r(master, name, sizeof name) == 0 &&
+        (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) >= 0 && tcgetattr(slave, &mode) == 0) {
+      cfmakeraw(&mode);
+      if (tcsetattr(slave, TCSANOW, &mode) == 0) {
+        fds[0] = master;
+        fds[1] = slave;
+        return;
+      }
+    }
+    if (slave >= 0) close(slave);
+    close(master);
+  }
+  if (pipe2(fds, O_CLOEXEC) < 0) throw_system("pipe2", errno);
 }
 
 /// Everything a child needs between fork and exec, prepared before fork so that the child does not
@@ -148,6 +178,7 @@ class job {
 
   bool read_pipe(pe_process& pe, bool is_stderr);  ///< one read; true if it got bytes
   void drain(pe_process& pe);
+  void drain_until(steady::time_point deadline);  ///< every PE's pipes, until end of file or `deadline`
   void close_stream(pe_process& pe, bool is_stderr);
   void handle_signals();
   void check_children();
@@ -308,7 +339,7 @@ void job::spawn(pe_process& pe, const std::vector<std::string>& base_env) {
 
   int out_pipe[2];
   int err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) < 0) throw_system("pipe2", errno);
+  open_stdout_channel(out_pipe);
   if (pipe2(err_pipe, O_CLOEXEC) < 0) {
     int saved = errno;
     close(out_pipe[0]);
@@ -363,6 +394,7 @@ bool job::read_pipe(pe_process& pe, bool is_stderr) {
     (is_stderr ? pe.err : pe.out)->feed(std::string_view(buffer, static_cast<size_t>(n)));
     return true;
   }
+  // A pseudo-terminal reports EIO, not end of file, once the PE and its children closed it.
   if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_stream(pe, is_stderr);
   return false;
 }
@@ -523,17 +555,34 @@ void job::supervise() {
   }
 }
 
-void job::finish() {
-  // Every PE has ended. A pipe still open belongs to something a PE left running; take what is
-  // there now and stop listening rather than wait for it.
-  for (pe_process& pe : pes_) {
-    drain(pe);
-    close_stream(pe, false);
-    close_stream(pe, true);
+void job::drain_until(steady::time_point deadline) {
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    for (pe_process& pe : pes_) {
+      drain(pe);
+      for (int fd : {pe.out_fd, pe.err_fd}) {
+        if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
+      }
+    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()).count();
+    if (fds.empty() || left <= 0) return;
+    if (poll(fds.data(), fds.size(), static_cast<int>(left)) <= 0) return;
   }
-  // A stopped job takes with it whatever its PEs started.
+}
+
+void job::finish() {
+  // Every PE has ended. A stopped job takes with it whatever its PEs started; their last bytes
+  // are read until every pipe is at end of file or the window closes. A pipe still open after
+  // that (or at once, in a job that ended by itself) belongs to something a PE left running: take
+  // what is there now and stop listening rather than wait for it.
   if (stopping_) {
     for (pe_process& pe : pes_) kill(-pe.pid, SIGKILL);
+  }
+  drain_until(steady::now() + (stopping_ ? steady::duration(stopped_drain_window) : steady::duration::zero()));
+  for (pe_process& pe : pes_) {
+    close_stream(pe, false);
+    close_stream(pe, true);
   }
   for (pe_process& pe : pes_) {
     while (waitpid(pe.pid, nullptr, 0) < 0 && errno == EINTR) {

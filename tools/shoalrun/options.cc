@@ -103,7 +103,9 @@ parse_outcome parse_command_line(int argc, char** argv) {
   app.formatter(std::make_shared<usage_formatter>());
   app.footer(
       "Each PE gets SHOAL_RANK, SHOAL_SIZE, SHOAL_LOCAL_RANK, SHOAL_LOCAL_SIZE and SHOAL_BOOTSTRAP_UID;\n"
-      "PE 0 also inherits the bootstrap listener as SHOAL_BOOTSTRAP_FD.\n"
+      "PE 0 also inherits the bootstrap listener as SHOAL_BOOTSTRAP_FD. A PE's stdout is a pseudo-terminal\n"
+      "(raw mode), so its C library flushes every line: what a PE printed arrives even when it is stopped\n"
+      "because another failed; stderr is a pipe.\n"
       "Exit status: the worst status of a PE that failed on its own (128+N for signal N), 124 on\n"
       "--timeout, 128+N when shoalrun was stopped by signal N, 2 for a bad command line.");
   app.set_version_flag("--version", fmt::format("shoalrun (shoal) {}.{}.{}", SHOAL_VERSION_MAJOR, SHOAL_VERSION_MINOR,
@@ -119,7 +121,14 @@ parse_outcome parse_command_line(int argc, char** argv) {
       ->type_name("SECONDS")
       ->capture_default_str()
       ->check(seconds_validator());
-  app.add_flag("--prefix,!--no-prefix", options.prefix, "prefix each output line with \"[PE] \" (default: on)");
+  // Two flags rather than "--prefix,!--no-prefix", which CLI11 renders as "--prefix,--no-prefix{false}";
+  // applied as they are parsed, so the last one given wins.
+  app.add_flag_callback(
+         "--prefix", [&options] { options.prefix = true; }, "prefix each output line with \"[PE] \" (the default)")
+      ->trigger_on_parse();
+  app.add_flag_callback(
+         "--no-prefix", [&options] { options.prefix = false; }, "relay each output line as it is")
+      ->trigger_on_parse();
   app.add_option("-x", options.extra_env, "set an environment variable in every PE (repeatable)")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false)

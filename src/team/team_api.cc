@@ -1,4 +1,4 @@
-// The C entry points of <shoal/team.h>: forward to the default world's team table, converting
+// The C entry points of <shoal/team.h>: forward to the default world's team table (world_teams), converting
 // shoal::error into the C error contract (facade::guarded). Splits return 0 or the error's code.
 #include <cstring>
 
@@ -6,6 +6,7 @@
 #include "runtime/facade.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/shoal.h"
+#include "team/team_world.hpp"
 
 namespace f = shoal::detail::facade;
 
@@ -18,9 +19,7 @@ int status_of(bool ok) {
   return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
 }
 
-shoal::detail::team_table::allgather_fn exchange_of(shoal::detail::world_impl& w, const char* call) {
-  return [&w, call](const void* mine, void* all, size_t bytes) { w.team_allgather(call, mine, all, bytes); };
-}
+shoal::detail::world_teams& teams_of(const char* call) { return shoal::detail::world_teams::of(f::current(call)); }
 
 }  // namespace
 
@@ -29,13 +28,13 @@ extern "C" {
 int shoal_team_my_pe(shoal_team_t team) {
   const char* call = "shoal_team_my_pe";
   return f::guarded(
-      call, [&] { return f::current(call).teams().my_pe(call, team); }, -1);
+      call, [&] { return teams_of(call).table().my_pe(call, team); }, -1);
 }
 
 int shoal_team_n_pes(shoal_team_t team) {
   const char* call = "shoal_team_n_pes";
   return f::guarded(
-      call, [&] { return f::current(call).teams().n_pes(call, team); }, -1);
+      call, [&] { return teams_of(call).table().n_pes(call, team); }, -1);
 }
 
 int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config_t* config) {
@@ -43,7 +42,7 @@ int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config
   bool ok = f::guarded(
       call,
       [&] {
-        f::current(call).teams().get_config(call, team, config_mask, config);
+        teams_of(call).table().get_config(call, team, config_mask, config);
         return true;
       },
       false);
@@ -53,7 +52,7 @@ int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config
 int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team) {
   const char* call = "shoal_team_translate_pe";
   return f::guarded(
-      call, [&] { return f::current(call).teams().translate_pe(call, src_team, src_pe, dest_team); }, -1);
+      call, [&] { return teams_of(call).table().translate_pe(call, src_team, src_pe, dest_team); }, -1);
 }
 
 int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
@@ -63,10 +62,10 @@ int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, in
   bool ok = f::guarded(
       call,
       [&] {
-        auto& w = f::current(call);
-        shoal_team_t made = w.teams().split_strided(call, parent_team, start, stride, size, config, config_mask,
-                                                    new_team == nullptr, exchange_of(w, call));
-        w.publish_device_teams();
+        auto& t = teams_of(call);
+        shoal_team_t made = t.table().split_strided(call, parent_team, start, stride, size, config, config_mask,
+                                                    new_team == nullptr, t.exchange(call));
+        t.publish_device();
         *new_team = made;
         return true;
       },
@@ -83,11 +82,11 @@ int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_c
   bool ok = f::guarded(
       call,
       [&] {
-        auto& w = f::current(call);
+        auto& t = teams_of(call);
         const char* null_out = xaxis_team == nullptr ? "xaxis_team" : yaxis_team == nullptr ? "yaxis_team" : nullptr;
-        auto [x, y] = w.teams().split_2d(call, parent_team, xrange, xaxis_config, xaxis_mask, yaxis_config, yaxis_mask,
-                                         null_out, exchange_of(w, call));
-        w.publish_device_teams();
+        auto [x, y] = t.table().split_2d(call, parent_team, xrange, xaxis_config, xaxis_mask, yaxis_config, yaxis_mask,
+                                         null_out, t.exchange(call));
+        t.publish_device();
         *xaxis_team = x;
         *yaxis_team = y;
         return true;
@@ -99,9 +98,9 @@ int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_c
 void shoal_team_destroy(shoal_team_t team) {
   const char* call = "shoal_team_destroy";
   f::guarded_void(call, [&] {
-    auto& w = f::current(call);
-    w.teams().destroy(call, team);
-    w.publish_device_teams();
+    auto& t = teams_of(call);
+    t.table().destroy(call, team);
+    t.publish_device();
   });
 }
 
@@ -113,7 +112,7 @@ int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes) {
         SHOAL_CHECK_ARG(out != nullptr, call, "out is null");
         SHOAL_CHECK_ARG(num_bytes == sizeof(shoal::device_team), call,
                         "num_bytes={} is not sizeof(shoal::device_team)={}", num_bytes, sizeof(shoal::device_team));
-        shoal::device_team d = f::current(call).teams().device_handle(call, team);
+        shoal::device_team d = teams_of(call).table().device_handle(call, team);
         std::memcpy(out, &d, sizeof d);
         return true;
       },

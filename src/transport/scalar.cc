@@ -1,4 +1,4 @@
-#include "runtime/scalar.hpp"
+#include "transport/scalar.hpp"
 
 #include "common/check.hpp"
 #include "shoal/types.h"

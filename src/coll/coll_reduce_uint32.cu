@@ -1,0 +1,9 @@
+// The on-stream reduce kernels of the 32- and 64-bit unsigned integer types (see coll_reduce_kernels.hpp).
+#include "coll/coll_reduce_kernels.cuh"
+
+namespace shoal::detail::coll {
+
+SHOAL_COLL_REDUCE_TYPED(uint32_t);
+SHOAL_COLL_REDUCE_TYPED(uint64_t);
+
+}  // namespace shoal::detail::coll

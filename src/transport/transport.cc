@@ -1,0 +1,148 @@
+#include "transport/transport.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include <fmt/ranges.h>
+
+#include "common/check.hpp"
+#include "heap/cuda_backend.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+// self, shared memory, NVLink/PCIe P2P: the peer's heap is mapped here; reach it through memory_ops.
+class load_store_path final : public path_ops {
+ public:
+  load_store_path(symmetric_heap& heap, memory_ops& ops) : heap_(heap), ops_(ops) {}
+
+  char* address(std::string_view, int pe, uint64_t offset) override { return heap_.heap_of(pe) + offset; }
+  void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) override {
+    ops_.copy(address(call, pe, offset), source, nbytes);
+  }
+  void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) override {
+    ops_.copy(dest, address(call, pe, offset), nbytes);
+  }
+  void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
+            ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) override {
+    strided(address(call, pe, offset), source, dest_stride, source_stride, nelems, elem_bytes);
+  }
+  void iget(std::string_view call, void* dest, int pe, uint64_t offset, ptrdiff_t dest_stride, ptrdiff_t source_stride,
+            size_t nelems, size_t elem_bytes) override {
+    strided(dest, address(call, pe, offset), dest_stride, source_stride, nelems, elem_bytes);
+  }
+  void atomic(std::string_view call, int pe, uint64_t offset, amo_op op, scalar type, const void* operand,
+              const void* compare_value, void* fetched) override {
+    ops_.atomic(op, type, address(call, pe, offset), operand, compare_value, fetched);
+  }
+  void quiet() override { ops_.quiet(); }
+
+ private:
+  void strided(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t nelems,
+               size_t elem_bytes) {
+    auto* to = static_cast<char*>(dest);
+    auto* from = static_cast<const char*>(source);
+    for (size_t i = 0; i < nelems; ++i)
+      ops_.copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
+  }
+
+  symmetric_heap& heap_;
+  memory_ops& ops_;
+};
+
+// A path with no implementation in this build: every operation throws errc::unsupported naming the
+// call and the PE. The proxy slot (a PE on another node) until the scale-out transport fills it.
+class unbuilt_path final : public path_ops {
+ public:
+  explicit unbuilt_path(const char* why) : why_(why) {}
+
+  char* address(std::string_view call, int pe, uint64_t) override { fail(call, pe); }
+  void put(std::string_view call, int pe, uint64_t, const void*, size_t) override { fail(call, pe); }
+  void get(std::string_view call, void*, int pe, uint64_t, size_t) override { fail(call, pe); }
+  void iput(std::string_view call, int pe, uint64_t, const void*, ptrdiff_t, ptrdiff_t, size_t, size_t) override {
+    fail(call, pe);
+  }
+  void iget(std::string_view call, void*, int pe, uint64_t, ptrdiff_t, ptrdiff_t, size_t, size_t) override {
+    fail(call, pe);
+  }
+  void atomic(std::string_view call, int pe, uint64_t, amo_op, scalar, const void*, const void*, void*) override {
+    fail(call, pe);
+  }
+  void quiet() override {}
+
+ private:
+  [[noreturn]] void fail(std::string_view call, int pe) const {
+    SHOAL_THROW(errc::unsupported, call, "PE {} {}", pe, why_);
+  }
+  const char* why_;
+};
+
+}  // namespace
+
+std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
+  const int my_pe = boot.rank();
+  const int n_pes = boot.size();
+  std::vector<peer_path> paths(n_pes, peer_path::none);
+  const cuda_backend_info* gpu = cuda_info(backend);
+  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES).
+  constexpr size_t kIdBytes = 32;
+  char mine[kIdBytes] = {};
+  if (gpu != nullptr) std::snprintf(mine, kIdBytes, "%s", gpu->pci_bus_id().c_str());
+  std::vector<char> all(kIdBytes * n_pes);
+  boot.allgather(mine, all.data(), kIdBytes, "shoal_init");
+  std::vector<int> unreachable;
+  for (int pe = 0; pe < n_pes; ++pe) {
+    if (pe == my_pe) {
+      paths[pe] = peer_path::self;
+    } else if (nodes.local_of_pe[pe] < 0) {
+      paths[pe] = peer_path::proxy;  // another node: the proxy transport's slot (not built yet)
+    } else if (gpu == nullptr) {
+      paths[pe] = peer_path::shared_memory;
+    } else {
+      int peer_dev = cuda_device_of_pci_bus_id(std::string(all.data() + pe * kIdBytes));
+      cuda_peer_link link = peer_dev < 0 ? cuda_peer_link{} : cuda_peer_link_between(gpu->device_ordinal(), peer_dev);
+      // NVLink carries every CUDA atomic natively; PCIe P2P usually does not.
+      if (peer_dev == gpu->device_ordinal())
+        paths[pe] = peer_path::p2p_nvlink;
+      else if (link.access)
+        paths[pe] = link.native_atomics ? peer_path::p2p_nvlink : peer_path::p2p_pcie;
+      else
+        unreachable.push_back(pe);
+    }
+  }
+  if (!unreachable.empty())
+    SHOAL_THROW(errc::unsupported, "shoal_init",
+                "PE {} cannot reach the GPU of same-node PE(s) {} by P2P (is that GPU hidden by "
+                "CUDA_VISIBLE_DEVICES, or without peer access?); shoal needs P2P between the GPUs of one node",
+                my_pe, fmt::join(unreachable, ", "));
+  return paths;
+}
+
+peer_transport::peer_transport(symmetric_heap& heap, std::vector<peer_path> paths)
+    : heap_(heap),
+      paths_(std::move(paths)),
+      ops_(heap.backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops()) {
+  for (peer_path p : {peer_path::self, peer_path::shared_memory, peer_path::p2p_nvlink, peer_path::p2p_pcie})
+    by_kind_[static_cast<size_t>(p)] = std::make_unique<load_store_path>(heap_, *ops_);
+  by_kind_[static_cast<size_t>(peer_path::proxy)] =
+      std::make_unique<unbuilt_path>("is on another node; the proxy transport is not built yet");
+  by_kind_[static_cast<size_t>(peer_path::none)] = std::make_unique<unbuilt_path>("cannot be reached from this PE");
+  for (peer_path p : paths_) all_load_store_ &= is_load_store(p);
+}
+
+peer_transport::~peer_transport() = default;
+
+void peer_transport::quiet() {
+  // The load/store paths share one memory_ops: quiet it once, then every other path in use.
+  ops_->quiet();
+  if (!all_load_store_)
+    for (peer_path p : {peer_path::proxy, peer_path::none}) by_kind_[static_cast<size_t>(p)]->quiet();
+}
+
+std::vector<peer_path> peer_transport::device_table() const {
+  if (all_load_store_) return {};
+  return paths_;
+}
+
+}  // namespace shoal::detail

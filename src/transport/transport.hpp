@@ -1,0 +1,106 @@
+// The transport layer: how bytes and atomics reach PE p. Each peer's path (shoal::peer_path) is
+// chosen once at init and stored here, once; host-issued operations are addressed by (PE, heap
+// offset) and dispatched through the path_ops of that peer's path. Load/store paths (self, shared
+// memory, NVLink/PCIe P2P) go through the peer's heap mapped into this process; the proxy path (a
+// PE on another node) is the slot the scale-out transport fills; today it throws errc::unsupported.
+// Below the runtime: includes only common, bootstrap and heap headers.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "heap/symmetric_heap.hpp"
+#include "shoal/device_world.hpp"
+#include "transport/memory_ops.hpp"
+#include "transport/scalar.hpp"
+
+namespace shoal::detail {
+
+/// The host-side operations of one kind of path. `offset` is a heap offset (validated by the
+/// caller); `call` names the public call in errors.
+class path_ops {
+ public:
+  virtual ~path_ops() = default;
+  /// The address of heap offset `offset` of `pe` in this process; throws when the path has none.
+  virtual char* address(std::string_view call, int pe, uint64_t offset) = 0;
+  virtual void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) = 0;
+  virtual void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) = 0;
+  /// nelems elements of elem_bytes; strides in elements (>= 1).
+  virtual void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
+                    ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) = 0;
+  virtual void iget(std::string_view call, void* dest, int pe, uint64_t offset, ptrdiff_t dest_stride,
+                    ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) = 0;
+  /// Atomic `op` on a value of `type` (host_atomic's value conventions).
+  virtual void atomic(std::string_view call, int pe, uint64_t offset, amo_op op, scalar type, const void* operand,
+                      const void* compare_value, void* fetched) = 0;
+  /// Completes every operation issued through this path.
+  virtual void quiet() = 0;
+};
+
+class peer_transport {
+ public:
+  /// Collective over every PE (all-gathers each PE's GPU): the path from `my_pe` to every PE. Throws
+  /// errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
+  static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
+
+  /// `paths`: from discover(); `heap` outlives this object. Host heaps use plain loads/stores,
+  /// GPU heaps copies and one-thread atomic kernels (memory_ops).
+  peer_transport(symmetric_heap& heap, std::vector<peer_path> paths);
+  ~peer_transport();
+
+  int n_pes() const { return static_cast<int>(paths_.size()); }
+  peer_path path_to(int pe) const { return paths_[pe]; }
+  /// True when `pe`'s path is implemented in this build (today: the load/store paths).
+  bool reachable(int pe) const { return is_load_store(paths_[pe]); }
+  /// True when every PE is reached by load/store.
+  bool all_load_store() const { return all_load_store_; }
+  /// PE's heap in this process when its path is load/store, else nullptr.
+  char* base_of(int pe) const { return reachable(pe) ? heap_.heap_of(pe) : nullptr; }
+
+  char* address(std::string_view call, int pe, uint64_t offset) { return path(pe).address(call, pe, offset); }
+  void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+    path(pe).put(call, pe, offset, source, nbytes);
+  }
+  void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+    path(pe).get(call, dest, pe, offset, nbytes);
+  }
+  void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
+            ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) {
+    path(pe).iput(call, pe, offset, source, dest_stride, source_stride, nelems, elem_bytes);
+  }
+  void iget(std::string_view call, void* dest, int pe, uint64_t offset, ptrdiff_t dest_stride, ptrdiff_t source_stride,
+            size_t nelems, size_t elem_bytes) {
+    path(pe).iget(call, dest, pe, offset, dest_stride, source_stride, nelems, elem_bytes);
+  }
+  void atomic(std::string_view call, int pe, uint64_t offset, amo_op op, scalar type, const void* operand,
+              const void* compare_value, void* fetched) {
+    path(pe).atomic(call, pe, offset, op, type, operand, compare_value, fetched);
+  }
+  /// Completes every operation issued through every path (fence and quiet: host calls complete in order).
+  void quiet();
+
+  /// The memory operations of this world's heap memory (local words, copies between mapped
+  /// addresses): host loads/stores, or CUDA copies and kernels for GPU heaps.
+  memory_ops& ops() { return *ops_; }
+  /// False for GPU heaps (the CPU cannot load/store them directly).
+  bool direct() const { return ops_->direct(); }
+  /// The table kernels get as device_world::path_of_pe (n_pes entries); empty when every PE is
+  /// load/store-reachable (kernels then use the nullptr fast path).
+  std::vector<peer_path> device_table() const;
+
+ private:
+  path_ops& path(int pe) const { return *by_kind_[static_cast<size_t>(paths_[pe])]; }
+
+  symmetric_heap& heap_;
+  std::vector<peer_path> paths_;  // per PE, chosen once by discover()
+  bool all_load_store_ = true;
+  std::unique_ptr<memory_ops> ops_;
+  std::array<std::unique_ptr<path_ops>, 6> by_kind_;  // indexed by peer_path
+};
+
+}  // namespace shoal::detail

@@ -1,0 +1,101 @@
+// The transport layer on its own (no runtime): path discovery puts a PE of another node on the proxy
+// path, and host operations are dispatched per path: load/store reaches the mapped heap, the proxy
+// slot throws errc::unsupported naming the call and the PE.
+#include "transport/transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "heap/chunk_backend.hpp"
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+namespace {
+
+// A bootstrap of `size` PEs in which this process is rank 0 and every other PE contributes what
+// rank 0 does (enough for the all-gathers of discovery and of a one-PE heap).
+class mirror_bootstrap final : public bootstrap {
+ public:
+  explicit mirror_bootstrap(int size) : size_(size) {}
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  void allgather(const void* mine, void* all, size_t bytes_per_pe, std::string_view) override {
+    for (int pe = 0; pe < size_; ++pe) std::memcpy(static_cast<char*>(all) + pe * bytes_per_pe, mine, bytes_per_pe);
+  }
+  void barrier(std::string_view) override {}
+  void broadcast(void*, size_t, int, std::string_view) override {}
+  void abort_job(int, const std::string&) override {}
+  void finalize() override {}
+
+ private:
+  int size_;
+};
+
+TEST(Transport, DiscoverPutsAnotherNodesPeOnTheProxyPath) {
+  mirror_bootstrap boot(3);
+  node_map nodes;
+  nodes.local_of_pe = {0, -1, 1};  // PE 1 on another node, PE 2 on this one
+  nodes.pe_of_local = {0, 2};
+  auto backend = make_host_backend();
+  std::vector<peer_path> paths = peer_transport::discover(boot, *backend, nodes);
+  EXPECT_EQ(paths, (std::vector<peer_path>{peer_path::self, peer_path::proxy, peer_path::shared_memory}));
+}
+
+class TransportDispatch : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kReserve = uint64_t{4} << 20;
+  TransportDispatch()
+      : heap_(boot_, node_map::discover(boot_), make_host_backend(), kReserve, kReserve),
+        // This PE's view of a two-PE job whose PE 1 is on another node.
+        transport_(heap_, {peer_path::self, peer_path::proxy}) {
+    heap_.grow_to(4096, "test");
+  }
+  mirror_bootstrap boot_{1};
+  symmetric_heap heap_;
+  peer_transport transport_;
+};
+
+TEST_F(TransportDispatch, LoadStorePathReachesTheMappedHeap) {
+  EXPECT_TRUE(transport_.reachable(0));
+  EXPECT_EQ(transport_.base_of(0), heap_.base());
+  const uint64_t value = 0x1122334455667788u;
+  transport_.put("shoal_putmem", 0, 64, &value, sizeof value);
+  uint64_t seen = 0;
+  std::memcpy(&seen, heap_.base() + 64, sizeof seen);
+  EXPECT_EQ(seen, value);
+  uint64_t add = 8, fetched = 0;
+  transport_.atomic("shoal_atomic_fetch_add", 0, 64, amo_op::fetch_add, scalar_of<uint64_t>(), &add, nullptr, &fetched);
+  EXPECT_EQ(fetched, value);
+  transport_.get("shoal_getmem", &seen, 0, 64, sizeof seen);
+  EXPECT_EQ(seen, value + 8);
+}
+
+TEST_F(TransportDispatch, ProxyPathThrowsUnsupportedNamingCallAndPe) {
+  EXPECT_EQ(transport_.path_to(1), peer_path::proxy);
+  EXPECT_FALSE(transport_.reachable(1));
+  EXPECT_FALSE(transport_.all_load_store());
+  EXPECT_EQ(transport_.base_of(1), nullptr);
+  EXPECT_EQ(transport_.device_table(), (std::vector<peer_path>{peer_path::self, peer_path::proxy}));
+  uint64_t value = 1;
+  try {
+    transport_.put("shoal_putmem", 1, 64, &value, sizeof value);
+    FAIL() << "a put to a PE on another node did not throw";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::unsupported);
+    EXPECT_EQ(e.call(), "shoal_putmem");
+    EXPECT_NE(std::string(e.what()).find("PE 1 is on another node; the proxy transport is not built yet"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(
+      transport_.atomic("shoal_atomic_add", 1, 64, amo_op::add, scalar_of<uint64_t>(), &value, nullptr, nullptr),
+      error);
+  EXPECT_THROW(transport_.address("shoalx_putmem_on_stream", 1, 64), error);
+  transport_.quiet();  // nothing in flight on either path
+}
+
+}  // namespace
+}  // namespace shoal::detail
