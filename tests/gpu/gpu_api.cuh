@@ -1,7 +1,9 @@
 // The two forms of the device API behind one interface, so that every test body runs against both:
-// handle_api calls shoal::device::* with an explicit device_world (passed to kernels by value);
-// facade_api calls the shoal_*/shoalx_* facade (per-translation-unit __constant__ state).
-// Scopes are the library's own tags (shoal::device::thread_scope, warp_scope, block_scope).
+// handle_api calls shoal::device::* with an explicit device_world (passed to kernels by value) and the
+// scope object (shoal::thread, warp, block, warps<N>) as the first argument; facade_api calls the
+// generated shoal_*/shoalx_* facade (per-translation-unit __constant__ state), picking the name of
+// the scope (thread, warp and block only: the facade has no warps<N> names), which checks that the
+// generated names exist and work.
 #pragma once
 
 #include <cstddef>
@@ -14,22 +16,34 @@
 namespace shoal_test {
 
 namespace sd = shoal::device;
-using shoal::device::block_scope;
-using shoal::device::thread_scope;
-using shoal::device::warp_scope;
+using shoal::block_scope;
+using shoal::thread_scope;
+using shoal::warp_scope;
+using shoal::warps_scope;
 
 template <class Scope>
 inline constexpr bool is_thread = std::is_same_v<Scope, thread_scope>;
 template <class Scope>
 inline constexpr bool is_warp = std::is_same_v<Scope, warp_scope>;
 template <class Scope>
-inline constexpr const char* scope_name = is_thread<Scope> ? "thread" : (is_warp<Scope> ? "warp" : "block");
+inline constexpr bool is_block = std::is_same_v<Scope, block_scope>;
+/// N of shoal::warps_scope<N> (0 for the other scopes).
+template <class Scope>
+inline constexpr unsigned warps_of = 0;
+template <int N>
+inline constexpr unsigned warps_of<warps_scope<N>> = N;
+template <class Scope>
+inline constexpr const char* scope_name = is_thread<Scope>  ? "thread"
+                                          : is_warp<Scope>  ? "warp"
+                                          : is_block<Scope> ? "block"
+                                                            : "warps<N>";
 
 // ---- the explicit handle ----------------------------------------------------------------------
 
 struct handle_api {
   shoal::device_world w;
   static constexpr const char* kName = "handle";
+  static constexpr bool kAnyScope = true;  ///< takes warps<N> too
 
   __device__ int my_pe() const { return w.my_pe; }
   __device__ int n_pes() const { return w.n_pes; }
@@ -40,43 +54,19 @@ struct handle_api {
 
   template <class Scope>
   __device__ void putmem(void* d, const void* s, size_t n, int pe, bool nbi) const {
-    if constexpr (is_thread<Scope>) {
-      nbi ? sd::putmem_nbi(w, d, s, n, pe) : sd::putmem(w, d, s, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      nbi ? sd::putmem_nbi_warp(w, d, s, n, pe) : sd::putmem_warp(w, d, s, n, pe);
-    } else {
-      nbi ? sd::putmem_nbi_block(w, d, s, n, pe) : sd::putmem_block(w, d, s, n, pe);
-    }
+    nbi ? sd::putmem_nbi(Scope{}, w, d, s, n, pe) : sd::putmem(Scope{}, w, d, s, n, pe);
   }
   template <class Scope>
   __device__ void getmem(void* d, const void* s, size_t n, int pe, bool nbi) const {
-    if constexpr (is_thread<Scope>) {
-      nbi ? sd::getmem_nbi(w, d, s, n, pe) : sd::getmem(w, d, s, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      nbi ? sd::getmem_nbi_warp(w, d, s, n, pe) : sd::getmem_warp(w, d, s, n, pe);
-    } else {
-      nbi ? sd::getmem_nbi_block(w, d, s, n, pe) : sd::getmem_block(w, d, s, n, pe);
-    }
+    nbi ? sd::getmem_nbi(Scope{}, w, d, s, n, pe) : sd::getmem(Scope{}, w, d, s, n, pe);
   }
   template <class Scope, class T>
   __device__ void put(T* d, const T* s, size_t n, int pe, bool nbi) const {
-    if constexpr (is_thread<Scope>) {
-      nbi ? sd::put_nbi(w, d, s, n, pe) : sd::put(w, d, s, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      nbi ? sd::put_nbi_warp(w, d, s, n, pe) : sd::put_warp(w, d, s, n, pe);
-    } else {
-      nbi ? sd::put_nbi_block(w, d, s, n, pe) : sd::put_block(w, d, s, n, pe);
-    }
+    nbi ? sd::put_nbi(Scope{}, w, d, s, n, pe) : sd::put(Scope{}, w, d, s, n, pe);
   }
   template <class Scope, class T>
   __device__ void get(T* d, const T* s, size_t n, int pe, bool nbi) const {
-    if constexpr (is_thread<Scope>) {
-      nbi ? sd::get_nbi(w, d, s, n, pe) : sd::get(w, d, s, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      nbi ? sd::get_nbi_warp(w, d, s, n, pe) : sd::get_warp(w, d, s, n, pe);
-    } else {
-      nbi ? sd::get_nbi_block(w, d, s, n, pe) : sd::get_block(w, d, s, n, pe);
-    }
+    nbi ? sd::get_nbi(Scope{}, w, d, s, n, pe) : sd::get(Scope{}, w, d, s, n, pe);
   }
   template <class T>
   __device__ void p(T* d, T v, int pe) const {
@@ -88,62 +78,30 @@ struct handle_api {
   }
   template <class Scope, class T>
   __device__ void iput(T* d, const T* s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) const {
-    if constexpr (is_thread<Scope>) {
-      sd::iput(w, d, s, dst, sst, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      sd::iput_warp(w, d, s, dst, sst, n, pe);
-    } else {
-      sd::iput_block(w, d, s, dst, sst, n, pe);
-    }
+    sd::iput(Scope{}, w, d, s, dst, sst, n, pe);
   }
   template <class Scope, class T>
   __device__ void iget(T* d, const T* s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) const {
-    if constexpr (is_thread<Scope>) {
-      sd::iget(w, d, s, dst, sst, n, pe);
-    } else if constexpr (is_warp<Scope>) {
-      sd::iget_warp(w, d, s, dst, sst, n, pe);
-    } else {
-      sd::iget_block(w, d, s, dst, sst, n, pe);
-    }
+    sd::iget(Scope{}, w, d, s, dst, sst, n, pe);
   }
 
   __device__ void quiet() const { sd::quiet(w); }
   __device__ void fence() const { sd::fence(w); }
   template <class Scope>
   __device__ void barrier_all() const {
-    if constexpr (is_thread<Scope>) {
-      sd::barrier_all(w);
-    } else if constexpr (is_warp<Scope>) {
-      sd::barrier_all_warp(w);
-    } else {
-      sd::barrier_all_block(w);
-    }
+    sd::barrier_all(Scope{}, w);
   }
   template <class Scope>
   __device__ void sync_all() const {
-    if constexpr (is_thread<Scope>) {
-      sd::sync_all(w);
-    } else if constexpr (is_warp<Scope>) {
-      sd::sync_all_warp(w);
-    } else {
-      sd::sync_all_block(w);
-    }
+    sd::sync_all(Scope{}, w);
   }
 
   // signals
   template <class Scope>
   __device__ void putmem_signal(void* d, const void* s, size_t n, uint64_t* sig, uint64_t signal, int sig_op, int pe,
                                 bool nbi) const {
-    if constexpr (is_thread<Scope>) {
-      nbi ? sd::putmem_signal_nbi(w, d, s, n, sig, signal, sig_op, pe)
-          : sd::putmem_signal(w, d, s, n, sig, signal, sig_op, pe);
-    } else if constexpr (is_warp<Scope>) {
-      nbi ? sd::putmem_signal_nbi_warp(w, d, s, n, sig, signal, sig_op, pe)
-          : sd::putmem_signal_warp(w, d, s, n, sig, signal, sig_op, pe);
-    } else {
-      nbi ? sd::putmem_signal_nbi_block(w, d, s, n, sig, signal, sig_op, pe)
-          : sd::putmem_signal_block(w, d, s, n, sig, signal, sig_op, pe);
-    }
+    nbi ? sd::putmem_signal_nbi(Scope{}, w, d, s, n, sig, signal, sig_op, pe)
+        : sd::putmem_signal(Scope{}, w, d, s, n, sig, signal, sig_op, pe);
   }
   __device__ void signal_op(uint64_t* sig, uint64_t signal, int sig_op, int pe) const {
     sd::signal_op(w, sig, signal, sig_op, pe);
@@ -460,6 +418,7 @@ SHOAL_TEST_FACADE_WAITS(uint64_t, uint64)
 
 struct facade_api {
   static constexpr const char* kName = "facade";
+  static constexpr bool kAnyScope = false;  ///< thread, warp and block names only
 
   __device__ int my_pe() const { return shoal_my_pe(); }
   __device__ int n_pes() const { return shoal_n_pes(); }

@@ -1,5 +1,6 @@
-// Internals shared by the device API headers: thread-group scopes, peer addressing, the checks
-// that turn a bad PE into a message + trap, and the bounded-wait clock. Not a public header.
+// Internals shared by the device API bodies: peer addressing (the one place device code branches
+// per peer path), the checks that turn a bad PE into a message + trap, and the bounded-wait clock.
+// Not a public header.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <cstdio>
 
 #include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
 #include "shoal/device_world.hpp"
 #include "shoal/types.h"
 
@@ -21,34 +23,6 @@
 #define SHOAL_WAIT_POLLS_PER_CLOCK 64
 #endif
 
-namespace shoal::device {
-
-/// One thread: the calling thread alone does the whole operation.
-struct thread_scope {
-  static __device__ __forceinline__ uint32_t rank() { return 0; }
-  static __device__ __forceinline__ uint32_t size() { return 1; }
-  static __device__ __forceinline__ void sync() {}
-  static constexpr const char* kSuffix = "";
-};
-/// One full warp (all 32 lanes call, converged, same arguments).
-struct warp_scope {
-  static __device__ __forceinline__ uint32_t rank() { return ptx::lane_id(); }
-  static __device__ __forceinline__ uint32_t size() { return 32; }
-  static __device__ __forceinline__ void sync() { __syncwarp(); }
-  static constexpr const char* kSuffix = "_warp";
-};
-/// One thread block (every thread calls, same arguments; contains __syncthreads()).
-struct block_scope {
-  static __device__ __forceinline__ uint32_t rank() {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  }
-  static __device__ __forceinline__ uint32_t size() { return blockDim.x * blockDim.y * blockDim.z; }
-  static __device__ __forceinline__ void sync() { __syncthreads(); }
-  static constexpr const char* kSuffix = "_block";
-};
-
-}  // namespace shoal::device
-
 namespace shoal::detail {
 
 inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes) {
@@ -60,27 +34,63 @@ inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, 
   __trap();
 }
 
+/// A device call to a PE reached through the host proxy: the seam where device-initiated
+/// operations over the proxy will enqueue; today it reports and traps.
+inline __device__ __noinline__ void device_fail_proxy(const char* call, int my_pe, int pe) {
+  printf(
+      "shoal: PE %d: %s: PE %d is reached through the proxy path; device-initiated operations over the proxy "
+      "are not built yet\n",
+      my_pe, call, pe);
+  __trap();
+}
+
 inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe, const char* what, long long value) {
   printf("shoal: PE %d: %s: bad %s %lld\n", my_pe, call, what, value);
   __trap();
 }
 
-/// The node-local index of `pe`, or -1 if out of range / unreachable (checked builds trap instead).
-__device__ __forceinline__ int32_t checked_local_of(const device_world& w, int pe, const char* call) {
+/// The route of a call to `pe` when w has tables (local_of_pe set): a proxy or unreachable path
+/// reports and traps (every build: there is no load/store address to use); checked builds also trap
+/// on an out-of-range pe. Returns the node-local index.
+__device__ __forceinline__ int32_t routed_local_of(const device_world& w, int pe, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes);
-  return local;
-#else
-  (void)call;
-  return w.local_of(pe);
+  if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
 #endif
+  if (w.path_of_pe != nullptr) {
+    const peer_path path = w.path_of_pe[pe];
+    if (path == peer_path::proxy) device_fail_proxy(call, w.my_pe, pe);
+#if SHOAL_DEVICE_CHECKS
+    if (!is_load_store(path)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+#endif
+  }
+  const int32_t local = w.local_of_pe[pe];
+#if SHOAL_DEVICE_CHECKS
+  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+#endif
+  return local;
 }
 
-/// `p`'s copy on `pe` as seen from this GPU: region + local_of(pe)*stride + (p - heap_base).
+/// The node-local index of `pe` for a load/store access: THE place where device calls branch per
+/// peer (every RMA, AMO, signal and collective address goes through it). No tables (local_of_pe
+/// nullptr): every PE is load/store-reachable and its local index is pe, with no table load.
+/// Otherwise routed_local_of: load/store paths give the mapped index, proxy and none report + trap.
+/// Checked builds (SHOAL_DEVICE_CHECKS) also trap on a pe out of range.
+__device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
+  if (w.local_of_pe == nullptr) {
+#if SHOAL_DEVICE_CHECKS
+    if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+#else
+    (void)call;
+#endif
+    return pe;
+  }
+  return routed_local_of(w, pe, call);
+}
+
+/// `p`'s copy on `pe` as seen from this GPU: region + peer_local(pe)*stride + (p - heap_base).
 template <class T>
 __device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {
-  const int64_t local = checked_local_of(w, pe, call);
+  const int64_t local = peer_local(w, pe, call);
   const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
   return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
 }
