@@ -1,7 +1,7 @@
-// Scope-wide copy engines behind put/get (not a public header): a vectorized load/store copy spread over a thread, a warp
-// or a block (16-byte accesses when source and destination are co-aligned, narrower otherwise, never
-// a misaligned vector access), and a TMA bulk-copy ring for large block-scope puts. Weak accesses:
-// ordering is the caller's job (fence/quiet/put_signal).
+// Scope-wide copy engines behind put/get (not a public header): a vectorized load/store copy spread over a thread, a
+// warp or a block (16-byte accesses when source and destination are co-aligned, narrower otherwise, never a misaligned
+// vector access), and a TMA bulk-copy ring for large block-scope puts. Weak accesses: ordering is the caller's job
+// (fence/quiet/put_signal).
 #pragma once
 
 #include <cstddef>
@@ -67,8 +67,8 @@ __device__ __forceinline__ void vstore(void* p, typename vec_of<kWidth>::type v)
 }
 
 /// Loads in flight per thread before its stores. A thread or warp alone needs depth (8 x 16 B per
-/// lane); a block (or several warps) has width already (4 x 16 B x its threads) and must stay at <= 64 registers so that
-/// 1024-thread blocks still launch.
+/// lane); a block (or several warps) has width already (4 x 16 B x its threads) and must stay at <= 64 registers so
+/// that 1024-thread blocks still launch.
 template <class Scope, int kWidth>
 inline constexpr int kCopyUnroll = (kWidth < 8 || Scope::kWide) ? 4 : 8;
 
@@ -173,11 +173,10 @@ inline constexpr size_t kTmaMinBytes = 32768;
 /// Falls back to the vector copy when the source is not global, source and destination are not
 /// co-aligned mod 16, or the put is under kTmaMinBytes.
 template <int kStages, int kStageBytes>
-__device__ __forceinline__ void copy_to_remote_block_tma(void* remote_dst, const void* src, size_t nbytes,
-                                                         void* smem) {
+__device__ __forceinline__ void copy_to_remote_block_tma(void* remote_dst, const void* src, size_t nbytes, void* smem) {
   static_assert(kStages >= 2 && kStageBytes >= 16 && kStageBytes % 16 == 0 && kStageBytes < (1 << 20),
                 "TMA stages: >= 2 stages of a multiple of 16 bytes below 1 MiB (mbarrier tx-count limit)");
-    char* dst = static_cast<char*>(remote_dst);
+  char* dst = static_cast<char*>(remote_dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(s);
   if ((misalign & 15) != 0 || nbytes < kTmaMinBytes || !__isGlobal(src) ||
