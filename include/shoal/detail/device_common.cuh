@@ -25,22 +25,21 @@
 
 namespace shoal::detail {
 
-inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes) {
+/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): prints
+/// it and traps. The cold branch of peer_local: device-initiated operations over the proxy path
+/// will be routed here (to the proxy's ring) when they are built.
+inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes,
+                                                   const peer_path* path_of_pe) {
   if (pe < 0 || pe >= n_pes) {
     printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
+  } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
+    printf(
+        "shoal: PE %d: %s: PE %d is reached through the proxy path; device-initiated operations over the proxy "
+        "are not built yet\n",
+        my_pe, call, pe);
   } else {
     printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
   }
-  __trap();
-}
-
-/// A device call to a PE reached through the host proxy: the seam where device-initiated
-/// operations over the proxy will enqueue; today it reports and traps.
-inline __device__ __noinline__ void device_fail_proxy(const char* call, int my_pe, int pe) {
-  printf(
-      "shoal: PE %d: %s: PE %d is reached through the proxy path; device-initiated operations over the proxy "
-      "are not built yet\n",
-      my_pe, call, pe);
   __trap();
 }
 
@@ -49,42 +48,23 @@ inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe,
   __trap();
 }
 
-/// The route of a call to `pe` when w has tables (local_of_pe set): a proxy or unreachable path
-/// reports and traps (every build: there is no load/store address to use); checked builds also trap
-/// on an out-of-range pe. Returns the node-local index.
-__device__ __forceinline__ int32_t routed_local_of(const device_world& w, int pe, const char* call) {
-#if SHOAL_DEVICE_CHECKS
-  if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
-#endif
-  if (w.path_of_pe != nullptr) {
-    const peer_path path = w.path_of_pe[pe];
-    if (path == peer_path::proxy) device_fail_proxy(call, w.my_pe, pe);
-#if SHOAL_DEVICE_CHECKS
-    if (!is_load_store(path)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
-#endif
-  }
-  const int32_t local = w.local_of_pe[pe];
-#if SHOAL_DEVICE_CHECKS
-  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes);
-#endif
-  return local;
-}
-
 /// The node-local index of `pe` for a load/store access: THE place where device calls branch per
-/// peer (every RMA, AMO, signal and collective address goes through it). No tables (local_of_pe
-/// nullptr): every PE is load/store-reachable and its local index is pe, with no table load.
-/// Otherwise routed_local_of: load/store paths give the mapped index, proxy and none report + trap.
-/// Checked builds (SHOAL_DEVICE_CHECKS) also trap on a pe out of range.
+/// peer (every RMA, AMO, signal and collective address goes through it). A PE whose path
+/// (device_world::path_of_pe) is a load/store one has a mapped heap, local_of(pe) >= 0: the fast
+/// path, no table load without tables (local_of_pe nullptr: local index == pe). A PE behind the
+/// proxy path or unreachable has local_of(pe) == -1 (device_world's invariant): checked builds
+/// (SHOAL_DEVICE_CHECKS) take the cold branch, which says which (proxy: "device-initiated
+/// operations over the proxy are not built yet") and traps; a pe out of range traps too. Unchecked
+/// builds do no check: such a pe is undefined behaviour.
 __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
-  if (w.local_of_pe == nullptr) {
 #if SHOAL_DEVICE_CHECKS
-    if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
+  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes, w.path_of_pe);
+  return local;
 #else
-    (void)call;
+  (void)call;
+  return w.local_of(pe);
 #endif
-    return pe;
-  }
-  return routed_local_of(w, pe, call);
 }
 
 /// `p`'s copy on `pe` as seen from this GPU: region + peer_local(pe)*stride + (p - heap_base).

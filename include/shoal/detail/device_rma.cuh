@@ -120,11 +120,11 @@ __device__ __forceinline__ T g(const device_world& w, const T* source, int pe, c
   }
 }
 
-/// device::ptr: `p`'s copy on `pe` if this GPU reaches it by load/store, else nullptr (no trap).
+/// device::ptr: `p`'s copy on `pe` if this GPU reaches it by load/store (local_of(pe) >= 0: proxy and
+/// unreachable PEs have -1), else nullptr (no trap).
 template <class T>
 __device__ __forceinline__ T* ptr_or_null(const device_world& w, T* p, int pe) {
   if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) return nullptr;
-  if (w.path_of_pe != nullptr && !is_load_store(w.path_of_pe[pe])) return nullptr;
   const int32_t local = w.local_of(pe);
   if (local < 0) return nullptr;
   const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
