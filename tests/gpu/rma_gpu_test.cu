@@ -41,31 +41,6 @@ buffers& bufs() {
 
 int left() { return (me() + npes() - 1) % npes(); }
 
-// ---- launch shapes: several groups of each scope, each moving its own slice -------------------
-
-template <class Scope>
-dim3 grid_of() {
-  return is_block<Scope> ? dim3(3) : dim3(1);
-}
-template <class Scope>
-dim3 block_of() {
-  if constexpr (warps_of<Scope> != 0) return dim3(3 * 32 * warps_of<Scope>);  // three groups
-  return is_thread<Scope> ? dim3(3) : (is_warp<Scope> ? dim3(96) : dim3(160));
-}
-/// This thread's group (the thread, its warp, its group of warps or its block) and the number of groups.
-template <class Scope>
-__device__ void group_of(size_t& group, size_t& groups) {
-  if constexpr (is_thread<Scope>) {
-    group = threadIdx.x, groups = blockDim.x;
-  } else if constexpr (is_warp<Scope>) {
-    group = threadIdx.x / 32, groups = blockDim.x / 32;
-  } else if constexpr (warps_of<Scope> != 0) {
-    group = threadIdx.x / (32 * warps_of<Scope>), groups = blockDim.x / (32 * warps_of<Scope>);
-  } else {
-    group = blockIdx.x, groups = gridDim.x;
-  }
-}
-
 /// Each group moves bytes [n*g/G, n*(g+1)/G) (odd slice boundaries on purpose), then every thread
 /// quiets when nbi.
 template <class Api, class Scope>
