@@ -1,8 +1,8 @@
 // The API adapter of bench/device/kernels.cuh and driver.cuh for shoal: the OpenSHMEM/NVSHMEM-style
 // facade (shoal_* / shoalx_*, header-only, no -rdc), i.e. the calls an NVSHMEM program renamed to
-// shoal makes; the scoped RMA calls take the scope type and go to the explicit API on the facade's
-// world (shoal::device::facade_world(): the same code as the shoalx_*_warp/_block names). `tma` is
-// the same with block puts through shoal's TMA bulk-copy ring.
+// shoal makes (the scoped ones picked by the scope type the kernels are templated on, as the NVSHMEM
+// adapter does). `tma` is the same with block puts through shoal's TMA bulk-copy ring (the explicit
+// API on the facade's world, shoal::device::facade_world()).
 #pragma once
 
 #include <cstddef>
@@ -38,14 +38,28 @@ struct shoal_api {
 
   // --- device ---
   static __device__ void putmem(void* d, const void* s, size_t n, int pe) { shoal_putmem(d, s, n, pe); }
-  static __device__ void putmem_nbi(void* d, const void* s, size_t n, int pe) { shoal_putmem_nbi(d, s, n, pe); }
+  /// The _nbi put/get of scope S: the facade name an NVSHMEM program renamed to shoal calls.
   template <class S>
-  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    shoal::device::putmem_nbi(scope, shoal::device::facade_world(), d, s, n, pe);
+  static __device__ void putmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      shoal_putmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      shoalx_putmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      shoalx_putmem_nbi_block(d, s, n, pe);
+    }
   }
   template <class S>
-  static __device__ void getmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    shoal::device::getmem_nbi(scope, shoal::device::facade_world(), d, s, n, pe);
+  static __device__ void getmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      shoal_getmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      shoalx_getmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      shoalx_getmem_nbi_block(d, s, n, pe);
+    }
   }
   static __device__ void quiet() { shoal_quiet(); }
   static __device__ void int_p(int* d, int v, int pe) { shoal_int_p(d, v, pe); }
