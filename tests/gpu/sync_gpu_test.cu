@@ -12,8 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {
