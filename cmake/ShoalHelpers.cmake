@@ -2,6 +2,9 @@
 function(shoal_add_layer name)
   add_library(${name} OBJECT ${ARGN})
   target_link_libraries(${name} PUBLIC shoal_flags fmt::fmt Threads::Threads)
+  # libshoal's own sources: <shoal/shoal.h> never brings the device facade (its per-unit state would
+  # load and reserve libshoal's kernel module on every PE); the facade header refuses them.
+  target_compile_definitions(${name} PRIVATE SHOAL_DETAIL_LIBSHOAL_BUILD)
 endfunction()
 
 # shoal_add_test(NAME <name> SOURCES <src...> LABELS <labels...> [NUM_PES <n...>] [LIBS <libs...>]

@@ -2,12 +2,14 @@
 """Generates shoal's typed device facade (types x operations x scopes) from the tables below.
 
 Output (checked in; CI regenerates and fails on a diff):
-  include/shoal/detail/device_api.cuh   the shoal_*/shoalx_* device functions (NVSHMEM names with
-                                        nvshmem_ -> shoal_, nvshmemx_ -> shoalx_), included by
-                                        <shoal/device/facade.cuh>
+  include/shoal/device/facade.cuh   the public device facade: the shoal_*/shoalx_* device functions
+                                    (NVSHMEM names with nvshmem_ -> shoal_, nvshmemx_ -> shoalx_),
+                                    included by <shoal/shoal.h> under nvcc
 
-Every function forwards to the explicit-handle API (<shoal/device/*.cuh>) with the translation
-unit's __constant__ copy of the default world. A thread-scope function that also exists on the host
+Every function forwards to the explicit-handle API's templates (<shoal/device/*.cuh>, or their
+bodies in <shoal/detail/device_*.cuh>, which take the facade name for messages) with the scope
+object of its suffix (none: shoal::thread, _warp: shoal::warp, _block: shoal::block) and the
+translation unit's __constant__ copy of the default world. A thread-scope function that also exists on the host
 (codegen/gen_host_api.py) becomes one __host__ __device__ function that calls the device code on
 the device and the host entry point (declared under shoal_detail_host_* by host_api.h) on the host.
 
@@ -21,11 +23,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import gen_host_api as host  # noqa: E402  (tables, the host name list and the twin rule)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OUT = ROOT / "include/shoal/detail/device_api.cuh"
+OUT = ROOT / "include/shoal/device/facade.cuh"
 
 W = "shoal_detail_world_c"
-SCOPES = [("", "shoal::device::thread_scope"), ("_warp", "shoal::device::warp_scope"),
-          ("_block", "shoal::device::block_scope")]
+SCOPES = [("", "shoal::thread"), ("_warp", "shoal::warp"), ("_block", "shoal::block")]
 # Device RMA types: the host's standard RMA types without long double (double in device code), plus
 # NVSHMEM's half and bfloat16 (device only).
 RMA_TYPES = [(tn, ct) for tn, ct in host.RMA_TYPES if tn != "longdouble"] + [
@@ -65,7 +66,7 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{tn}_{op}{nbi}{sfx}"
                     g.fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
+                         f'shoal::detail::{impl}({sc}, {W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
             if sfx == "":
                 g.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
                      f'shoal::detail::p({W}, dest, value, pe, "shoal_{tn}_p");')
@@ -75,7 +76,7 @@ def rma(g):
                 n = f"{px}{tn}_{op}{sfx}"
                 g.fn("void", n,
                      f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-                     f'shoal::detail::{op}<{sc}>({W}, dest, source, dst, sst, nelems, pe, "{n}");', sfx)
+                     f'shoal::detail::{op}({sc}, {W}, dest, source, dst, sst, nelems, pe, "{n}");', sfx)
 
     g.section("RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem), thread/warp/block")
     for bits in host.SIZES:
@@ -86,37 +87,38 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{op}{bits}{nbi}{sfx}"
                     g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems * {bits // 8}, pe, "{n}");', sfx)
+                         f'shoal::detail::{impl}({sc}, {W}, dest, source, nelems * {bits // 8}, pe, "{n}");', sfx)
             for op in ("iput", "iget"):
                 n = f"{px}{op}{bits}{sfx}"
                 g.fn("void", n,
                      "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-                     f"shoal::detail::{op}<{sc}>({W}, static_cast<{et}*>(dest), static_cast<const {et}*>(source), "
+                     f"shoal::detail::{op}({sc}, {W}, static_cast<{et}*>(dest), static_cast<const {et}*>(source), "
                      f'dst, sst, nelems, pe, "{n}");', sfx)
     for sfx, sc in SCOPES:
         px = prefix(sfx)
         for nbi in ("", "_nbi"):
             for op, impl in (("putmem", "putmem"), ("getmem", "getmem")):
                 n = f"{px}{op}{nbi}{sfx}"
-                g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
-                     f'shoal::detail::{impl}<{sc}>({W}, dest, source, nelems, pe, "{n}");', sfx)
+                g.fn("void", n, "void* dest, const void* source, size_t nbytes, int pe",
+                     f'shoal::detail::{impl}({sc}, {W}, dest, source, nbytes, pe, "{n}");', sfx)
 
 
 def signals(g):
     g.section("put-with-signal: typed, sized and untyped, blocking and _nbi, thread/warp/block")
     variants = [(tn, ct, f"sizeof({ct})") for tn, ct in RMA_TYPES]
     variants += [(f"put{b}", "void", str(b // 8)) for b in host.SIZES]
-    variants += [("putmem", "void", "1")]
+    variants += [("putmem", "void", "")]
     for base, ct, sz in variants:
         src = "const void" if ct == "void" else f"const {ct}"
         stem = base if ct == "void" else f"{base}_put"
         for sfx, sc in SCOPES:
             for nbi in ("", "_nbi"):
                 n = f"{prefix(sfx)}{stem}_signal{nbi}{sfx}"
+                count, nbytes = ("nbytes", "nbytes") if sz == "" else ("nelems", f"nelems * {sz}")
                 g.fn("void", n,
-                     f"{ct}* dest, {src}* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, "
+                     f"{ct}* dest, {src}* source, size_t {count}, uint64_t* sig_addr, uint64_t signal, int sig_op, "
                      "int pe",
-                     f"shoal::detail::putmem_signal<{sc}>({W}, dest, source, nelems * {sz}, sig_addr, signal, sig_op, "
+                     f"shoal::detail::putmem_signal({sc}, {W}, dest, source, {nbytes}, sig_addr, signal, sig_op, "
                      f'pe, "{n}");', sfx)
 
 
@@ -186,11 +188,11 @@ def sync(g):
 
 
 def barriers(g):
-    g.section("barrier_all / sync_all at warp and block scope (thread scope: <shoal/device/facade.cuh>)")
+    g.section("barrier_all / sync_all at warp and block scope (thread scope: the untyped twins above)")
     for op in ("barrier_all", "sync_all"):
         for sfx, sc in SCOPES[1:]:
             n = f"shoalx_{op}{sfx}"
-            g.fn("void", n, "void", f'shoal::detail::barrier<{sc}>({W}, "{n}");', sfx)
+            g.fn("void", n, "void", f'shoal::detail::barrier({sc}, {W}, "{n}");', sfx)
 
 
 def collectives(g):
@@ -205,47 +207,71 @@ def collectives(g):
 
     g.section("team collectives: team_sync / barrier, thread/warp/block (the team's handle; returns 0)")
     for verb, impl in (("team_sync", "team_sync"), ("barrier", "team_barrier")):
-        for sfx, _ in SCOPES:
-            fn(f"{prefix(sfx)}{verb}{sfx}", "shoal_team_t team", f"shoal::device::{impl}{sfx}({W}, {team})", sfx)
+        for sfx, sc in SCOPES:
+            fn(f"{prefix(sfx)}{verb}{sfx}", "shoal_team_t team", f"shoal::device::{impl}({sc}, {W}, {team})", sfx)
 
     g.section("team collectives: broadcast, fcollect, alltoall (untyped in bytes, then typed), thread/warp/block "
               "(no collect: host only)")
     variants = [("mem", "void", "")] + [(tn, ct, f" * sizeof({ct})") for tn, ct in RMA_TYPES]
     for stem, ct, sz in variants:
         src = "const void" if ct == "void" else f"const {ct}"
-        for sfx, _ in SCOPES:
+        count = "nbytes" if stem == "mem" else "nelems"
+        for sfx, sc in SCOPES:
             n = host.movement_name(stem, "broadcast").replace("shoal_", prefix(sfx), 1) + sfx
-            fn(n, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
-               f"shoal::device::broadcastmem{sfx}({W}, {team}, dest, source, nelems{sz}, PE_root)", sfx)
+            fn(n, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {count}, int PE_root",
+               f"shoal::device::broadcastmem({sc}, {W}, {team}, dest, source, {count}{sz}, PE_root)", sfx)
             for verb in ("fcollect", "alltoall"):
                 n = host.movement_name(stem, verb).replace("shoal_", prefix(sfx), 1) + sfx
-                fn(n, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
-                   f"shoal::device::{verb}mem{sfx}({W}, {team}, dest, source, nelems{sz})", sfx)
+                fn(n, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {count}",
+                   f"shoal::device::{verb}mem({sc}, {W}, {team}, dest, source, {count}{sz})", sfx)
 
     for kind in ("reduce", "reducescatter"):
         g.section(f"team collectives: {kind} (types and ops as the host's), thread/warp/block")
         for tn, ct, op in host.reduce_variants():
-            for sfx, _ in SCOPES:
+            for sfx, sc in SCOPES:
                 fn(f"{prefix(sfx)}{tn}_{op}_{kind}{sfx}",
                    f"shoal_team_t team, {ct}* dest, const {ct}* source, size_t nreduce",
-                   f"shoal::device::{kind}{sfx}<shoal::device::{op}_op>({W}, {team}, dest, source, nreduce)", sfx)
+                   f"shoal::device::{kind}<shoal::device::{op}_op>({sc}, {W}, {team}, dest, source, nreduce)", sfx)
 
 
 HEADER = """/* clang-format off */
 // GENERATED by codegen/gen_device_api.py: do not edit; edit the generator and rerun it.
-// shoal's typed device facade: NVSHMEM's device API names (nvshmem_ -> shoal_, nvshmemx_ -> shoalx_)
-// on the default world (this translation unit's __constant__ copy, see <shoal/device/facade.cuh>).
-// Contracts are those of the explicit-handle calls they forward to (<shoal/device/*.cuh>):
-//   put/get/p/g/iput/iget (RMA contract, rma.cuh): nelems in elements; warp/block: the whole scope calls
+// shoal's device facade: NVSHMEM's device API names (nvshmem_ -> shoal_, nvshmemx_ -> shoalx_) on
+// the default world, for kernels that take no handle (shoal_int_p, shoalx_putmem_block,
+// shoal_barrier_all, ...). Included by <shoal/shoal.h> under nvcc; may also be included alone.
+// Header-only, no -rdc: each translation unit keeps its own __constant__ copy of the default world's
+// device_world (<shoal/detail/device_facade_world.cuh>), registered with libshoal at static
+// initialization and filled when the world is created. Define SHOAL_NO_DEVICE_FACADE to leave it out.
+//
+// Every function forwards to the explicit API (<shoal/device/*.cuh>) with the scope object of its
+// suffix (none: shoal::thread, _warp: shoal::warp, _block: shoal::block) and that world. Contracts:
+//   put/get/p/g/iput/iget (RMA contract, rma.cuh): nelems in elements, nbytes for *mem; warp/block: the
+//     whole scope calls
 //   put_signal (put_signal contract, signal.cuh): data visible before the signal (release)
 //   atomics (AMO contract, amo.cuh): relaxed, system scope; thread scope only
 //   wait_until/test (wait contract, sync.cuh): relaxed polls, one acquire; bounded by SHOAL_WAIT_TIMEOUT
 //   team collectives (collective contract, coll.cuh) on shoal::device::team_of(world, team): team_sync,
-//     barrier, broadcast, fcollect, alltoall (nelems in elements, or bytes for *mem), reduce, reducescatter
+//     barrier, broadcast, fcollect, alltoall (nelems in elements, or nbytes for *mem), reduce, reducescatter
 //     (symmetric dest and source); return 0. shoal_collect/shoal_<T>_collect have no device form (host only)
-// __host__ __device__ functions call the host entry point of the same symbol on the host.
-#ifndef SHOAL_DETAIL_DEVICE_API_CUH_
-#define SHOAL_DETAIL_DEVICE_API_CUH_
+//
+// How one name serves host and device without -rdc: a name that is also a host entry point becomes one
+// __host__ __device__ inline function. The typed ones call, on the host, the entry point that
+// <shoal/detail/host_api.h> declares under shoal_detail_host_* under nvcc. The untyped ones below
+// (shoal_my_pe, shoal_fence, ...) keep the host symbol's own name: they are (re)declared __host__
+// __device__ (nvcc warning 20040 when <shoal/shoal.h> declared them first, expected and silenced) and
+// defined only in the device pass, so host calls bind to libshoal's symbol and device calls inline.
+#ifndef SHOAL_DEVICE_FACADE_CUH_
+#define SHOAL_DEVICE_FACADE_CUH_
+
+// SHOAL_DETAIL_DEVICE_FACADE, and the host entry points that have a device twin (shoal_detail_host_*).
+#include "shoal/detail/host_api.h"
+#include "shoal/types.h"
+
+#if defined(SHOAL_DETAIL_LIBSHOAL_BUILD) && defined(__CUDACC__)
+#error "libshoal's own sources never include the device facade (<shoal/device/facade.cuh>)"
+#endif
+
+#if SHOAL_DETAIL_DEVICE_FACADE
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -253,14 +279,76 @@ HEADER = """/* clang-format off */
 #include <cstddef>
 #include <cstdint>
 
-// The facade first: it declares this translation unit's world (shoal_detail_world_c) and includes
-// this file at its end (when this file is included first, its guard makes that a no-op).
-#include "shoal/device/facade.cuh"
+#include "shoal/detail/device_facade_world.cuh"
 #include "shoal/device/device.cuh"
+#include "shoal/device/scope.cuh"
+
+namespace shoal::device {
+
+/// This translation unit's copy of the default world's device handle, the world every facade call
+/// uses: pass it to the explicit API to mix both in one kernel. A zero world (n_pes 0) before init.
+__device__ __forceinline__ const device_world& facade_world() { return shoal_detail_world_c; }
+
+}  // namespace shoal::device
+
+// Untyped calls whose host entry points <shoal/shoal.h> declares by their own names.
+#pragma nv_diag_push
+#pragma nv_diag_suppress 20040
+SHOAL_EXTERN_C_BEGIN
+__host__ __device__ int shoal_my_pe(void);
+__host__ __device__ int shoal_n_pes(void);
+__host__ __device__ void* shoal_ptr(const void* dest, int pe);
+__host__ __device__ void shoal_fence(void);
+__host__ __device__ void shoal_quiet(void);
+__host__ __device__ void shoal_barrier_all(void);
+__host__ __device__ void shoal_sync_all(void);
+__host__ __device__ uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
+__host__ __device__ uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
+__host__ __device__ void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+SHOAL_EXTERN_C_END
+#pragma nv_diag_pop
+
+#if defined(__CUDA_ARCH__)
+SHOAL_EXTERN_C_BEGIN
+/// This PE's number in the default world.
+__host__ __device__ inline int shoal_my_pe(void) { return shoal_detail_world_c.my_pe; }
+/// The number of PEs in the default world.
+__host__ __device__ inline int shoal_n_pes(void) { return shoal_detail_world_c.n_pes; }
+/// dest's copy on pe that this thread may load/store, or NULL (shoal::device::ptr).
+__host__ __device__ inline void* shoal_ptr(const void* dest, int pe) {
+  return const_cast<void*>(shoal::device::ptr(shoal_detail_world_c, dest, pe));
+}
+/// fence.acq_rel.sys: orders this thread's earlier puts/AMOs/signals before its later ones.
+__host__ __device__ inline void shoal_fence(void) { shoal::device::fence(shoal_detail_world_c); }
+/// fence.sc.sys: completes this thread's earlier puts/AMOs/signals.
+__host__ __device__ inline void shoal_quiet(void) { shoal::device::quiet(shoal_detail_world_c); }
+/// Device barrier over all PEs, ONE thread per PE (shoalx_barrier_all_warp/_block for groups).
+__host__ __device__ inline void shoal_barrier_all(void) {
+  shoal::detail::barrier(shoal::thread, shoal_detail_world_c, "shoal_barrier_all");
+}
+/// As shoal_barrier_all (same release/acquire chain), one thread per PE.
+__host__ __device__ inline void shoal_sync_all(void) {
+  shoal::detail::barrier(shoal::thread, shoal_detail_world_c, "shoal_sync_all");
+}
+/// ld.acquire.sys of the local signal word.
+__host__ __device__ inline uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
+  return shoal::device::signal_fetch(shoal_detail_world_c, sig_addr);
+}
+/// Relaxed polls, one acquire; bounded by the world's wait timeout.
+__host__ __device__ inline uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
+  return shoal::detail::wait_until(shoal_detail_world_c, sig_addr, cmp, cmp_value, "shoal_signal_wait_until");
+}
+/// SET: st.relaxed.sys; ADD: red.relaxed.sys.add on the peer's signal (no ordering; fence first).
+__host__ __device__ inline void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shoal::detail::signal_op(shoal_detail_world_c, sig_addr, signal, sig_op, pe, "shoalx_signal_op");
+}
+SHOAL_EXTERN_C_END
+#endif  // __CUDA_ARCH__
 """
 
 FOOTER = """
-#endif  // SHOAL_DETAIL_DEVICE_API_CUH_
+#endif  // SHOAL_DETAIL_DEVICE_FACADE
+#endif  // SHOAL_DEVICE_FACADE_CUH_
 """
 
 

@@ -115,10 +115,10 @@ def rma(e):
              "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
              f'f::iget("shoal_iget{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
     for nbi in ("", "_nbi"):
-        e.fn("void", f"shoal_putmem{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-             f'f::put("shoal_putmem{nbi}", dest, source, nelems, 1, 1, pe);')
-        e.fn("void", f"shoal_getmem{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-             f'f::get("shoal_getmem{nbi}", dest, source, nelems, 1, 1, pe);')
+        e.fn("void", f"shoal_putmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
+             f'f::put("shoal_putmem{nbi}", dest, source, nbytes, 1, 1, pe);')
+        e.fn("void", f"shoal_getmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
+             f'f::get("shoal_getmem{nbi}", dest, source, nbytes, 1, 1, pe);')
 
 
 def signals(e):
@@ -130,9 +130,10 @@ def signals(e):
         src = "const void" if ct == "void" else f"const {ct}"
         for nbi in ("", "_nbi"):
             name = f"{base}{nbi}"
+            n = "nbytes" if base == "shoal_putmem_signal" else "nelems"
             e.fn("void", name,
-                 f"{ct}* dest, {src}* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
-                 f'f::put_signal("{name}", dest, source, nelems, {sz}, {al}, sig_addr, signal, sig_op, pe);')
+                 f"{ct}* dest, {src}* source, size_t {n}, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
+                 f'f::put_signal("{name}", dest, source, {n}, {sz}, {al}, sig_addr, signal, sig_op, pe);')
 
 
 def atomics(e):
@@ -246,13 +247,14 @@ def collectives(e):
               "collect has no device twin")
     for stem, ct, sz in movement_variants():
         src = "const void" if ct == "void" else f"const {ct}"
+        n = "nbytes" if stem == "mem" else "nelems"
         name = movement_name(stem, "broadcast")
-        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
-           f'broadcast("{name}", team, dest, source, nelems, {sz}, PE_root);')
+        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {n}, int PE_root",
+           f'broadcast("{name}", team, dest, source, {n}, {sz}, PE_root);')
         for verb in ("fcollect", "collect", "alltoall"):
             name = movement_name(stem, verb)
-            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
-               f'{verb}("{name}", team, dest, source, nelems, {sz});', twin=verb != "collect")
+            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {n}",
+               f'{verb}("{name}", team, dest, source, {n}, {sz});', twin=verb != "collect")
 
     for kind in ("reduce", "reducescatter"):
         e.section(f"team collectives: {kind} (and/or/xor: integer types; min/max/sum/prod: integer types, "
@@ -281,13 +283,14 @@ def collectives_on_stream(e):
     e.section("team collectives on a CUDA stream: broadcast, fcollect, alltoall (untyped, in bytes; then typed)")
     for stem, ct, sz in movement_variants():
         src = "const void" if ct == "void" else f"const {ct}"
+        n = "nbytes" if stem == "mem" else "nelems"
         name = movement_name(stem, "broadcast", "_on_stream")
-        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems, int PE_root",
-           f'broadcast_on_stream("{name}", team, dest, source, nelems, {sz}, PE_root, stream);')
+        fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {n}, int PE_root",
+           f'broadcast_on_stream("{name}", team, dest, source, {n}, {sz}, PE_root, stream);')
         for verb in ("fcollect", "alltoall"):
             name = movement_name(stem, verb, "_on_stream")
-            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t nelems",
-               f'{verb}_on_stream("{name}", team, dest, source, nelems, {sz}, stream);')
+            fn(name, f"shoal_team_t team, {ct}* dest, {src}* source, size_t {n}",
+               f'{verb}_on_stream("{name}", team, dest, source, {n}, {sz}, stream);')
 
     for kind in ("reduce", "reducescatter"):
         e.section(f"team collectives on a CUDA stream: {kind} (types and ops as the blocking {kind})")
@@ -302,12 +305,14 @@ def collectives_on_stream(e):
 # Under nvcc, <shoal/shoal.h> also brings the device facade, whose thread-scope functions carry the
 # same names as these host entry points. nvcc cannot overload on __host__/__device__, so there each
 # host entry point that has a device twin is declared under another C++ name bound to the same
-# symbol (asm label), and include/shoal/detail/device_api.cuh (codegen/gen_device_api.py) defines
+# symbol (asm label), and include/shoal/device/facade.cuh (codegen/gen_device_api.py) defines
 # the __host__ __device__ function of the OpenSHMEM name that calls one or the other.
 
 CUDA_SELECT = """
-/* nvcc with the device facade: see the #else branch at the end of this list. */
-#if defined(__CUDACC__) && defined(__cplusplus) && !defined(__CUDACC_RTC__) && !defined(SHOAL_NO_DEVICE_FACADE)
+/* nvcc with the device facade: see the #else branch at the end of this list. libshoal's own sources
+ * (SHOAL_DETAIL_LIBSHOAL_BUILD, a private define of its targets) never have the facade. */
+#if defined(__CUDACC__) && defined(__cplusplus) && !defined(__CUDACC_RTC__) && !defined(SHOAL_NO_DEVICE_FACADE) && \\
+    !defined(SHOAL_DETAIL_LIBSHOAL_BUILD)
 #define SHOAL_DETAIL_DEVICE_FACADE 1
 #else
 #define SHOAL_DETAIL_DEVICE_FACADE 0
@@ -343,13 +348,14 @@ HEADER = """/* clang-format off */
 /* GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
  * shoal's typed host API (OpenSHMEM 1.5 names with the shoal_ prefix). Included by <shoal/shoal.h>.
  * Contracts are those of the generic calls documented in <shoal/shoal.h>:
- *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements; pe in [0, n_pes)
+ *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements (nbytes: bytes, *mem forms);
+ *     pe in [0, n_pes)
  *   put_signal: data first, then sig_op (SHOAL_SIGNAL_SET/ADD) with signal on sig_addr at pe
  *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
  *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
  *   team collectives (host; see <shoal/team.h>): every member of `team` calls with the same arguments (collect:
- *     its own nelems); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member.
- *     Under nvcc each has a __host__ __device__ twin of the same name in the device facade (device_api.cuh),
+ *     its own nelems/nbytes); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member.
+ *     Under nvcc each has a __host__ __device__ twin of the same name in the device facade (<shoal/device/facade.cuh>),
  *     except collect (host only) and the long double forms
  *   half/bfloat16 reductions: shoal_half_t / shoal_bfloat16_t (<shoal/types.h>); the host combines in float and
  *     rounds each partial result to nearest even

@@ -10,7 +10,7 @@
 //
 //   benchmark          block (shoal)                        stream, graph (shoal)                 NCCL
 //   allreduce          shoalx_float_sum_reduce_block        shoalx_float_sum_reduce_on_stream     ncclAllReduce
-//   allreduce_scratch  reduce_block<sum_op> + scratch       -                                     -
+//   allreduce_scratch  reduce<sum_op>(block) + scratch      -                                     -
 //   broadcast          shoalx_broadcastmem_block, root 0    shoalx_broadcastmem_on_stream         ncclBroadcast
 //   fcollect           shoalx_fcollectmem_block             shoalx_fcollectmem_on_stream          ncclAllGather
 //   alltoall           shoalx_alltoallmem_block             shoalx_alltoallmem_on_stream          ncclSend/Recv
@@ -129,18 +129,18 @@ std::string size_text(size_t bytes) {
 
 /// `iters` calls of collective C by the one block of this PE on the world team.
 template <coll C>
-__global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* src, size_t num_bytes, size_t per_pe,
+__global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* src, size_t nbytes, size_t per_pe,
                                   void* scratch, int iters) {
   for (int i = 0; i < iters; ++i) {
     if constexpr (C == coll::allreduce) {
       shoalx_float_sum_reduce_block(SHOAL_TEAM_WORLD, reinterpret_cast<float*>(dst),
-                                    reinterpret_cast<const float*>(src), num_bytes / sizeof(float));
+                                    reinterpret_cast<const float*>(src), nbytes / sizeof(float));
     } else if constexpr (C == coll::allreduce_scratch) {
-      shoal::device::reduce_block<shoal::device::sum_op>(shoal_detail_world_c, t, reinterpret_cast<float*>(dst),
-                                                         reinterpret_cast<const float*>(src), num_bytes / sizeof(float),
-                                                         scratch);
+      shoal::device::reduce<shoal::device::sum_op>(shoal::block, shoal::device::facade_world(), t,
+                                                   reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(src),
+                                                   nbytes / sizeof(float), scratch);
     } else if constexpr (C == coll::broadcast) {
-      shoalx_broadcastmem_block(SHOAL_TEAM_WORLD, dst, src, num_bytes, 0);
+      shoalx_broadcastmem_block(SHOAL_TEAM_WORLD, dst, src, nbytes, 0);
     } else if constexpr (C == coll::fcollect) {
       shoalx_fcollectmem_block(SHOAL_TEAM_WORLD, dst, src, per_pe);
     } else if constexpr (C == coll::alltoall) {
@@ -149,7 +149,7 @@ __global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* s
       shoalx_barrier_block(SHOAL_TEAM_WORLD);
     }
   }
-  (void)t, (void)scratch, (void)dst, (void)src, (void)num_bytes, (void)per_pe;
+  (void)t, (void)scratch, (void)dst, (void)src, (void)nbytes, (void)per_pe;
 }
 
 // --- host side ----------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ struct shoal_lib {
 
   static int my_pe() { return shoal_my_pe(); }
   static int n_pes() { return shoal_n_pes(); }
-  static void* host_malloc(size_t num_bytes) { return shoal_malloc(num_bytes); }
+  static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
   static void host_free(void* p) { shoal_free(p); }
   static void* host_ptr(const void* p, int pe) { return shoal_ptr(p, pe); }
   static std::string host_barrier() {

@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -158,21 +159,26 @@ class driver {
     uint64_t sink;
   };
 
+  /// The scope a bandwidth grid runs at, as its type (std::visit gives the kernel's template argument).
+  using scope_choice = std::variant<shoal::thread_scope, shoal::warp_scope, shoal::block_scope>;
+
   struct grid {
-    scope s;
+    scope_choice s;
     int ctas;
     int threads;
+    bool is_block() const { return std::holds_alternative<shoal::block_scope>(s); }
     std::string label() const {
-      const char* name = s == scope::thread ? "thread" : (s == scope::warp ? "warp" : "block");
+      const char* name = is_block() ? "block" : (std::holds_alternative<shoal::warp_scope>(s) ? "warp" : "thread");
       return std::string(name) + "/" + std::to_string(ctas) + "x" + std::to_string(threads);
     }
     size_t units() const {
       const size_t total = static_cast<size_t>(ctas) * threads;
-      return s == scope::thread ? total : (s == scope::warp ? total / 32 : static_cast<size_t>(ctas));
+      if (is_block()) return static_cast<size_t>(ctas);
+      return std::holds_alternative<shoal::warp_scope>(s) ? total / 32 : total;
     }
     /// Bytes per scope instance: the message split evenly, rounded up to 16 bytes.
-    size_t chunk(size_t num_bytes) const {
-      const size_t per = (num_bytes + units() - 1) / units();
+    size_t chunk(size_t nbytes) const {
+      const size_t per = (nbytes + units() - 1) / units();
       return (per + 15) / 16 * 16;
     }
   };
@@ -327,27 +333,26 @@ class driver {
 
   int aux_blocks() const { return sms_ * 4; }
 
-  uint32_t fill(char* buf, size_t num_bytes) {
+  uint32_t fill(char* buf, size_t nbytes) {
     const uint32_t seed = ++seed_;
-    untimed("fill", [&] { fill_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, seed); });
+    untimed("fill", [&] { fill_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, nbytes, seed); });
     return seed;
   }
-  /// `slices` copies of one new pattern, num_bytes each, back to back from buf.
-  uint32_t fill(char* buf, size_t num_bytes, size_t slices) {
-    if (slices <= 1) return fill(buf, num_bytes);
+  /// `slices` copies of one new pattern, nbytes each, back to back from buf.
+  uint32_t fill(char* buf, size_t nbytes, size_t slices) {
+    if (slices <= 1) return fill(buf, nbytes);
     const uint32_t seed = ++seed_;
-    untimed("fill",
-            [&] { fill_pattern_slices_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, slices, seed); });
+    untimed("fill", [&] { fill_pattern_slices_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, nbytes, slices, seed); });
     return seed;
   }
-  void clear(char* buf, size_t num_bytes) {
-    untimed("clear", [&] { clear_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes); });
+  void clear(char* buf, size_t nbytes) {
+    untimed("clear", [&] { clear_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, nbytes); });
   }
-  /// true if buf[0, num_bytes) holds pattern `seed`.
-  bool holds(const char* buf, size_t num_bytes, uint32_t seed) {
+  /// true if buf[0, nbytes) holds pattern `seed`.
+  bool holds(const char* buf, size_t nbytes, uint32_t seed) {
     untimed("verify", [&] {
       cudaMemsetAsync(&scratch_->mismatches, 0, sizeof(unsigned long long), stream_);
-      verify_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, num_bytes, seed, &scratch_->mismatches);
+      verify_pattern_kernel<<<aux_blocks(), 256, 0, stream_>>>(buf, nbytes, seed, &scratch_->mismatches);
     });
     unsigned long long bad = 0;
     cuda_check(cudaMemcpy(&bad, &scratch_->mismatches, sizeof(bad), cudaMemcpyDeviceToHost), "read mismatches");
@@ -375,20 +380,20 @@ class driver {
   int loop_iters() const { return std::max(1, opts_.iterations * 10); }
   int loop_warmup() const { return std::max(1, opts_.warmup * 10); }
   /// Bandwidth: at most kBwBytesPerKernel per timed kernel, at least 4 iterations.
-  int bw_iters(size_t num_bytes) const {
-    const size_t by_bytes = kBwBytesPerKernel / std::max<size_t>(num_bytes, 1);
+  int bw_iters(size_t nbytes) const {
+    const size_t by_bytes = kBwBytesPerKernel / std::max<size_t>(nbytes, 1);
     return static_cast<int>(std::clamp<size_t>(by_bytes, 4, static_cast<size_t>(std::max(loop_iters(), 4))));
   }
 
-  row make(const std::string& bench, const std::string& impl, const std::string& scope_label, size_t num_bytes,
-           int iters, double us_per_iter) const {
+  row make(const std::string& bench, const std::string& impl, const std::string& scope_label, size_t nbytes, int iters,
+           double us_per_iter) const {
     row r;
     r.benchmark = bench;
     r.impl = impl;
     r.backend = backend_;
     r.num_pes = npes_;
     r.scope = scope_label;
-    r.size_bytes = num_bytes;
+    r.size_bytes = nbytes;
     r.iterations = iters;
     r.latency_us = us_per_iter;
     r.pair = pair_;
@@ -411,45 +416,34 @@ class driver {
     std::vector<grid> out;
     const bool all = opts_.scope == "all";
     if (all || opts_.scope == "block") {
-      out.push_back({scope::block, sms_, opts_.threads});
-      if (opts_.ctas != sms_) out.push_back({scope::block, opts_.ctas, opts_.threads});
+      out.push_back({shoal::block_scope{}, sms_, opts_.threads});
+      if (opts_.ctas != sms_) out.push_back({shoal::block_scope{}, opts_.ctas, opts_.threads});
     }
     if (block_only) return out;
-    if (all || opts_.scope == "warp") out.push_back({scope::warp, opts_.ctas, opts_.threads});
-    if (all || opts_.scope == "thread") out.push_back({scope::thread, opts_.ctas, opts_.threads});
+    if (all || opts_.scope == "warp") out.push_back({shoal::warp_scope{}, opts_.ctas, opts_.threads});
+    if (all || opts_.scope == "thread") out.push_back({shoal::thread_scope{}, opts_.ctas, opts_.threads});
     return out;
   }
 
-  template <class A, scope S, bool kGet>
-  void launch_rma_bw(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg,
+  template <class A, class S, bool kGet>
+  void launch_rma_bw(const grid& g, char* dst, const char* src, size_t nbytes, int iters, background bg,
                      size_t slices = 1) {
     auto kernel = rma_bw_kernel<A, S, kGet>;
     size_t smem = 0;
-    if constexpr (S == scope::block) smem = A::kBlockSmemBytes;
+    if constexpr (is_block_v<S>) smem = A::kBlockSmemBytes;
     static bool configured = false;  // once per kernel instantiation, outside any timed region
     if (!configured && smem > 48 * 1024) {
       cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "cudaFuncSetAttribute");
     }
     configured = true;
-    kernel<<<g.ctas, g.threads, smem, stream_>>>(dst, src, num_bytes, g.chunk(num_bytes), iters, slices, peer_, bg,
-                                                 ctx_);
+    kernel<<<g.ctas, g.threads, smem, stream_>>>(dst, src, nbytes, g.chunk(nbytes), iters, slices, peer_, bg, ctx_);
   }
 
   template <class A, bool kGet>
-  void launch_rma_bw_any(const grid& g, char* dst, const char* src, size_t num_bytes, int iters, background bg,
+  void launch_rma_bw_any(const grid& g, char* dst, const char* src, size_t nbytes, int iters, background bg,
                          size_t slices) {
-    switch (g.s) {
-      case scope::thread:
-        launch_rma_bw<A, scope::thread, kGet>(g, dst, src, num_bytes, iters, bg, slices);
-        break;
-      case scope::warp:
-        launch_rma_bw<A, scope::warp, kGet>(g, dst, src, num_bytes, iters, bg, slices);
-        break;
-      case scope::block:
-        launch_rma_bw<A, scope::block, kGet>(g, dst, src, num_bytes, iters, bg, slices);
-        break;
-    }
+    std::visit([&](auto sc) { launch_rma_bw<A, decltype(sc), kGet>(g, dst, src, nbytes, iters, bg, slices); }, g.s);
   }
 
   // ---- put_bw / get_bw: the initiator moves the message to / from the target; the target is passive ----
@@ -463,12 +457,12 @@ class driver {
     char* data_src = me_ != init_ ? nullptr : (get ? remote(src, peer_) : src);  // where the pattern is written
     char* data_dst = me_ != init_ ? nullptr : (get ? dst : remote(dst, peer_));  // where it must arrive
     bool ce_ok = true;
-    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
+    for (size_t nbytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
       // One host barrier per size keeps the passive PEs' host waits short (SHOAL_WAIT_TIMEOUT).
       Api::host_barrier();
       if (me_ == init_) {
-        const size_t slices = get ? src_bytes / num_bytes : 1;  // kGetRotateBytes
-        const int iters = bw_iters(num_bytes);
+        const size_t slices = get ? src_bytes / nbytes : 1;  // kGetRotateBytes
+        const int iters = bw_iters(nbytes);
         const int warm = std::clamp(opts_.warmup * 10, 1, iters);
         std::vector<grid> grids = bw_grids(false);
         double copy_bw_full = 0;
@@ -480,33 +474,33 @@ class driver {
           if (copy_grid != last_copy_grid) {
             last_copy_grid = copy_grid;
             auto run = [&] {
-              const uint32_t seed = fill(data_src, num_bytes, slices);
+              const uint32_t seed = fill(data_src, nbytes, slices);
               auto k = [&](int n) {
-                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, num_bytes, n, slices,
-                                                                  background{}, ctx_);
+                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, nbytes, n, slices, background{},
+                                                                  ctx_);
               };
               int n = iters;
-              const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(data_dst, num_bytes); });
-              row r = make(name, "sm_copy", "grid/" + copy_grid, num_bytes, n, us);
-              r.bandwidth_gbps = num_bytes / (us * 1e3);
+              const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(data_dst, nbytes); });
+              row r = make(name, "sm_copy", "grid/" + copy_grid, nbytes, n, us);
+              r.bandwidth_gbps = nbytes / (us * 1e3);
               copy_bw = r.bandwidth_gbps;
-              add(r, holds(data_dst, num_bytes, seed));
+              add(r, holds(data_dst, nbytes, seed));
             };
             run();
             if (g.ctas == sms_) copy_bw_full = copy_bw;
           }
-          measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, num_bytes, slices, iters, warm,
+          measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
                            copy_bw);
           if constexpr (requires { typename Api::tma; }) {
-            if (!get && g.s == scope::block)
-              measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, num_bytes,
-                                             slices, iters, warm, copy_bw);
+            if (!get && g.is_block())
+              measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, nbytes, slices,
+                                             iters, warm, copy_bw);
           }
         }
         // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.
         if (ce_ok && copy_bw_full > 0) {
-          const uint32_t seed = fill(data_src, num_bytes, slices);
-          cudaError_t e = cudaMemcpyAsync(data_dst, data_src, num_bytes, cudaMemcpyDeviceToDevice, stream_);
+          const uint32_t seed = fill(data_src, nbytes, slices);
+          cudaError_t e = cudaMemcpyAsync(data_dst, data_src, nbytes, cudaMemcpyDeviceToDevice, stream_);
           if (e != cudaSuccess) {
             cudaGetLastError();
             std::fprintf(stderr, "shoal-bench: %s: no copy-engine row (cudaMemcpyAsync between the heaps: %s)\n", name,
@@ -519,15 +513,15 @@ class driver {
                 "copy engine", 1, n,
                 [&](int count) {
                   for (int i = 0; i < count; ++i)
-                    cudaMemcpyAsync(data_dst, data_src + (static_cast<size_t>(i) % slices) * num_bytes, num_bytes,
+                    cudaMemcpyAsync(data_dst, data_src + (static_cast<size_t>(i) % slices) * nbytes, nbytes,
                                     cudaMemcpyDeviceToDevice, stream_);
                 },
-                [&] { clear(data_dst, num_bytes); });
-            row r = make(name, "copy_engine", "ce", num_bytes, n, us);
-            r.bandwidth_gbps = num_bytes / (us * 1e3);
+                [&] { clear(data_dst, nbytes); });
+            row r = make(name, "copy_engine", "ce", nbytes, n, us);
+            r.bandwidth_gbps = nbytes / (us * 1e3);
             r.ratio = r.bandwidth_gbps / copy_bw_full;
             r.baseline = "sm_copy/" + std::to_string(sms_) + "x" + std::to_string(opts_.threads);
-            add(r, holds(data_dst, num_bytes, seed));
+            add(r, holds(data_dst, nbytes, seed));
           }
         }
       }
@@ -541,20 +535,20 @@ class driver {
   /// data_dst: where the pattern is written / must arrive (raw pointers).
   template <class A>
   void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, char* data_src,
-                   char* data_dst, size_t num_bytes, size_t slices, int iters, int warm, double copy_bw) {
-    const uint32_t seed = fill(data_src, num_bytes, slices);
+                   char* data_dst, size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
+    const uint32_t seed = fill(data_src, nbytes, slices);
     auto k = [&](int n) {
       if (get)
-        launch_rma_bw_any<A, true>(g, dst, src, num_bytes, n, background{}, slices);
+        launch_rma_bw_any<A, true>(g, dst, src, nbytes, n, background{}, slices);
       else
-        launch_rma_bw_any<A, false>(g, dst, src, num_bytes, n, background{}, slices);
+        launch_rma_bw_any<A, false>(g, dst, src, nbytes, n, background{}, slices);
     };
-    const double us = per_iter_us(impl, warm, iters, k, [&] { clear(data_dst, num_bytes); });
-    row r = make(name, impl, g.label(), num_bytes, iters, us);
-    r.bandwidth_gbps = num_bytes / (us * 1e3);
+    const double us = per_iter_us(impl, warm, iters, k, [&] { clear(data_dst, nbytes); });
+    row r = make(name, impl, g.label(), nbytes, iters, us);
+    r.bandwidth_gbps = nbytes / (us * 1e3);
     r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
     r.baseline = "sm_copy";
-    add(r, holds(data_dst, num_bytes, seed));
+    add(r, holds(data_dst, nbytes, seed));
   }
 
   // ---- put_bw_bidir: the pair put to each other; the initiator's direction is timed ----
@@ -564,29 +558,29 @@ class driver {
     char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
     auto* ctrl = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // [0] started, [1] stop
     Api::host_barrier();
-    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
-      const int iters = bw_iters(num_bytes);
+    for (size_t nbytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
+      const int iters = bw_iters(nbytes);
       const int warm = std::clamp(opts_.warmup * 10, 1, iters);
       for (const grid& g : bw_grids(true)) {
         double copy_bw = 0;
         bidir_point(
-            "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, num_bytes,
+            "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, nbytes,
             iters, warm, 0,
             [&](char* peer_dst, int n, background bg) {
-              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, num_bytes, n, 1, bg, ctx_);
+              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, nbytes, n, 1, bg, ctx_);
             },
             &copy_bw);
         bidir_point(
-            Api::kName, g.label(), src, dst, ctrl, num_bytes, iters, warm, copy_bw,
+            Api::kName, g.label(), src, dst, ctrl, nbytes, iters, warm, copy_bw,
             [&](char*, int n, background bg) {
-              launch_rma_bw<Api, scope::block, false>(g, dst, src, num_bytes, n, bg);
+              launch_rma_bw<Api, shoal::block_scope, false>(g, dst, src, nbytes, n, bg);
             },
             nullptr);
         if constexpr (requires { typename Api::tma; }) {
           bidir_point(
-              Api::kTmaName, g.label(), src, dst, ctrl, num_bytes, iters, warm, copy_bw,
+              Api::kTmaName, g.label(), src, dst, ctrl, nbytes, iters, warm, copy_bw,
               [&](char*, int n, background bg) {
-                launch_rma_bw<typename Api::tma, scope::block, false>(g, dst, src, num_bytes, n, bg);
+                launch_rma_bw<typename Api::tma, shoal::block_scope, false>(g, dst, src, nbytes, n, bg);
               },
               nullptr);
         }
@@ -601,12 +595,12 @@ class driver {
   /// launch(peer_dst, iterations, background): enqueue one put kernel of this path toward the peer.
   template <class Launch>
   void bidir_point(const std::string& impl, const std::string& label, char* src, char* dst, uint64_t* ctrl,
-                   size_t num_bytes, int iters, int warm, double copy_bw, Launch&& launch, double* bw_out) {
+                   size_t nbytes, int iters, int warm, double copy_bw, Launch&& launch, double* bw_out) {
     const uint64_t gen = ++generation_;
     uint32_t seed_mine = 0, seed_peer = 0;
     if (me_ == init_) {
-      seed_mine = fill(src, num_bytes);
-      seed_peer = fill(remote(src, peer_), num_bytes);
+      seed_mine = fill(src, nbytes);
+      seed_peer = fill(remote(src, peer_), nbytes);
     }
     Api::host_barrier();  // the target's source is ready
     if (me_ == target_) {
@@ -620,12 +614,12 @@ class driver {
       const double us = per_iter_us(
           "put_bw_bidir", warm, iters, [&](int n) { launch(peer_dst, n, background{}); },
           [&] {
-            clear(peer_dst, num_bytes);
-            clear(dst, num_bytes);
+            clear(peer_dst, nbytes);
+            clear(dst, nbytes);
           });
       untimed("stop the peer", [&] { store_u64_kernel<<<1, 1, 0, stream_>>>(remote(ctrl + 1, peer_), gen); });
-      row r = make("put_bw_bidir", impl, label, num_bytes, iters, us);
-      r.bandwidth_gbps = num_bytes / (us * 1e3);
+      row r = make("put_bw_bidir", impl, label, nbytes, iters, us);
+      r.bandwidth_gbps = nbytes / (us * 1e3);
       if (bw_out != nullptr) *bw_out = r.bandwidth_gbps;
       if (copy_bw > 0) {
         r.ratio = r.bandwidth_gbps / copy_bw;
@@ -634,272 +628,19 @@ class driver {
       pending_ = r;
     }
     Api::host_barrier();  // the target's traffic has ended
-    if (me_ == init_)
-      add(pending_, holds(remote(dst, peer_), num_bytes, seed_mine) && holds(dst, num_bytes, seed_peer));
+    if (me_ == init_) add(pending_, holds(remote(dst, peer_), nbytes, seed_mine) && holds(dst, nbytes, seed_peer));
   }
 
-  // ---- p_ping_pong: int p + wait_until, half round trip ----
-
-  void p_ping_pong() {
-    int* flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
-    int* raw_flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
-    Api::host_barrier();
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
-    const int total = warm + opts_.reps * iters;
-    int* raw_peer = active() ? remote(raw_flag, peer_) : nullptr;
-    // Both use fresh flags: sequence numbers 1..total.
-    const double raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
-      raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
-    });
-    const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
-      p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
-    });
-    if (me_ == init_) {
-      // The last reply wrote `total` into the initiator's flag.
-      int seen_api = 0, seen_raw = 0;
-      cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
-      cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
-      row r = make("p_ping_pong", Api::kName, "thread", sizeof(int), iters, api_us);
-      r.ratio = api_us / raw_us;
-      r.baseline = "raw";
-      add(r, seen_api == total);
-      add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
-    }
-    Api::host_barrier();
-    Api::host_free(raw_flag);
-    Api::host_free(flag);
-  }
-
-  /// Ping-pong protocol: the target (responder) runs all warm + reps*iters rounds in one kernel; the initiator runs
-  /// a warm-up kernel, then reps timed kernels of iters rounds. Sequence numbers go on from 1.
-  /// launch(first, count, initiator). Returns the initiator's median half round trip in microseconds.
+  // ---- latency benchmarks (bench/device/driver_latency.cuh) ----
+  void p_ping_pong();
   template <class Launch>
-  double ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq = 1) {
-    Api::host_barrier();
-    double us = 0;
-    if (me_ == target_) {
-      untimed(what, [&] { launch(static_cast<int>(first_seq), warm + opts_.reps * iters, false); });
-    } else if (me_ == init_) {
-      untimed(what, [&] { launch(static_cast<int>(first_seq), warm, true); });
-      int next = static_cast<int>(first_seq) + warm;
-      us = median_us(what,
-                     [&] {
-                       launch(next, iters, true);
-                       next += iters;
-                     }) /
-           iters / 2;
-    }
-    Api::host_barrier();
-    return us;
-  }
-
-  // ---- put_signal_ping_pong: block-scope putmem_signal + signal_wait_until, half round trip ----
-
-  void put_signal_ping_pong() {
-    const size_t max_bytes = std::min(max_bytes_, kPingPongMaxBytes);
-    char* buf = static_cast<char*>(Api::host_malloc(max_bytes));
-    char* src = static_cast<char*>(Api::host_malloc(max_bytes));
-    auto* sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
-    auto* raw_sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
-    Api::host_barrier();
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
-    const int threads = opts_.threads;
-    const std::string label = "block/1x" + std::to_string(threads);
-    char* peer_buf = active() ? remote(buf, peer_) : nullptr;
-    uint64_t* peer_raw_sig = active() ? remote(raw_sig, peer_) : nullptr;
-    uint64_t api_seq = 1, raw_seq = 1;  // next sequence number of each signal word
-    for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-      uint32_t seed0 = 0, seed1 = 0;
-      if (me_ == init_) {
-        seed0 = fill(src, num_bytes);
-        seed1 = fill(remote(src, peer_), num_bytes);
-      }
-      double us[2] = {0, 0};
-      bool ok[2] = {true, true};
-      for (int v = 0; v < 2; ++v) {  // 0: raw baseline, 1: the API
-        const bool raw = v == 0;
-        uint64_t& seq = raw ? raw_seq : api_seq;
-        uint64_t* word = raw ? raw_sig : sig;
-        if (me_ == init_) {
-          clear(buf, num_bytes);
-          clear(peer_buf, num_bytes);
-        }
-        us[v] = ping_pong_run(
-            raw ? "raw put-signal ping-pong" : "put_signal ping-pong", iters, warm,
-            [&](int first, int count, bool initiator) {
-              if (raw) {
-                raw_put_signal_ping_pong_kernel<<<1, threads, 0, stream_>>>(peer_buf, src, num_bytes, raw_sig,
-                                                                            peer_raw_sig, static_cast<uint64_t>(first),
-                                                                            count, initiator, ctx_);
-              } else {
-                put_signal_ping_pong_kernel<Api><<<1, threads, 0, stream_>>>(
-                    buf, src, num_bytes, sig, static_cast<uint64_t>(first), count, peer_, initiator);
-              }
-            },
-            seq);
-        seq += warm + static_cast<uint64_t>(opts_.reps) * iters;
-        if (me_ == init_) {
-          uint64_t seen = 0;
-          cuda_check(cudaMemcpy(&seen, word, sizeof(seen), cudaMemcpyDeviceToHost), "read signal");
-          ok[v] = seen == seq - 1 && holds(buf, num_bytes, seed1) && holds(peer_buf, num_bytes, seed0);
-        }
-      }
-      if (me_ == init_) {
-        row r = make("put_signal_ping_pong", Api::kName, label, num_bytes, iters, us[1]);
-        r.ratio = us[1] / us[0];
-        r.baseline = "raw";
-        add(r, ok[1]);
-        add(make("put_signal_ping_pong", "raw", label, num_bytes, iters, us[0]), ok[0]);
-      }
-    }
-    Api::host_barrier();
-    Api::host_free(raw_sig);
-    Api::host_free(sig);
-    Api::host_free(src);
-    Api::host_free(buf);
-  }
-
-  // ---- put_quiet_latency: one thread, putmem + quiet; the target is passive ----
-
-  void put_quiet_latency() {
-    const size_t max_bytes = std::min(max_bytes_, kPutQuietMaxBytes);
-    char* src = static_cast<char*>(Api::host_malloc(max_bytes));
-    char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
-    Api::host_barrier();
-    if (me_ == init_) {
-      const int iters = loop_iters();
-      const int warm = loop_warmup();
-      char* peer_dst = remote(dst, peer_);
-      for (size_t num_bytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-        double us[2];
-        bool ok[2];
-        for (int v = 0; v < 2; ++v) {
-          const bool raw = v == 0;
-          const uint32_t seed = fill(src, num_bytes);
-          auto k = [&](int n) {
-            if (raw)
-              raw_put_fence_kernel<<<1, 1, 0, stream_>>>(peer_dst, src, num_bytes, n);
-            else
-              put_quiet_kernel<Api><<<1, 1, 0, stream_>>>(dst, src, num_bytes, n, peer_);
-          };
-          untimed("put_quiet warm-up", [&] { k(warm); });
-          clear(peer_dst, num_bytes);
-          us[v] = median_us(raw ? "raw put+fence" : "putmem+quiet", [&] { k(iters); }) / iters;
-          ok[v] = holds(peer_dst, num_bytes, seed);
-        }
-        row r = make("put_quiet_latency", Api::kName, "thread", num_bytes, iters, us[1]);
-        r.ratio = us[1] / us[0];
-        r.baseline = "raw";
-        add(r, ok[1]);
-        add(make("put_quiet_latency", "raw", "thread", num_bytes, iters, us[0]), ok[0]);
-      }
-    }
-    Api::host_barrier();
-    Api::host_free(dst);
-    Api::host_free(src);
-  }
-
-  // ---- atomic_latency: dependent uint64 fetch_add on the target's word; the target is passive ----
-
-  void atomic_latency() {
-    auto* word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
-    auto* raw_word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
-    Api::host_barrier();
-    if (me_ == init_) {
-      const int iters = loop_iters();
-      const int warm = loop_warmup();
-      uint64_t* peer_raw = remote(raw_word, peer_);
-      const uint64_t expected = warm + static_cast<uint64_t>(opts_.reps) * iters;
-      untimed("raw fetch_add warm-up",
-              [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
-      const double raw_us =
-          median_us("raw fetch_add",
-                    [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
-          iters;
-      untimed("fetch_add warm-up",
-              [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, warm, peer_, &scratch_->sink); });
-      const double us =
-          median_us("fetch_add",
-                    [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, iters, peer_, &scratch_->sink); }) /
-          iters;
-      row r = make("atomic_latency", Api::kName, "thread", sizeof(uint64_t), iters, us);
-      r.ratio = us / raw_us;
-      r.baseline = "raw";
-      add(r, read_word(remote(word, peer_)) == expected);
-      add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), read_word(peer_raw) == expected);
-    }
-    Api::host_barrier();
-    Api::host_free(raw_word);
-    Api::host_free(word);
-  }
-
-  // ---- barrier_latency: device barrier_all (one thread) and sync_all_block (one block); every PE ----
-
-  void barrier_latency() {
-    auto* words = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // raw: [0] thread, [1] block
-    Api::host_barrier();
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
-    const int threads = opts_.threads;
-    const bool raw_ok = npes_ == 2;  // the raw flag barrier is written for two PEs
-    struct variant {
-      const char* label;
-      bool block;
-    };
-    for (const variant& v : {variant{"thread", false}, variant{"block", true}}) {
-      const std::string label = v.block ? "block/1x" + std::to_string(threads) : "thread";
-      const int block_threads = v.block ? threads : 1;
-      double raw_us = 0;
-      if (raw_ok) {
-        uint64_t* mine = words + (v.block ? 1 : 0);
-        uint64_t* theirs = remote(mine, peer_);
-        raw_us = barrier_run("raw barrier", iters, warm, [&](int first, int count) {
-          raw_barrier_kernel<<<1, block_threads, 0, stream_>>>(mine, theirs, static_cast<uint64_t>(first), count, ctx_);
-        });
-      }
-      const double us = barrier_run(v.block ? "sync_all_block" : "barrier_all", iters, warm, [&](int, int count) {
-        if (v.block)
-          sync_all_block_kernel<Api><<<1, block_threads, 0, stream_>>>(count);
-        else
-          barrier_all_kernel<Api><<<1, 1, 0, stream_>>>(count);
-      });
-      if (me_ == 0) {
-        row r = make("barrier_latency", Api::kName, label, 0, iters, us);
-        if (raw_ok) {
-          r.ratio = us / raw_us;
-          r.baseline = "raw";
-        }
-        add(r, true);
-        if (raw_ok) add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
-      }
-    }
-    Api::host_barrier();
-    Api::host_free(words);
-  }
-
-  /// Like ping_pong_run for an all-PE barrier: PEs other than 0 run every round in one kernel.
-  /// launch(first_epoch, count). Returns PE 0's median time per barrier (us).
+  double ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq = 1);
+  void put_signal_ping_pong();
+  void put_quiet_latency();
+  void atomic_latency();
+  void barrier_latency();
   template <class Launch>
-  double barrier_run(const char* what, int iters, int warm, Launch&& launch) {
-    Api::host_barrier();
-    double us = 0;
-    if (me_ != 0) {
-      untimed(what, [&] { launch(1, warm + opts_.reps * iters); });
-    } else {
-      untimed(what, [&] { launch(1, warm); });
-      int next = 1 + warm;
-      us = median_us(what,
-                     [&] {
-                       launch(next, iters);
-                       next += iters;
-                     }) /
-           iters;
-    }
-    Api::host_barrier();
-    return us;
-  }
+  double barrier_run(const char* what, int iters, int warm, Launch&& launch);
 
   const options& opts_;
   std::vector<row>& rows_;
@@ -920,3 +661,5 @@ class driver {
 };
 
 }  // namespace shoal::bench::dev
+
+#include "device/driver_latency.cuh"  // IWYU pragma: keep (the latency members of driver<Api>)

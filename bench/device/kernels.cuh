@@ -15,9 +15,16 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
+#include "shoal/device/scope.cuh"
+
 namespace shoal::bench::dev {
 
-enum class scope : int { thread, warp, block };
+/// The scopes the bandwidth kernels run at (shoal's scope types; the NVSHMEM adapter maps each to
+/// its nvshmem/nvshmemx name).
+template <class S>
+inline constexpr bool is_block_v = std::is_same_v<S, shoal::block_scope>;
 
 /// Written by bench kernels (device memory of this PE), read by this PE's host after each kernel.
 struct status_word {
@@ -79,51 +86,49 @@ __device__ __forceinline__ uint8_t pattern_byte(uint64_t i, uint32_t seed) {
   return static_cast<uint8_t>(pattern_word(i >> 2, seed) >> (8 * (i & 3)));
 }
 
-/// buf[0, num_bytes) = pattern `seed` (buf 4-byte aligned; it may be a peer's memory).
-__global__ void fill_pattern_kernel(char* buf, size_t num_bytes, uint32_t seed) {
+/// buf[0, nbytes) = pattern `seed` (buf 4-byte aligned; it may be a peer's memory).
+__global__ void fill_pattern_kernel(char* buf, size_t nbytes, uint32_t seed) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t words = num_bytes / 4;
+  const size_t words = nbytes / 4;
   auto* w = reinterpret_cast<uint32_t*>(buf);
   for (size_t i = tid; i < words; i += stride) w[i] = pattern_word(i, seed);
-  for (size_t i = words * 4 + tid; i < num_bytes; i += stride) buf[i] = static_cast<char>(pattern_byte(i, seed));
+  for (size_t i = words * 4 + tid; i < nbytes; i += stride) buf[i] = static_cast<char>(pattern_byte(i, seed));
 }
 
-/// `slices` copies of pattern `seed` of num_bytes each, back to back from buf: each slice holds what
-/// fill_pattern_kernel(slice, num_bytes, seed) writes (the rotating get source).
-__global__ void fill_pattern_slices_kernel(char* buf, size_t num_bytes, size_t slices, uint32_t seed) {
+/// `slices` copies of pattern `seed` of nbytes each, back to back from buf: each slice holds what
+/// fill_pattern_kernel(slice, nbytes, seed) writes (the rotating get source).
+__global__ void fill_pattern_slices_kernel(char* buf, size_t nbytes, size_t slices, uint32_t seed) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (num_bytes % 4 == 0) {
-    const size_t per = num_bytes / 4;
+  if (nbytes % 4 == 0) {
+    const size_t per = nbytes / 4;
     auto* w = reinterpret_cast<uint32_t*>(buf);
     for (size_t i = tid; i < per * slices; i += stride) w[i] = pattern_word(i % per, seed);
   } else {
-    for (size_t i = tid; i < num_bytes * slices; i += stride)
-      buf[i] = static_cast<char>(pattern_byte(i % num_bytes, seed));
+    for (size_t i = tid; i < nbytes * slices; i += stride) buf[i] = static_cast<char>(pattern_byte(i % nbytes, seed));
   }
 }
 
-/// buf[0, num_bytes) = 0 (it may be a peer's memory).
-__global__ void clear_kernel(char* buf, size_t num_bytes) {
+/// buf[0, nbytes) = 0 (it may be a peer's memory).
+__global__ void clear_kernel(char* buf, size_t nbytes) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t words = num_bytes / 4;
+  const size_t words = nbytes / 4;
   auto* w = reinterpret_cast<uint32_t*>(buf);
   for (size_t i = tid; i < words; i += stride) w[i] = 0;
-  for (size_t i = words * 4 + tid; i < num_bytes; i += stride) buf[i] = 0;
+  for (size_t i = words * 4 + tid; i < nbytes; i += stride) buf[i] = 0;
 }
 
 /// Adds to *mismatches the number of 4-byte words (and tail bytes) of buf that differ from the pattern.
-__global__ void verify_pattern_kernel(const char* buf, size_t num_bytes, uint32_t seed,
-                                      unsigned long long* mismatches) {
+__global__ void verify_pattern_kernel(const char* buf, size_t nbytes, uint32_t seed, unsigned long long* mismatches) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t words = num_bytes / 4;
+  const size_t words = nbytes / 4;
   const auto* w = reinterpret_cast<const uint32_t*>(buf);
   unsigned long long bad = 0;
   for (size_t i = tid; i < words; i += stride) bad += w[i] != pattern_word(i, seed);
-  for (size_t i = words * 4 + tid; i < num_bytes; i += stride)
+  for (size_t i = words * 4 + tid; i < nbytes; i += stride)
     bad += static_cast<uint8_t>(buf[i]) != pattern_byte(i, seed);
   if (bad != 0) atomicAdd(mismatches, bad);
 }
@@ -153,11 +158,11 @@ __global__ void wait_u64_kernel(const volatile uint64_t* word, uint64_t value, k
 // --- bandwidth --------------------------------------------------------------------------------
 
 /// The scope instance (thread, warp or block) this thread belongs to, numbered over the grid.
-template <scope S>
+template <class S>
 __device__ __forceinline__ size_t unit_index() {
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if constexpr (S == scope::thread) return tid;
-  if constexpr (S == scope::warp) return tid / 32;
+  if constexpr (std::is_same_v<S, shoal::thread_scope>) return tid;
+  if constexpr (std::is_same_v<S, shoal::warp_scope>) return tid / 32;
   return blockIdx.x;
 }
 
@@ -198,34 +203,30 @@ __device__ __forceinline__ void background_start(const background& bg) {
 }
 
 /// `iters` times, scope instance u of the grid puts (kGet: gets) bytes [u*chunk, (u+1)*chunk) of the
-/// message with the API's _nbi call of scope S; then every thread calls quiet. dst/src: symmetric
-/// (put: dst remote; get: src remote). Iteration i reads slice i % slices of src (slices of num_bytes
-/// back to back): gets rotate over more than the L2 holds, since peer reads are cached there.
-template <class Api, scope S, bool kGet>
-__global__ void rma_bw_kernel(char* dst, const char* src_base, size_t num_bytes, size_t chunk, int iters, size_t slices,
+/// message with the API's _nbi call at scope S (shoal::thread_scope, warp_scope, block_scope); then every thread calls
+/// quiet. dst/src: symmetric (put: dst remote; get: src remote). Iteration i reads slice i % slices of src (slices of
+/// nbytes back to back): gets rotate over more than the L2 holds, since peer reads are cached there.
+template <class Api, class S, bool kGet>
+__global__ void rma_bw_kernel(char* dst, const char* src_base, size_t nbytes, size_t chunk, int iters, size_t slices,
                               int peer, background bg, kernel_ctx ctx) {
   const size_t off = unit_index<S>() * chunk;
-  const size_t n = off < num_bytes ? (num_bytes - off < chunk ? num_bytes - off : chunk) : 0;
+  const size_t n = off < nbytes ? (nbytes - off < chunk ? nbytes - off : chunk) : 0;
   background_start(bg);
   const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
   // The slice's offset, stepped without a division (a 64-bit % costs ~0.13 us per iteration).
-  const size_t span = slices * num_bytes;
+  const size_t span = slices * nbytes;
   size_t shift = 0;
   for (int i = 0; i < iters; ++i) {
-    if constexpr (S == scope::block) {
+    if constexpr (is_block_v<S>) {
       if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
     }
     if (n == 0) break;  // uniform over the scope instance
     const char* src = src_base + shift;
-    shift = shift + num_bytes >= span ? 0 : shift + num_bytes;
+    shift = shift + nbytes >= span ? 0 : shift + nbytes;
     if constexpr (kGet) {
-      if constexpr (S == scope::thread) Api::getmem_nbi(dst + off, src + off, n, peer);
-      if constexpr (S == scope::warp) Api::getmem_nbi_warp(dst + off, src + off, n, peer);
-      if constexpr (S == scope::block) Api::getmem_nbi_block(dst + off, src + off, n, peer);
+      Api::getmem_nbi(S{}, dst + off, src + off, n, peer);
     } else {
-      if constexpr (S == scope::thread) Api::putmem_nbi(dst + off, src + off, n, peer);
-      if constexpr (S == scope::warp) Api::putmem_nbi_warp(dst + off, src + off, n, peer);
-      if constexpr (S == scope::block) Api::putmem_nbi_block(dst + off, src + off, n, peer);
+      Api::putmem_nbi(S{}, dst + off, src + off, n, peer);
     }
   }
   Api::quiet();
@@ -234,21 +235,21 @@ __global__ void rma_bw_kernel(char* dst, const char* src_base, size_t num_bytes,
 /// Baseline: the plain SM copy kernel, grid-stride int4 loads and stores (4 loads in flight per
 /// thread), `iters` times over the whole message; dst or src is a raw peer pointer. Same start/stop
 /// protocol as rma_bw_kernel.
-__global__ void sm_copy_kernel(char* dst, const char* src_base, size_t num_bytes, int iters, size_t slices,
-                               background bg, kernel_ctx ctx) {
+__global__ void sm_copy_kernel(char* dst, const char* src_base, size_t nbytes, int iters, size_t slices, background bg,
+                               kernel_ctx ctx) {
   constexpr int kUnroll = 4;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t vecs = num_bytes / 16;
+  const size_t vecs = nbytes / 16;
   auto* d = reinterpret_cast<int4*>(dst);
   background_start(bg);
   const uint64_t deadline = bg.stop != nullptr ? now_ns() + ctx.timeout_ns : 0;
-  const size_t span = slices * num_bytes;
+  const size_t span = slices * nbytes;
   size_t shift = 0;  // as in rma_bw_kernel
   for (int it = 0; it < iters; ++it) {
     if (bg.stop != nullptr && background_done(bg, deadline, ctx)) break;
     const char* src = src_base + shift;
-    shift = shift + num_bytes >= span ? 0 : shift + num_bytes;
+    shift = shift + nbytes >= span ? 0 : shift + nbytes;
     const auto* s = reinterpret_cast<const int4*>(src);
     size_t i = tid;
     for (; i + (kUnroll - 1) * stride < vecs; i += kUnroll * stride) {
@@ -259,7 +260,7 @@ __global__ void sm_copy_kernel(char* dst, const char* src_base, size_t num_bytes
       for (int u = 0; u < kUnroll; ++u) d[i + u * stride] = r[u];
     }
     for (; i < vecs; i += stride) d[i] = s[i];
-    for (size_t b = vecs * 16 + tid; b < num_bytes; b += stride) dst[b] = src[b];
+    for (size_t b = vecs * 16 + tid; b < nbytes; b += stride) dst[b] = src[b];
     asm volatile("" ::: "memory");  // every iteration copies again
   }
 }
@@ -299,10 +300,10 @@ __global__ void raw_flag_ping_pong_kernel(int* my_flag, int* peer_flag, int firs
   }
 }
 
-/// Block-scope put-with-signal ping-pong: num_bytes of `src` into the peer's `buf`, signal SET to seq;
+/// Block-scope put-with-signal ping-pong: nbytes of `src` into the peer's `buf`, signal SET to seq;
 /// thread 0 waits for the peer's signal (signal_wait_until >= seq), then the block goes on.
 template <class Api>
-__global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t num_bytes, uint64_t* sig, uint64_t first,
+__global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t nbytes, uint64_t* sig, uint64_t first,
                                             int count, int peer, bool initiator) {
   for (int i = 0; i < count; ++i) {
     const uint64_t seq = first + i;
@@ -310,7 +311,7 @@ __global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t n
       if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
       __syncthreads();
     }
-    Api::putmem_signal_block(buf, src, num_bytes, sig, seq, peer);
+    Api::putmem_signal_block(buf, src, nbytes, sig, seq, peer);
     if (initiator) {
       if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
       __syncthreads();
@@ -332,17 +333,17 @@ __device__ __forceinline__ bool block_wait_ge(const uint64_t* sig, uint64_t seq,
 /// Baseline of put_signal_ping_pong on raw peer pointers: the block copies with int4 stores,
 /// __syncthreads, thread 0 fences (system) and stores the signal with a volatile store; the waiting
 /// side polls with volatile loads.
-__global__ void raw_put_signal_ping_pong_kernel(char* peer_buf, const char* src, size_t num_bytes, uint64_t* my_sig,
+__global__ void raw_put_signal_ping_pong_kernel(char* peer_buf, const char* src, size_t nbytes, uint64_t* my_sig,
                                                 uint64_t* peer_sig, uint64_t first, int count, bool initiator,
                                                 kernel_ctx ctx) {
-  const size_t vecs = num_bytes / 16;
+  const size_t vecs = nbytes / 16;
   auto* d = reinterpret_cast<int4*>(peer_buf);
   const auto* s = reinterpret_cast<const int4*>(src);
   for (int i = 0; i < count; ++i) {
     const uint64_t seq = first + i;
     if (!initiator && !block_wait_ge(my_sig, seq, ctx, 3)) return;
     for (size_t v = threadIdx.x; v < vecs; v += blockDim.x) d[v] = s[v];
-    for (size_t b = vecs * 16 + threadIdx.x; b < num_bytes; b += blockDim.x) peer_buf[b] = src[b];
+    for (size_t b = vecs * 16 + threadIdx.x; b < nbytes; b += blockDim.x) peer_buf[b] = src[b];
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence_system();
@@ -354,21 +355,21 @@ __global__ void raw_put_signal_ping_pong_kernel(char* peer_buf, const char* src,
 
 // --- latency: one PE (the other passive) ------------------------------------------------------
 
-/// One thread: `iters` x (blocking putmem of num_bytes to the peer, then quiet).
+/// One thread: `iters` x (blocking putmem of nbytes to the peer, then quiet).
 template <class Api>
-__global__ void put_quiet_kernel(char* dst, const char* src, size_t num_bytes, int iters, int peer) {
+__global__ void put_quiet_kernel(char* dst, const char* src, size_t nbytes, int iters, int peer) {
   for (int i = 0; i < iters; ++i) {
-    Api::putmem(dst, src, num_bytes, peer);
+    Api::putmem(dst, src, nbytes, peer);
     Api::quiet();
   }
 }
 
 /// Baseline: one thread copies with int4 stores to a raw peer pointer, then __threadfence_system().
-__global__ void raw_put_fence_kernel(char* peer_dst, const char* src, size_t num_bytes, int iters) {
-  const size_t vecs = num_bytes / 16;
+__global__ void raw_put_fence_kernel(char* peer_dst, const char* src, size_t nbytes, int iters) {
+  const size_t vecs = nbytes / 16;
   for (int i = 0; i < iters; ++i) {
     for (size_t v = 0; v < vecs; ++v) reinterpret_cast<int4*>(peer_dst)[v] = reinterpret_cast<const int4*>(src)[v];
-    for (size_t b = vecs * 16; b < num_bytes; ++b) peer_dst[b] = src[b];
+    for (size_t b = vecs * 16; b < nbytes; ++b) peer_dst[b] = src[b];
     __threadfence_system();
   }
 }

@@ -1,12 +1,16 @@
 // The API adapter of bench/device/kernels.cuh and driver.cuh for shoal: the OpenSHMEM/NVSHMEM-style
 // facade (shoal_* / shoalx_*, header-only, no -rdc), i.e. the calls an NVSHMEM program renamed to
-// shoal makes; `tma` is the same with block puts through shoal's TMA bulk-copy ring.
+// shoal makes (the scoped ones picked by the scope type the kernels are templated on, as the NVSHMEM
+// adapter does). `tma` is the same with block puts through shoal's TMA bulk-copy ring (the explicit
+// API on the facade's world, shoal::device::facade_world()).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "shoal/device/facade.cuh"
+#include "shoal/device/scope.cuh"
 #include "shoal/shoal.h"
 
 namespace shoal::bench::dev {
@@ -24,8 +28,8 @@ struct shoal_api {
   using tma = shoal_tma_api;
 
   // --- host (the C facade's default world) ---
-  static void* host_malloc(size_t num_bytes) { return shoal_malloc(num_bytes); }
-  static void* host_calloc(size_t num_bytes) { return shoal_calloc(1, num_bytes); }
+  static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
+  static void* host_calloc(size_t nbytes) { return shoal_calloc(1, nbytes); }
   static void host_free(void* p) { shoal_free(p); }
   static void host_barrier() { shoal_barrier_all(); }
   static void* host_ptr(void* p, int pe) { return shoal_ptr(p, pe); }
@@ -34,19 +38,28 @@ struct shoal_api {
 
   // --- device ---
   static __device__ void putmem(void* d, const void* s, size_t n, int pe) { shoal_putmem(d, s, n, pe); }
-  static __device__ void putmem_nbi(void* d, const void* s, size_t n, int pe) { shoal_putmem_nbi(d, s, n, pe); }
-  static __device__ void putmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
-    shoalx_putmem_nbi_warp(d, s, n, pe);
+  /// The _nbi put/get of scope S: the facade name an NVSHMEM program renamed to shoal calls.
+  template <class S>
+  static __device__ void putmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      shoal_putmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      shoalx_putmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      shoalx_putmem_nbi_block(d, s, n, pe);
+    }
   }
-  static __device__ void putmem_nbi_block(void* d, const void* s, size_t n, int pe) {
-    shoalx_putmem_nbi_block(d, s, n, pe);
-  }
-  static __device__ void getmem_nbi(void* d, const void* s, size_t n, int pe) { shoal_getmem_nbi(d, s, n, pe); }
-  static __device__ void getmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
-    shoalx_getmem_nbi_warp(d, s, n, pe);
-  }
-  static __device__ void getmem_nbi_block(void* d, const void* s, size_t n, int pe) {
-    shoalx_getmem_nbi_block(d, s, n, pe);
+  template <class S>
+  static __device__ void getmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      shoal_getmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      shoalx_getmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      shoalx_getmem_nbi_block(d, s, n, pe);
+    }
   }
   static __device__ void quiet() { shoal_quiet(); }
   static __device__ void int_p(int* d, int v, int pe) { shoal_int_p(d, v, pe); }
@@ -64,15 +77,21 @@ struct shoal_api {
   static __device__ void sync_all_block() { shoalx_sync_all_block(); }
 };
 
-/// shoal with block puts through the TMA ring (shoal::device::putmem_block_tma on the facade's
-/// world); the workspace is the kernel's dynamic shared memory (kBlockSmemBytes).
+/// shoal with block puts through the TMA ring (shoal::device::putmem_tma on the facade's world);
+/// the workspace is the kernel's dynamic shared memory (kBlockSmemBytes).
 struct shoal_tma_api : shoal_api {
   static constexpr const char* kName = "shoal-tma";
   static constexpr size_t kBlockSmemBytes = shoal::device::tma_workspace_bytes<kTmaStages, kTmaStageBytes>;
 
-  static __device__ void putmem_nbi_block(void* d, const void* s, size_t n, int pe) {
-    extern __shared__ __align__(16) unsigned char tma_smem[];
-    shoal::device::putmem_block_tma<kTmaStages, kTmaStageBytes>(shoal_detail_world_c, d, s, n, pe, tma_smem);
+  template <class S>
+  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::block_scope>) {
+      extern __shared__ __align__(16) unsigned char tma_smem[];
+      shoal::device::putmem_tma<kTmaStages, kTmaStageBytes>(scope, shoal::device::facade_world(), d, s, n, pe,
+                                                            tma_smem);
+    } else {
+      shoal_api::putmem_nbi(scope, d, s, n, pe);
+    }
   }
 };
 

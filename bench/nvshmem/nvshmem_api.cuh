@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <nvshmem.h>
 #include <nvshmemx.h>
+
+#include "shoal/device/scope.cuh"
 
 namespace shoal::bench::dev {
 
@@ -15,8 +18,8 @@ struct nvshmem_api {
   static constexpr size_t kBlockSmemBytes = 0;
 
   // --- host ---
-  static void* host_malloc(size_t num_bytes) { return nvshmem_malloc(num_bytes); }
-  static void* host_calloc(size_t num_bytes) { return nvshmem_calloc(1, num_bytes); }
+  static void* host_malloc(size_t nbytes) { return nvshmem_malloc(nbytes); }
+  static void* host_calloc(size_t nbytes) { return nvshmem_calloc(1, nbytes); }
   static void host_free(void* p) { nvshmem_free(p); }
   static void host_barrier() { nvshmem_barrier_all(); }
   static void* host_ptr(void* p, int pe) { return nvshmem_ptr(p, pe); }
@@ -25,19 +28,28 @@ struct nvshmem_api {
 
   // --- device ---
   static __device__ void putmem(void* d, const void* s, size_t n, int pe) { nvshmem_putmem(d, s, n, pe); }
-  static __device__ void putmem_nbi(void* d, const void* s, size_t n, int pe) { nvshmem_putmem_nbi(d, s, n, pe); }
-  static __device__ void putmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
-    nvshmemx_putmem_nbi_warp(d, s, n, pe);
+  /// The _nbi put/get of scope S (shoal's scope types, as bench/device/kernels.cuh runs them).
+  template <class S>
+  static __device__ void putmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      nvshmem_putmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      nvshmemx_putmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      nvshmemx_putmem_nbi_block(d, s, n, pe);
+    }
   }
-  static __device__ void putmem_nbi_block(void* d, const void* s, size_t n, int pe) {
-    nvshmemx_putmem_nbi_block(d, s, n, pe);
-  }
-  static __device__ void getmem_nbi(void* d, const void* s, size_t n, int pe) { nvshmem_getmem_nbi(d, s, n, pe); }
-  static __device__ void getmem_nbi_warp(void* d, const void* s, size_t n, int pe) {
-    nvshmemx_getmem_nbi_warp(d, s, n, pe);
-  }
-  static __device__ void getmem_nbi_block(void* d, const void* s, size_t n, int pe) {
-    nvshmemx_getmem_nbi_block(d, s, n, pe);
+  template <class S>
+  static __device__ void getmem_nbi(S, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::thread_scope>) {
+      nvshmem_getmem_nbi(d, s, n, pe);
+    } else if constexpr (std::is_same_v<S, shoal::warp_scope>) {
+      nvshmemx_getmem_nbi_warp(d, s, n, pe);
+    } else {
+      static_assert(std::is_same_v<S, shoal::block_scope>);
+      nvshmemx_getmem_nbi_block(d, s, n, pe);
+    }
   }
   static __device__ void quiet() { nvshmem_quiet(); }
   static __device__ void int_p(int* d, int v, int pe) { nvshmem_int_p(d, v, pe); }

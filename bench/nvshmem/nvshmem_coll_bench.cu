@@ -87,16 +87,16 @@ const char* call_of(coll c, style st) {
 /// `iters` back-to-back calls of NVSHMEM's block-scope collective C by the one CTA of this PE.
 template <coll C>
 __global__ void __launch_bounds__(1024)
-    block_coll_kernel(char* dst, const char* src, size_t num_bytes, size_t per_pe, int iters) {
+    block_coll_kernel(char* dst, const char* src, size_t nbytes, size_t per_pe, int iters) {
   for (int i = 0; i < iters; ++i) {
     if constexpr (C == coll::allreduce) {
       nvshmemx_float_sum_reduce_block(NVSHMEM_TEAM_WORLD, reinterpret_cast<float*>(dst),
-                                      reinterpret_cast<const float*>(src), num_bytes / sizeof(float));
+                                      reinterpret_cast<const float*>(src), nbytes / sizeof(float));
     } else if constexpr (C == coll::broadcast) {
       // NVSHMEM 3.4's host-pass declaration of broadcastmem_block lacks PE_root; the definition the
       // device pass sees has it.
 #ifdef __CUDA_ARCH__
-      nvshmemx_broadcastmem_block(NVSHMEM_TEAM_WORLD, dst, src, num_bytes, 0);
+      nvshmemx_broadcastmem_block(NVSHMEM_TEAM_WORLD, dst, src, nbytes, 0);
 #endif
     } else if constexpr (C == coll::fcollect) {
       nvshmemx_fcollectmem_block(NVSHMEM_TEAM_WORLD, dst, src, per_pe);
@@ -123,7 +123,7 @@ struct nvshmem_lib {
 
   static int my_pe() { return nvshmem_my_pe(); }
   static int n_pes() { return nvshmem_n_pes(); }
-  static void* host_malloc(size_t num_bytes) { return nvshmem_malloc(num_bytes); }
+  static void* host_malloc(size_t nbytes) { return nvshmem_malloc(nbytes); }
   static void host_free(void* p) { nvshmem_free(p); }
   static void* host_ptr(const void* p, int pe) { return nvshmem_ptr(p, pe); }
   static std::string host_barrier() {

@@ -50,14 +50,14 @@ SHOAL_API void shoal_clear_error(void);
 
 /* --- symmetric memory (collective; every PE passes the same sizes in the same order) --- */
 
-/** num_bytes of symmetric memory, 16-byte aligned; NULL for 0 bytes or on error. */
-SHOAL_API void* shoal_malloc(size_t num_bytes);
+/** nbytes of symmetric memory, 16-byte aligned; NULL for 0 bytes or on error. */
+SHOAL_API void* shoal_malloc(size_t nbytes);
 /** count*elem_bytes zeroed bytes on every PE. */
 SHOAL_API void* shoal_calloc(size_t count, size_t elem_bytes);
-/** num_bytes aligned to `alignment` (a power of two). */
-SHOAL_API void* shoal_align(size_t alignment, size_t num_bytes);
+/** nbytes aligned to `alignment` (a power of two). */
+SHOAL_API void* shoal_align(size_t alignment, size_t nbytes);
 /** Resizes keeping the contents; may move. NULL ptr acts as malloc, 0 bytes as free. */
-SHOAL_API void* shoal_realloc(void* ptr, size_t num_bytes);
+SHOAL_API void* shoal_realloc(void* ptr, size_t nbytes);
 /** Frees a block from shoal_malloc & co. NULL is a no-op. Double free is an error. */
 SHOAL_API void shoal_free(void* ptr);
 /** Address of `dest`'s copy on `pe` for direct loads/stores, or NULL: by the CPU on the host backend, by this PE's
@@ -91,11 +91,11 @@ SHOAL_API void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op,
  * backend these fail with SHOAL_ERR_UNSUPPORTED. Arguments are checked when the call is made. */
 struct CUstream_st;
 
-/** Copies nelems bytes from local `source` to symmetric `dest` on `pe` once earlier work on `stream` is done. */
-SHOAL_API void shoalx_putmem_on_stream(void* dest, const void* source, size_t nelems, int pe,
+/** Copies nbytes from local `source` to symmetric `dest` on `pe` once earlier work on `stream` is done. */
+SHOAL_API void shoalx_putmem_on_stream(void* dest, const void* source, size_t nbytes, int pe,
                                        struct CUstream_st* stream);
-/** Copies nelems bytes from symmetric `source` on `pe` to local `dest`, in stream order. */
-SHOAL_API void shoalx_getmem_on_stream(void* dest, const void* source, size_t nelems, int pe,
+/** Copies nbytes from symmetric `source` on `pe` to local `dest`, in stream order. */
+SHOAL_API void shoalx_getmem_on_stream(void* dest, const void* source, size_t nbytes, int pe,
                                        struct CUstream_st* stream);
 /** shoal_<T>_p in stream order, for 1/2/4/8-byte values passed as their bit pattern (value_bits). */
 SHOAL_API void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int pe,
@@ -118,10 +118,10 @@ SHOAL_EXTERN_C_END
 #include "shoal/team.h"
 
 SHOAL_EXTERN_C_BEGIN
-/** collect on a CUDA stream: member r's nelems bytes of symmetric `source` (sizes may differ between
+/** collect on a CUDA stream: member r's nbytes of symmetric `source` (sizes may differ between
  * members) land in every member's symmetric `dest` after the bytes of members 0..r-1 (NVSHMEM has no
  * collect). One CTA: the sizes travel as LL messages, then each member pushes its block. */
-SHOAL_API int shoalx_collectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems,
+SHOAL_API int shoalx_collectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nbytes,
                                           struct CUstream_st* stream);
 SHOAL_EXTERN_C_END
 
@@ -129,8 +129,10 @@ SHOAL_EXTERN_C_END
  * collectives (team sync/barrier, broadcast, fcollect, collect, alltoall, reduce, reducescatter). */
 #include "shoal/detail/host_api.h"
 
-/* Under nvcc (C++): the device API too, as the shoal_ and shoalx_ device facade (as nvshmem.h does). */
-#if defined(__CUDACC__)
+/* Under nvcc (C++): the device API too, as the shoal_ and shoalx_ device facade (as nvshmem.h does).
+ * Never in libshoal's own sources (SHOAL_DETAIL_LIBSHOAL_BUILD, a private define of its targets), so
+ * including this header cannot change libshoal's footprint. */
+#if defined(__CUDACC__) && !defined(SHOAL_DETAIL_LIBSHOAL_BUILD)
 #include "shoal/device/facade.cuh"
 #endif
 

@@ -59,10 +59,10 @@ SHOAL_API int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const sh
  * destroyed. */
 SHOAL_API void shoal_team_destroy(shoal_team_t team);
 
-/** Writes `team`'s shoal::device_team (<shoal/device_team.hpp>) to out, for kernels; num_bytes must be
+/** Writes `team`'s shoal::device_team (<shoal/device_team.hpp>) to out, for kernels; nbytes must be
  * sizeof(shoal::device_team). Only teams that are strided in world PEs have one (SHOAL_ERR_UNSUPPORTED else).
  * Returns 0 or a SHOAL_ERR_* code. Not collective. */
-SHOAL_API int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes);
+SHOAL_API int shoalx_team_device_handle(shoal_team_t team, void* out, size_t nbytes);
 
 SHOAL_EXTERN_C_END
 

@@ -63,12 +63,12 @@ class SHOAL_API world {
   uint64_t heap_in_use_bytes() const;   ///< per PE, allocated to the user (and shoal's own sync words)
 
   // --- symmetric memory (collective: every PE calls with the same arguments, in the same order) ---
-  /// num_bytes == 0 returns nullptr. Mismatched arguments across PEs throw errc::mismatch on all.
-  void* malloc(size_t num_bytes);
-  void* calloc(size_t count, size_t elem_bytes);    ///< zeroed on every PE
-  void* align(size_t alignment, size_t num_bytes);  ///< alignment: a power of two
+  /// nbytes == 0 returns nullptr. Mismatched arguments across PEs throw errc::mismatch on all.
+  void* malloc(size_t nbytes);
+  void* calloc(size_t count, size_t elem_bytes);  ///< zeroed on every PE
+  void* align(size_t alignment, size_t nbytes);   ///< alignment: a power of two
   /// Resizes, keeping the first min(old, new) bytes; may move. nullptr ptr acts as malloc.
-  void* realloc(void* ptr, size_t num_bytes);
+  void* realloc(void* ptr, size_t nbytes);
   void free(void* ptr);  ///< nullptr is a no-op (still collective)
 
   /// Address of `addr`'s copy on `pe` for direct loads/stores (by the CPU on the host backend, by this PE's GPU on
@@ -78,14 +78,14 @@ class SHOAL_API world {
   bool addr_accessible(const void* addr, int pe) const;
 
   // --- RMA (one-sided; `dest`/`source` on the remote side must be symmetric) ---
-  /// Copies num_bytes from local `source` to `dest` on `pe`. Complete (source reusable, data
+  /// Copies nbytes from local `source` to `dest` on `pe`. Complete (source reusable, data
   /// visible to the target after its next acquire) on return.
-  void put(void* dest, const void* source, size_t num_bytes, int pe);
-  /// Copies num_bytes from symmetric `source` on `pe` to local `dest`.
-  void get(void* dest, const void* source, size_t num_bytes, int pe);
+  void put(void* dest, const void* source, size_t nbytes, int pe);
+  /// Copies nbytes from symmetric `source` on `pe` to local `dest`.
+  void get(void* dest, const void* source, size_t nbytes, int pe);
   /// Non-blocking forms: complete by the next quiet() (the host paths complete them at once).
-  void put_nbi(void* dest, const void* source, size_t num_bytes, int pe);
-  void get_nbi(void* dest, const void* source, size_t num_bytes, int pe);
+  void put_nbi(void* dest, const void* source, size_t nbytes, int pe);
+  void get_nbi(void* dest, const void* source, size_t nbytes, int pe);
   /// Strided: element i goes from source[i*source_stride] to dest[i*dest_stride] (strides in elements).
   void iput(void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride, size_t num_elems,
             size_t elem_bytes, int pe);
@@ -102,9 +102,9 @@ class SHOAL_API world {
     return value;
   }
 
-  /// Data then signal: num_bytes to `dest` on `pe`, then `signal` applied to the 64-bit `sig_addr`
+  /// Data then signal: nbytes to `dest` on `pe`, then `signal` applied to the 64-bit `sig_addr`
   /// on `pe` with sig_op (SHOAL_SIGNAL_SET/ADD). A PE that sees the signal sees the data.
-  void put_signal(void* dest, const void* source, size_t num_bytes, uint64_t* sig_addr, uint64_t signal, int sig_op,
+  void put_signal(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op,
                   int pe);
   /// Applies sig_op with `signal` to sig_addr on `pe` (no data).
   void signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);

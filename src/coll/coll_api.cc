@@ -14,10 +14,10 @@ int shoal_team_sync(shoal_team_t team) { return c::sync("shoal_team_sync", team,
 int shoal_barrier(shoal_team_t team) { return c::sync("shoal_barrier", team, true); }
 
 // team collectives: broadcast, fcollect, collect, alltoall (untyped, in bytes; then typed). collect has no device twin
-int shoal_broadcastmem(shoal_team_t team, void* dest, const void* source, size_t nelems, int PE_root) { return c::broadcast("shoal_broadcastmem", team, dest, source, nelems, 1, PE_root); }
-int shoal_fcollectmem(shoal_team_t team, void* dest, const void* source, size_t nelems) { return c::fcollect("shoal_fcollectmem", team, dest, source, nelems, 1); }
-int shoal_collectmem(shoal_team_t team, void* dest, const void* source, size_t nelems) { return c::collect("shoal_collectmem", team, dest, source, nelems, 1); }
-int shoal_alltoallmem(shoal_team_t team, void* dest, const void* source, size_t nelems) { return c::alltoall("shoal_alltoallmem", team, dest, source, nelems, 1); }
+int shoal_broadcastmem(shoal_team_t team, void* dest, const void* source, size_t nbytes, int PE_root) { return c::broadcast("shoal_broadcastmem", team, dest, source, nbytes, 1, PE_root); }
+int shoal_fcollectmem(shoal_team_t team, void* dest, const void* source, size_t nbytes) { return c::fcollect("shoal_fcollectmem", team, dest, source, nbytes, 1); }
+int shoal_collectmem(shoal_team_t team, void* dest, const void* source, size_t nbytes) { return c::collect("shoal_collectmem", team, dest, source, nbytes, 1); }
+int shoal_alltoallmem(shoal_team_t team, void* dest, const void* source, size_t nbytes) { return c::alltoall("shoal_alltoallmem", team, dest, source, nbytes, 1); }
 int shoal_float_broadcast(shoal_team_t team, float* dest, const float* source, size_t nelems, int PE_root) { return c::broadcast("shoal_float_broadcast", team, dest, source, nelems, sizeof(float), PE_root); }
 int shoal_float_fcollect(shoal_team_t team, float* dest, const float* source, size_t nelems) { return c::fcollect("shoal_float_fcollect", team, dest, source, nelems, sizeof(float)); }
 int shoal_float_collect(shoal_team_t team, float* dest, const float* source, size_t nelems) { return c::collect("shoal_float_collect", team, dest, source, nelems, sizeof(float)); }
@@ -450,9 +450,9 @@ int shoalx_team_sync_on_stream(shoal_team_t team, struct CUstream_st* stream) { 
 int shoalx_barrier_on_stream(shoal_team_t team, struct CUstream_st* stream) { return c::sync_on_stream("shoalx_barrier_on_stream", team, true, stream); }
 
 // team collectives on a CUDA stream: broadcast, fcollect, alltoall (untyped, in bytes; then typed)
-int shoalx_broadcastmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems, int PE_root, struct CUstream_st* stream) { return c::broadcast_on_stream("shoalx_broadcastmem_on_stream", team, dest, source, nelems, 1, PE_root, stream); }
-int shoalx_fcollectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems, struct CUstream_st* stream) { return c::fcollect_on_stream("shoalx_fcollectmem_on_stream", team, dest, source, nelems, 1, stream); }
-int shoalx_alltoallmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nelems, struct CUstream_st* stream) { return c::alltoall_on_stream("shoalx_alltoallmem_on_stream", team, dest, source, nelems, 1, stream); }
+int shoalx_broadcastmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nbytes, int PE_root, struct CUstream_st* stream) { return c::broadcast_on_stream("shoalx_broadcastmem_on_stream", team, dest, source, nbytes, 1, PE_root, stream); }
+int shoalx_fcollectmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nbytes, struct CUstream_st* stream) { return c::fcollect_on_stream("shoalx_fcollectmem_on_stream", team, dest, source, nbytes, 1, stream); }
+int shoalx_alltoallmem_on_stream(shoal_team_t team, void* dest, const void* source, size_t nbytes, struct CUstream_st* stream) { return c::alltoall_on_stream("shoalx_alltoallmem_on_stream", team, dest, source, nbytes, 1, stream); }
 int shoalx_float_broadcast_on_stream(shoal_team_t team, float* dest, const float* source, size_t nelems, int PE_root, struct CUstream_st* stream) { return c::broadcast_on_stream("shoalx_float_broadcast_on_stream", team, dest, source, nelems, sizeof(float), PE_root, stream); }
 int shoalx_float_fcollect_on_stream(shoal_team_t team, float* dest, const float* source, size_t nelems, struct CUstream_st* stream) { return c::fcollect_on_stream("shoalx_float_fcollect_on_stream", team, dest, source, nelems, sizeof(float), stream); }
 int shoalx_float_alltoall_on_stream(shoal_team_t team, float* dest, const float* source, size_t nelems, struct CUstream_st* stream) { return c::alltoall_on_stream("shoalx_float_alltoall_on_stream", team, dest, source, nelems, sizeof(float), stream); }

@@ -6,12 +6,6 @@
 
 #include "shoal/device/coll.cuh"
 
-// libshoal's kernels never include the device facade (<shoal/shoal.h> under nvcc): its per-unit state
-// would make shoal_init load this whole module, and reserve its local memory, on every PE.
-#if defined(SHOAL_DEVICE_FACADE_CUH_)
-#error "libshoal kernel sources must not include the device facade"
-#endif
-
 namespace shoal::detail::coll {
 
 const char* to_string(algo a) {
@@ -27,8 +21,6 @@ const char* to_string(algo a) {
 }
 
 namespace {
-
-using device::block_scope;
 
 // The names device-side reports print (kernel arguments cannot carry host strings).
 __device__ const char kSyncName[] = "shoalx_team_sync_on_stream";

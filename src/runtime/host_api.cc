@@ -235,10 +235,10 @@ void shoal_put128_nbi(void* dest, const void* source, size_t nelems, int pe) { f
 void shoal_get128_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get128_nbi", dest, source, nelems, 16, 8, pe); }
 void shoal_iput128(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput128", dest, source, dst, sst, nelems, 16, pe); }
 void shoal_iget128(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget128", dest, source, dst, sst, nelems, 16, pe); }
-void shoal_putmem(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_putmem", dest, source, nelems, 1, 1, pe); }
-void shoal_getmem(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_getmem", dest, source, nelems, 1, 1, pe); }
-void shoal_putmem_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_putmem_nbi", dest, source, nelems, 1, 1, pe); }
-void shoal_getmem_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_getmem_nbi", dest, source, nelems, 1, 1, pe); }
+void shoal_putmem(void* dest, const void* source, size_t nbytes, int pe) { f::put("shoal_putmem", dest, source, nbytes, 1, 1, pe); }
+void shoal_getmem(void* dest, const void* source, size_t nbytes, int pe) { f::get("shoal_getmem", dest, source, nbytes, 1, 1, pe); }
+void shoal_putmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::put("shoal_putmem_nbi", dest, source, nbytes, 1, 1, pe); }
+void shoal_getmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::get("shoal_getmem_nbi", dest, source, nbytes, 1, 1, pe); }
 
 // put-with-signal: typed, sized and untyped, blocking and _nbi
 void shoal_float_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_float_put_signal", dest, source, nelems, sizeof(float), alignof(float), sig_addr, signal, sig_op, pe); }
@@ -299,8 +299,8 @@ void shoal_put64_signal(void* dest, const void* source, size_t nelems, uint64_t*
 void shoal_put64_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_put64_signal_nbi", dest, source, nelems, 8, 8, sig_addr, signal, sig_op, pe); }
 void shoal_put128_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_put128_signal", dest, source, nelems, 16, 8, sig_addr, signal, sig_op, pe); }
 void shoal_put128_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_put128_signal_nbi", dest, source, nelems, 16, 8, sig_addr, signal, sig_op, pe); }
-void shoal_putmem_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal", dest, source, nelems, 1, 1, sig_addr, signal, sig_op, pe); }
-void shoal_putmem_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal_nbi", dest, source, nelems, 1, 1, sig_addr, signal, sig_op, pe); }
+void shoal_putmem_signal(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal", dest, source, nbytes, 1, 1, sig_addr, signal, sig_op, pe); }
+void shoal_putmem_signal_nbi(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal_nbi", dest, source, nbytes, 1, 1, sig_addr, signal, sig_op, pe); }
 
 // atomics (AMO): standard, extended (float/double) and bitwise types
 int shoal_int_atomic_fetch(const int* source, int pe) { int r{}; f::amo("shoal_int_atomic_fetch", sd::amo_op::fetch, sd::scalar_of<int>(), const_cast<int*>(source), nullptr, nullptr, &r, pe); return r; }

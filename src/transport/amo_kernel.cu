@@ -5,12 +5,6 @@
 
 #include "transport/amo_kernel.hpp"
 
-// libshoal's kernels never include the device facade (<shoal/shoal.h> under nvcc): its per-unit state
-// would make shoal_init load this whole module, and reserve its local memory, on every PE.
-#if defined(SHOAL_DEVICE_FACADE_CUH_)
-#error "libshoal kernel sources must not include the device facade"
-#endif
-
 namespace shoal::detail {
 
 namespace {

@@ -3,12 +3,6 @@
 #include "shoal/device/device.cuh"
 #include "transport/stream_kernels.hpp"
 
-// libshoal's kernels never include the device facade (<shoal/shoal.h> under nvcc): its per-unit state
-// would make shoal_init load this whole module, and reserve its local memory, on every PE.
-#if defined(SHOAL_DEVICE_FACADE_CUH_)
-#error "libshoal kernel sources must not include the device facade"
-#endif
-
 namespace shoal::detail {
 
 namespace {
@@ -70,7 +64,7 @@ __global__ void wait_until_kernel(device_world w, void* ivar, scalar type, int c
 
 __global__ void quiet_kernel(device_world w) { shoal::device::quiet(w); }
 
-__global__ void barrier_all_kernel(device_world w) { shoal::device::barrier_all(w); }
+__global__ void barrier_all_kernel(device_world w) { shoal::device::barrier_all(shoal::thread, w); }
 
 }  // namespace
 

@@ -85,7 +85,7 @@ expect probe_atomic_float_add "red.relaxed.sys.global.add.f32"
 expect probe_atomic_compare_swap "atom.cas.relaxed.sys.b32"
 expect probe_barrier_all_block "bar.sync" "fence.acq_rel.sys" "st.relaxed.sys.global.u64" "st.release.sys.global.u64" "ld.acquire.sys.global.u64"
 forbid probe_barrier_all_block "fence.sc"
-# fast paths (copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring
+# fast paths (detail/device_copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring
 # team collectives: LL lines are whole 8-byte halves, with no fence on the path; the channel
 # barrier is barrier_all's ordering; the two-shot reduce keeps 2 vector loads per member in flight
 expect probe_reduce_ll_block "st.volatile.global.v2.u64" "ld.volatile.global.v2.u64"
@@ -99,6 +99,8 @@ expect probe_put_block_vec "ld.global.v4.u32" "st.global.v4.u32"
 at_least probe_put_block_vec 4 "ld.global.v4.u32"
 forbid probe_put_block_vec "fence." "membar"
 expect probe_put_warp "ld.global.v4.u32" "st.global.v4.u32"
+# shoal::warps<4>: the group's named barrier (bar.sync id, 128), ids 1..15
+expect probe_put_warps4 "ld.global.v4.u32" "st.global.v4.u32" "bar.sync"
 at_least probe_put_warp 8 "ld.global.v4.u32"
 expect probe_get_block "ld.global.v4.u32"
 expect probe_put_block_tma \
@@ -122,12 +124,27 @@ done
 expect probe_facade_team_barrier_block "bar.sync"
 
 # --- 2. headers compile alone ------------------------------------------------------------------
-for h in shoal/device/ptx.cuh shoal/device/copy.cuh shoal/device/rma.cuh shoal/device/amo.cuh \
-  shoal/device/signal.cuh shoal/device/sync.cuh shoal/device/device.cuh shoal/device/facade.cuh shoal/device/team.cuh \
-  shoal/device/coll.cuh shoal/detail/device_api.cuh shoal/shoal.h; do
+# every installed device header, public and detail (a detail body must include what it uses too)
+headers=(shoal/shoal.h)
+for f in "$root"/include/shoal/device/*.cuh "$root"/include/shoal/detail/*.cuh; do
+  headers+=("${f#"$root"/include/}")
+done
+for h in "${headers[@]}"; do
   echo "#include <$h>" >"$work/alone.cu"
   "$nvcc" "${flags[@]}" -c "$work/alone.cu" -o "$work/alone.o" || bad "$h does not compile alone under nvcc"
 done
+# either include order of the facade and shoal.h: one name on both sides (host call, device call)
+printf '%s\n' '#include <shoal/device/facade.cuh>' '#include <shoal/shoal.h>' \
+  '__global__ void k(int* o) { *o = shoal_my_pe(); shoal_fence(); }' 'int host() { return shoal_my_pe(); }' \
+  >"$work/order.cu"
+"$nvcc" "${flags[@]}" -c "$work/order.cu" -o "$work/order.o" || bad "facade.cuh before shoal.h does not compile"
+# libshoal's own sources (SHOAL_DETAIL_LIBSHOAL_BUILD) never get the facade from shoal.h: no registration
+echo "#include <shoal/shoal.h>" >"$work/alone.cu"
+"$nvcc" "${flags[@]}" -DSHOAL_DETAIL_LIBSHOAL_BUILD -c "$work/alone.cu" -o "$work/alone.o" ||
+  bad "shoal/shoal.h with SHOAL_DETAIL_LIBSHOAL_BUILD does not compile under nvcc"
+if nm "$work/alone.o" | grep -q shoal_detail_register_device_facade; then
+  bad "shoal/shoal.h brings the device facade into a libshoal source (SHOAL_DETAIL_LIBSHOAL_BUILD)"
+fi
 echo "#include <shoal/shoal.h>" >"$work/alone.cu"
 "$nvcc" "${flags[@]}" -DSHOAL_NO_DEVICE_FACADE -c "$work/alone.cu" -o "$work/alone.o" ||
   bad "shoal/shoal.h with SHOAL_NO_DEVICE_FACADE does not compile under nvcc"

@@ -42,28 +42,28 @@ __global__ void k_put(device_world w, int mode, char* dst, const char* src, size
   extern __shared__ __align__(128) unsigned char smem[];
   switch (mode) {
     case 0:
-      if (threadIdx.x == 0) dev::putmem(w, dst, src, n, pe);
+      if (threadIdx.x == 0) dev::putmem(shoal::thread, w, dst, src, n, pe);
       break;
     case 1:
-      if (threadIdx.x < 32) dev::putmem_warp(w, dst, src, n, pe);
+      if (threadIdx.x < 32) dev::putmem(shoal::warp, w, dst, src, n, pe);
       break;
     case 2:
-      dev::putmem_block_vec(w, dst, src, n, pe);
+      dev::putmem(shoal::block, w, dst, src, n, pe);
       break;
     case 3:
-      dev::putmem_block_tma<4, 16384>(w, dst, src, n, pe, smem);
+      dev::putmem_tma<4, 16384>(shoal::block, w, dst, src, n, pe, smem);
       break;
     case 4:
-      dev::getmem_block(w, dst, src, n, pe);
+      dev::getmem(shoal::block, w, dst, src, n, pe);
       break;  // dst local, src symmetric on pe
     case 5:
-      if (threadIdx.x < 32) dev::getmem_warp(w, dst, src, n, pe);
+      if (threadIdx.x < 32) dev::getmem(shoal::warp, w, dst, src, n, pe);
       break;
     case 6: {
       __shared__ char tmp[4096];
       for (size_t i = threadIdx.x; i < n && i < 4096; i += blockDim.x) tmp[i] = src[i];
       __syncthreads();
-      dev::putmem_block(w, dst, tmp, n < 4096 ? n : 4096, pe);
+      dev::putmem(shoal::block, w, dst, tmp, n < 4096 ? n : 4096, pe);
       break;
     }  // shared-memory source
   }
@@ -84,9 +84,9 @@ __global__ void k_pingpong(device_world w0, device_world w1, int* buf, uint64_t*
       for (int i = threadIdx.x; i < 256; i += blockDim.x) src[i] = it * 1000 + i;
       __syncthreads();
       if (scope == 2)
-        dev::put_signal_block(w, buf, src, 256, sig, 1, SHOAL_SIGNAL_ADD, peer);
+        dev::put_signal(shoal::block, w, buf, src, 256, sig, 1, SHOAL_SIGNAL_ADD, peer);
       else if (threadIdx.x == 0)
-        dev::put_signal(w, buf, src, 256, sig, 1, SHOAL_SIGNAL_ADD, peer);
+        dev::put_signal(shoal::thread, w, buf, src, 256, sig, 1, SHOAL_SIGNAL_ADD, peer);
       __syncthreads();
     } else {
       if (threadIdx.x == 0) dev::signal_wait_until(w, local_sig, SHOAL_CMP_GE, (uint64_t)((it + 1) / 2));
@@ -105,9 +105,9 @@ __global__ void k_barrier(device_world w0, device_world w1, int* ctr, int iters,
   ctr = local_ctr;
   for (int it = 1; it <= iters; ++it) {
     if (threadIdx.x == 0) dev::p(w, ctr, it, peer);  // weak-ish flag, ordered by the barrier
-    dev::barrier_all_block(w);
+    dev::barrier_all(shoal::block, w);
     if (threadIdx.x == 0 && *local_ctr != it) atomicAdd(errors, 1);
-    dev::barrier_all_block(w);
+    dev::barrier_all(shoal::block, w);
   }
 }
 

@@ -23,11 +23,11 @@ extern "C" __global__ void probe_p(device_world w, int* dst, int v, int pe) { de
 extern "C" __global__ void probe_g(device_world w, const long* src, long* out, int pe) { *out = dev::g(w, src, pe); }
 extern "C" __global__ void probe_put_signal_set(device_world w, char* d, const char* s, size_t n, uint64_t* sig,
                                                 int pe) {
-  dev::putmem_signal(w, d, s, n, sig, 1, SHOAL_SIGNAL_SET, pe);
+  dev::putmem_signal(shoal::thread, w, d, s, n, sig, 1, SHOAL_SIGNAL_SET, pe);
 }
 extern "C" __global__ void probe_put_signal_add_block(device_world w, char* d, const char* s, size_t n, uint64_t* sig,
                                                       int pe) {
-  dev::putmem_signal_block(w, d, s, n, sig, 1, SHOAL_SIGNAL_ADD, pe);
+  dev::putmem_signal(shoal::block, w, d, s, n, sig, 1, SHOAL_SIGNAL_ADD, pe);
 }
 extern "C" __global__ void probe_signal_wait_until(device_world w, uint64_t* sig, uint64_t v, uint64_t* out) {
   *out = dev::signal_wait_until(w, sig, SHOAL_CMP_GE, v);
@@ -47,22 +47,25 @@ extern "C" __global__ void probe_atomic_float_add(device_world w, float* d, floa
 extern "C" __global__ void probe_atomic_compare_swap(device_world w, int* d, int c, int v, int* out, int pe) {
   *out = dev::atomic_compare_swap(w, d, c, v, pe);
 }
-extern "C" __global__ void probe_barrier_all_block(device_world w) { dev::barrier_all_block(w); }
+extern "C" __global__ void probe_barrier_all_block(device_world w) { dev::barrier_all(shoal::block, w); }
 extern "C" __global__ void probe_put_block_vec(device_world w, void* d, const void* s, size_t n, int pe) {
-  dev::putmem_block_vec(w, d, s, n, pe);
+  dev::putmem(shoal::block, w, d, s, n, pe);
 }
 extern "C" __global__ void probe_put_warp(device_world w, void* d, const void* s, size_t n, int pe) {
-  dev::putmem_warp(w, d, s, n, pe);
+  dev::putmem(shoal::warp, w, d, s, n, pe);
+}
+extern "C" __global__ void probe_put_warps4(device_world w, void* d, const void* s, size_t n, int pe) {
+  dev::putmem(shoal::warps<4>, w, d, s, n, pe);
 }
 extern "C" __global__ void probe_get_block(device_world w, void* d, const void* s, size_t n, int pe) {
-  dev::getmem_block(w, d, s, n, pe);
+  dev::getmem(shoal::block, w, d, s, n, pe);
 }
 extern "C" __global__ void probe_put_block_tma(device_world w, void* d, const void* s, size_t n, int pe) {
   extern __shared__ __align__(128) unsigned char smem[];
-  dev::putmem_block_tma<4, 16384>(w, d, s, n, pe, smem);
+  dev::putmem_tma<4, 16384>(shoal::block, w, d, s, n, pe, smem);
 }
 extern "C" __global__ void probe_iput_block(device_world w, double* d, const double* s, size_t n, int pe) {
-  dev::iput_block(w, d, s, 2, 3, n, pe);
+  dev::iput(shoal::block, w, d, s, 2, 3, n, pe);
 }
 extern "C" __global__ void probe_test_some_vector(device_world w, long long* iv, size_t n, size_t* idx, long long* cmps,
                                                   size_t* out) {
@@ -74,12 +77,12 @@ extern "C" __global__ void probe_test_some_vector(device_world w, long long* iv,
 // moves 16-byte vectors.
 extern "C" __global__ void probe_reduce_ll_block(device_world w, shoal::device_team t, float* d, const float* s,
                                                  size_t n) {
-  shoal::detail::reduce_ll<dev::block_scope, dev::sum_op, float, false>(w, t, d, s, n, "probe");
+  shoal::detail::reduce_ll<shoal::block_scope, dev::sum_op, float, false>(w, t, d, s, n, "probe");
 }
 extern "C" __global__ void probe_team_barrier_channel(device_world w, shoal::device_team t) {
-  shoal::detail::team_barrier<dev::block_scope>(w, t, "probe", 3);
+  shoal::detail::team_barrier<shoal::block_scope>(w, t, "probe", 3);
 }
 extern "C" __global__ void probe_reduce_direct_block(device_world w, shoal::device_team t, float* d, const float* s,
                                                      size_t n) {
-  shoal::detail::reduce_direct<dev::block_scope, dev::sum_op, float, false>(w, t, d, s, n, 0, 1, "probe");
+  shoal::detail::reduce_direct<shoal::block_scope, dev::sum_op, float, false>(w, t, d, s, n, 0, 1, "probe");
 }

@@ -1,7 +1,7 @@
 // collect (per-member sizes, NVSHMEM has none) on GPU heaps, in its three forms: the blocking host
 // call (shoal_collectmem: sizes and arguments agreed by an LL exchange, copy-engine pulls), the
 // on-stream call (shoalx_collectmem_on_stream: one CTA, sizes by LL, then pushes) and the device
-// block-scope call (shoal::device::collectmem_block). Member r contributes a size that depends on r
+// block-scope call (shoal::device::collectmem(shoal::block, ...)). Member r contributes a size that depends on r
 // (one member contributes nothing in some cases); dest must be every member's pattern, in team
 // order, followed by untouched poison. Teams: WORLD and WORLD reversed (start n-1, stride -1).
 #include <cuda_runtime.h>
@@ -21,7 +21,7 @@ constexpr size_t kGuard = 64;
 
 __global__ void collect_block_kernel(shoal::device_world w, shoal::device_team t, void* dest, const void* source,
                                      size_t bytes) {
-  shoal::device::collectmem_block(w, t, dest, source, bytes);
+  shoal::device::collectmem(shoal::block, w, t, dest, source, bytes);
 }
 
 /// Bytes team PE r contributes in case c.

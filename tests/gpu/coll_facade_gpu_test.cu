@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "coll_test_data.cuh"
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {

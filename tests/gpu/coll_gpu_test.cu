@@ -14,8 +14,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {
@@ -98,6 +99,7 @@ uint32_t next_salt() {
 
 template <class Scope>
 unsigned threads_of() {
+  if constexpr (warps_of<Scope> != 0) return warps_of<Scope> * 32;  // one group: the whole block
   return is_thread<Scope> ? 1 : (is_warp<Scope> ? 32 : kBlock);
 }
 
@@ -145,19 +147,9 @@ __host__ __device__ inline uint8_t expected_byte(kind k, int me, int root, size_
 template <class Scope>
 __device__ void run_mem(kind k, const shoal::device_world& w, const shoal::device_team& t, void* dst, const void* src,
                         size_t nb, int root) {
-  if constexpr (is_thread<Scope>) {
-    if (k == kind::broadcast) sd::broadcastmem(w, t, dst, src, nb, root);
-    if (k == kind::fcollect) sd::fcollectmem(w, t, dst, src, nb);
-    if (k == kind::alltoall) sd::alltoallmem(w, t, dst, src, nb);
-  } else if constexpr (is_warp<Scope>) {
-    if (k == kind::broadcast) sd::broadcastmem_warp(w, t, dst, src, nb, root);
-    if (k == kind::fcollect) sd::fcollectmem_warp(w, t, dst, src, nb);
-    if (k == kind::alltoall) sd::alltoallmem_warp(w, t, dst, src, nb);
-  } else {
-    if (k == kind::broadcast) sd::broadcastmem_block(w, t, dst, src, nb, root);
-    if (k == kind::fcollect) sd::fcollectmem_block(w, t, dst, src, nb);
-    if (k == kind::alltoall) sd::alltoallmem_block(w, t, dst, src, nb);
-  }
+  if (k == kind::broadcast) sd::broadcastmem(Scope{}, w, t, dst, src, nb, root);
+  if (k == kind::fcollect) sd::fcollectmem(Scope{}, w, t, dst, src, nb);
+  if (k == kind::alltoall) sd::alltoallmem(Scope{}, w, t, dst, src, nb);
 }
 
 /// One block of the scope's size: kIters rounds of fill source -> collective -> check dest.
@@ -233,6 +225,7 @@ GPU_TEST(mem_thread_warp) {
         const int root = k == kind::broadcast ? bufs().teams.handle[ti].n_pes - 1 : 0;
         mem_case<thread_scope>(ti, k, nb, root, 10);
         mem_case<warp_scope>(ti, k, nb, root, 10);
+        mem_case<warps_scope<4>>(ti, k, nb, root, 10);
       }
 }
 
@@ -319,13 +312,7 @@ T host_apply(int op, T a, T b) {
 template <class Scope, class Op, class T>
 __device__ void run_reduce(const shoal::device_world& w, const shoal::device_team& t, T* d, const T* s, size_t n,
                            void* scratch) {
-  if constexpr (is_thread<Scope>) {
-    sd::reduce<Op>(w, t, d, s, n, scratch);
-  } else if constexpr (is_warp<Scope>) {
-    sd::reduce_warp<Op>(w, t, d, s, n, scratch);
-  } else {
-    sd::reduce_block<Op>(w, t, d, s, n, scratch);
-  }
+  sd::reduce<Op>(Scope{}, w, t, d, s, n, scratch);
 }
 
 template <class Scope, int kOp, class T>
@@ -421,6 +408,7 @@ GPU_TEST(reduce_in_place_thread_warp) {
     reduce_case<thread_scope, op_max, double>(ti, 1000, 10, true);
     reduce_case<warp_scope, op_sum, double>(ti, 1000, 10, false);
     reduce_case<warp_scope, op_min, int64_t>(ti, 3, 10, false);
+    reduce_case<warps_scope<2>, op_sum, float>(ti, 1000, 10, false);
   }
 }
 
@@ -428,13 +416,7 @@ GPU_TEST(reduce_in_place_thread_warp) {
 
 template <class Scope>
 __device__ void run_team_sync(const shoal::device_world& w, const shoal::device_team& t, bool barrier) {
-  if constexpr (is_thread<Scope>) {
-    barrier ? sd::team_barrier(w, t) : sd::team_sync(w, t);
-  } else if constexpr (is_warp<Scope>) {
-    barrier ? sd::team_barrier_warp(w, t) : sd::team_sync_warp(w, t);
-  } else {
-    barrier ? sd::team_barrier_block(w, t) : sd::team_sync_block(w, t);
-  }
+  barrier ? sd::team_barrier(Scope{}, w, t) : sd::team_sync(Scope{}, w, t);
 }
 
 /// Round r (1..rounds) on team r % 3 (the same on every PE): rank 0 stores r into its slot on the
@@ -457,11 +439,9 @@ __global__ void barrier_kernel(shoal::device_world w, shoal::device_team t0, sho
     }
     if (r % 7 == 0) {
       if constexpr (is_thread<Scope>) {
-        sd::sync_all(w);
-      } else if constexpr (is_warp<Scope>) {
-        sd::barrier_all_warp(w);
+        sd::sync_all(Scope{}, w);
       } else {
-        sd::barrier_all_block(w);
+        sd::barrier_all(Scope{}, w);
       }
     }
   }
@@ -486,6 +466,7 @@ GPU_TEST(team_barrier_all_scopes) {
   barrier_case<block_scope>(3000);
   barrier_case<warp_scope>(1000);
   barrier_case<thread_scope>(1000);
+  barrier_case<warps_scope<4>>(1000);
 }
 
 }  // namespace

@@ -15,8 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {

@@ -9,8 +9,9 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {
@@ -41,28 +42,6 @@ buffers& bufs() {
 
 int left() { return (me() + npes() - 1) % npes(); }
 
-// ---- launch shapes: several groups of each scope, each moving its own slice -------------------
-
-template <class Scope>
-dim3 grid_of() {
-  return is_thread<Scope> || is_warp<Scope> ? dim3(1) : dim3(3);
-}
-template <class Scope>
-dim3 block_of() {
-  return is_thread<Scope> ? dim3(3) : (is_warp<Scope> ? dim3(96) : dim3(160));
-}
-/// This thread's group (the thread, its warp or its block) and the number of groups.
-template <class Scope>
-__device__ void group_of(size_t& group, size_t& groups) {
-  if constexpr (is_thread<Scope>) {
-    group = threadIdx.x, groups = blockDim.x;
-  } else if constexpr (is_warp<Scope>) {
-    group = threadIdx.x / 32, groups = blockDim.x / 32;
-  } else {
-    group = blockIdx.x, groups = gridDim.x;
-  }
-}
-
 /// Each group moves bytes [n*g/G, n*(g+1)/G) (odd slice boundaries on purpose), then every thread
 /// quiets when nbi.
 template <class Api, class Scope>
@@ -82,7 +61,7 @@ __global__ void mem_kernel(Api api, uint8_t* dst, const uint8_t* src, size_t n, 
 __global__ void tma_kernel(shoal::device_world w, uint8_t* dst, const uint8_t* src, size_t n, int pe) {
   extern __shared__ __align__(16) unsigned char smem[];
   const size_t lo = n * blockIdx.x / gridDim.x, hi = n * (blockIdx.x + 1) / gridDim.x;
-  shoal::device::putmem_block_tma(w, dst + lo, src + lo, hi - lo, pe, smem);
+  shoal::device::putmem_tma(shoal::block, w, dst + lo, src + lo, hi - lo, pe, smem);
 }
 
 /// Copies [0, dst_off + n + kGuard) of `dev` back and checks: poison, then `data`, then poison.
@@ -150,6 +129,10 @@ void mem_all_scopes(Api api) {
   mem_all<Api, thread_scope>(api);
   mem_all<Api, warp_scope>(api);
   mem_all<Api, block_scope>(api);
+  if constexpr (Api::kAnyScope) {  // the explicit API takes groups of warps too (the facade has no such names)
+    mem_all<Api, warps_scope<2>>(api);
+    mem_all<Api, warps_scope<4>>(api);
+  }
 }
 
 GPU_TEST(putmem_getmem_handle) { mem_all_scopes(handle_api{device_handle()}); }
@@ -226,6 +209,7 @@ void typed_all(Api api, const char* type_name) {
   typed_scope<Api, thread_scope, T>(api, type_name);
   typed_scope<Api, warp_scope, T>(api, type_name);
   typed_scope<Api, block_scope, T>(api, type_name);
+  if constexpr (Api::kAnyScope) typed_scope<Api, warps_scope<4>, T>(api, type_name);
 }
 
 template <class Api>
@@ -340,7 +324,9 @@ void strided_scope(Api api, const char* type_name) {
         GT_CUDA(cudaMemcpy(b.src, mine.data(), sizeof(T) * src_elems, cudaMemcpyHostToDevice));
         sync_all_pes();
         // One group of the scope does the whole transfer.
-        strided_kernel<Api, Scope, T><<<1, is_thread<Scope> ? 1 : (is_warp<Scope> ? 32 : 160)>>>(
+        const unsigned threads =
+            warps_of<Scope> != 0 ? 32 * warps_of<Scope> : (is_thread<Scope> ? 1 : (is_warp<Scope> ? 32 : 160));
+        strided_kernel<Api, Scope, T><<<1, threads>>>(
             api, reinterpret_cast<T*>(b.dst), reinterpret_cast<const T*>(b.src), s.dst, s.src, nelems, peer(), is_get);
         GT_LAUNCHED(what.c_str());
         sync_all_pes();
@@ -360,6 +346,7 @@ void strided_all(Api api, const char* type_name) {
   strided_scope<Api, thread_scope, T>(api, type_name);
   strided_scope<Api, warp_scope, T>(api, type_name);
   strided_scope<Api, block_scope, T>(api, type_name);
+  if constexpr (Api::kAnyScope) strided_scope<Api, warps_scope<2>, T>(api, type_name);
 }
 
 template <class Api>

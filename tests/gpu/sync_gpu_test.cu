@@ -12,8 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "gpu_api.cuh"
+#include "facade_api.cuh"
 #include "gpu_test.hpp"
+#include "handle_api.cuh"
 
 namespace shoal_test {
 namespace {
@@ -57,25 +58,6 @@ int left() { return (me() + npes() - 1) % npes(); }
 uint32_t next_salt() {
   static uint32_t salt = 0;
   return ++salt;
-}
-
-template <class Scope>
-dim3 grid_of() {
-  return is_thread<Scope> || is_warp<Scope> ? dim3(1) : dim3(3);
-}
-template <class Scope>
-dim3 block_of() {
-  return is_thread<Scope> ? dim3(3) : (is_warp<Scope> ? dim3(96) : dim3(160));
-}
-template <class Scope>
-__device__ void group_of(size_t& group, size_t& groups) {
-  if constexpr (is_thread<Scope>) {
-    group = threadIdx.x, groups = blockDim.x;
-  } else if constexpr (is_warp<Scope>) {
-    group = threadIdx.x / 32, groups = blockDim.x / 32;
-  } else {
-    group = blockIdx.x, groups = gridDim.x;
-  }
 }
 
 /// The signal that group g sends in case `salt`: SET writes this value to its own word; ADD adds
@@ -123,8 +105,7 @@ template <class Api, class Scope>
 void put_signal_case(Api api, size_t n, size_t dst_off, size_t src_off, int sig_op, bool nbi, uint8_t* expected_dev) {
   sync_buffers& b = bufs();
   const uint32_t salt = next_salt();
-  const size_t groups =
-      is_thread<Scope> ? block_of<Scope>().x : (is_warp<Scope> ? block_of<Scope>().x / 32 : grid_of<Scope>().x);
+  const size_t groups = groups_of<Scope>();
   const std::string what =
       format("%s putmem_signal%s %s-scope %s, %zu bytes, dst_off=%zu src_off=%zu", Api::kName, nbi ? "_nbi" : "",
              scope_name<Scope>, sig_op == SHOAL_SIGNAL_SET ? "SET" : "ADD", n, dst_off, src_off);
@@ -170,6 +151,7 @@ void put_signal_all(Api api) {
   put_signal_scope<Api, thread_scope>(api, expected_dev);
   put_signal_scope<Api, warp_scope>(api, expected_dev);
   put_signal_scope<Api, block_scope>(api, expected_dev);
+  if constexpr (Api::kAnyScope) put_signal_scope<Api, warps_scope<2>>(api, expected_dev);  // explicit API only
   GT_CUDA(cudaFree(expected_dev));
 }
 

@@ -1,5 +1,6 @@
-// Internals shared by the device API headers: thread-group scopes, peer addressing, the checks
-// that turn a bad PE into a message + trap, and the bounded-wait clock. Not a public header.
+// Internals shared by the device API bodies: peer addressing (the one place device code branches
+// per peer path), the checks that turn a bad PE into a message + trap, and the bounded-wait clock.
+// Not a public header.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <cstdio>
 
 #include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
 #include "shoal/device_world.hpp"
 #include "shoal/types.h"
 
@@ -21,39 +23,20 @@
 #define SHOAL_WAIT_POLLS_PER_CLOCK 64
 #endif
 
-namespace shoal::device {
-
-/// One thread: the calling thread alone does the whole operation.
-struct thread_scope {
-  static __device__ __forceinline__ uint32_t rank() { return 0; }
-  static __device__ __forceinline__ uint32_t size() { return 1; }
-  static __device__ __forceinline__ void sync() {}
-  static constexpr const char* kSuffix = "";
-};
-/// One full warp (all 32 lanes call, converged, same arguments).
-struct warp_scope {
-  static __device__ __forceinline__ uint32_t rank() { return ptx::lane_id(); }
-  static __device__ __forceinline__ uint32_t size() { return 32; }
-  static __device__ __forceinline__ void sync() { __syncwarp(); }
-  static constexpr const char* kSuffix = "_warp";
-};
-/// One thread block (every thread calls, same arguments; contains __syncthreads()).
-struct block_scope {
-  static __device__ __forceinline__ uint32_t rank() {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  }
-  static __device__ __forceinline__ uint32_t size() { return blockDim.x * blockDim.y * blockDim.z; }
-  static __device__ __forceinline__ void sync() { __syncthreads(); }
-  static constexpr const char* kSuffix = "_block";
-};
-
-}  // namespace shoal::device
-
 namespace shoal::detail {
 
-inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes) {
+/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): prints
+/// it and traps. The cold branch of peer_local: device-initiated operations over the proxy path
+/// will be routed here (to the proxy's ring) when they are built.
+inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes,
+                                                   const peer_path* path_of_pe) {
   if (pe < 0 || pe >= n_pes) {
     printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
+  } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
+    printf(
+        "shoal: PE %d: %s: PE %d is reached through the proxy path; device-initiated operations over the proxy "
+        "are not built yet\n",
+        my_pe, call, pe);
   } else {
     printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
   }
@@ -65,11 +48,18 @@ inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe,
   __trap();
 }
 
-/// The node-local index of `pe`, or -1 if out of range / unreachable (checked builds trap instead).
-__device__ __forceinline__ int32_t checked_local_of(const device_world& w, int pe, const char* call) {
+/// The node-local index of `pe` for a load/store access: THE place where device calls branch per
+/// peer (every RMA, AMO, signal and collective address goes through it). A PE whose path
+/// (device_world::path_of_pe) is a load/store one has a mapped heap, local_of(pe) >= 0: the fast
+/// path, no table load without tables (local_of_pe nullptr: local index == pe). A PE behind the
+/// proxy path or unreachable has local_of(pe) == -1 (device_world's invariant): checked builds
+/// (SHOAL_DEVICE_CHECKS) take the cold branch, which says which (proxy: "device-initiated
+/// operations over the proxy are not built yet") and traps; a pe out of range traps too. Unchecked
+/// builds do no check: such a pe is undefined behaviour.
+__device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
 #if SHOAL_DEVICE_CHECKS
   const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes);
+  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes, w.path_of_pe);
   return local;
 #else
   (void)call;
@@ -77,10 +67,10 @@ __device__ __forceinline__ int32_t checked_local_of(const device_world& w, int p
 #endif
 }
 
-/// `p`'s copy on `pe` as seen from this GPU: region + local_of(pe)*stride + (p - heap_base).
+/// `p`'s copy on `pe` as seen from this GPU: region + peer_local(pe)*stride + (p - heap_base).
 template <class T>
 __device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {
-  const int64_t local = checked_local_of(w, pe, call);
+  const int64_t local = peer_local(w, pe, call);
   const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
   return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
 }

@@ -1,6 +1,6 @@
 // Device atomics (AMO) on the explicit handle: the OpenSHMEM set (fetch, set, swap, compare_swap,
 // fetch_inc, inc, fetch_add, add, fetch_and/or/xor, and/or/xor) plus float/double add/fetch_add.
-// System-scope atomics on the peer's address: atom.<op>.relaxed.sys (through
+// One thread (no scope argument). System-scope atomics on the peer's address: atom.<op>.relaxed.sys (through
 // cuda::atomic_ref<T, thread_scope_system>) when a value comes back, red.relaxed.sys otherwise.
 #pragma once
 
@@ -9,25 +9,10 @@
 
 #include <cuda/atomic>
 
+#include "shoal/detail/device_amo.cuh"
 #include "shoal/detail/device_common.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device_world.hpp"
-
-namespace shoal::detail {
-
-template <class T>
-using sys_atomic = cuda::atomic_ref<T, cuda::thread_scope_system>;
-
-/// The unsigned integer red.* works on for integer T (same size).
-template <class T>
-using red_word = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
-
-template <class T>
-__device__ __forceinline__ void check_amo_type() {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "shoal atomics work on 4- and 8-byte types");
-}
-
-}  // namespace shoal::detail
 
 namespace shoal::device {
 

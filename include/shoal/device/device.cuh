@@ -3,17 +3,22 @@
 // friendly). Header-only, no -rdc. The OpenSHMEM-style global facade is <shoal/device/facade.cuh>.
 //
 //   __global__ void k(shoal::device_world w, int* dst, const int* src, size_t n) {
-//     shoal::device::put_block(w, dst, src, n, (w.my_pe + 1) % w.n_pes);
+//     shoal::device::put(shoal::block, w, dst, src, n, (w.my_pe + 1) % w.n_pes);
 //   }
+//
+// Scoped calls take the cooperation scope first (shoal::thread, shoal::warp, shoal::block,
+// shoal::warps<N>: <shoal/device/scope.cuh>). Public headers declare each call with its contract;
+// the bodies live in <shoal/detail/device_*.cuh>.
 #pragma once
 
 #include "shoal/device/amo.cuh"
 #include "shoal/device/coll.cuh"
-#include "shoal/device/copy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/rma.cuh"
+#include "shoal/device/scope.cuh"
 #include "shoal/device/signal.cuh"
 #include "shoal/device/sync.cuh"
+#include "shoal/device/team.cuh"
 #include "shoal/device_world.hpp"
 
 namespace shoal::device {

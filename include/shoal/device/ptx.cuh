@@ -187,6 +187,11 @@ __device__ __forceinline__ uint32_t lane_id() {
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   return lane;
 }
+/// bar.sync id, nthreads: named barrier `id` (1..15; 0 is __syncthreads) over nthreads threads (a
+/// multiple of 32), with __syncthreads' ordering among them. shoal::warps<N> uses it (scope.cuh).
+__device__ __forceinline__ void bar_sync(uint32_t id, uint32_t nthreads) {
+  asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(nthreads) : "memory");
+}
 
 // --- weak vector loads/stores in the global state space (the copy engines' fast path) ----------
 
@@ -288,26 +293,25 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t
 }
 
 // --- TMA bulk copies (cp.async.bulk, async proxy) ----------------------------------------------
-// Addresses 16-byte aligned, num_bytes a multiple of 16.
+// Addresses 16-byte aligned, nbytes a multiple of 16.
 
 /// Global -> this CTA's shared memory; completion counted on `bar` as transaction bytes.
-__device__ __forceinline__ void cp_async_bulk_global_to_shared(void* smem_dst, const void* gmem_src, uint32_t num_bytes,
+__device__ __forceinline__ void cp_async_bulk_global_to_shared(void* smem_dst, const void* gmem_src, uint32_t nbytes,
                                                                uint64_t* bar) {
 #if SHOAL_PTX_SM90
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    smem_addr(smem_dst)),
-               "l"(gmem_src), "r"(num_bytes), "r"(smem_addr(bar))
+               "l"(gmem_src), "r"(nbytes), "r"(smem_addr(bar))
                : "memory");
 #else
   __trap();
 #endif
 }
 /// This CTA's shared memory -> global (a peer's heap); tracked by this thread's bulk async-groups.
-__device__ __forceinline__ void cp_async_bulk_shared_to_global(void* gmem_dst, const void* smem_src,
-                                                               uint32_t num_bytes) {
+__device__ __forceinline__ void cp_async_bulk_shared_to_global(void* gmem_dst, const void* smem_src, uint32_t nbytes) {
 #if SHOAL_PTX_SM90
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gmem_dst), "r"(smem_addr(smem_src)),
-               "r"(num_bytes)
+               "r"(nbytes)
                : "memory");
 #else
   __trap();

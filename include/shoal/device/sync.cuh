@@ -1,204 +1,16 @@
 // Device point-to-point synchronization and ordering on the explicit handle: wait_until / test and
-// their _all/_any/_some(_vector) forms on local symmetric words, fence, quiet, and barrier_all /
-// sync_all at thread, warp and block scope. Waits poll relaxed and acquire once, when satisfied;
-// every wait is bounded by w.wait_timeout_ns (report + trap).
+// their _all/_any/_some(_vector) forms on local symmetric words, fence, quiet (one thread), and
+// barrier_all / sync_all at any scope. Waits poll and acquire once, when satisfied; every wait is
+// bounded by w.wait_timeout_ns (report + trap). Bodies: <shoal/detail/device_sync.cuh>.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
-#include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_sync.cuh"
 #include "shoal/device/ptx.cuh"
-#include "shoal/device/rma.cuh"
+#include "shoal/device/scope.cuh"
 #include "shoal/device_world.hpp"
-#include "shoal/types.h"
-
-/// With SHOAL_WAIT_ACQUIRE_POLL=0, how a satisfied single-word wait acquires: 0 (default) an ld.acquire.sys re-read of
-/// the word (retried if it no longer compares true); 1 one fence.acq_rel.sys after the satisfying relaxed read. Both
-/// are correct; which is cheaper on a given GPU is for shoal-bench to say.
-#ifndef SHOAL_WAIT_ACQUIRE_FENCE
-#define SHOAL_WAIT_ACQUIRE_FENCE 0
-#endif
-/// 1 (default): single-word waits (and the barrier) poll with ld.acquire.sys itself, so the read
-/// that sees the value is the acquire (no re-read, no fence). 0: relaxed polls, then the acquire
-/// chosen by SHOAL_WAIT_ACQUIRE_FENCE. Both are correct; on 2xH200 over NVLink acquire polls were
-/// faster (int_p ping-pong half round trip 0.87 us vs 1.04 us; barrier_all 1.69 vs 1.93 us).
-#ifndef SHOAL_WAIT_ACQUIRE_POLL
-#define SHOAL_WAIT_ACQUIRE_POLL 1
-#endif
-
-namespace shoal::detail {
-
-template <class T>
-__device__ __forceinline__ T load_relaxed(const T* addr) {
-  using U = typename uint_of<sizeof(T)>::type;
-  static_assert(!std::is_void_v<U>, "wait/test words are 1, 2, 4 or 8 bytes");
-  return bits_as<T>(ptx::ld_relaxed_sys(reinterpret_cast<const U*>(addr)));
-}
-template <class T>
-__device__ __forceinline__ T load_acquire(const T* addr) {
-  using U = typename uint_of<sizeof(T)>::type;
-  static_assert(sizeof(T) >= 2, "acquire loads are 2, 4 or 8 bytes");
-  return bits_as<T>(ptx::ld_acquire_sys(reinterpret_cast<const U*>(addr)));
-}
-template <class T>
-__device__ __forceinline__ unsigned long long as_ull(T v) {
-  if constexpr (std::is_signed_v<T>) {
-    return static_cast<unsigned long long>(static_cast<long long>(v));
-  } else {
-    return static_cast<unsigned long long>(v);
-  }
-}
-
-/// Waits until *ivar <cmp> value: relaxed polls (ld.relaxed.sys), then one ld.acquire.sys re-read;
-/// if the acquired value no longer compares true, polls again (so the acquire always reads a
-/// satisfying value and synchronizes with its writer). Returns that value. (SHOAL_WAIT_ACQUIRE_FENCE:
-/// fence.acq_rel.sys after the satisfying relaxed read instead.)
-template <class T>
-__device__ __forceinline__ T wait_until(const device_world& w, const T* ivar, int cmp, T value, const char* call) {
-  check_cmp(w, cmp, call);
-  wait_clock clock(w.wait_timeout_ns);
-  for (;;) {
-#if SHOAL_WAIT_ACQUIRE_POLL
-    const T seen = load_acquire(ivar);
-    if (compare(cmp, seen, value)) return seen;
-    if (clock.expired()) {
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
-    }
-#else
-    const T seen = load_relaxed(ivar);
-    if (compare(cmp, seen, value)) {
-#if SHOAL_WAIT_ACQUIRE_FENCE
-      ptx::fence_acq_rel_sys();
-      return seen;
-#else
-      const T acquired = load_acquire(ivar);
-      if (compare(cmp, acquired, value)) return acquired;
-#endif
-    } else if (clock.expired()) {
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
-    }
-#endif
-  }
-}
-
-/// One relaxed read; if it compares true, one acquire re-read that must compare true too.
-template <class T>
-__device__ __forceinline__ bool test(const device_world& w, const T* ivar, int cmp, T value, const char* call) {
-  check_cmp(w, cmp, call);
-#if SHOAL_WAIT_ACQUIRE_FENCE
-  if (!compare(cmp, load_relaxed(ivar), value)) return false;
-  ptx::fence_acq_rel_sys();
-  return true;
-#else
-  return compare(cmp, load_relaxed(ivar), value) && compare(cmp, load_acquire(ivar), value);
-#endif
-}
-
-enum class wait_mode { all, any, some };
-
-/// The multi-word waits and tests. Elements with status[i] != 0 (status may be null) are skipped.
-/// Polls relaxed; once the mode's condition holds, one fence.acq_rel.sys acquires every word read.
-///  all:  returns 1 when every element compares true (vacuously if all are skipped).
-///  any:  returns the index of one element that compares true; SIZE_MAX if all are skipped (or, for
-///        test, if none compares true).
-///  some: writes the indices of every element that compared true in one pass to `indices`,
-///        returns their count (0 for test if none; wait: at least 1 unless all are skipped).
-/// kVector: compare element i with cmp_values[i] instead of *cmp_values.
-template <wait_mode kMode, bool kVector, bool kTest, class T>
-__device__ __forceinline__ size_t wait_many(const device_world& w, const T* ivars, size_t nelems, size_t* indices,
-                                            const int* status, int cmp, const T* cmp_values, const char* call) {
-  check_cmp(w, cmp, call);
-  size_t active = 0;
-  for (size_t i = 0; i < nelems; ++i) active += (status == nullptr || status[i] == 0) ? 1 : 0;
-  if (active == 0) return kMode == wait_mode::any ? SIZE_MAX : (kMode == wait_mode::all ? 1 : 0);
-  wait_clock clock(w.wait_timeout_ns);
-  for (;;) {
-    size_t found = 0;
-    size_t first = SIZE_MAX;
-    size_t stuck = SIZE_MAX;  // first element that did not compare true (for the timeout report)
-    T stuck_seen{};
-    for (size_t i = 0; i < nelems; ++i) {
-      if (status != nullptr && status[i] != 0) continue;
-      const T target = kVector ? cmp_values[i] : cmp_values[0];
-      const T seen = load_relaxed(&ivars[i]);
-      if (compare(cmp, seen, target)) {
-        if (kMode == wait_mode::some) indices[found] = i;
-        if (first == SIZE_MAX) first = i;
-        ++found;
-        if (kMode == wait_mode::any) break;
-      } else if (stuck == SIZE_MAX) {
-        stuck = i;
-        stuck_seen = seen;
-        if (kMode == wait_mode::all) break;  // no need to look further this pass
-      }
-    }
-    const bool done = kMode == wait_mode::all ? found == active : found > 0;
-    if (done) {
-      ptx::fence_acq_rel_sys();
-      return kMode == wait_mode::all ? 1 : (kMode == wait_mode::any ? first : found);
-    }
-    if (kTest) return kMode == wait_mode::any ? SIZE_MAX : 0;
-    if (clock.expired()) {
-      const T target = kVector ? cmp_values[stuck] : cmp_values[0];
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), &ivars[stuck], w.my_pe, cmp, as_ull(target),
-                     as_ull(stuck_seen));
-    }
-  }
-}
-
-/// The dissemination barrier run by ONE thread per PE. Round r: write this barrier's epoch to
-/// barrier_round[r] of PE (me + 2^r) % n, then wait for my own barrier_round[r] >= epoch with
-/// relaxed polls and one ld.acquire.sys re-read. Round 0's store is released by a fence.acq_rel.sys
-/// (this PE's accesses before the barrier); later rounds' stores are st.release.sys, so what this
-/// PE acquired in earlier rounds travels on (release/acquire chain, cumulative): every PE's accesses
-/// before the barrier happen before every PE's accesses after it. Only acquires follow the last
-/// wait: no fence waits for this PE's own flag store to be acknowledged over the link.
-__device__ __forceinline__ void barrier_thread(const device_world& w, const char* call) {
-  device_sync* sync = local_sync(w);
-  const uint64_t epoch = sync->barrier_epoch + 1;  // private to this PE's barrier thread
-  sync->barrier_epoch = epoch;
-  ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its arrival
-  const int n = w.n_pes;
-  const int me = w.my_pe;
-  for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
-    const int to = (me + step) % n;
-    const int from = (me - step + n) % n;
-    uint64_t* remote_flag = peer_ptr(w, &sync->barrier_round[r], to, call);
-    if (r == 0) {
-      ptx::st_relaxed_sys(remote_flag, epoch);  // released by the fence above
-    } else {
-      ptx::st_release_sys(remote_flag, epoch);  // passes on what earlier rounds acquired
-    }
-    const uint64_t* mine = &sync->barrier_round[r];
-    wait_clock clock(w.wait_timeout_ns);
-    for (;;) {
-#if SHOAL_WAIT_ACQUIRE_POLL
-      const uint64_t seen = ptx::ld_acquire_sys(mine);
-      if (seen >= epoch) break;
-#else
-      const uint64_t seen = ptx::ld_relaxed_sys(mine);
-      // Epochs only grow, so a satisfying relaxed read stays satisfied for the acquire re-read.
-      if (seen >= epoch && ptx::ld_acquire_sys(mine) >= epoch) break;
-#endif
-      if (clock.expired()) {
-        wait_timed_out(call, me, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, epoch, seen);
-      }
-    }
-  }
-}
-
-/// barrier_thread run by rank 0 of the scope, with the scope's barrier before and after (so every
-/// thread's accesses before the call are released, and acquired by every thread after it).
-template <class Scope>
-__device__ __forceinline__ void barrier(const device_world& w, const char* call) {
-  Scope::sync();
-  if (Scope::rank() == 0) barrier_thread(w, call);
-  Scope::sync();
-}
-
-}  // namespace shoal::detail
 
 namespace shoal::device {
 
@@ -321,31 +133,18 @@ __device__ __forceinline__ void quiet(const device_world& w) {
 
 /// Collective over all PEs: returns once every PE has called it, with every PE's accesses before
 /// the barrier visible to every PE after it (a release/acquire chain at system scope, which also
-/// gives quiet's completion to everything observed through the barrier). Exactly ONE thread per PE
-/// calls it (one kernel thread in the whole grid); barrier_all_warp/_block for a warp/block.
-/// Bounded by w.wait_timeout_ns per round.
-__device__ __forceinline__ void barrier_all(const device_world& w) {
-  detail::barrier<thread_scope>(w, "shoal::device::barrier_all");
-}
-/// barrier_all by one full warp (lane 0 runs it; __syncwarp() around).
-__device__ __forceinline__ void barrier_all_warp(const device_world& w) {
-  detail::barrier<warp_scope>(w, "shoal::device::barrier_all_warp");
-}
-/// barrier_all by one whole block (thread 0 runs it; __syncthreads() around, so the block's accesses
-/// before and after are covered).
-__device__ __forceinline__ void barrier_all_block(const device_world& w) {
-  detail::barrier<block_scope>(w, "shoal::device::barrier_all_block");
+/// gives quiet's completion to everything observed through the barrier). Exactly ONE scope per PE
+/// calls it (rank 0 runs the barrier, with the scope's sync() before and after, so the scope's
+/// accesses before and after are covered). Bounded by w.wait_timeout_ns per round.
+template <cooperation_scope Scope>
+__device__ __forceinline__ void barrier_all(Scope s, const device_world& w) {
+  detail::barrier(s, w, "shoal::device::barrier_all");
 }
 /// sync_all: the same synchronization as barrier_all (shoal's device barrier is already a
-/// release/acquire chain, so keeping the stronger guarantee costs nothing). Scopes as barrier_all.
-__device__ __forceinline__ void sync_all(const device_world& w) {
-  detail::barrier<thread_scope>(w, "shoal::device::sync_all");
-}
-__device__ __forceinline__ void sync_all_warp(const device_world& w) {
-  detail::barrier<warp_scope>(w, "shoal::device::sync_all_warp");
-}
-__device__ __forceinline__ void sync_all_block(const device_world& w) {
-  detail::barrier<block_scope>(w, "shoal::device::sync_all_block");
+/// release/acquire chain, so keeping the stronger guarantee costs nothing).
+template <cooperation_scope Scope>
+__device__ __forceinline__ void sync_all(Scope s, const device_world& w) {
+  detail::barrier(s, w, "shoal::device::sync_all");
 }
 
 }  // namespace shoal::device

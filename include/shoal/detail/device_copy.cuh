@@ -1,7 +1,7 @@
-// Scope-wide copy engines behind put/get: a vectorized load/store copy spread over a thread, a warp
-// or a block (16-byte accesses when source and destination are co-aligned, narrower otherwise, never
-// a misaligned vector access), and a TMA bulk-copy ring for large block-scope puts. Weak accesses:
-// ordering is the caller's job (fence/quiet/put_signal).
+// Scope-wide copy engines behind put/get (not a public header): a vectorized load/store copy spread over a thread, a
+// warp or a block (16-byte accesses when source and destination are co-aligned, narrower otherwise, never a misaligned
+// vector access), and a TMA bulk-copy ring for large block-scope puts. Weak accesses: ordering is the caller's job
+// (fence/quiet/put_signal).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 
 #include "shoal/detail/device_common.cuh"
 #include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
 
 namespace shoal::detail {
 
@@ -66,27 +67,27 @@ __device__ __forceinline__ void vstore(void* p, typename vec_of<kWidth>::type v)
 }
 
 /// Loads in flight per thread before its stores. A thread or warp alone needs depth (8 x 16 B per
-/// lane); a block has width already (4 x 16 B x its threads) and must stay at <= 64 registers so that
-/// 1024-thread blocks still launch.
+/// lane); a block (or several warps) has width already (4 x 16 B x its threads) and must stay at <= 64 registers so
+/// that 1024-thread blocks still launch.
 template <class Scope, int kWidth>
-inline constexpr int kCopyUnroll = (kWidth < 8 || std::is_same_v<Scope, device::block_scope>) ? 4 : 8;
+inline constexpr int kCopyUnroll = (kWidth < 8 || Scope::kWide) ? 4 : 8;
 
-/// Copies num_bytes with kWidth-byte accesses; (dst ^ src) % kWidth == 0. Rank r of the scope takes
+/// Copies nbytes with kWidth-byte accesses; (dst ^ src) % kWidth == 0. Rank r of the scope takes
 /// elements r, r + size, r + 2*size, ... (interleaved, so each unrolled step is coalesced), with
 /// kCopyUnroll loads issued before their stores. Head and tail (< kWidth bytes) go byte by byte,
 /// strided over the scope (any scope size, even 1).
 /// kDeep: 8 loads in flight per thread at every scope (48 registers at block scope), for the team
 /// collectives, where one block alone must feed NVLink; the RMA calls keep kCopyUnroll.
 template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
-__device__ __forceinline__ void copy_width(char* dst, const char* src, size_t num_bytes) {
+__device__ __forceinline__ void copy_width(char* dst, const char* src, size_t nbytes) {
   using V = typename vec_of<kWidth>::type;
   constexpr int kUnroll = kDeep && kWidth >= 8 ? 8 : kCopyUnroll<Scope, kWidth>;
   const uint32_t rank = Scope::rank();
   const uint32_t size = Scope::size();
   size_t head = (kWidth - (reinterpret_cast<uintptr_t>(dst) & (kWidth - 1))) & (kWidth - 1);
-  if (head > num_bytes) head = num_bytes;
-  const size_t num_vecs = (num_bytes - head) / kWidth;
-  const size_t tail = num_bytes - head - num_vecs * kWidth;
+  if (head > nbytes) head = nbytes;
+  const size_t num_vecs = (nbytes - head) / kWidth;
+  const size_t tail = nbytes - head - num_vecs * kWidth;
   if constexpr (kWidth > 1) {
     for (size_t b = rank; b < head; b += size) vstore<1, kDstGlobal>(dst + b, vload<1, kSrcGlobal>(src + b));
   }
@@ -114,67 +115,54 @@ __device__ __forceinline__ void copy_width(char* dst, const char* src, size_t nu
 /// Copy with the widest access width that source and destination allow (16, 8, 4 or 1 bytes).
 /// No scope synchronization: every rank returns once its own part is issued.
 template <class Scope, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
-__device__ __forceinline__ void copy_spaces(void* dst, const void* src, size_t num_bytes) {
+__device__ __forceinline__ void copy_spaces(void* dst, const void* src, size_t nbytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
   if ((misalign & 15) == 0) {
-    copy_width<Scope, 16, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
+    copy_width<Scope, 16, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
   } else if ((misalign & 7) == 0) {
-    copy_width<Scope, 8, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
+    copy_width<Scope, 8, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
   } else if ((misalign & 3) == 0) {
-    copy_width<Scope, 4, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
+    copy_width<Scope, 4, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
   } else {
-    copy_width<Scope, 1, kSrcGlobal, kDstGlobal, kDeep>(d, s, num_bytes);
+    copy_width<Scope, 1, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
   }
 }
 
 /// Put copy: `remote_dst` is a peer's heap (global); the local source may be global, shared or
 /// local memory (ld.global when it is global, generic loads otherwise).
 template <class Scope>
-__device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src, size_t num_bytes) {
+__device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src, size_t nbytes) {
   if (__isGlobal(src)) {
-    copy_spaces<Scope, true, true>(remote_dst, src, num_bytes);
+    copy_spaces<Scope, true, true>(remote_dst, src, nbytes);
   } else {
-    copy_spaces<Scope, false, true>(remote_dst, src, num_bytes);
+    copy_spaces<Scope, false, true>(remote_dst, src, nbytes);
   }
 }
 
 /// copy_to_remote with 8 loads in flight per thread (the team collectives' pushes).
 template <class Scope>
-__device__ __forceinline__ void copy_to_remote_deep(void* remote_dst, const void* src, size_t num_bytes) {
+__device__ __forceinline__ void copy_to_remote_deep(void* remote_dst, const void* src, size_t nbytes) {
   if (__isGlobal(src)) {
-    copy_spaces<Scope, true, true, true>(remote_dst, src, num_bytes);
+    copy_spaces<Scope, true, true, true>(remote_dst, src, nbytes);
   } else {
-    copy_spaces<Scope, false, true, true>(remote_dst, src, num_bytes);
+    copy_spaces<Scope, false, true, true>(remote_dst, src, nbytes);
   }
 }
 
 /// Get copy: `remote_src` is a peer's heap (global); the local destination may be any space.
 template <class Scope>
-__device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_src, size_t num_bytes) {
+__device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_src, size_t nbytes) {
   if (__isGlobal(dst)) {
-    copy_spaces<Scope, true, true>(dst, remote_src, num_bytes);
+    copy_spaces<Scope, true, true>(dst, remote_src, nbytes);
   } else {
-    copy_spaces<Scope, true, false>(dst, remote_src, num_bytes);
+    copy_spaces<Scope, true, false>(dst, remote_src, nbytes);
   }
 }
 
-}  // namespace shoal::detail
-
-namespace shoal::device {
-
-/// Shared-memory bytes the TMA put needs: kStages stages of kStageBytes, then kStages mbarriers.
-template <int kStages = 4, int kStageBytes = 16384>
-inline constexpr size_t tma_workspace_bytes = static_cast<size_t>(kStages) * kStageBytes + 8 * kStages;
-
-/// Smallest put (bytes) that put_block_tma sends through the TMA ring; smaller ones take the
-/// vector path.
+/// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;
-
-}  // namespace shoal::device
-
-namespace shoal::detail {
 
 /// Block-scope put through a TMA ring: thread 0 streams 16-byte-aligned chunks of kStageBytes
 /// global -> shared (cp.async.bulk, completion on one mbarrier per stage) -> peer global
@@ -185,22 +173,20 @@ namespace shoal::detail {
 /// Falls back to the vector copy when the source is not global, source and destination are not
 /// co-aligned mod 16, or the put is under kTmaMinBytes.
 template <int kStages, int kStageBytes>
-__device__ __forceinline__ void copy_to_remote_block_tma(void* remote_dst, const void* src, size_t num_bytes,
-                                                         void* smem) {
+__device__ __forceinline__ void copy_to_remote_block_tma(void* remote_dst, const void* src, size_t nbytes, void* smem) {
   static_assert(kStages >= 2 && kStageBytes >= 16 && kStageBytes % 16 == 0 && kStageBytes < (1 << 20),
                 "TMA stages: >= 2 stages of a multiple of 16 bytes below 1 MiB (mbarrier tx-count limit)");
-  using device::block_scope;
   char* dst = static_cast<char*>(remote_dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(s);
-  if ((misalign & 15) != 0 || num_bytes < device::kTmaMinBytes || !__isGlobal(src) ||
+  if ((misalign & 15) != 0 || nbytes < kTmaMinBytes || !__isGlobal(src) ||
       (reinterpret_cast<uintptr_t>(smem) & 15) != 0) {
-    copy_to_remote<block_scope>(dst, s, num_bytes);
+    copy_to_remote<block_scope>(dst, s, nbytes);
     return;
   }
   const size_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
-  const size_t body = (num_bytes - head) & ~static_cast<size_t>(15);
-  const size_t tail = num_bytes - head - body;
+  const size_t body = (nbytes - head) & ~static_cast<size_t>(15);
+  const size_t tail = nbytes - head - body;
   const uint32_t rank = block_scope::rank();
   // Head and tail (< 16 bytes each), byte by byte over the block (any block size, even 1 thread).
   for (size_t i = rank; i < head + tail; i += block_scope::size()) {

@@ -1,0 +1,277 @@
+// The latency benchmarks of shoal-bench's device driver (bench/device/driver.cuh): p_ping_pong,
+// put_signal_ping_pong, put_quiet_latency, atomic_latency and barrier_latency, as out-of-class members
+// of driver<Api>. Included at the end of driver.cuh only.
+#pragma once
+
+namespace shoal::bench::dev {
+
+// ---- p_ping_pong: int p + wait_until, half round trip ----
+
+template <class Api>
+void driver<Api>::p_ping_pong() {
+  int* flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
+  int* raw_flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
+  Api::host_barrier();
+  const int iters = loop_iters();
+  const int warm = loop_warmup();
+  const int total = warm + opts_.reps * iters;
+  int* raw_peer = active() ? remote(raw_flag, peer_) : nullptr;
+  // Both use fresh flags: sequence numbers 1..total.
+  const double raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
+    raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
+  });
+  const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
+    p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
+  });
+  if (me_ == init_) {
+    // The last reply wrote `total` into the initiator's flag.
+    int seen_api = 0, seen_raw = 0;
+    cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
+    cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
+    row r = make("p_ping_pong", Api::kName, "thread", sizeof(int), iters, api_us);
+    r.ratio = api_us / raw_us;
+    r.baseline = "raw";
+    add(r, seen_api == total);
+    add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
+  }
+  Api::host_barrier();
+  Api::host_free(raw_flag);
+  Api::host_free(flag);
+}
+
+/// Ping-pong protocol: the target (responder) runs all warm + reps*iters rounds in one kernel; the initiator runs
+/// a warm-up kernel, then reps timed kernels of iters rounds. Sequence numbers go on from 1.
+/// launch(first, count, initiator). Returns the initiator's median half round trip in microseconds.
+template <class Api>
+template <class Launch>
+double driver<Api>::ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq) {
+  Api::host_barrier();
+  double us = 0;
+  if (me_ == target_) {
+    untimed(what, [&] { launch(static_cast<int>(first_seq), warm + opts_.reps * iters, false); });
+  } else if (me_ == init_) {
+    untimed(what, [&] { launch(static_cast<int>(first_seq), warm, true); });
+    int next = static_cast<int>(first_seq) + warm;
+    us = median_us(what,
+                   [&] {
+                     launch(next, iters, true);
+                     next += iters;
+                   }) /
+         iters / 2;
+  }
+  Api::host_barrier();
+  return us;
+}
+
+// ---- put_signal_ping_pong: block-scope putmem_signal + signal_wait_until, half round trip ----
+
+template <class Api>
+void driver<Api>::put_signal_ping_pong() {
+  const size_t max_bytes = std::min(max_bytes_, kPingPongMaxBytes);
+  char* buf = static_cast<char*>(Api::host_malloc(max_bytes));
+  char* src = static_cast<char*>(Api::host_malloc(max_bytes));
+  auto* sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+  auto* raw_sig = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+  Api::host_barrier();
+  const int iters = loop_iters();
+  const int warm = loop_warmup();
+  const int threads = opts_.threads;
+  const std::string label = "block/1x" + std::to_string(threads);
+  char* peer_buf = active() ? remote(buf, peer_) : nullptr;
+  uint64_t* peer_raw_sig = active() ? remote(raw_sig, peer_) : nullptr;
+  uint64_t api_seq = 1, raw_seq = 1;  // next sequence number of each signal word
+  for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
+    uint32_t seed0 = 0, seed1 = 0;
+    if (me_ == init_) {
+      seed0 = fill(src, nbytes);
+      seed1 = fill(remote(src, peer_), nbytes);
+    }
+    double us[2] = {0, 0};
+    bool ok[2] = {true, true};
+    for (int v = 0; v < 2; ++v) {  // 0: raw baseline, 1: the API
+      const bool raw = v == 0;
+      uint64_t& seq = raw ? raw_seq : api_seq;
+      uint64_t* word = raw ? raw_sig : sig;
+      if (me_ == init_) {
+        clear(buf, nbytes);
+        clear(peer_buf, nbytes);
+      }
+      us[v] = ping_pong_run(
+          raw ? "raw put-signal ping-pong" : "put_signal ping-pong", iters, warm,
+          [&](int first, int count, bool initiator) {
+            if (raw) {
+              raw_put_signal_ping_pong_kernel<<<1, threads, 0, stream_>>>(
+                  peer_buf, src, nbytes, raw_sig, peer_raw_sig, static_cast<uint64_t>(first), count, initiator, ctx_);
+            } else {
+              put_signal_ping_pong_kernel<Api><<<1, threads, 0, stream_>>>(
+                  buf, src, nbytes, sig, static_cast<uint64_t>(first), count, peer_, initiator);
+            }
+          },
+          seq);
+      seq += warm + static_cast<uint64_t>(opts_.reps) * iters;
+      if (me_ == init_) {
+        uint64_t seen = 0;
+        cuda_check(cudaMemcpy(&seen, word, sizeof(seen), cudaMemcpyDeviceToHost), "read signal");
+        ok[v] = seen == seq - 1 && holds(buf, nbytes, seed1) && holds(peer_buf, nbytes, seed0);
+      }
+    }
+    if (me_ == init_) {
+      row r = make("put_signal_ping_pong", Api::kName, label, nbytes, iters, us[1]);
+      r.ratio = us[1] / us[0];
+      r.baseline = "raw";
+      add(r, ok[1]);
+      add(make("put_signal_ping_pong", "raw", label, nbytes, iters, us[0]), ok[0]);
+    }
+  }
+  Api::host_barrier();
+  Api::host_free(raw_sig);
+  Api::host_free(sig);
+  Api::host_free(src);
+  Api::host_free(buf);
+}
+
+// ---- put_quiet_latency: one thread, putmem + quiet; the target is passive ----
+
+template <class Api>
+void driver<Api>::put_quiet_latency() {
+  const size_t max_bytes = std::min(max_bytes_, kPutQuietMaxBytes);
+  char* src = static_cast<char*>(Api::host_malloc(max_bytes));
+  char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
+  Api::host_barrier();
+  if (me_ == init_) {
+    const int iters = loop_iters();
+    const int warm = loop_warmup();
+    char* peer_dst = remote(dst, peer_);
+    for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
+      double us[2];
+      bool ok[2];
+      for (int v = 0; v < 2; ++v) {
+        const bool raw = v == 0;
+        const uint32_t seed = fill(src, nbytes);
+        auto k = [&](int n) {
+          if (raw)
+            raw_put_fence_kernel<<<1, 1, 0, stream_>>>(peer_dst, src, nbytes, n);
+          else
+            put_quiet_kernel<Api><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
+        };
+        untimed("put_quiet warm-up", [&] { k(warm); });
+        clear(peer_dst, nbytes);
+        us[v] = median_us(raw ? "raw put+fence" : "putmem+quiet", [&] { k(iters); }) / iters;
+        ok[v] = holds(peer_dst, nbytes, seed);
+      }
+      row r = make("put_quiet_latency", Api::kName, "thread", nbytes, iters, us[1]);
+      r.ratio = us[1] / us[0];
+      r.baseline = "raw";
+      add(r, ok[1]);
+      add(make("put_quiet_latency", "raw", "thread", nbytes, iters, us[0]), ok[0]);
+    }
+  }
+  Api::host_barrier();
+  Api::host_free(dst);
+  Api::host_free(src);
+}
+
+// ---- atomic_latency: dependent uint64 fetch_add on the target's word; the target is passive ----
+
+template <class Api>
+void driver<Api>::atomic_latency() {
+  auto* word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+  auto* raw_word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
+  Api::host_barrier();
+  if (me_ == init_) {
+    const int iters = loop_iters();
+    const int warm = loop_warmup();
+    uint64_t* peer_raw = remote(raw_word, peer_);
+    const uint64_t expected = warm + static_cast<uint64_t>(opts_.reps) * iters;
+    untimed("raw fetch_add warm-up",
+            [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
+    const double raw_us =
+        median_us("raw fetch_add",
+                  [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
+        iters;
+    untimed("fetch_add warm-up",
+            [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, warm, peer_, &scratch_->sink); });
+    const double us =
+        median_us("fetch_add",
+                  [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, iters, peer_, &scratch_->sink); }) /
+        iters;
+    row r = make("atomic_latency", Api::kName, "thread", sizeof(uint64_t), iters, us);
+    r.ratio = us / raw_us;
+    r.baseline = "raw";
+    add(r, read_word(remote(word, peer_)) == expected);
+    add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), read_word(peer_raw) == expected);
+  }
+  Api::host_barrier();
+  Api::host_free(raw_word);
+  Api::host_free(word);
+}
+
+// ---- barrier_latency: device barrier_all (one thread) and sync_all_block (one block); every PE ----
+
+template <class Api>
+void driver<Api>::barrier_latency() {
+  auto* words = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // raw: [0] thread, [1] block
+  Api::host_barrier();
+  const int iters = loop_iters();
+  const int warm = loop_warmup();
+  const int threads = opts_.threads;
+  const bool raw_ok = npes_ == 2;  // the raw flag barrier is written for two PEs
+  struct variant {
+    const char* label;
+    bool block;
+  };
+  for (const variant& v : {variant{"thread", false}, variant{"block", true}}) {
+    const std::string label = v.block ? "block/1x" + std::to_string(threads) : "thread";
+    const int block_threads = v.block ? threads : 1;
+    double raw_us = 0;
+    if (raw_ok) {
+      uint64_t* mine = words + (v.block ? 1 : 0);
+      uint64_t* theirs = remote(mine, peer_);
+      raw_us = barrier_run("raw barrier", iters, warm, [&](int first, int count) {
+        raw_barrier_kernel<<<1, block_threads, 0, stream_>>>(mine, theirs, static_cast<uint64_t>(first), count, ctx_);
+      });
+    }
+    const double us = barrier_run(v.block ? "sync_all_block" : "barrier_all", iters, warm, [&](int, int count) {
+      if (v.block)
+        sync_all_block_kernel<Api><<<1, block_threads, 0, stream_>>>(count);
+      else
+        barrier_all_kernel<Api><<<1, 1, 0, stream_>>>(count);
+    });
+    if (me_ == 0) {
+      row r = make("barrier_latency", Api::kName, label, 0, iters, us);
+      if (raw_ok) {
+        r.ratio = us / raw_us;
+        r.baseline = "raw";
+      }
+      add(r, true);
+      if (raw_ok) add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
+    }
+  }
+  Api::host_barrier();
+  Api::host_free(words);
+}
+
+/// Like ping_pong_run for an all-PE barrier: PEs other than 0 run every round in one kernel.
+/// launch(first_epoch, count). Returns PE 0's median time per barrier (us).
+template <class Api>
+template <class Launch>
+double driver<Api>::barrier_run(const char* what, int iters, int warm, Launch&& launch) {
+  Api::host_barrier();
+  double us = 0;
+  if (me_ != 0) {
+    untimed(what, [&] { launch(1, warm + opts_.reps * iters); });
+  } else {
+    untimed(what, [&] { launch(1, warm); });
+    int next = 1 + warm;
+    us = median_us(what,
+                   [&] {
+                     launch(next, iters);
+                     next += iters;
+                   }) /
+         iters;
+  }
+  Api::host_barrier();
+  return us;
+}
+
+}  // namespace shoal::bench::dev

@@ -1,0 +1,152 @@
+// Bodies of the device team collectives, part 1 (<shoal/device/coll.cuh>): team barrier words and
+// channels, the team dissemination barrier, and the scratch-buffer reduce. Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/detail/coll_ws.hpp"
+#include "shoal/detail/device_coll_ops.cuh"
+#include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_copy.cuh"
+#include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
+#include "shoal/device_team.hpp"
+#include "shoal/device_world.hpp"
+
+namespace shoal::detail {
+
+/// The node-local index of world PE `pe` as a team-barrier word index (checked builds trap when the PE
+/// is unreachable or beyond device_sync::kMaxTeamPeers).
+__device__ __forceinline__ int team_word(const device_world& w, int pe, const char* call) {
+  const int32_t local = peer_local(w, pe, call);
+#if SHOAL_DEVICE_CHECKS
+  if (local >= device_sync::kMaxTeamPeers) device_fail_arg(call, w.my_pe, "node-local PE index (max 127)", local);
+#endif
+  return local;
+}
+
+/// Checked builds: `t` must be a team this PE belongs to (as shoalx_team_device_handle gives it).
+__device__ __forceinline__ void check_team(const device_world& w, const device_team& t, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (t.n_pes < 1 || t.my_pe_in_team < 0 || t.my_pe_in_team >= t.n_pes || t.world_pe(t.my_pe_in_team) != w.my_pe) {
+    device_fail_arg(call, w.my_pe, "team (this PE is not its member my_pe_in_team)", t.my_pe_in_team);
+  }
+#else
+  (void)w, (void)t, (void)call;
+#endif
+}
+
+/// The per-pair signal counts of one channel's team barrier: channel 0 is device_sync's team words
+/// (the device API's collectives), channels 1.. live in the collective workspace (on-stream
+/// collectives run one CTA per channel, each with its own barrier).
+struct channel_words {
+  uint64_t* arrived;   // word k: written by node-local PE k (its sent count for this PE)
+  uint64_t* sent;      // word k: signals this PE sent to node-local PE k on this channel (private)
+  uint64_t* consumed;  // word k: signals from node-local PE k this PE has consumed (private)
+};
+__device__ __forceinline__ channel_words channel_of(const device_world& w, uint32_t chan) {
+  if (chan == 0) {
+    device_sync* sync = local_sync(w);
+    return {sync->team_arrived, sync->team_sent, sync->team_consumed};
+  }
+  auto* words = reinterpret_cast<uint64_t*>(w.heap_base + w.coll_offset + coll_ws::channel_offset(w.n_local, chan));
+  return {words, words + w.n_local, words + 2 * w.n_local};
+}
+
+/// The dissemination barrier over a team, run by ONE thread per PE (per channel). Round r (step 2^r
+/// < n): signal team PE (me + step) % n, then wait for the signal of team PE (me - step) % n. A
+/// signal is a count per pair of PEs (channel_words, indexed by node-local PE), so the words need no
+/// per-team state: within one barrier a PE signals each peer at most once (the steps differ mod n),
+/// and members run a team's collectives in the same order (with the same channel count), so the
+/// n-th signal from a peer on a channel is the one this PE awaits n-th there. Ordering as
+/// barrier_thread: a fence.acq_rel.sys releases this PE's earlier accesses before round 0's relaxed
+/// store, later rounds' stores are st.release.sys (passing on what earlier rounds acquired), waits
+/// poll ld.acquire.sys; so every member's accesses before the barrier happen before every member's
+/// accesses after it.
+__device__ __forceinline__ void team_barrier_thread(const device_world& w, const device_team& t, const char* call,
+                                                    uint32_t chan = 0) {
+  check_team(w, t, call);
+  const channel_words cw = channel_of(w, chan);
+  ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its first signal
+  const int n = t.n_pes;
+  const int me = t.my_pe_in_team;
+  if (n <= 1) return;
+  const int my_word = team_word(w, w.my_pe, call);
+  for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
+    const int to = t.world_pe((me + step) % n);
+    const int from = t.world_pe((me - step + n) % n);
+    const int to_word = team_word(w, to, call);
+    const int from_word = team_word(w, from, call);
+    const uint64_t sent = cw.sent[to_word] + 1;
+    cw.sent[to_word] = sent;
+    uint64_t* remote_flag = peer_ptr(w, &cw.arrived[my_word], to, call);
+    if (r == 0) {
+      ptx::st_relaxed_sys(remote_flag, sent);  // released by the fence above
+    } else {
+      ptx::st_release_sys(remote_flag, sent);  // passes on what earlier rounds acquired
+    }
+    const uint64_t want = cw.consumed[from_word] + 1;
+    cw.consumed[from_word] = want;
+    const uint64_t* mine = &cw.arrived[from_word];
+    wait_clock clock(w.wait_timeout_ns);
+    for (;;) {
+      const uint64_t seen = ptx::ld_acquire_sys(mine);
+      if (seen >= want) break;
+      if (clock.expired()) wait_timed_out(call, w.my_pe, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, want, seen);
+    }
+  }
+}
+
+/// team_barrier_thread by rank 0 of the scope, with the scope's barrier before and after.
+template <class Scope>
+__device__ __forceinline__ void team_barrier(const device_world& w, const device_team& t, const char* call,
+                                             uint32_t chan = 0) {
+  Scope::sync();
+  if (Scope::rank() == 0) team_barrier_thread(w, t, call, chan);
+  Scope::sync();
+}
+
+/// Team PE `k`-th after this one (k = 1 .. n): spreads the pushes of different PEs over different
+/// targets first; k = n is this PE itself.
+__device__ __forceinline__ int team_target(const device_team& t, int k) {
+  return t.world_pe((t.my_pe_in_team + k) % t.n_pes);
+}
+
+template <class Scope, class Op, class T>
+__device__ __forceinline__ void reduce(const device_world& w, const device_team& t, T* dest, const T* source,
+                                       size_t nreduce, void* scratch, const char* call) {
+  static_assert(is_reduce_type_v<T>, "reduce: T must be an integer, floating-point, half or bfloat16 type");
+  check_team(w, t, call);
+  Scope::sync();
+  T* slots = static_cast<T*>(scratch);
+  const int n = t.n_pes;
+  if (nreduce > 0) {
+    T* my_slot = slots + static_cast<size_t>(t.my_pe_in_team) * nreduce;
+    for (int k = 1; k <= n; ++k) {
+      copy_to_remote<Scope>(peer_ptr(w, my_slot, team_target(t, k), call), source, nreduce * sizeof(T));
+    }
+  }
+  team_barrier<Scope>(w, t, call);  // every slot of this PE's scratch is filled
+  for (size_t i = Scope::rank(); i < nreduce; i += Scope::size()) {
+    T acc = slots[i];
+    for (int k = 1; k < n; ++k) acc = Op::apply(acc, slots[static_cast<size_t>(k) * nreduce + i]);
+    dest[i] = acc;
+  }
+  team_barrier<Scope>(w, t, call);  // every member has read its scratch: the next reduce may push
+}
+
+/// device::team_of: entry `team` of the world's device team table (checked builds trap on a handle
+/// out of range or naming no team of this PE).
+__device__ __forceinline__ device_team team_of(const device_world& w, int32_t team, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (w.teams == nullptr || team < 0 || team >= w.max_teams) device_fail_arg(call, w.my_pe, "team handle", team);
+#endif
+  const device_team t = w.teams[team];
+#if SHOAL_DEVICE_CHECKS
+  if (t.n_pes < 1) device_fail_arg(call, w.my_pe, "team handle (not a team of this PE)", team);
+#endif
+  return t;
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,134 @@
+// Bodies of the device RMA calls (<shoal/device/rma.cuh>): scoped putmem/getmem/iput/iget over the
+// copy engines, p/g as single strong accesses. Every entry takes the scope object first and the name
+// of the public call last (for messages). Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_copy.cuh"
+#include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
+#include "shoal/device_world.hpp"
+
+namespace shoal::detail {
+
+template <class To, class From>
+__device__ __forceinline__ To bits_as(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To t;
+  memcpy(&t, &v, sizeof(To));
+  return t;
+}
+
+/// The unsigned integer of sizeof(T) bytes, or void when there is none.
+template <size_t kBytes>
+struct uint_of {
+  using type = void;
+};
+template <>
+struct uint_of<1> {
+  using type = uint8_t;
+};
+template <>
+struct uint_of<2> {
+  using type = uint16_t;
+};
+template <>
+struct uint_of<4> {
+  using type = uint32_t;
+};
+template <>
+struct uint_of<8> {
+  using type = uint64_t;
+};
+
+/// One element of `sized` RMA (putN/iputN) with N/8 bytes.
+template <int kBits>
+struct sized_elem {
+  using type = typename uint_of<kBits / 8>::type;
+};
+template <>
+struct sized_elem<128> {
+  struct alignas(8) type {
+    uint64_t lo, hi;
+  };
+};
+
+template <class Scope>
+__device__ __forceinline__ void putmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
+                                       int pe, const char* call) {
+  copy_to_remote<Scope>(peer_ptr(w, dest, pe, call), source, nbytes);
+  Scope::sync();
+}
+
+template <class Scope>
+__device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
+                                       int pe, const char* call) {
+  copy_from_remote<Scope>(dest, peer_ptr(w, source, pe, call), nbytes);
+  Scope::sync();
+}
+
+/// Strided copy of nelems elements of type T (1, 2, 4, 8 or 16 bytes), element i of the scope's
+/// rank r: i = r, r + size, ...
+template <class Scope, class T>
+__device__ __forceinline__ void strided_copy(T* dest, const T* source, ptrdiff_t dst_stride, ptrdiff_t src_stride,
+                                             size_t nelems) {
+  for (size_t i = Scope::rank(); i < nelems; i += Scope::size()) {
+    dest[static_cast<ptrdiff_t>(i) * dst_stride] = source[static_cast<ptrdiff_t>(i) * src_stride];
+  }
+}
+
+template <class Scope, class T>
+__device__ __forceinline__ void iput(Scope, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
+                                     ptrdiff_t src_stride, size_t nelems, int pe, const char* call) {
+  strided_copy<Scope>(peer_ptr(w, dest, pe, call), source, dst_stride, src_stride, nelems);
+  Scope::sync();
+}
+
+template <class Scope, class T>
+__device__ __forceinline__ void iget(Scope, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
+                                     ptrdiff_t src_stride, size_t nelems, int pe, const char* call) {
+  strided_copy<Scope>(dest, peer_ptr(w, source, pe, call), dst_stride, src_stride, nelems);
+  Scope::sync();
+}
+
+/// p: one strong (st.relaxed.sys) store for 1/2/4/8-byte T, so a p may serve as a flag.
+template <class T>
+__device__ __forceinline__ void p(const device_world& w, T* dest, T value, int pe, const char* call) {
+  T* remote = peer_ptr(w, dest, pe, call);
+  using U = typename uint_of<sizeof(T)>::type;
+  if constexpr (!std::is_void_v<U>) {
+    ptx::st_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(value));
+  } else {
+    *remote = value;
+  }
+}
+
+/// g: one strong (ld.relaxed.sys) load for 1/2/4/8-byte T (never a stale L1 line).
+template <class T>
+__device__ __forceinline__ T g(const device_world& w, const T* source, int pe, const char* call) {
+  const T* remote = peer_ptr(w, source, pe, call);
+  using U = typename uint_of<sizeof(T)>::type;
+  if constexpr (!std::is_void_v<U>) {
+    return bits_as<T>(ptx::ld_relaxed_sys(reinterpret_cast<const U*>(remote)));
+  } else {
+    return *remote;
+  }
+}
+
+/// device::ptr: `p`'s copy on `pe` if this GPU reaches it by load/store (local_of(pe) >= 0: proxy and
+/// unreachable PEs have -1), else nullptr (no trap).
+template <class T>
+__device__ __forceinline__ T* ptr_or_null(const device_world& w, T* p, int pe) {
+  if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) return nullptr;
+  const int32_t local = w.local_of(pe);
+  if (local < 0) return nullptr;
+  const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
+  return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
+}
+
+}  // namespace shoal::detail

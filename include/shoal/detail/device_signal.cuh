@@ -1,0 +1,68 @@
+// Bodies of the device signal calls (<shoal/device/signal.cuh>): put-with-signal (data, scope
+// barrier, then rank 0 releases the signal), signal_op. Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_copy.cuh"
+#include "shoal/device/ptx.cuh"
+#include "shoal/device/scope.cuh"
+#include "shoal/device_world.hpp"
+#include "shoal/types.h"
+
+namespace shoal::detail {
+
+__device__ __forceinline__ void check_sig_op(const device_world& w, int sig_op, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (sig_op != SHOAL_SIGNAL_SET && sig_op != SHOAL_SIGNAL_ADD) device_fail_arg(call, w.my_pe, "sig_op", sig_op);
+#else
+  (void)w, (void)sig_op, (void)call;
+#endif
+}
+
+/// Release-signal: st.release.sys (SET) or red.release.sys.add (ADD) on the peer's signal word.
+__device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t signal, int sig_op) {
+  if (sig_op == SHOAL_SIGNAL_ADD) {
+    ptx::red_add_release_sys(remote_sig, signal);
+  } else {
+    ptx::st_release_sys(remote_sig, signal);
+  }
+}
+
+/// Data (spread over the scope, weak stores) -> scope barrier -> rank 0 releases the signal.
+template <class Scope>
+__device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void* dest, const void* source,
+                                              size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                                              const char* call) {
+  check_sig_op(w, sig_op, call);
+  copy_to_remote<Scope>(peer_ptr(w, dest, pe, call), source, nbytes);
+  Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
+  if (Scope::rank() == 0) signal_release(peer_ptr(w, sig_addr, pe, call), signal, sig_op);
+}
+
+/// Block put-with-signal through the TMA ring, then thread 0 releases the signal: the ring's
+/// wait_group 0 + proxy fence order the bulk writes before thread 0's release.
+template <int kStages, int kStageBytes>
+__device__ __forceinline__ void putmem_signal_tma(const device_world& w, void* dest, const void* source, size_t nbytes,
+                                                  uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, void* smem,
+                                                  const char* call) {
+  check_sig_op(w, sig_op, call);
+  copy_to_remote_block_tma<kStages, kStageBytes>(peer_ptr(w, dest, pe, call), source, nbytes, smem);
+  if (block_scope::rank() == 0) signal_release(peer_ptr(w, sig_addr, pe, call), signal, sig_op);
+}
+
+/// signal_op: st.relaxed.sys (SET) or red.relaxed.sys.add (ADD) on the peer's signal word.
+__device__ __forceinline__ void signal_op(const device_world& w, uint64_t* sig_addr, uint64_t signal, int sig_op,
+                                          int pe, const char* call) {
+  check_sig_op(w, sig_op, call);
+  uint64_t* remote = peer_ptr(w, sig_addr, pe, call);
+  if (sig_op == SHOAL_SIGNAL_ADD) {
+    ptx::red_add_relaxed_sys(remote, signal);
+  } else {
+    ptx::st_relaxed_sys(remote, signal);
+  }
+}
+
+}  // namespace shoal::detail
