@@ -12,16 +12,9 @@
 #include "coll/coll_reduce_kernels.hpp"
 #include "shoal/device/coll.cuh"
 
-// libshoal's kernels never include the device facade (see coll_kernels.cu).
-#if defined(SHOAL_DEVICE_FACADE_CUH_)
-#error "libshoal kernel sources must not include the device facade"
-#endif
-
 namespace shoal::detail::coll {
 
 namespace {
-
-using device::block_scope;
 
 // The names device-side reports print (kernel arguments cannot carry host strings).
 __device__ const char kReduceName[] = "shoalx_reduce_on_stream";
