@@ -65,7 +65,11 @@ done
 python3 bench/ab_compare.py "${args[@]}" --markdown "$out/ab.md"
 if [[ $tests == 1 ]]; then
   t0=$(date +%s)
-  SHOAL_GPU_TEST_SHARE_GPUS=1 timeout -k 15 400 ctest --test-dir build/ab-new -L gpu --timeout 240 \
+  # SHOAL_AB_DEADLINE (epoch seconds): the tests stop in time for the results to be collected.
+  test_limit=400
+  [[ -n ${SHOAL_AB_DEADLINE:-} ]] && test_limit=$((SHOAL_AB_DEADLINE - $(date +%s)))
+  ((test_limit < 30)) && test_limit=30
+  SHOAL_GPU_TEST_SHARE_GPUS=1 timeout -k 10 "$test_limit" ctest --test-dir build/ab-new -L gpu --timeout 240 \
     >"$out/ctest_gpu.log" 2>&1
   echo "gpu tests rc=$? $(( $(date +%s) - t0 )) s"
   grep -E "Test +#|tests passed|FAILED|Skipped|\*\*\*" "$out/ctest_gpu.log" | tail -40
