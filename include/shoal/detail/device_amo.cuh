@@ -6,6 +6,9 @@
 
 #include <cuda/atomic>
 
+#include "shoal/detail/device_common.cuh"
+#include "shoal/device/ptx.cuh"
+
 namespace shoal::detail {
 
 template <class T>
@@ -18,6 +21,23 @@ using red_word = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
 template <class T>
 __device__ __forceinline__ void check_amo_type() {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "shoal atomics work on 4- and 8-byte types");
+}
+
+enum class bitwise_op { and_, or_, xor_ };
+
+/// red.{and,or,xor}.relaxed.sys of `value` into `dest`'s copy on `pe` (no ordering; fence first).
+template <bitwise_op kOp, class T>
+__device__ __forceinline__ void red_bitwise(const device_world& w, T* dest, T value, int pe, const char* call) {
+  check_amo_type<T>();
+  using U = red_word<T>;
+  U* remote = reinterpret_cast<U*>(peer_ptr(w, dest, pe, call));
+  if constexpr (kOp == bitwise_op::and_) {
+    ptx::red_and_relaxed_sys(remote, static_cast<U>(value));
+  } else if constexpr (kOp == bitwise_op::or_) {
+    ptx::red_or_relaxed_sys(remote, static_cast<U>(value));
+  } else {
+    ptx::red_xor_relaxed_sys(remote, static_cast<U>(value));
+  }
 }
 
 }  // namespace shoal::detail

@@ -109,24 +109,15 @@ __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T 
 /// Bitwise and/or/xor with value (red.and/or/xor; integer T).
 template <class T>
 __device__ __forceinline__ void atomic_and(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  using U = detail::red_word<T>;
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_and");
-  ptx::red_and_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  detail::red_bitwise<detail::bitwise_op::and_>(w, dest, value, pe, "shoal::device::atomic_and");
 }
 template <class T>
 __device__ __forceinline__ void atomic_or(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  using U = detail::red_word<T>;
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_or");
-  ptx::red_or_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  detail::red_bitwise<detail::bitwise_op::or_>(w, dest, value, pe, "shoal::device::atomic_or");
 }
 template <class T>
 __device__ __forceinline__ void atomic_xor(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  using U = detail::red_word<T>;
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_xor");
-  ptx::red_xor_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  detail::red_bitwise<detail::bitwise_op::xor_>(w, dest, value, pe, "shoal::device::atomic_xor");
 }
 
 }  // namespace shoal::device
