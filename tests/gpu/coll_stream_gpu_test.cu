@@ -224,6 +224,10 @@ void add_sequence(std::vector<std::unique_ptr<item>>& v, const team_info& t) {
   v.push_back(std::make_unique<move_item>(t, mv_alltoall, b + 1));
   v.push_back(std::make_unique<barrier_item>(t, false));
   v.push_back(std::make_unique<barrier_item>(t, true));
+  // The items' poison fills are cudaMemset calls: work on the legacy default stream, asynchronous to
+  // the host. The collectives run on non-blocking streams, which do not wait for the legacy stream, so
+  // the fills must be complete here, before any PE can start a collective on these buffers.
+  GT_CUDA(cudaDeviceSynchronize());
 }
 
 GPU_TEST(back_to_back_100_rounds) {
@@ -244,6 +248,13 @@ GPU_TEST(back_to_back_100_rounds) {
       x->host_check(base + kBackToBack - 1, ctx);
     }
     sync_all_pes();  // every PE done with the buffers before they are freed (collectively)
+  }
+}
+
+/// Holds `stream` for `ns` nanoseconds (a PE arriving late at its next replay).
+__global__ void delay_kernel(uint64_t ns) {
+  const uint64_t start = globaltimer_ns();
+  while (globaltimer_ns() - start < ns) {
   }
 }
 
@@ -272,9 +283,18 @@ GPU_TEST(cuda_graph_50_replays) {
   if (me() == 0) std::printf("captured graph: %zu collectives, %zu nodes\n", items.size(), nodes);
   if (nodes < items.size()) fail("the graph has %zu nodes for %zu collectives", nodes, items.size());
   const uint32_t base = next_salt() * 1000u;
+  // Adversarial interleaving: before each replay, each PE holds its stream for a pseudo-random 0-255 us
+  // (different per PE and replay), so PEs enter the graph's collectives in every order; with the
+  // PEs time-sliced on one GPU the delays also move where a PE is when the other runs.
+  uint32_t rng = 0x9e3779b9u * static_cast<uint32_t>(me() + 1);
   for (int k = 0; k < kReplays; ++k) {
     const uint32_t salt = base + static_cast<uint32_t>(k);
-    GT_CUDA(cudaMemcpy(salt_word, &salt, sizeof(salt), cudaMemcpyHostToDevice));  // new data for this replay
+    rng = rng * 1664525u + 1013904223u;
+    delay_kernel<<<1, 1, 0, s>>>(static_cast<uint64_t>((rng >> 8) & 0xff) * 1000u);
+    GT_CUDA(cudaGetLastError());
+    // New data for this replay, in stream order: a plain cudaMemcpy goes through the legacy stream and
+    // may return before the copy lands, so the graph (on a non-blocking stream) could read the old salt.
+    GT_CUDA(cudaMemcpyAsync(salt_word, &salt, sizeof(salt), cudaMemcpyHostToDevice, s));
     GT_CUDA(cudaGraphLaunch(exec, s));
     GT_CUDA(cudaStreamSynchronize(s));
     const std::string ctx = format("graph replay %d", k);
