@@ -36,8 +36,13 @@ int main(int argc, char** argv) {
   }
   const char* lr = std::getenv("SHOAL_LOCAL_RANK");
   const char* ls = std::getenv("SHOAL_LOCAL_SIZE");
+  // Not when PEs share a GPU: cudaMemGetInfo counts the whole device, so another PE's context, heap and
+  // allocations (made at any moment around this PE's measurement) would be charged to this PE.
   if (ls != nullptr && std::atoi(ls) > count) {
-    std::printf("SKIP: no usable GPU for each PE (%s PEs, %d GPU(s))\n", ls, count);
+    std::printf(
+        "SKIP: no GPU of its own for each PE (%s PEs, %d GPU(s)): the footprint is read per device (cudaMemGetInfo), "
+        "so PEs sharing a GPU would count each other's memory\n",
+        ls, count);
     return 77;
   }
   CHECK(cudaSetDevice((lr != nullptr ? std::atoi(lr) : 0) % count));
