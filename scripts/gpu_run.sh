@@ -28,7 +28,10 @@
 # (seconds): SHOAL_GPU_BUILD_TIMEOUT (480), SHOAL_BENCH_TIMEOUT (200, each RMA binary), SHOAL_COLL_TIMEOUT (300,
 # each collective binary), SHOAL_SWEEP_TIMEOUT (90, each sweep configuration). PEs: SHOAL_GPU_TEST_PES (the
 # GPU tests' PE counts, "2"; "2;4;8" on an 8-GPU node) and SHOAL_BENCH_PES (2). SHOAL_GPU_BUILD_DIR: the build
-# folder (build/gpu).
+# folder (build/gpu). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
+# (SHOAL_GPU_TEST_SHARE_GPUS=1) under a private MPS daemon that this script starts and stops
+# (scripts/mps.sh); SHOAL_GPU_MPS=0 leaves MPS off, so the PEs are time-sliced (slow, the harshest
+# interleaving).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
@@ -65,6 +68,19 @@ export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo
 
 log "== $(date -u) $(hostname) mode=$what args=$*"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
+# PEs sharing GPUs: the most PEs any step runs against the GPUs of this node.
+source scripts/mps.sh
+node_gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+most_pes=$pes
+for n in ${test_pes//;/ }; do ((n > most_pes)) && most_pes=$n; done
+if ((node_gpus > 0 && most_pes > node_gpus)); then
+  export SHOAL_GPU_TEST_SHARE_GPUS=1
+  if [[ ${SHOAL_GPU_MPS:-1} != 0 ]] && mps_start; then
+    log "PEs share the $node_gpus GPU(s) under a private MPS daemon"
+  else
+    log "PEs share the $node_gpus GPU(s) time-sliced (no MPS)"
+  fi
+fi
 nvidia-smi topo -m >"$logs/topo.txt" 2>&1
 nvsh=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)
 log "nvshmem: ${nvsh:-not found}"
