@@ -67,12 +67,13 @@ const std::map<std::pair<std::string, std::string>, reduce_fn>& reduce_table() {
     std::map<std::pair<std::string, std::string>, reduce_fn> t;
 #define SHOAL_PY_OP(np_name, c_type, c_name, op) \
   t[{np_name, #op}] = &typed_reduce<c_type, &shoal_##c_name##_##op##_reduce>;
-#define SHOAL_PY_ARITH(np_name, c_type, c_name)                                             \
-  SHOAL_PY_OP(np_name, c_type, c_name, sum) SHOAL_PY_OP(np_name, c_type, c_name, prod) \
-  SHOAL_PY_OP(np_name, c_type, c_name, min) SHOAL_PY_OP(np_name, c_type, c_name, max)
-#define SHOAL_PY_BITWISE(np_name, c_type, c_name)                                          \
-  SHOAL_PY_OP(np_name, c_type, c_name, and) SHOAL_PY_OP(np_name, c_type, c_name, or) \
-  SHOAL_PY_OP(np_name, c_type, c_name, xor)
+#define SHOAL_PY_ARITH(np_name, c_type, c_name)                                        \
+  SHOAL_PY_OP(np_name, c_type, c_name, sum)                                            \
+  SHOAL_PY_OP(np_name, c_type, c_name, prod) SHOAL_PY_OP(np_name, c_type, c_name, min) \
+      SHOAL_PY_OP(np_name, c_type, c_name, max)
+#define SHOAL_PY_BITWISE(np_name, c_type, c_name) \
+  SHOAL_PY_OP(np_name, c_type, c_name, and)       \
+  SHOAL_PY_OP(np_name, c_type, c_name, or) SHOAL_PY_OP(np_name, c_type, c_name, xor)
 #define SHOAL_PY_INTEGER(np_name, c_type, c_name) \
   SHOAL_PY_ARITH(np_name, c_type, c_name) SHOAL_PY_BITWISE(np_name, c_type, c_name)
     SHOAL_PY_INTEGER("int8", int8_t, int8)
@@ -102,10 +103,12 @@ NB_MODULE(_core, m) {
   m.doc() = "shoal's C API under shoal.core (byte-level, addresses as integers). Use shoal.core instead.";
   nb::exception<shoal_call_error>(m, "ShoalError", PyExc_RuntimeError);
 
-  m.def("set_return_mode", [] { shoal_set_error_mode(SHOAL_ERRORS_RETURN); },
-        "Makes every later library error return (and raise here) instead of stopping the job.");
-  m.def("init", [] { blocking("shoal_init", [] { shoal_init(); }); },
-        "Joins the job described by the launcher's environment (shoalrun, mpirun, srun, torchrun).");
+  m.def(
+      "set_return_mode", [] { shoal_set_error_mode(SHOAL_ERRORS_RETURN); },
+      "Makes every later library error return (and raise here) instead of stopping the job.");
+  m.def(
+      "init", [] { blocking("shoal_init", [] { shoal_init(); }); },
+      "Joins the job described by the launcher's environment (shoalrun, mpirun, srun, torchrun).");
   m.def("finalize", [] { blocking("shoal_finalize", [] { shoal_finalize(); }); });
   m.def("my_pe", [] {
     shoal_clear_error();
@@ -203,14 +206,13 @@ NB_MODULE(_core, m) {
     }
     return ops;
   });
-  m.def("reduce",
-        [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nreduce, const std::string& dtype,
-           const std::string& op) {
-          const auto it = reduce_table().find({dtype, op});
-          if (it == reduce_table().end()) {
-            throw shoal_call_error("shoal.core.reduce: no " + op + " reduction for dtype " + dtype);
-          }
-          const reduce_fn fn = it->second;
-          blocking("shoal_reduce", [&] { return fn(team, as_ptr(dest), as_ptr(source), nreduce); });
-        });
+  m.def("reduce", [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nreduce,
+                     const std::string& dtype, const std::string& op) {
+    const auto it = reduce_table().find({dtype, op});
+    if (it == reduce_table().end()) {
+      throw shoal_call_error("shoal.core.reduce: no " + op + " reduction for dtype " + dtype);
+    }
+    const reduce_fn fn = it->second;
+    blocking("shoal_reduce", [&] { return fn(team, as_ptr(dest), as_ptr(source), nreduce); });
+  });
 }
