@@ -66,28 +66,31 @@ const std::map<std::pair<std::string, std::string>, reduce_fn>& reduce_table() {
   static const std::map<std::pair<std::string, std::string>, reduce_fn> table = [] {
     std::map<std::pair<std::string, std::string>, reduce_fn> t;
 #define SHOAL_PY_OP(np_name, c_type, c_name, op) \
-  t[{np_name, #op}] = &typed_reduce<c_type, &shoal_##c_name##_##op##_reduce>;
-#define SHOAL_PY_ARITH(np_name, c_type, c_name)                                        \
-  SHOAL_PY_OP(np_name, c_type, c_name, sum)                                            \
-  SHOAL_PY_OP(np_name, c_type, c_name, prod) SHOAL_PY_OP(np_name, c_type, c_name, min) \
-      SHOAL_PY_OP(np_name, c_type, c_name, max)
+  t[{np_name, #op}] = &typed_reduce<c_type, &shoal_##c_name##_##op##_reduce>
+#define SHOAL_PY_ARITH(np_name, c_type, c_name) \
+  SHOAL_PY_OP(np_name, c_type, c_name, sum);    \
+  SHOAL_PY_OP(np_name, c_type, c_name, prod);   \
+  SHOAL_PY_OP(np_name, c_type, c_name, min);    \
+  SHOAL_PY_OP(np_name, c_type, c_name, max)
 #define SHOAL_PY_BITWISE(np_name, c_type, c_name) \
-  SHOAL_PY_OP(np_name, c_type, c_name, and)       \
-  SHOAL_PY_OP(np_name, c_type, c_name, or) SHOAL_PY_OP(np_name, c_type, c_name, xor)
+  SHOAL_PY_OP(np_name, c_type, c_name, and);      \
+  SHOAL_PY_OP(np_name, c_type, c_name, or);       \
+  SHOAL_PY_OP(np_name, c_type, c_name, xor)
 #define SHOAL_PY_INTEGER(np_name, c_type, c_name) \
-  SHOAL_PY_ARITH(np_name, c_type, c_name) SHOAL_PY_BITWISE(np_name, c_type, c_name)
-    SHOAL_PY_INTEGER("int8", int8_t, int8)
-    SHOAL_PY_INTEGER("int16", int16_t, int16)
-    SHOAL_PY_INTEGER("int32", int32_t, int32)
-    SHOAL_PY_INTEGER("int64", int64_t, int64)
-    SHOAL_PY_INTEGER("uint8", uint8_t, uint8)
-    SHOAL_PY_INTEGER("uint16", uint16_t, uint16)
-    SHOAL_PY_INTEGER("uint32", uint32_t, uint32)
-    SHOAL_PY_INTEGER("uint64", uint64_t, uint64)
-    SHOAL_PY_ARITH("float16", shoal_half_t, half)
-    SHOAL_PY_ARITH("float32", float, float)
-    SHOAL_PY_ARITH("float64", double, double)
-    SHOAL_PY_ARITH("bfloat16", shoal_bfloat16_t, bfloat16)
+  SHOAL_PY_ARITH(np_name, c_type, c_name);        \
+  SHOAL_PY_BITWISE(np_name, c_type, c_name)
+    SHOAL_PY_INTEGER("int8", int8_t, int8);
+    SHOAL_PY_INTEGER("int16", int16_t, int16);
+    SHOAL_PY_INTEGER("int32", int32_t, int32);
+    SHOAL_PY_INTEGER("int64", int64_t, int64);
+    SHOAL_PY_INTEGER("uint8", uint8_t, uint8);
+    SHOAL_PY_INTEGER("uint16", uint16_t, uint16);
+    SHOAL_PY_INTEGER("uint32", uint32_t, uint32);
+    SHOAL_PY_INTEGER("uint64", uint64_t, uint64);
+    SHOAL_PY_ARITH("float16", shoal_half_t, half);
+    SHOAL_PY_ARITH("float32", float, float);
+    SHOAL_PY_ARITH("float64", double, double);
+    SHOAL_PY_ARITH("bfloat16", shoal_bfloat16_t, bfloat16);
 #undef SHOAL_PY_INTEGER
 #undef SHOAL_PY_BITWISE
 #undef SHOAL_PY_ARITH
