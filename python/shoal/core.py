@@ -208,39 +208,35 @@ def get(dst: np.ndarray, src: np.ndarray, remote_pe: int = -1, stream: Any = Non
 
 def quiet(stream: Any = None) -> None:
     """Completes this PE's outstanding puts."""
-    _need_init("quiet")
-    _no_stream("quiet", stream)
-    _core.quiet()
+    _call("quiet", stream, _core.quiet)
 
 
 # --- synchronization ---
 
+def _call(call: str, stream: Any, fn: Any, *args: Any) -> None:
+    _need_init(call)
+    _no_stream(call, stream)
+    fn(*args)
+
+
 def barrier(team: Any = Teams.TEAM_WORLD, stream: Any = None) -> None:
     """Collective over ``team``: quiet, then wait for every member."""
-    _need_init("barrier")
-    _no_stream("barrier", stream)
-    _core.barrier(_check_team("barrier", team))
+    _call("barrier", stream, _core.barrier, _check_team("barrier", team))
 
 
 def barrier_all(stream: Any = None) -> None:
     """Collective over every PE: quiet, then wait for all."""
-    _need_init("barrier_all")
-    _no_stream("barrier_all", stream)
-    _core.barrier_all()
+    _call("barrier_all", stream, _core.barrier_all)
 
 
 def sync(team: Any = Teams.TEAM_WORLD, stream: Any = None) -> None:
     """Collective over ``team``: wait for every member (no quiet)."""
-    _need_init("sync")
-    _no_stream("sync", stream)
-    _core.team_sync(_check_team("sync", team))
+    _call("sync", stream, _core.team_sync, _check_team("sync", team))
 
 
 def sync_all(stream: Any = None) -> None:
     """Collective over every PE: wait for all (no quiet)."""
-    _need_init("sync_all")
-    _no_stream("sync_all", stream)
-    _core.sync_all()
+    _call("sync_all", stream, _core.sync_all)
 
 
 # --- collectives (dst and src symmetric, same dtype; collective over the team's members) ---
