@@ -163,8 +163,8 @@ def free_array(a: np.ndarray) -> None:
     addr = _addr(a)
     if addr not in _blocks:
         raise _fail("free_array", "a is not an array from shoal.core.array (or was freed already)")
-    del _blocks[addr]
     _core.free(addr)
+    del _blocks[addr]  # only once the library freed it: a failed (e.g. mismatched) free keeps the block
 
 
 def get_peer_array(a: np.ndarray, pe: int) -> np.ndarray:

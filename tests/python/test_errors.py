@@ -94,3 +94,14 @@ def test_call_before_init_raises(me):
     code = "import shoal.core as sc\ntry:\n  sc.my_pe()\nexcept sc.ShoalError as e:\n  print(e)\n"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert "shoal.core.my_pe: shoal is not initialized" in out.stdout, out.stdout + out.stderr
+
+
+def test_mismatched_collectives_raise_on_every_pe_and_the_job_goes_on(me, npes):
+    a = sc.array(4, "int32")
+    with pytest.raises(sc.ShoalError, match=r"PE \d+ called shoal_malloc .* while PE 0 called shoal_free"):
+        if me == 0:
+            sc.free_array(a)
+        else:
+            sc.array(8, "int32")
+    sc.barrier_all()  # the job is still usable
+    sc.free_array(a)  # PE 0's failed free kept the block: every PE frees it now, matched
