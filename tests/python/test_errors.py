@@ -1,0 +1,107 @@
+# Bad calls raise shoal.core.ShoalError naming the call and the argument; none stops the job.
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import shoal.core as sc
+
+WORLD = sc.Teams.TEAM_WORLD
+
+
+@pytest.fixture
+def sym():
+    a = sc.array(4, "int32")
+    b = sc.array(4, "float32")
+    yield a, b
+    sc.barrier_all()
+    sc.free_array(b)
+    sc.free_array(a)
+
+
+def test_error_is_a_runtime_error():
+    assert issubclass(sc.ShoalError, RuntimeError)
+
+
+def test_put_to_a_non_symmetric_dst_names_call_and_argument(sym):
+    with pytest.raises(sc.ShoalError, match=r"shoal\.core\.put: dst is not on the symmetric heap"):
+        sc.put(np.zeros(4, np.int32), np.zeros(4, np.int32), 0)
+
+
+def test_put_to_a_bad_pe(sym, npes):
+    a, _ = sym
+    with pytest.raises(sc.ShoalError, match=rf"put: remote_pe={npes} is out of range"):
+        sc.put(a, np.zeros(4, np.int32), npes)
+
+
+def test_library_check_raises_instead_of_stopping_the_job(sym, npes):
+    a, _ = sym
+    src = np.zeros(4, np.int32)
+    with pytest.raises(sc.ShoalError, match=rf"shoal_putmem: pe={npes + 3}"):
+        sc._core.putmem(a.__array_interface__["data"][0], src.__array_interface__["data"][0], 16, npes + 3)
+    sc.put(a, src, 0)  # the library still works after the error
+
+
+def test_get_into_a_too_small_dst(sym):
+    a, _ = sym
+    with pytest.raises(sc.ShoalError, match=r"get: dst has 8 bytes, fewer than src's 16"):
+        sc.get(np.zeros(2, np.int32), a, 0)
+
+
+def test_reduce_dtype_mismatch(sym):
+    a, b = sym
+    with pytest.raises(sc.ShoalError, match=r"reduce: dst dtype int32 differs from src dtype float32"):
+        sc.reduce(WORLD, a, b, "sum")
+
+
+def test_reduce_bad_op(sym):
+    _, b = sym
+    with pytest.raises(sc.ShoalError, match=r"reduce: op='xor' is not one of"):
+        sc.reduce(WORLD, b, b, "xor")
+
+
+def test_stream_rejected_on_host_heap(sym):
+    a, _ = sym
+    with pytest.raises(sc.ShoalError, match=r"put: stream=.*host"):
+        sc.put(a, np.zeros(4, np.int32), 0, stream=1)
+
+
+def test_bad_team_handle_raises_from_the_library():
+    with pytest.raises(sc.ShoalError, match=r"team"):
+        sc.team_n_pes(63)  # a slot of the team table no split has made
+
+
+def test_double_free_raises(sym):
+    c = sc.array(2, "int8")
+    sc.free_array(c)
+    with pytest.raises(sc.ShoalError, match=r"free_array: a is not an array from shoal.core.array"):
+        sc.free_array(c)
+
+
+def test_array_bad_dtype_and_shape():
+    with pytest.raises(sc.ShoalError, match=r"array: dtype='nope'"):
+        sc.array(4, "nope")
+    with pytest.raises(sc.ShoalError, match=r"array: shape=\(-1,\)"):
+        sc.array((-1,), "int32")
+
+
+def test_call_before_init_raises(me):
+    if me != 0:
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL")}
+    code = "import shoal.core as sc\ntry:\n  sc.my_pe()\nexcept sc.ShoalError as e:\n  print(e)\n"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert "shoal.core.my_pe: shoal is not initialized" in out.stdout, out.stdout + out.stderr
+
+
+def test_mismatched_collectives_raise_on_every_pe_and_the_job_goes_on(me, npes):
+    a = sc.array(4, "int32")
+    with pytest.raises(sc.ShoalError, match=r"PE \d+ called shoal_malloc .* while PE 0 called shoal_free"):
+        if me == 0:
+            sc.free_array(a)
+        else:
+            sc.array(8, "int32")
+    sc.barrier_all()  # the job is still usable
+    sc.free_array(a)  # PE 0's failed free kept the block: every PE frees it now, matched
