@@ -86,7 +86,7 @@ world_impl::world_impl(const init_options& options) {
   node_map nodes = node_map::discover(*boot_);
   std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
-  transport_ = std::make_unique<peer_transport>(*heap_, std::move(paths));
+  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, std::move(paths));
   sync_ = std::make_unique<collective_sync>(*boot_, *transport_, check_collectives, wait_timeout);
   memory_ = std::make_unique<symmetric_memory>(*boot_, *heap_, *transport_, *sync_);
   rma_ = std::make_unique<host_rma>(my_pe_, *memory_, *transport_, wait_timeout);
@@ -189,6 +189,7 @@ void world_impl::finalize() {
   std::lock_guard lock(sync_->mutex());  // sync_ stays until the destructor (this lock is its mutex)
   finalized_ = true;
   sync_->finalize_barrier("shoal_finalize");
+  transport_->close("shoal_finalize");
   extensions_.clear();
   streams_.reset();
   rma_.reset();
