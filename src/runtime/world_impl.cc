@@ -99,8 +99,11 @@ world_impl::world_impl(const init_options& options) {
   SHOAL_LOG(info, init, "PE {}/{} ready in {:.1f} ms: backend {}, heap reserve {} MiB per PE, {} PE(s) on this node",
             my_pe_, n_pes_, ms, heap_->backend().name(), heap_->reserve_bytes() >> 20,
             heap_->nodes().pe_of_local.size());
-  for (int pe = 0; pe < n_pes_; ++pe)
-    SHOAL_LOG(info, transport, "PE {} -> PE {}: {}", my_pe_, pe, to_string(path_to(pe)));
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    std::string ucx = transport_->proxy_transports(pe);
+    SHOAL_LOG(info, transport, "PE {} -> PE {}: {}{}", my_pe_, pe, to_string(path_to(pe)),
+              ucx.empty() ? "" : fmt::format(" (UCX {})", ucx));
+  }
 }
 
 std::vector<uint64_t> world_impl::setup_reserved_block() {

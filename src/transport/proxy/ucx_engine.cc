@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <future>
@@ -69,6 +70,16 @@ struct ucx_engine::state {
   ucp_mem_h memh = nullptr;
   std::chrono::milliseconds timeout{0};
   bool closed = false;
+  // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
+  // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
+  bool puts_unfenced = false;
+
+  void fence_after_puts() {
+    if (!puts_unfenced) return;
+    ucs_status_t st = ucp_worker_fence(worker);
+    if (st != UCS_OK) fail_ucx("shoal_fence", "ucp_worker_fence", -1, st);
+    puts_unfenced = false;
+  }
 
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
@@ -311,12 +322,14 @@ void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view cal
 
 void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
   s_->issue(call, "ucp_put_nbx", pe, [s = s_.get(), pe, offset, source, nbytes](ucp_request_param_t& param) {
+    s->puts_unfenced = true;
     return ucp_put_nbx(s->eps[pe], source, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
   });
 }
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
   s_->issue(call, "ucp_get_nbx", pe, [s = s_.get(), pe, offset, dest, nbytes](ucp_request_param_t& param) {
+    s->fence_after_puts();
     return ucp_get_nbx(s->eps[pe], dest, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
   });
 }
@@ -325,6 +338,7 @@ void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo 
                         void* reply) {
   s_->issue(call, "ucp_atomic_op_nbx", pe,
             [s = s_.get(), pe, offset, op, nbytes, value, reply](ucp_request_param_t& param) {
+              s->fence_after_puts();
               param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
               param.datatype = ucp_dt_make_contig(nbytes);
               if (reply != nullptr) {
@@ -336,8 +350,10 @@ void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo 
 }
 
 void ucx_engine::flush(std::string_view call) {
-  s_->issue(call, "ucp_worker_flush_nbx", -1,
-            [s = s_.get()](ucp_request_param_t& param) { return ucp_worker_flush_nbx(s->worker, &param); });
+  s_->issue(call, "ucp_worker_flush_nbx", -1, [s = s_.get()](ucp_request_param_t& param) {
+    s->puts_unfenced = false;
+    return ucp_worker_flush_nbx(s->worker, &param);
+  });
 }
 
 void ucx_engine::close(std::string_view call) {
@@ -364,8 +380,17 @@ std::string ucx_engine::transports(int pe) {
     if (stream == nullptr) return;
     ucp_ep_print_info(s_->eps[pe], stream);
     std::fclose(stream);
-    text.assign(buffer, size);
+    // Keep "tcp/lo.0"-like names from the lane lines ("lane[0]:  0:tcp/lo.0 md[0] ..."), once each.
+    std::string info(buffer, size);
     std::free(buffer);
+    for (size_t at = info.find("lane["); at != std::string::npos; at = info.find("lane[", at + 1)) {
+      size_t colon = info.find(':', info.find(']', at));
+      size_t start = info.find_first_not_of(' ', colon + 1);
+      size_t end = info.find_first_of(" \n", start);
+      std::string name = info.substr(start, end - start);
+      name = name.substr(name.find(':') + 1);
+      if (text.find(name) == std::string::npos) text += (text.empty() ? "" : ",") + name;
+    }
   });
   return text;
 }

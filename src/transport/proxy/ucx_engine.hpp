@@ -48,7 +48,7 @@ class ucx_engine {
   void flush(std::string_view call);
   /// Collective: flushes and closes every endpoint gracefully, then meets the others.
   void close(std::string_view call);
-  /// "tcp/lo ..." or similar: the transports the endpoint to `pe` uses (for shoal-info and logs).
+  /// "tcp/lo.0" or similar: the UCX transports the endpoint to `pe` uses (for shoal-info and logs).
   std::string transports(int pe);
 
  private:
