@@ -69,22 +69,51 @@ struct ucx_engine::state {
   std::vector<uint64_t> bases;    // per PE: its heap's address in its own process
   ucp_mem_h memh = nullptr;
   std::chrono::milliseconds timeout{0};
-  bool closed = false;
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
   // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
   bool puts_unfenced = false;
 
-  void fence_after_puts() {
-    if (!puts_unfenced) return;
-    ucs_status_t st = ucp_worker_fence(worker);
-    if (st != UCS_OK) fail_ucx("shoal_fence", "ucp_worker_fence", -1, st);
+  ucs_status_t fence_after_puts() {
+    if (!puts_unfenced) return UCS_OK;
     puts_unfenced = false;
+    return ucp_worker_fence(worker);
   }
 
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
   std::atomic<bool> stop{false};
   std::thread thread;
+
+  // Stops the proxy thread, then releases the UCX objects on this thread: endpoints still open
+  // (close() not reached: an error or an exit without finalize) are closed forcibly, bounded.
+  ~state() {
+    if (thread.joinable()) {
+      stop.store(true, std::memory_order_release);
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
+      thread.join();
+    }
+    for (ucp_rkey_h& k : rkeys)
+      if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
+    for (ucp_ep_h& ep : eps) {
+      if (ep == nullptr) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &param);
+      if (UCS_PTR_IS_PTR(r)) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+          ucp_worker_progress(worker);
+        ucp_request_free(r);
+      }
+      ep = nullptr;
+    }
+    if (memh != nullptr) ucp_mem_unmap(context, memh);
+    if (worker != nullptr) ucp_worker_destroy(worker);
+    if (context != nullptr) ucp_cleanup(context);
+    if (doorbell >= 0) ::close(doorbell);
+  }
 
   void post(std::function<void()> task) {
     {
@@ -244,41 +273,8 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   });
 }
 
-ucx_engine::~ucx_engine() {
-  if (s_->thread.joinable()) {
-    if (!s_->closed) {
-      try {
-        s_->on_thread([s = s_.get()] {
-          for (ucp_ep_h& ep : s->eps) {
-            if (ep == nullptr) continue;
-            ucp_request_param_t param{};
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-            ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &param);
-            if (UCS_PTR_IS_PTR(r)) {
-              while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(s->worker);
-              ucp_request_free(r);
-            }
-            ep = nullptr;
-          }
-        });
-      } catch (...) {  // never throws from a destructor; the process is going down anyway
-      }
-    }
-    s_->on_thread([s = s_.get()] {
-      for (ucp_rkey_h& k : s->rkeys)
-        if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
-    });
-    s_->stop.store(true, std::memory_order_release);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(s_->doorbell, &one, sizeof(one));
-    s_->thread.join();
-  }
-  if (s_->memh != nullptr) ucp_mem_unmap(s_->context, s_->memh);
-  if (s_->worker != nullptr) ucp_worker_destroy(s_->worker);
-  if (s_->context != nullptr) ucp_cleanup(s_->context);
-  if (s_->doorbell >= 0) ::close(s_->doorbell);
-}
+// Everything is released by ~state (also when the constructor failed half-way).
+ucx_engine::~ucx_engine() = default;
 
 void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view call) {
   flush(call);
@@ -329,7 +325,7 @@ void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void*
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
   s_->issue(call, "ucp_get_nbx", pe, [s = s_.get(), pe, offset, dest, nbytes](ucp_request_param_t& param) {
-    s->fence_after_puts();
+    if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
     return ucp_get_nbx(s->eps[pe], dest, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
   });
 }
@@ -338,7 +334,7 @@ void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo 
                         void* reply) {
   s_->issue(call, "ucp_atomic_op_nbx", pe,
             [s = s_.get(), pe, offset, op, nbytes, value, reply](ucp_request_param_t& param) {
-              s->fence_after_puts();
+              if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
               param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
               param.datatype = ucp_dt_make_contig(nbytes);
               if (reply != nullptr) {
@@ -366,7 +362,6 @@ void ucx_engine::close(std::string_view call) {
       return ucp_ep_close_nbx(ep, &param);
     });
   }
-  s_->closed = true;
   boot_.barrier(call);
 }
 
