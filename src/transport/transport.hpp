@@ -61,6 +61,8 @@ class peer_transport {
   peer_path path_to(int pe) const { return paths_[pe]; }
   /// True when `pe`'s path is implemented in this build (today: the load/store paths).
   bool reachable(int pe) const { return is_load_store(paths_[pe]); }
+  /// True when host RMA and AMOs reach `pe` in this job (load/store, or the proxy engine runs).
+  bool accessible(int pe) const { return reachable(pe) || (paths_[pe] == peer_path::proxy && proxy_ != nullptr); }
   /// True when every PE is reached by load/store.
   bool all_load_store() const { return all_load_store_; }
   /// Collective, after every heap growth: the proxy re-registers the heap and exchanges keys.
