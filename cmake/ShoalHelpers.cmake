@@ -8,10 +8,11 @@ function(shoal_add_layer name)
 endfunction()
 
 # shoal_add_test(NAME <name> SOURCES <src...> LABELS <labels...> [NUM_PES <n...>] [LIBS <libs...>]
-#                [TIMEOUT <s>] [PASS_REGEX <re>] [ENV <k=v...>])
-# One executable; with NUM_PES, one CTest test per PE count, each run through shoalrun.
+#                [TIMEOUT <s>] [PASS_REGEX <re>] [ENV <k=v...>] [VARIANT <suffix>])
+# One executable; with NUM_PES, one CTest test per PE count, each run through shoalrun. VARIANT
+# registers the same executable again under <name><suffix>.npN (e.g. with another ENV).
 function(shoal_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT;PASS_REGEX" "SOURCES;LABELS;NUM_PES;LIBS;ENV" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;PASS_REGEX;VARIANT" "SOURCES;LABELS;NUM_PES;LIBS;ENV" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -22,7 +23,7 @@ function(shoal_add_test)
   set(env SHOAL_DEBUG=warn ${T_ENV})
   if(T_NUM_PES)
     foreach(np IN LISTS T_NUM_PES)
-      set(test_name ${T_NAME}.np${np})
+      set(test_name ${T_NAME}${T_VARIANT}.np${np})
       add_test(NAME ${test_name}
                COMMAND $<TARGET_FILE:shoalrun> -n ${np} --timeout ${T_TIMEOUT} -- $<TARGET_FILE:${T_NAME}>)
       set_tests_properties(${test_name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}

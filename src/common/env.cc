@@ -43,6 +43,9 @@ constexpr std::array kTable = {
              "GPU ordinal for this PE; -1: the current CUDA context's device if one is current, else local rank modulo "
              "the visible GPUs",
              "-1"},
+    variable{"SHOAL_DISABLE_P2P", kind::boolean, "0",
+             "1: reach every other PE through the UCX proxy transport, even same-node PEs whose heap could be "
+             "mapped (tests, debugging); UCX's own variables (UCX_TLS, UCX_NET_DEVICES) pick its transports"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},

@@ -308,7 +308,7 @@ int shoal_pe_accessible(int pe) {
   const char* call = "shoal_pe_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return pe >= 0 && pe < w.n_pes() && w.transport().reachable(pe) ? 1 : 0;
+    return pe >= 0 && pe < w.n_pes() && w.transport().accessible(pe) ? 1 : 0;
   });
 }
 int shoal_addr_accessible(const void* addr, int pe) {

@@ -22,6 +22,7 @@ char* symmetric_memory::reserve_block(uint64_t nbytes) {
   if (!off || *off != 0)
     SHOAL_THROW(errc::internal, "shoal_init", "shoal's reserved block did not land at heap offset 0");
   heap_.grow_to(alloc_->high_water(), "shoal_init");
+  transport_.heap_grown("shoal_init");
   transport_.ops().zero(heap_.base(), nbytes);
   return heap_.base();
 }
@@ -72,6 +73,7 @@ void* symmetric_memory::malloc(std::string_view call, size_t nbytes, size_t alig
                 nbytes, in_use_bytes(), heap_.reserve_bytes());
   try {
     heap_.grow_to(alloc_->high_water(), call);
+    transport_.heap_grown(call);
   } catch (...) {
     std::unique_lock alock(alloc_mutex_);
     alloc_->free(*off);
@@ -114,6 +116,7 @@ void* symmetric_memory::realloc(std::string_view call, void* ptr, size_t nbytes)
   }
   if (!moved) SHOAL_THROW(errc::out_of_memory, call, "no room for num_bytes={} in the symmetric heap", nbytes);
   heap_.grow_to(alloc_->high_water(), call);
+  transport_.heap_grown(call);
   if (*moved != block->offset) {
     // Old and new blocks may overlap only when the new one starts lower; copy through a bounce
     // buffer then, since the GPU copy engines have no memmove.

@@ -109,7 +109,7 @@ void world::free(void* ptr) {
 void* world::ptr(const void* addr, int pe) const { return live(impl_, "shoal::world::ptr").memory().ptr(addr, pe); }
 bool world::pe_accessible(int pe) const {
   auto& w = live(impl_, "shoal::world::pe_accessible");
-  return pe >= 0 && pe < w.n_pes() && w.transport().reachable(pe);
+  return pe >= 0 && pe < w.n_pes() && w.transport().accessible(pe);
 }
 bool world::addr_accessible(const void* addr, int pe) const {
   auto& w = live(impl_, "shoal::world::addr_accessible");

@@ -86,7 +86,7 @@ world_impl::world_impl(const init_options& options) {
   node_map nodes = node_map::discover(*boot_);
   std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
-  transport_ = std::make_unique<peer_transport>(*heap_, std::move(paths));
+  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, std::move(paths));
   sync_ = std::make_unique<collective_sync>(*boot_, *transport_, check_collectives, wait_timeout);
   memory_ = std::make_unique<symmetric_memory>(*boot_, *heap_, *transport_, *sync_);
   rma_ = std::make_unique<host_rma>(my_pe_, *memory_, *transport_, wait_timeout);
@@ -99,8 +99,11 @@ world_impl::world_impl(const init_options& options) {
   SHOAL_LOG(info, init, "PE {}/{} ready in {:.1f} ms: backend {}, heap reserve {} MiB per PE, {} PE(s) on this node",
             my_pe_, n_pes_, ms, heap_->backend().name(), heap_->reserve_bytes() >> 20,
             heap_->nodes().pe_of_local.size());
-  for (int pe = 0; pe < n_pes_; ++pe)
-    SHOAL_LOG(info, transport, "PE {} -> PE {}: {}", my_pe_, pe, to_string(path_to(pe)));
+  for (int pe = 0; pe < n_pes_; ++pe) {
+    std::string ucx = transport_->proxy_transports(pe);
+    SHOAL_LOG(info, transport, "PE {} -> PE {}: {}{}", my_pe_, pe, to_string(path_to(pe)),
+              ucx.empty() ? "" : fmt::format(" (UCX {})", ucx));
+  }
 }
 
 std::vector<uint64_t> world_impl::setup_reserved_block() {
@@ -189,6 +192,7 @@ void world_impl::finalize() {
   std::lock_guard lock(sync_->mutex());  // sync_ stays until the destructor (this lock is its mutex)
   finalized_ = true;
   sync_->finalize_barrier("shoal_finalize");
+  transport_->close("shoal_finalize");
   extensions_.clear();
   streams_.reset();
   rma_.reset();

@@ -6,7 +6,9 @@
 #include <fmt/ranges.h>
 
 #include "common/check.hpp"
+#include "common/env.hpp"
 #include "heap/cuda_backend.hpp"
+#include "transport/proxy/proxy_path.hpp"
 
 namespace shoal::detail {
 
@@ -51,8 +53,7 @@ class load_store_path final : public path_ops {
   memory_ops& ops_;
 };
 
-// A path with no implementation in this build: every operation throws errc::unsupported naming the
-// call and the PE. The proxy slot (a PE on another node) until the scale-out transport fills it.
+// A path that cannot be taken: every operation throws errc::unsupported naming the call and the PE.
 class unbuilt_path final : public path_ops {
  public:
   explicit unbuilt_path(const char* why) : why_(why) {}
@@ -92,11 +93,12 @@ std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_bac
   std::vector<char> all(kIdBytes * n_pes);
   boot.allgather(mine, all.data(), kIdBytes, "shoal_init");
   std::vector<int> unreachable;
+  const bool disable_p2p = env::get_bool("SHOAL_DISABLE_P2P");
   for (int pe = 0; pe < n_pes; ++pe) {
     if (pe == my_pe) {
       paths[pe] = peer_path::self;
-    } else if (nodes.local_of_pe[pe] < 0) {
-      paths[pe] = peer_path::proxy;  // another node: the proxy transport's slot (not built yet)
+    } else if (nodes.local_of_pe[pe] < 0 || disable_p2p) {
+      paths[pe] = peer_path::proxy;  // another node, or forced: the UCX proxy
     } else if (gpu == nullptr) {
       paths[pe] = peer_path::shared_memory;
     } else {
@@ -119,16 +121,41 @@ std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_bac
   return paths;
 }
 
-peer_transport::peer_transport(symmetric_heap& heap, std::vector<peer_path> paths)
+peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, std::vector<peer_path> paths)
     : heap_(heap),
       paths_(std::move(paths)),
       ops_(heap.backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops()) {
   for (peer_path p : {peer_path::self, peer_path::shared_memory, peer_path::p2p_nvlink, peer_path::p2p_pcie})
     by_kind_[static_cast<size_t>(p)] = std::make_unique<load_store_path>(heap_, *ops_);
-  by_kind_[static_cast<size_t>(peer_path::proxy)] =
-      std::make_unique<unbuilt_path>("is on another node; the proxy transport is not built yet");
   by_kind_[static_cast<size_t>(peer_path::none)] = std::make_unique<unbuilt_path>("cannot be reached from this PE");
   for (peer_path p : paths_) all_load_store_ &= is_load_store(p);
+  // Starting the engine is collective: every PE starts it when any PE has a proxy peer.
+  bool mine = false;
+  for (peer_path p : paths_) mine |= p == peer_path::proxy;
+  std::vector<char> all(paths_.size());
+  boot.allgather(&mine, all.data(), 1, "shoal_init");
+  bool any = false;
+  for (char c : all) any |= c != 0;
+  if (any) {
+    auto proxy = make_proxy_path(boot, heap_, paths_);
+    proxy_ = proxy.get();
+    by_kind_[static_cast<size_t>(peer_path::proxy)] = std::move(proxy);
+  } else {
+    by_kind_[static_cast<size_t>(peer_path::proxy)] = std::make_unique<unbuilt_path>("has no proxy engine");
+  }
+}
+
+void peer_transport::heap_grown(std::string_view call) {
+  if (proxy_ != nullptr) proxy_->heap_grown(call);
+}
+
+void peer_transport::close(std::string_view call) {
+  if (proxy_ != nullptr) proxy_->close(call);
+}
+
+std::string peer_transport::proxy_transports(int pe) {
+  if (proxy_ == nullptr || paths_[pe] != peer_path::proxy) return {};
+  return proxy_->describe(pe);
 }
 
 peer_transport::~peer_transport() = default;
@@ -136,8 +163,7 @@ peer_transport::~peer_transport() = default;
 void peer_transport::quiet() {
   // The load/store paths share one memory_ops: quiet it once, then every other path in use.
   ops_->quiet();
-  if (!all_load_store_)
-    for (peer_path p : {peer_path::proxy, peer_path::none}) by_kind_[static_cast<size_t>(p)]->quiet();
+  if (proxy_ != nullptr) proxy_->quiet();
 }
 
 std::vector<peer_path> peer_transport::device_table() const {

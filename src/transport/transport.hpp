@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,8 @@
 #include "transport/scalar.hpp"
 
 namespace shoal::detail {
+
+class proxy_ops;
 
 /// The host-side operations of one kind of path. `offset` is a heap offset (validated by the
 /// caller); `call` names the public call in errors.
@@ -48,17 +51,26 @@ class peer_transport {
   /// errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
   static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
 
-  /// `paths`: from discover(); `heap` outlives this object. Host heaps use plain loads/stores,
-  /// GPU heaps copies and one-thread atomic kernels (memory_ops).
-  peer_transport(symmetric_heap& heap, std::vector<peer_path> paths);
+  /// Collective. `paths`: from discover(); `heap` and `boot` outlive this object. Host heaps use
+  /// plain loads/stores, GPU heaps copies and one-thread atomic kernels (memory_ops); when any PE has
+  /// a proxy peer, every PE starts the proxy engine (throws errc::unsupported without UCX).
+  peer_transport(bootstrap& boot, symmetric_heap& heap, std::vector<peer_path> paths);
   ~peer_transport();
 
   int n_pes() const { return static_cast<int>(paths_.size()); }
   peer_path path_to(int pe) const { return paths_[pe]; }
   /// True when `pe`'s path is implemented in this build (today: the load/store paths).
   bool reachable(int pe) const { return is_load_store(paths_[pe]); }
+  /// True when host RMA and AMOs reach `pe` in this job (load/store, or the proxy engine runs).
+  bool accessible(int pe) const { return reachable(pe) || (paths_[pe] == peer_path::proxy && proxy_ != nullptr); }
   /// True when every PE is reached by load/store.
   bool all_load_store() const { return all_load_store_; }
+  /// Collective, after every heap growth: the proxy re-registers the heap and exchanges keys.
+  void heap_grown(std::string_view call);
+  /// Collective (shoal_finalize): completes and closes the proxy's connections; no-op without one.
+  void close(std::string_view call);
+  /// The engine's transports towards `pe` when it is a proxy peer, else empty.
+  std::string proxy_transports(int pe);
   /// PE's heap in this process when its path is load/store, else nullptr.
   char* base_of(int pe) const { return reachable(pe) ? heap_.heap_of(pe) : nullptr; }
 
@@ -101,6 +113,7 @@ class peer_transport {
   bool all_load_store_ = true;
   std::unique_ptr<memory_ops> ops_;
   std::array<std::unique_ptr<path_ops>, 6> by_kind_;  // indexed by peer_path
+  proxy_ops* proxy_ = nullptr;                        // by_kind_[proxy] when the engine runs
 };
 
 }  // namespace shoal::detail

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -95,12 +96,16 @@ TEST(Teams, Predefined) {
   int n = npes();
   EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_WORLD), me());
   EXPECT_EQ(shoal_team_n_pes(SHOAL_TEAM_WORLD), n);
-  // shoalrun starts every PE on this host, and host heaps are all mapped: SHARED == NODE == WORLD.
-  for (shoal_team_t t : {SHOAL_TEAM_SHARED, SHOALX_TEAM_NODE}) {
-    EXPECT_EQ(shoal_team_my_pe(t), me());
-    expect_layout(t, n, [](int r) { return r; });
-    expect_device_handle(t);
-  }
+  // shoalrun starts every PE on this host, and host heaps are all mapped: SHARED == NODE == WORLD;
+  // under SHOAL_DISABLE_P2P=1 every peer is a proxy peer, so SHARED is this PE alone.
+  const char* no_p2p = std::getenv("SHOAL_DISABLE_P2P");
+  const bool proxy = no_p2p != nullptr && std::string(no_p2p) == "1";
+  EXPECT_EQ(shoal_team_my_pe(SHOALX_TEAM_NODE), me());
+  expect_layout(SHOALX_TEAM_NODE, n, [](int r) { return r; });
+  expect_device_handle(SHOALX_TEAM_NODE);
+  EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_SHARED), proxy ? 0 : me());
+  expect_layout(SHOAL_TEAM_SHARED, proxy ? 1 : n, [proxy](int r) { return proxy ? me() : r; });
+  expect_device_handle(SHOAL_TEAM_SHARED);
   expect_device_handle(SHOAL_TEAM_WORLD);
   EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_INVALID), -1);
   EXPECT_EQ(shoal_team_n_pes(SHOAL_TEAM_INVALID), -1);

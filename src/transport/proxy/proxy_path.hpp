@@ -1,0 +1,34 @@
+// The proxy path: PEs reached through the UCX engine (another node, or every peer under
+// SHOAL_DISABLE_P2P=1). Host-memory heaps only so far; addresses of proxy peers do not exist here.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "heap/symmetric_heap.hpp"
+#include "shoal/device_world.hpp"
+#include "transport/transport.hpp"
+
+namespace shoal::detail {
+
+/// path_ops plus what only the proxy needs: heap registration and a collective close.
+class proxy_ops : public path_ops {
+ public:
+  /// Collective: re-registers the heap when it grew since the last registration.
+  virtual void heap_grown(std::string_view call) = 0;
+  /// Collective: completes everything and closes the endpoints (shoal_finalize).
+  virtual void close(std::string_view call) = 0;
+  /// The UCX transports towards `pe` (empty when none).
+  virtual std::string describe(int pe) = 0;
+};
+
+/// Collective over every PE. Throws errc::unsupported naming this PE when the build has no UCX.
+std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap& heap, const std::vector<peer_path>& paths);
+
+/// True when this build has the UCX engine.
+bool proxy_built();
+
+}  // namespace shoal::detail

@@ -1,0 +1,393 @@
+#include "transport/proxy/ucx_engine.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include <ucp/api/ucp.h>
+
+#include "common/check.hpp"
+#include "common/env.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+[[noreturn]] void fail_ucx(std::string_view call, std::string_view what, int pe, ucs_status_t status) {
+  if (pe >= 0) SHOAL_THROW(errc::system, call, "{} to PE {} failed: {}", what, pe, ucs_status_string(status));
+  SHOAL_THROW(errc::system, call, "{} failed: {}", what, ucs_status_string(status));
+}
+
+void on_done(void* request, ucs_status_t status, void* user_data) {
+  auto* result = static_cast<std::promise<ucs_status_t>*>(user_data);
+  result->set_value(status);
+  delete result;
+  ucp_request_free(request);
+}
+
+ucp_atomic_op_t to_ucp(ucx_amo op) {
+  switch (op) {
+    case ucx_amo::add:
+      return UCP_ATOMIC_OP_ADD;
+    case ucx_amo::swap:
+      return UCP_ATOMIC_OP_SWAP;
+    case ucx_amo::cswap:
+      return UCP_ATOMIC_OP_CSWAP;
+    case ucx_amo::and_:
+      return UCP_ATOMIC_OP_AND;
+    case ucx_amo::or_:
+      return UCP_ATOMIC_OP_OR;
+    case ucx_amo::xor_:
+      return UCP_ATOMIC_OP_XOR;
+  }
+  return UCP_ATOMIC_OP_LAST;
+}
+
+// How long the proxy thread spins on an idle worker before it sleeps on the event fds, and the
+// longest sleep (a safety net: arming makes the worker's fd report every incoming event).
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr int kSleepMs = 100;
+
+}  // namespace
+
+struct ucx_engine::state {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  int worker_fd = -1;
+  int doorbell = -1;
+  std::vector<ucp_ep_h> eps;      // per PE; nullptr for self and load/store peers
+  std::vector<ucp_rkey_h> rkeys;  // per PE, for the current registration
+  std::vector<uint64_t> bases;    // per PE: its heap's address in its own process
+  ucp_mem_h memh = nullptr;
+  std::chrono::milliseconds timeout{0};
+  // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
+  // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
+  bool puts_unfenced = false;
+
+  ucs_status_t fence_after_puts() {
+    if (!puts_unfenced) return UCS_OK;
+    puts_unfenced = false;
+    return ucp_worker_fence(worker);
+  }
+
+  std::mutex mutex;
+  std::deque<std::function<void()>> queue;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  // Stops the proxy thread, then releases the UCX objects on this thread: endpoints still open
+  // (close() not reached: an error or an exit without finalize) are closed forcibly, bounded.
+  ~state() {
+    if (thread.joinable()) {
+      stop.store(true, std::memory_order_release);
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
+      thread.join();
+    }
+    for (ucp_rkey_h& k : rkeys)
+      if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
+    for (ucp_ep_h& ep : eps) {
+      if (ep == nullptr) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &param);
+      if (UCS_PTR_IS_PTR(r)) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+          ucp_worker_progress(worker);
+        ucp_request_free(r);
+      }
+      ep = nullptr;
+    }
+    if (memh != nullptr) ucp_mem_unmap(context, memh);
+    if (worker != nullptr) ucp_worker_destroy(worker);
+    if (context != nullptr) ucp_cleanup(context);
+    if (doorbell >= 0) ::close(doorbell);
+  }
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(task));
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
+  }
+
+  // Runs `task` on the proxy thread and waits for it (exceptions travel back).
+  void on_thread(const std::function<void()>& task) {
+    std::promise<void> done;
+    auto result = done.get_future();
+    post([&] {
+      try {
+        task();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+    result.get();
+  }
+
+  // Issues one UCX request on the proxy thread and waits for its completion.
+  void issue(std::string_view call, std::string_view what, int pe,
+             std::function<ucs_status_ptr_t(ucp_request_param_t&)> start) {
+    auto* result = new std::promise<ucs_status_t>;
+    auto status = result->get_future();
+    post([result, start = std::move(start)] {
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      param.cb.send = on_done;
+      param.user_data = result;
+      ucs_status_ptr_t request = start(param);
+      if (!UCS_PTR_IS_PTR(request)) {
+        result->set_value(UCS_PTR_STATUS(request));
+        delete result;
+      }
+    });
+    if (timeout.count() > 0 && status.wait_for(timeout) != std::future_status::ready) {
+      if (pe >= 0)
+        SHOAL_THROW(errc::timeout, call, "{} to PE {} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what, pe,
+                    timeout.count());
+      SHOAL_THROW(errc::timeout, call, "{} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what, timeout.count());
+    }
+    ucs_status_t st = status.get();
+    if (st != UCS_OK) fail_ucx(call, what, pe, st);
+  }
+
+  void drain() {
+    std::deque<std::function<void()>> tasks;
+    {
+      std::lock_guard lock(mutex);
+      tasks.swap(queue);
+    }
+    for (auto& task : tasks) task();
+  }
+
+  bool queue_empty() {
+    std::lock_guard lock(mutex);
+    return queue.empty();
+  }
+
+  // The proxy thread: drain requests, progress, and sleep on the fds when idle for a while.
+  void run() {
+    auto idle_since = std::chrono::steady_clock::now();
+    while (!stop.load(std::memory_order_acquire)) {
+      drain();
+      bool busy = false;
+      while (ucp_worker_progress(worker) != 0) busy = true;
+      if (busy || !queue_empty()) {
+        idle_since = std::chrono::steady_clock::now();
+        continue;
+      }
+      if (std::chrono::steady_clock::now() - idle_since < kSpin) continue;
+      if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
+      pollfd fds[2] = {{worker_fd, POLLIN, 0}, {doorbell, POLLIN, 0}};
+      ::poll(fds, 2, kSleepMs);
+      if (fds[1].revents & POLLIN) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t n = ::read(doorbell, &count, sizeof(count));
+      }
+      idle_since = std::chrono::steady_clock::now();
+    }
+    drain();
+  }
+};
+
+ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_heap)
+    : s_(std::make_unique<state>()), boot_(boot) {
+  constexpr std::string_view call = "shoal_init";
+  const int n_pes = boot.size();
+  s_->timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");
+  s_->eps.assign(n_pes, nullptr);
+  s_->rkeys.assign(n_pes, nullptr);
+  s_->bases.assign(n_pes, 0);
+
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) fail_ucx(call, "ucp_config_read", -1, st);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+  st = ucp_init(&params, config, &s_->context);
+  ucp_config_release(config);
+  if (st != UCS_OK) fail_ucx(call, "ucp_init", -1, st);
+
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  st = ucp_context_query(s_->context, &attr);
+  if (st != UCS_OK) fail_ucx(call, "ucp_context_query", -1, st);
+  if (gpu_heap && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) == 0)
+    SHOAL_THROW(errc::unsupported, call,
+                "PE {}: the UCX in use (version {}) has no CUDA support, so it cannot reach a GPU heap through the "
+                "proxy; use a UCX built with CUDA (e.g. the libucx-cu13 wheel) or SHOAL_BACKEND=host",
+                boot.rank(), ucp_get_version_string());
+  if (gpu_heap)
+    SHOAL_THROW(errc::unsupported, call,
+                "PE {}: the proxy transport serves host heaps only so far (SHOAL_BACKEND=host)", boot.rank());
+
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  st = ucp_worker_create(s_->context, &wparams, &s_->worker);
+  if (st != UCS_OK) fail_ucx(call, "ucp_worker_create", -1, st);
+  st = ucp_worker_get_efd(s_->worker, &s_->worker_fd);
+  if (st != UCS_OK) fail_ucx(call, "ucp_worker_get_efd", -1, st);
+  s_->doorbell = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s_->doorbell < 0) SHOAL_THROW(errc::system, call, "eventfd failed: {}", std::strerror(errno));
+
+  // Worker addresses: all-gather the lengths, then the addresses padded to the longest.
+  ucp_address_t* address = nullptr;
+  size_t address_nbytes = 0;
+  st = ucp_worker_get_address(s_->worker, &address, &address_nbytes);
+  if (st != UCS_OK) fail_ucx(call, "ucp_worker_get_address", -1, st);
+  std::vector<uint64_t> lengths(n_pes);
+  uint64_t mine = address_nbytes;
+  boot.allgather(&mine, lengths.data(), sizeof(mine), call);
+  uint64_t longest = 0;
+  for (uint64_t l : lengths) longest = std::max(longest, l);
+  std::vector<char> padded(longest), all(longest * n_pes);
+  std::memcpy(padded.data(), address, address_nbytes);
+  ucp_worker_release_address(s_->worker, address);
+  boot.allgather(padded.data(), all.data(), longest, call);
+
+  s_->thread = std::thread([s = s_.get()] { s->run(); });
+  s_->on_thread([&] {
+    for (int pe : peers) {
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+      ep.address = reinterpret_cast<const ucp_address_t*>(all.data() + pe * longest);
+      ucs_status_t est = ucp_ep_create(s_->worker, &ep, &s_->eps[pe]);
+      if (est != UCS_OK) fail_ucx(call, "ucp_ep_create", pe, est);
+    }
+  });
+}
+
+// Everything is released by ~state (also when the constructor failed half-way).
+ucx_engine::~ucx_engine() = default;
+
+void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view call) {
+  flush(call);
+  const int n_pes = boot_.size();
+  std::vector<char> packed;
+  s_->on_thread([&] {
+    for (ucp_rkey_h& k : s_->rkeys)
+      if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
+    if (s_->memh != nullptr) ucp_mem_unmap(s_->context, s_->memh), s_->memh = nullptr;
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = base;
+    mp.length = nbytes;
+    ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->memh);
+    if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the symmetric heap", -1, st);
+    void* rkey = nullptr;
+    size_t rkey_nbytes = 0;
+    st = ucp_rkey_pack(s_->context, s_->memh, &rkey, &rkey_nbytes);
+    if (st != UCS_OK) fail_ucx(call, "ucp_rkey_pack", -1, st);
+    packed.assign(static_cast<char*>(rkey), static_cast<char*>(rkey) + rkey_nbytes);
+    ucp_rkey_buffer_release(rkey);
+  });
+  // Base address and rkey length, then the rkeys padded to the longest (through the bootstrap).
+  uint64_t mine[2] = {reinterpret_cast<uint64_t>(base), packed.size()};
+  std::vector<uint64_t> heads(2 * n_pes);
+  boot_.allgather(mine, heads.data(), sizeof(mine), call);
+  uint64_t longest = 0;
+  for (int pe = 0; pe < n_pes; ++pe) longest = std::max(longest, heads[2 * pe + 1]);
+  packed.resize(longest);
+  std::vector<char> all(longest * n_pes);
+  boot_.allgather(packed.data(), all.data(), longest, call);
+  s_->on_thread([&] {
+    for (int pe = 0; pe < n_pes; ++pe) {
+      s_->bases[pe] = heads[2 * pe];
+      if (s_->eps[pe] == nullptr) continue;
+      ucs_status_t st = ucp_ep_rkey_unpack(s_->eps[pe], all.data() + pe * longest, &s_->rkeys[pe]);
+      if (st != UCS_OK) fail_ucx(call, "ucp_ep_rkey_unpack", pe, st);
+    }
+  });
+}
+
+void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+  s_->issue(call, "ucp_put_nbx", pe, [s = s_.get(), pe, offset, source, nbytes](ucp_request_param_t& param) {
+    s->puts_unfenced = true;
+    return ucp_put_nbx(s->eps[pe], source, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
+  });
+}
+
+void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+  s_->issue(call, "ucp_get_nbx", pe, [s = s_.get(), pe, offset, dest, nbytes](ucp_request_param_t& param) {
+    if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
+    return ucp_get_nbx(s->eps[pe], dest, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
+  });
+}
+
+void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
+                        void* reply) {
+  s_->issue(call, "ucp_atomic_op_nbx", pe,
+            [s = s_.get(), pe, offset, op, nbytes, value, reply](ucp_request_param_t& param) {
+              if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
+              param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+              param.datatype = ucp_dt_make_contig(nbytes);
+              if (reply != nullptr) {
+                param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+                param.reply_buffer = reply;
+              }
+              return ucp_atomic_op_nbx(s->eps[pe], to_ucp(op), value, 1, s->bases[pe] + offset, s->rkeys[pe], &param);
+            });
+}
+
+void ucx_engine::flush(std::string_view call) {
+  s_->issue(call, "ucp_worker_flush_nbx", -1, [s = s_.get()](ucp_request_param_t& param) {
+    s->puts_unfenced = false;
+    return ucp_worker_flush_nbx(s->worker, &param);
+  });
+}
+
+void ucx_engine::close(std::string_view call) {
+  flush(call);
+  for (int pe = 0; pe < boot_.size(); ++pe) {
+    if (s_->eps[pe] == nullptr) continue;
+    s_->issue(call, "ucp_ep_close_nbx", pe, [s = s_.get(), pe](ucp_request_param_t& param) {
+      ucp_ep_h ep = s->eps[pe];
+      s->eps[pe] = nullptr;
+      return ucp_ep_close_nbx(ep, &param);
+    });
+  }
+  boot_.barrier(call);
+}
+
+std::string ucx_engine::transports(int pe) {
+  std::string text;
+  s_->on_thread([&] {
+    if (s_->eps[pe] == nullptr) return;
+    char* buffer = nullptr;
+    size_t size = 0;
+    FILE* stream = ::open_memstream(&buffer, &size);
+    if (stream == nullptr) return;
+    ucp_ep_print_info(s_->eps[pe], stream);
+    std::fclose(stream);
+    // Keep "tcp/lo.0"-like names from the lane lines ("lane[0]:  0:tcp/lo.0 md[0] ..."), once each.
+    std::string info(buffer, size);
+    std::free(buffer);
+    for (size_t at = info.find("lane["); at != std::string::npos; at = info.find("lane[", at + 1)) {
+      size_t colon = info.find(':', info.find(']', at));
+      size_t start = info.find_first_not_of(' ', colon + 1);
+      size_t end = info.find_first_of(" \n", start);
+      std::string name = info.substr(start, end - start);
+      name = name.substr(name.find(':') + 1);
+      if (text.find(name) == std::string::npos) text += (text.empty() ? "" : ",") + name;
+    }
+  });
+  return text;
+}
+
+}  // namespace shoal::detail

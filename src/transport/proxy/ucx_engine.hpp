@@ -1,0 +1,60 @@
+// The UCX engine of the proxy transport: one UCP context and one worker (UCS_THREAD_MODE_SINGLE)
+// owned by one proxy thread per PE. Calling threads hand requests to that thread through a queue
+// and an eventfd doorbell, so host requests (and later device ones) share one ordering domain. The
+// thread keeps progressing the worker while the PE is idle (UCX over TCP emulates get and atomics in
+// the target's progress loop): it spins briefly, then sleeps in poll() on the worker's event fd and
+// the doorbell. Worker addresses, heap base addresses and packed rkeys travel only through the
+// (authenticated) bootstrap. Only this folder includes UCX headers.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+
+namespace shoal::detail {
+
+/// The UCP atomic opcodes the engine issues (ucp_atomic_op_t without the UCX header).
+enum class ucx_amo : uint8_t { add, swap, cswap, and_, or_, xor_ };
+
+class ucx_engine {
+ public:
+  /// Collective over every PE: creates the context, worker and proxy thread, all-gathers worker
+  /// addresses and connects to every PE in `peers`. Throws errc::unsupported when `gpu_heap` and
+  /// this UCX cannot handle CUDA memory.
+  ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_heap);
+  ~ucx_engine();  ///< stops the thread; closes endpoints (forcibly unless close() ran)
+  ucx_engine(const ucx_engine&) = delete;
+  ucx_engine& operator=(const ucx_engine&) = delete;
+
+  /// Collective: (re-)registers this PE's heap [base, base + nbytes) and all-gathers base addresses
+  /// and rkeys. Completes outstanding operations first.
+  void register_heap(char* base, uint64_t nbytes, std::string_view call);
+
+  // Blocking until complete (put/atomic without fetch: source reusable; get/fetch: value arrived).
+  void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes);
+  void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes);
+  /// One 4- or 8-byte atomic. cswap (UCP's convention): `value` is the compare value, `reply` holds
+  /// the new value in and the old value out. swap needs `reply`; other ops fetch when it is non-null.
+  void atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
+              void* reply);
+  /// Completes every operation issued so far (ucp_worker_flush_nbx).
+  void flush(std::string_view call);
+  /// Collective: flushes and closes every endpoint gracefully, then meets the others.
+  void close(std::string_view call);
+  /// "tcp/lo.0" or similar: the UCX transports the endpoint to `pe` uses (for shoal-info and logs).
+  std::string transports(int pe);
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+  bootstrap& boot_;
+};
+
+}  // namespace shoal::detail
