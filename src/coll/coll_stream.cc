@@ -36,7 +36,7 @@
 namespace shoal::detail::coll {
 namespace {
 
-size_t checked_bytes(const char* call, const char* what, size_t nelems, size_t elem_bytes) {
+[[maybe_unused]] size_t checked_bytes(const char* call, const char* what, size_t nelems, size_t elem_bytes) {
   size_t total = 0;
   SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, elem_bytes, &total), call, "{}={} x {} bytes overflows size_t", what,
                   nelems, elem_bytes);
