@@ -14,19 +14,32 @@
 
 namespace shoal::detail {
 
-template <int kWidth>
-struct vec_of;
+/// The unsigned integer of kBytes bytes, or void when there is none.
+template <size_t kBytes>
+struct uint_of {
+  using type = void;
+};
 template <>
-struct vec_of<1> {
+struct uint_of<1> {
   using type = uint8_t;
 };
 template <>
-struct vec_of<4> {
+struct uint_of<2> {
+  using type = uint16_t;
+};
+template <>
+struct uint_of<4> {
   using type = uint32_t;
 };
 template <>
-struct vec_of<8> {
+struct uint_of<8> {
   using type = uint64_t;
+};
+
+/// What one vector access of kWidth bytes moves: the unsigned integer of that size, or uint4 for 16.
+template <int kWidth>
+struct vec_of {
+  using type = typename uint_of<kWidth>::type;
 };
 template <>
 struct vec_of<16> {

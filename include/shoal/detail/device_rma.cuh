@@ -24,28 +24,6 @@ __device__ __forceinline__ To bits_as(From v) {
   return t;
 }
 
-/// The unsigned integer of sizeof(T) bytes, or void when there is none.
-template <size_t kBytes>
-struct uint_of {
-  using type = void;
-};
-template <>
-struct uint_of<1> {
-  using type = uint8_t;
-};
-template <>
-struct uint_of<2> {
-  using type = uint16_t;
-};
-template <>
-struct uint_of<4> {
-  using type = uint32_t;
-};
-template <>
-struct uint_of<8> {
-  using type = uint64_t;
-};
-
 /// One element of `sized` RMA (putN/iputN) with N/8 bytes.
 template <int kBits>
 struct sized_elem {
