@@ -78,7 +78,9 @@ if ((node_gpus > 0 && most_pes > node_gpus)); then
   if [[ ${SHOAL_GPU_MPS:-1} != 0 ]] && mps_start; then
     log "PEs share the $node_gpus GPU(s) under a private MPS daemon"
   else
-    log "PEs share the $node_gpus GPU(s) time-sliced (no MPS)"
+    # Every cross-PE wait costs a time slice: the tests run fewer rounds (same cases and checks).
+    export SHOAL_GPU_TEST_QUICK=${SHOAL_GPU_TEST_QUICK:-1}
+    log "PEs share the $node_gpus GPU(s) time-sliced (no MPS), SHOAL_GPU_TEST_QUICK=$SHOAL_GPU_TEST_QUICK"
   fi
 fi
 nvidia-smi topo -m >"$logs/topo.txt" 2>&1

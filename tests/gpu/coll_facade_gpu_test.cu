@@ -25,7 +25,7 @@
 namespace shoal_test {
 namespace {
 
-constexpr int kIters = 100;
+const int kIters = rounds(100);           // kernel argument; fewer in quick mode
 constexpr size_t kGuard = 64;             // poisoned bytes after every dest, checked untouched
 constexpr unsigned kBlock = 256;          // every kernel runs one block; the scope under test is part of it
 constexpr int kSlotRows = 6;              // barrier test: rows of slots, reused every kSlotRows rounds

@@ -24,9 +24,9 @@ namespace {
 constexpr size_t kMaxBytes = 65543;  // per PE, for the byte collectives
 constexpr size_t kMaxElems = 4099;   // for reduce
 constexpr size_t kGuard = 64;        // poisoned bytes after every dest, checked untouched
-constexpr int kIters = 100;
-constexpr int kBarrierSlots = 6;  // barrier test: words per writer, reused every 6 rounds
-constexpr unsigned kBlock = 256;  // threads of a block-scope kernel
+const int kIters = rounds(100);      // kernel argument; fewer in quick mode
+constexpr int kBarrierSlots = 6;     // barrier test: words per writer, reused every 6 rounds
+constexpr unsigned kBlock = 256;     // threads of a block-scope kernel
 
 struct team_set {
   shoal::device_team handle[3];

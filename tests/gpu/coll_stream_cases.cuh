@@ -30,8 +30,8 @@ constexpr size_t kGuard = 256;                                // poisoned bytes 
 constexpr size_t kLargeBytes = size_t{1} << 20;               // "large" of the full matrix (several channels)
 constexpr size_t kHugeBytes = size_t{4} << 20;                // 4 MiB per PE, on a subset
 constexpr size_t kBufBytes = kHugeBytes + 8192 + 2 * kGuard;  // each of the two symmetric test buffers
-constexpr int kBackToBack = 100;
-constexpr int kReplays = 50;
+const int kBackToBack = rounds(100);
+const int kReplays = rounds(50);
 constexpr int kSlotRows = 4;  // barrier check: rows of slots, reused every kSlotRows rounds
 
 /// The salt a kernel uses: base, plus a device word when set (a graph's replays change it).

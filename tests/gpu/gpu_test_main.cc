@@ -121,6 +121,13 @@ void fail(const char* fmt, ...) {
 
 long failures() { return failures_; }
 
+bool quick() {
+  const char* v = std::getenv("SHOAL_GPU_TEST_QUICK");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+int rounds(int full) { return quick() ? std::max(2, full / 20) : full; }
+
 bool check_bytes(const char* what, const void* seen, const void* expected, size_t num_bytes) {
   auto* s = static_cast<const uint8_t*>(seen);
   auto* e = static_cast<const uint8_t*>(expected);

@@ -18,7 +18,7 @@ namespace shoal_test {
 namespace {
 
 constexpr size_t kWords = 4099;  // odd: not a multiple of any vector width
-constexpr int kReplays = 100;
+const int kReplays = rounds(100);
 
 __host__ __device__ uint32_t word_of(int pe, unsigned long long replay, size_t i) {
   return 0x9E3779B9u * static_cast<uint32_t>(i + 1) ^ static_cast<uint32_t>(replay * 7919u) ^
