@@ -28,7 +28,7 @@
 # (seconds): SHOAL_GPU_BUILD_TIMEOUT (480), SHOAL_BENCH_TIMEOUT (200, each RMA binary), SHOAL_COLL_TIMEOUT (300,
 # each collective binary), SHOAL_SWEEP_TIMEOUT (90, each sweep configuration). PEs: SHOAL_GPU_TEST_PES (the
 # GPU tests' PE counts, "2"; "2;4;8" on an 8-GPU node) and SHOAL_BENCH_PES (2). SHOAL_GPU_BUILD_DIR: the build
-# folder (build/gpu). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
+# folder (build/gpu). SHOAL_NVSHMEM_HOME: the NVSHMEM to compare with (default: python3's nvidia.nvshmem). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
 # (SHOAL_GPU_TEST_SHARE_GPUS=1) under a private MPS daemon that this script starts and stops
 # (scripts/mps.sh); SHOAL_GPU_MPS=0 leaves MPS off, so the PEs are time-sliced (slow, the harshest
 # interleaving).
@@ -84,7 +84,7 @@ if ((node_gpus > 0 && most_pes > node_gpus)); then
   fi
 fi
 nvidia-smi topo -m >"$logs/topo.txt" 2>&1
-nvsh=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+nvsh=${SHOAL_NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)}
 log "nvshmem: ${nvsh:-not found}"
 
 # --- build ---------------------------------------------------------------------------------------------------------
