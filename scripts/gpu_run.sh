@@ -75,6 +75,10 @@ most_pes=$pes
 for n in ${test_pes//;/ }; do ((n > most_pes)) && most_pes=$n; done
 if ((node_gpus > 0 && most_pes > node_gpus)); then
   export SHOAL_GPU_TEST_SHARE_GPUS=1
+  # NVSHMEM beside shoal on a shared GPU: both PEs at MPS's default 100% of the SMs, as shoal's PEs are.
+  # NVSHMEM otherwise falls back to "limited MPG" support (its init then hung in our runs); NCCL cannot
+  # serve two PEs on one GPU, so NVSHMEM's NCCL path is off.
+  export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
   if [[ ${SHOAL_GPU_MPS:-1} != 0 ]] && mps_start; then
     log "PEs share the $node_gpus GPU(s) under a private MPS daemon"
   else

@@ -206,23 +206,24 @@ struct barrier_item final : item {
   uint64_t* slots_ = nullptr;
 };
 
+/// Holds its stream for `ns` nanoseconds (a PE arriving late at its next replay).
 __global__ void delay_kernel(uint64_t ns) {
   const uint64_t start = globaltimer_ns();
   while (globaltimer_ns() - start < ns) {
   }
 }
 
-/// Checks of the test's own setup order (issue 14): SHOAL_TEST_SETUP_DELAY_US=N holds the legacy
-/// stream for N us before the items' poison fills, as a slow or time-sliced GPU may; with
-/// SHOAL_TEST_SETUP_HOLE=1 the test also drops the two orders it needs (fills complete before the
-/// collectives; the replay's salt on the replay stream), as before commit 0b203db. The delayed
-/// run must pass; the delayed run with the hole must fail (ctest registers both, see CMakeLists.txt).
-uint64_t setup_delay_ns() {
-  const char* v = std::getenv("SHOAL_TEST_SETUP_DELAY_US");
-  return v != nullptr ? std::strtoull(v, nullptr, 10) * 1000u : 0;
+/// Checks of the test's own order (issue 14): SHOAL_TEST_CE_HOG_MIB=N queues an N MiB host-to-device
+/// copy on a side stream before each replay's salt copy, so a copy that is not ordered with the replay
+/// stream lands late; SHOAL_TEST_SALT_HOLE=1 writes the salt with a plain cudaMemcpy (legacy stream),
+/// as the test did before commit 0b203db. With the hog the test must pass; with the hog and the hole
+/// it must report wrong data (ctest registers both, see CMakeLists.txt).
+size_t ce_hog_bytes() {
+  const char* v = std::getenv("SHOAL_TEST_CE_HOG_MIB");
+  return v != nullptr ? std::strtoull(v, nullptr, 10) << 20 : 0;
 }
-bool setup_hole() {
-  const char* v = std::getenv("SHOAL_TEST_SETUP_HOLE");
+bool salt_hole() {
+  const char* v = std::getenv("SHOAL_TEST_SALT_HOLE");
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
@@ -230,10 +231,6 @@ bool setup_hole() {
 /// team_sync on team t (each with its own buffers).
 void add_sequence(std::vector<std::unique_ptr<item>>& v, const team_info& t) {
   const size_t b = env().ll_bytes;
-  if (const uint64_t ns = setup_delay_ns(); ns > 0) {
-    delay_kernel<<<1, 1>>>(ns);  // legacy stream: the fills below queue behind it
-    GT_CUDA(cudaGetLastError());
-  }
   v.push_back(std::make_unique<reduce_item<float>>(t, op_sum, false, 1023, false));
   v.push_back(std::make_unique<reduce_item<int64_t>>(t, op_xor, false, 3 * b / 8 + 5, false));
   v.push_back(std::make_unique<reduce_item<double>>(t, op_min, false, b / 8 + 3, true));
@@ -248,10 +245,6 @@ void add_sequence(std::vector<std::unique_ptr<item>>& v, const team_info& t) {
   v.push_back(std::make_unique<move_item>(t, mv_alltoall, b + 1));
   v.push_back(std::make_unique<barrier_item>(t, false));
   v.push_back(std::make_unique<barrier_item>(t, true));
-  // The items' poison fills are cudaMemset calls: work on the legacy default stream, asynchronous to
-  // the host. The collectives run on non-blocking streams, which do not wait for the legacy stream, so
-  // the fills must be complete here, before any PE can start a collective on these buffers.
-  if (!setup_hole()) GT_CUDA(cudaDeviceSynchronize());
 }
 
 GPU_TEST(back_to_back_100_rounds) {
@@ -299,6 +292,15 @@ GPU_TEST(cuda_graph_50_replays) {
   GT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
   if (me() == 0) std::printf("captured graph: %zu collectives, %zu nodes\n", items.size(), nodes);
   if (nodes < items.size()) fail("the graph has %zu nodes for %zu collectives", nodes, items.size());
+  const size_t hog_bytes = ce_hog_bytes();
+  void* hog_src = nullptr;
+  void* hog_dst = nullptr;
+  cudaStream_t hog_stream = nullptr;
+  if (hog_bytes > 0) {
+    GT_CUDA(cudaMallocHost(&hog_src, hog_bytes));
+    GT_CUDA(cudaMalloc(&hog_dst, hog_bytes));
+    GT_CUDA(cudaStreamCreateWithFlags(&hog_stream, cudaStreamNonBlocking));
+  }
   const uint32_t base = next_salt() * 1000u;
   // Adversarial interleaving: before each replay, each PE holds its stream for a pseudo-random 0-255 us
   // (different per PE and replay), so PEs enter the graph's collectives in every order; with the
@@ -311,7 +313,8 @@ GPU_TEST(cuda_graph_50_replays) {
     GT_CUDA(cudaGetLastError());
     // New data for this replay, in stream order: a plain cudaMemcpy goes through the legacy stream and
     // may return before the copy lands, so the graph (on a non-blocking stream) could read the old salt.
-    if (setup_hole())
+    if (hog_bytes > 0) GT_CUDA(cudaMemcpyAsync(hog_dst, hog_src, hog_bytes, cudaMemcpyHostToDevice, hog_stream));
+    if (salt_hole())
       GT_CUDA(cudaMemcpy(salt_word, &salt, sizeof(salt), cudaMemcpyHostToDevice));
     else
       GT_CUDA(cudaMemcpyAsync(salt_word, &salt, sizeof(salt), cudaMemcpyHostToDevice, s));
@@ -326,6 +329,12 @@ GPU_TEST(cuda_graph_50_replays) {
   GT_CUDA(cudaGraphDestroy(graph));
   GT_CUDA(cudaStreamDestroy(s));
   GT_CUDA(cudaFree(salt_word));
+  if (hog_bytes > 0) {
+    GT_CUDA(cudaStreamSynchronize(hog_stream));
+    GT_CUDA(cudaStreamDestroy(hog_stream));
+    GT_CUDA(cudaFree(hog_dst));
+    GT_CUDA(cudaFreeHost(hog_src));
+  }
 }
 
 }  // namespace

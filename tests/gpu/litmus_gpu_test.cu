@@ -7,7 +7,7 @@
 // reads the slot. A violation is seeing the flag but not the data (any word != i): the memory model
 // forbids it. Every iteration is checked: the writer keeps at most kSlots iterations ahead, using
 // the reader's acknowledgements (reader: reads -> fence -> p(ack, i), every 4th i). One persistent kernel per PE
-// runs all iterations; >= 1,000,000 per variant (SHOAL_LITMUS_ITERATIONS may raise it; 20,000 in quick mode,
+// runs all iterations; >= 1,000,000 per variant (SHOAL_LITMUS_ITERATIONS may raise it; 10,000 in quick mode,
 // SHOAL_GPU_TEST_QUICK=1, for PEs time-sliced on one GPU).
 #include <cuda_runtime.h>
 
@@ -46,7 +46,7 @@ struct litmus_shared {
 uint64_t iterations() {
   const char* v = std::getenv("SHOAL_LITMUS_ITERATIONS");
   const uint64_t n = v != nullptr ? std::strtoull(v, nullptr, 10) : 0;
-  const uint64_t floor = quick() ? kMinIterations / 50 : kMinIterations;  // quick: time-sliced runs
+  const uint64_t floor = quick() ? kMinIterations / 100 : kMinIterations;  // quick: time-sliced runs
   return n > floor ? n : floor;
 }
 
