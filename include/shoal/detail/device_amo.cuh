@@ -23,6 +23,42 @@ __device__ __forceinline__ void check_amo_type() {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "shoal atomics work on 4- and 8-byte types");
 }
 
+/// The fetching AMOs, as .global atom.relaxed.sys on the peer's word (ptx.cuh says why .global).
+enum class fetch_op { add, and_, or_, xor_, exch };
+
+/// Old value of `remote` after `kOp` with value (integers on their same-size unsigned bits: add is
+/// the same for signed and unsigned; float and double add natively).
+template <fetch_op kOp, class T>
+__device__ __forceinline__ T atom_fetch(T* remote, T value) {
+  if constexpr (std::is_floating_point_v<T> && kOp == fetch_op::add) {
+    return ptx::atom_add_relaxed_sys(remote, value);
+  } else {
+    using U = red_word<T>;
+    U* word = reinterpret_cast<U*>(remote);
+    const U bits = bits_as<U>(value);
+    U old;
+    if constexpr (kOp == fetch_op::add) {
+      old = ptx::atom_add_relaxed_sys(word, bits);
+    } else if constexpr (kOp == fetch_op::and_) {
+      old = ptx::atom_and_relaxed_sys(word, bits);
+    } else if constexpr (kOp == fetch_op::or_) {
+      old = ptx::atom_or_relaxed_sys(word, bits);
+    } else if constexpr (kOp == fetch_op::xor_) {
+      old = ptx::atom_xor_relaxed_sys(word, bits);
+    } else {
+      old = ptx::atom_exch_relaxed_sys(word, bits);
+    }
+    return bits_as<T>(old);
+  }
+}
+
+/// Old value of `remote`; value written when it equals cond (compare on the bits).
+template <class T>
+__device__ __forceinline__ T atom_compare_swap(T* remote, T cond, T value) {
+  using U = red_word<T>;
+  return bits_as<T>(ptx::atom_cas_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(cond), bits_as<U>(value)));
+}
+
 enum class bitwise_op { and_, or_, xor_ };
 
 /// red.{and,or,xor}.relaxed.sys of `value` into `dest`'s copy on `pe` (no ordering; fence first).

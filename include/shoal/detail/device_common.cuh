@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
@@ -24,6 +25,15 @@
 #endif
 
 namespace shoal::detail {
+
+/// The bits of v as a To of the same size.
+template <class To, class From>
+__device__ __forceinline__ To bits_as(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To t;
+  memcpy(&t, &v, sizeof(To));
+  return t;
+}
 
 /// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): prints
 /// it and traps. The cold branch of peer_local: device-initiated operations over the proxy path

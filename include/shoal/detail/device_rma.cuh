@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "shoal/detail/device_common.cuh"
@@ -15,14 +14,6 @@
 #include "shoal/device_world.hpp"
 
 namespace shoal::detail {
-
-template <class To, class From>
-__device__ __forceinline__ To bits_as(From v) {
-  static_assert(sizeof(To) == sizeof(From));
-  To t;
-  memcpy(&t, &v, sizeof(To));
-  return t;
-}
 
 /// One element of `sized` RMA (putN/iputN) with N/8 bytes.
 template <int kBits>

@@ -1,7 +1,7 @@
 // Device atomics (AMO) on the explicit handle: the OpenSHMEM set (fetch, set, swap, compare_swap,
 // fetch_inc, inc, fetch_add, add, fetch_and/or/xor, and/or/xor) plus float/double add/fetch_add.
-// One thread (no scope argument). System-scope atomics on the peer's address: atom.<op>.relaxed.sys (through
-// cuda::atomic_ref<T, thread_scope_system>) when a value comes back, red.relaxed.sys otherwise.
+// One thread (no scope argument). System-scope atomics on the peer's address: atom.relaxed.sys.global.<op>
+// when a value comes back, red.relaxed.sys otherwise; fetch and set through cuda::atomic_ref.
 #pragma once
 
 #include <cstdint>
@@ -42,23 +42,21 @@ template <class T>
 __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_swap");
-  return detail::sys_atomic<T>(*remote).exchange(value, cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::exch>(remote, value);
 }
 /// If dest == cond, writes value; returns the old value either way (atom.cas).
 template <class T>
 __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_compare_swap");
-  T expected = cond;
-  detail::sys_atomic<T>(*remote).compare_exchange_strong(expected, value, cuda::memory_order_relaxed);
-  return expected;
+  return detail::atom_compare_swap(remote, cond, value);
 }
 /// Adds value, returns the old value (atom.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_add");
-  return detail::sys_atomic<T>(*remote).fetch_add(value, cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::add>(remote, value);
 }
 /// Adds value (red.add; integers, float, double).
 template <class T>
@@ -77,7 +75,7 @@ template <class T>
 __device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_inc");
-  return detail::sys_atomic<T>(*remote).fetch_add(T(1), cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::add>(remote, T(1));
 }
 /// Adds 1.
 template <class T>
@@ -92,19 +90,19 @@ template <class T>
 __device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_and");
-  return detail::sys_atomic<T>(*remote).fetch_and(value, cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::and_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_or");
-  return detail::sys_atomic<T>(*remote).fetch_or(value, cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::or_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
   T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_xor");
-  return detail::sys_atomic<T>(*remote).fetch_xor(value, cuda::memory_order_relaxed);
+  return detail::atom_fetch<detail::fetch_op::xor_>(remote, value);
 }
 /// Bitwise and/or/xor with value (red.and/or/xor; integer T).
 template <class T>

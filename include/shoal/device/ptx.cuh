@@ -122,13 +122,37 @@ __device__ __forceinline__ void red_xor_relaxed_sys(uint64_t* addr, uint64_t val
   asm volatile("red.relaxed.sys.global.xor.b64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
 }
 
-// --- atomics with a result: relaxed, system scope --------------------------------------------
-// (amo.cuh uses cuda::atomic_ref<T, thread_scope_system>, which emits atom.<op>.relaxed.sys; these
-// two are the explicit forms for callers that want the .global state space and no libcu++.)
+// --- atomics with a result: relaxed, system scope, .global state space ----------------------
+// Peer heap words are always global memory. Naming the state space matters: a generic atom (what
+// cuda::atomic_ref emits) compiles to ATOM.E plus a branch for the shared-memory window, a .global
+// one to a single ATOMG, the instruction NVSHMEM's atomicAdd_system compiles to (cuobjdump -sass).
 
-__device__ __forceinline__ uint64_t atom_add_relaxed_sys(uint64_t* addr, uint64_t value) {
-  uint64_t old;
-  asm volatile("atom.relaxed.sys.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(addr), "l"(value) : "memory");
+#define SHOAL_PTX_ATOM_FETCH(name, op, ty, ctype, c)                                                                   \
+  __device__ __forceinline__ ctype name(ctype* addr, ctype value) {                                                    \
+    ctype old;                                                                                                         \
+    asm volatile("atom.relaxed.sys.global." op "." ty " %0, [%1], %2;" : "=" c(old) : "l"(addr), c(value) : "memory"); \
+    return old;                                                                                                        \
+  }
+SHOAL_PTX_ATOM_FETCH(atom_add_relaxed_sys, "add", "u32", uint32_t, "r")
+SHOAL_PTX_ATOM_FETCH(atom_add_relaxed_sys, "add", "u64", uint64_t, "l")
+SHOAL_PTX_ATOM_FETCH(atom_add_relaxed_sys, "add", "f32", float, "f")
+SHOAL_PTX_ATOM_FETCH(atom_add_relaxed_sys, "add", "f64", double, "d")
+SHOAL_PTX_ATOM_FETCH(atom_and_relaxed_sys, "and", "b32", uint32_t, "r")
+SHOAL_PTX_ATOM_FETCH(atom_and_relaxed_sys, "and", "b64", uint64_t, "l")
+SHOAL_PTX_ATOM_FETCH(atom_or_relaxed_sys, "or", "b32", uint32_t, "r")
+SHOAL_PTX_ATOM_FETCH(atom_or_relaxed_sys, "or", "b64", uint64_t, "l")
+SHOAL_PTX_ATOM_FETCH(atom_xor_relaxed_sys, "xor", "b32", uint32_t, "r")
+SHOAL_PTX_ATOM_FETCH(atom_xor_relaxed_sys, "xor", "b64", uint64_t, "l")
+SHOAL_PTX_ATOM_FETCH(atom_exch_relaxed_sys, "exch", "b32", uint32_t, "r")
+SHOAL_PTX_ATOM_FETCH(atom_exch_relaxed_sys, "exch", "b64", uint64_t, "l")
+#undef SHOAL_PTX_ATOM_FETCH
+
+__device__ __forceinline__ uint32_t atom_cas_relaxed_sys(uint32_t* addr, uint32_t expected, uint32_t desired) {
+  uint32_t old;
+  asm volatile("atom.relaxed.sys.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old)
+               : "l"(addr), "r"(expected), "r"(desired)
+               : "memory");
   return old;
 }
 __device__ __forceinline__ uint64_t atom_cas_relaxed_sys(uint64_t* addr, uint64_t expected, uint64_t desired) {
