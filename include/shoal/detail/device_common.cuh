@@ -77,12 +77,18 @@ __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, con
 #endif
 }
 
-/// `p`'s copy on `pe` as seen from this GPU: region + peer_local(pe)*stride + (p - heap_base).
+/// `p`'s copy on the PE of node-local index `local` (peer_local's result): region + local*stride +
+/// (p - heap_base). For calls that address several words on one PE with one path-table lookup.
 template <class T>
-__device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {
-  const int64_t local = peer_local(w, pe, call);
+__device__ __forceinline__ T* local_peer_ptr(const device_world& w, T* p, int64_t local) {
   const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
   return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
+}
+
+/// `p`'s copy on `pe` as seen from this GPU.
+template <class T>
+__device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {
+  return local_peer_ptr(w, p, peer_local(w, pe, call));
 }
 
 /// This PE's shoal sync words (device_sync) in its own heap.

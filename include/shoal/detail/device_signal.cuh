@@ -37,9 +37,10 @@ __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                               const char* call) {
   check_sig_op(w, sig_op, call);
-  // Both peer addresses before the copy: after the scope barrier no path-table load is left.
-  uint64_t* remote_sig = peer_ptr(w, sig_addr, pe, call);
-  copy_to_remote<Scope>(peer_ptr(w, dest, pe, call), source, nbytes);
+  // One path-table lookup for both addresses, before the copy: none is left after the scope barrier.
+  const int64_t local = peer_local(w, pe, call);
+  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
+  copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
   Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
   if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
 }
@@ -51,8 +52,9 @@ __device__ __forceinline__ void putmem_signal_tma(const device_world& w, void* d
                                                   uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, void* smem,
                                                   const char* call) {
   check_sig_op(w, sig_op, call);
-  uint64_t* remote_sig = peer_ptr(w, sig_addr, pe, call);
-  copy_to_remote_block_tma<kStages, kStageBytes>(peer_ptr(w, dest, pe, call), source, nbytes, smem);
+  const int64_t local = peer_local(w, pe, call);
+  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
+  copy_to_remote_block_tma<kStages, kStageBytes>(local_peer_ptr(w, dest, local), source, nbytes, smem);
   if (block_scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
 }
 
