@@ -144,6 +144,7 @@ if [[ $what == bench || $what == rma || $what == all ]]; then
   t0=$(date +%s)
   bench/run_gpu_bench.sh "$build" "$bench_dir" "${rma_set[@]}" "$@" >"$logs/bench_rma.log" 2>&1
   log "rma bench rc=$? $(( $(date +%s) - t0 )) s"
+  grep -h "shoal-bench-nvshmem: NVSHMEM" "$logs/bench_rma.log" | head -1 | tee -a "$summary"
   tail -30 "$logs/bench_rma.log" >>"$summary"
 fi
 

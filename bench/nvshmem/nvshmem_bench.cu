@@ -1,5 +1,6 @@
 // The nvcc -rdc part of shoal-bench-nvshmem: NVSHMEM init through the UID bootstrap, then the shared
 // driver (bench/device/driver.cuh) on the NVSHMEM adapter, then the collectives (nvshmem_coll_bench.cu).
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,12 @@ bool run(int rank, int size, const unique_id& uid, const options& opts, const se
     throw std::runtime_error("NVSHMEM numbered this PE " + std::to_string(nvshmem_my_pe()) + " of " +
                              std::to_string(nvshmem_n_pes()) + ", the launcher " + std::to_string(rank) + " of " +
                              std::to_string(size));
+  if (rank == 0) {  // results name the NVSHMEM they were measured against (the summary greps this line)
+    int major = 0, minor = 0, patch = 0;
+    nvshmemx_vendor_get_version_info(&major, &minor, &patch);
+    std::printf("shoal-bench-nvshmem: NVSHMEM %d.%d.%d, %d PEs\n", major, minor, patch, size);
+    std::fflush(stdout);
+  }
   bool passed = true;
   if (sel.rma) {
     dev::driver<dev::nvshmem_api> d(opts, rows, "cuda");
