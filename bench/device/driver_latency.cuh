@@ -210,7 +210,8 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  auto* words = static_cast<uint64_t*>(Api::host_calloc(2 * sizeof(uint64_t)));  // raw: [0] thread, [1] block
+  // raw: [0] thread, [1] block; raw-fenced: [2] thread, [3] block
+  auto* words = static_cast<uint64_t*>(Api::host_calloc(4 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
   const int warm = loop_warmup();
@@ -224,11 +225,19 @@ void driver<Api>::barrier_latency() {
     const std::string label = v.block ? "block/1x" + std::to_string(threads) : "thread";
     const int block_threads = v.block ? threads : 1;
     double raw_us = 0;
+    double fenced_us = 0;
     if (raw_ok) {
       uint64_t* mine = words + (v.block ? 1 : 0);
       uint64_t* theirs = remote(mine, peer_);
       raw_us = barrier_run("raw barrier", iters, warm, [&](int first, int count) {
-        raw_barrier_kernel<<<1, block_threads, 0, stream_>>>(mine, theirs, static_cast<uint64_t>(first), count, ctx_);
+        raw_barrier_kernel<false>
+            <<<1, block_threads, 0, stream_>>>(mine, theirs, static_cast<uint64_t>(first), count, ctx_);
+      });
+      uint64_t* mine_f = words + (v.block ? 3 : 2);
+      uint64_t* theirs_f = remote(mine_f, peer_);
+      fenced_us = barrier_run("raw fenced barrier", iters, warm, [&](int first, int count) {
+        raw_barrier_kernel<true>
+            <<<1, block_threads, 0, stream_>>>(mine_f, theirs_f, static_cast<uint64_t>(first), count, ctx_);
       });
     }
     const double us = barrier_run(v.block ? "sync_all_block" : "barrier_all", iters, warm, [&](int, int count) {
@@ -244,7 +253,10 @@ void driver<Api>::barrier_latency() {
         r.baseline = "raw";
       }
       add(r, true);
-      if (raw_ok) add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
+      if (raw_ok) {
+        add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
+        add(make("barrier_latency", "raw-fenced", label, 0, iters, fenced_us), true);
+      }
     }
   }
   Api::host_barrier();

@@ -17,6 +17,7 @@
 
 #include <type_traits>
 
+#include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 
 namespace shoal::bench::dev {
@@ -416,10 +417,14 @@ __global__ void sync_all_block_kernel(int count) {
 
 /// Baseline for 2 PEs: a raw flag barrier. Thread 0 stores epoch to the peer's word (volatile) and
 /// polls its own until the peer's epoch arrives; with more than one thread, __syncthreads around it.
+/// kFenced: fence.acq_rel.sys before the store, the least a barrier_all needs to order this PE's
+/// earlier writes to peers (the bound for any barrier that does: "raw-fenced" rows).
+template <bool kFenced>
 __global__ void raw_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uint64_t first, int count, kernel_ctx ctx) {
   for (int i = 0; i < count; ++i) {
     const uint64_t epoch = first + i;
     if (blockDim.x > 1) __syncthreads();
+    if (kFenced && threadIdx.x == 0) ptx::fence_acq_rel_sys();
     if (threadIdx.x == 0) *reinterpret_cast<volatile uint64_t*>(peer_word) = epoch;
     if (blockDim.x > 1) {
       if (!block_wait_ge(my_word, epoch, ctx, 5)) return;
