@@ -3,6 +3,8 @@
 // slots of each token and sums weight_k * row_k in FP32, rounding once to BF16.
 #include <cuda_bf16.h>
 
+#include <algorithm>
+
 #include "ll_common.cuh"
 
 namespace shoal::ep_ll {
@@ -35,54 +37,58 @@ __global__ void __launch_bounds__(kThreads) send_kernel(combine_params p) {
     const int t = a.src_info[row];
     const size_t slot = static_cast<size_t>(e) * p.max_tokens + t;
     shoal::device::putmem_signal(shoal::warp, p.w, p.h.combine_data + slot * row_nbytes,
-                                 static_cast<const char*>(a.x) + row * row_nbytes, row_nbytes,
-                                 p.h.combine_flag + slot, tag, SHOAL_SIGNAL_SET, r);
+                                 static_cast<const char*>(a.x) + row * row_nbytes, row_nbytes, p.h.combine_flag + slot,
+                                 tag, SHOAL_SIGNAL_SET, r);
   }
 }
 
-/// One block per token: waits for its experts' slots, then the weighted FP32 sum.
+/// One token: waits for its experts' slots, then the weighted FP32 sum.
+__device__ void recv_token(const combine_params& p, int t, uint64_t tag, int* s_expert, float* s_weight) {
+  const combine_args& a = p.a;
+  const int K = a.num_topk, tid = threadIdx.x;
+  if (tid < K) {
+    const int64_t e64 = a.topk_idx[static_cast<size_t>(t) * K + tid];
+    const int e = (e64 >= 0 && e64 < p.num_experts) ? static_cast<int>(e64) : -1;
+    s_expert[tid] = e;
+    s_weight[tid] = a.topk_weights[static_cast<size_t>(t) * K + tid];
+    if (e >= 0) {
+      const uint64_t start = ptx::globaltimer();
+      shoal::device::signal_wait_until(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t, SHOAL_CMP_GE,
+                                       tag);
+      detail::add_wait_cost(a.wait_recv_cost_stats, e / p.num_local, start);
+    }
+  }
+  __syncthreads();
+  const size_t row_nbytes = static_cast<size_t>(p.hidden) * 2;
+  const int chunks = p.hidden / 8;
+  for (int c = tid; c < chunks; c += blockDim.x) {
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int k = 0; k < K; ++k) {
+      const int e = s_expert[k];
+      if (e < 0) continue;
+      const char* src = p.h.combine_data + (static_cast<size_t>(e) * p.max_tokens + t) * row_nbytes;
+      const int4 raw = reinterpret_cast<const int4*>(src)[c];
+      const auto* v = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(v[i]);
+        acc[2 * i] += s_weight[k] * f.x;
+        acc[2 * i + 1] += s_weight[k] * f.y;
+      }
+    }
+    int4 out;
+    auto* o = reinterpret_cast<__nv_bfloat162*>(&out);
+    for (int i = 0; i < 4; ++i) o[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+    reinterpret_cast<int4*>(static_cast<__nv_bfloat16*>(a.out) + static_cast<size_t>(t) * p.hidden)[c] = out;
+  }
+  __syncthreads();  // s_expert / s_weight are reused by the next token
+}
+
+/// The receive kernel: each block takes tokens in turn.
 __global__ void __launch_bounds__(kThreads) recv_kernel(combine_params p) {
   __shared__ int s_expert[kMaxTopk];
   __shared__ float s_weight[kMaxTopk];
-  const combine_args& a = p.a;
-  const int t = blockIdx.x, K = a.num_topk, tid = threadIdx.x;
   const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot);
-  if (t < a.num_tokens) {
-    if (tid < K) {
-      const int64_t e64 = a.topk_idx[static_cast<size_t>(t) * K + tid];
-      const int e = (e64 >= 0 && e64 < p.num_experts) ? static_cast<int>(e64) : -1;
-      s_expert[tid] = e;
-      s_weight[tid] = a.topk_weights[static_cast<size_t>(t) * K + tid];
-      if (e >= 0) {
-        const uint64_t start = ptx::globaltimer();
-        shoal::device::signal_wait_until(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t,
-                                         SHOAL_CMP_GE, tag);
-        detail::add_wait_cost(a.wait_recv_cost_stats, e / p.num_local, start);
-      }
-    }
-    __syncthreads();
-    const size_t row_nbytes = static_cast<size_t>(p.hidden) * 2;
-    const int chunks = p.hidden / 8;
-    for (int c = tid; c < chunks; c += blockDim.x) {
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      for (int k = 0; k < K; ++k) {
-        const int e = s_expert[k];
-        if (e < 0) continue;
-        const char* src = p.h.combine_data + (static_cast<size_t>(e) * p.max_tokens + t) * row_nbytes;
-        const int4 raw = reinterpret_cast<const int4*>(src)[c];
-        const auto* v = reinterpret_cast<const __nv_bfloat162*>(&raw);
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __bfloat1622float2(v[i]);
-          acc[2 * i] += s_weight[k] * f.x;
-          acc[2 * i + 1] += s_weight[k] * f.y;
-        }
-      }
-      int4 out;
-      auto* o = reinterpret_cast<__nv_bfloat162*>(&out);
-      for (int i = 0; i < 4; ++i) o[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-      reinterpret_cast<int4*>(static_cast<__nv_bfloat16*>(a.out) + static_cast<size_t>(t) * p.hidden)[c] = out;
-    }
-  }
+  for (int t = blockIdx.x; t < p.a.num_tokens; t += gridDim.x) recv_token(p, t, tag, s_expert, s_weight);
   detail::finish_receive(p.ws, p.epoch_slot);
 }
 
@@ -111,7 +117,8 @@ void combine_send(const layout& lay, const device_world& w, const combine_args& 
 
 void combine_recv(const layout& lay, const device_world& w, const combine_args& a, void* stream) {
   const combine_params p = params_of(lay, w, a);
-  recv_kernel<<<a.num_tokens > 0 ? a.num_tokens : 1, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  recv_kernel<<<std::max(1, std::min(a.num_tokens, a.recv_blocks)), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      p);
   detail::check_launch("shoal::ep_ll::combine_recv");
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ll_common.cuh"
@@ -25,8 +26,8 @@ struct send_params {
 };
 
 __device__ __forceinline__ void fail_unreachable(const device_world& w, int pe) {
-  printf("shoal: PE %d: shoal::ep_ll dispatch: PE %d is not load/store-reachable (low-latency EP needs it)\n",
-         w.my_pe, pe);
+  printf("shoal: PE %d: shoal::ep_ll dispatch: PE %d is not load/store-reachable (low-latency EP needs it)\n", w.my_pe,
+         pe);
   __trap();
 }
 
@@ -96,8 +97,8 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
   __syncthreads();
   if (has_token) {
     const int chunks = p.hidden / 8;  // 8 channels (one int4 of BF16) per chunk
-    const auto* row = reinterpret_cast<const int4*>(static_cast<const __nv_bfloat16*>(a.x) +
-                                                    static_cast<size_t>(t) * p.hidden);
+    const auto* row =
+        reinterpret_cast<const int4*>(static_cast<const __nv_bfloat16*>(a.x) + static_cast<size_t>(t) * p.hidden);
     for (int c = tid; c < chunks; c += blockDim.x) {
       const int4 raw = row[c];
       if (a.fp8) {
@@ -140,17 +141,15 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
   }
 }
 
-/// One block per (local expert l, source rank r): waits for the counts of every source rank for l
-/// (the offset of r's rows is the sum of the counts before it), then copies r's rows.
-__global__ void __launch_bounds__(kThreads) recv_kernel(send_params p) {
-  __shared__ int s_count[kMaxRanks];
+/// One (local expert l, source rank r): waits for the counts of every source rank for l (the offset
+/// of r's rows is the sum of the counts before it), then copies r's rows.
+__device__ void recv_pair(const send_params& p, int l, int r, uint64_t tag, int* s_count) {
   const dispatch_args& a = p.a;
-  const int l = blockIdx.x / p.num_ranks, r = blockIdx.x % p.num_ranks, tid = threadIdx.x;
-  const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot) << 32;
+  const int tid = threadIdx.x;
   for (int j = tid; j < p.num_ranks; j += blockDim.x) {
     const uint64_t start = ptx::globaltimer();
-    const uint64_t v = shoal::device::signal_wait_until(p.w, p.h.dispatch_sig + static_cast<size_t>(l) * p.num_ranks + j,
-                                                        SHOAL_CMP_GE, tag);
+    const uint64_t v = shoal::device::signal_wait_until(
+        p.w, p.h.dispatch_sig + static_cast<size_t>(l) * p.num_ranks + j, SHOAL_CMP_GE, tag);
     s_count[j] = static_cast<int>(v & 0xffffffffu);
     if (j == r) detail::add_wait_cost(a.wait_recv_cost_stats, j, start);
   }
@@ -197,6 +196,16 @@ __global__ void __launch_bounds__(kThreads) recv_kernel(send_params p) {
       }
     }
   }
+}
+
+/// The receive kernel: each block takes (local expert, source rank) pairs in turn.
+__global__ void __launch_bounds__(kThreads) recv_kernel(send_params p) {
+  __shared__ int s_count[kMaxRanks];
+  const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot) << 32;
+  for (int pair = blockIdx.x; pair < p.num_experts; pair += gridDim.x) {
+    recv_pair(p, pair / p.num_ranks, pair % p.num_ranks, tag, s_count);
+    __syncthreads();  // s_count is reused by the next pair
+  }
   detail::finish_receive(p.ws, p.epoch_slot);
 }
 
@@ -232,7 +241,8 @@ void dispatch_send(const layout& lay, const device_world& w, const dispatch_args
 
 void dispatch_recv(const layout& lay, const device_world& w, const dispatch_args& a, void* stream) {
   const send_params p = params_of(lay, w, a);
-  recv_kernel<<<lay.num_experts, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  recv_kernel<<<std::max(1, std::min(lay.num_experts, a.recv_blocks)), kThreads, 0,
+                static_cast<cudaStream_t>(stream)>>>(p);
   detail::check_launch("shoal::ep_ll::dispatch_recv");
 }
 

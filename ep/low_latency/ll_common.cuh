@@ -37,7 +37,8 @@ inline int32_t* send_done_of(const layout& lay, char* buffer, int half) {
 /// Throws shoal::error naming `call` when a launch failed.
 inline void check_launch(const char* call) {
   const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw shoal::error(errc::cuda, call, std::string("kernel launch: ") + cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    throw shoal::error(errc::cuda, call, std::string("kernel launch: ") + cudaGetErrorString(err));
 }
 
 /// The tag a call on epoch slot `slot` uses: completed calls + 1 (never 0, grows forever).

@@ -70,7 +70,7 @@ NB_MODULE(_ep_ll, m) {
          int num_experts, std::uintptr_t x, std::uintptr_t topk_idx, int num_tokens, int num_topk, bool fp8,
          bool round_scale, bool ue8m0, std::uintptr_t recv_x, std::uintptr_t recv_scales, std::uintptr_t src_info,
          std::uintptr_t layout_range, std::uintptr_t recv_count, std::uintptr_t cumulative_stats,
-         std::uintptr_t wait_stats, std::uintptr_t stream) {
+         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::dispatch_args a;
@@ -90,6 +90,7 @@ NB_MODULE(_ep_ll, m) {
         a.recv_count = as<int32_t>(recv_count);
         a.cumulative_recv_stats = as<int32_t>(cumulative_stats);
         a.wait_recv_cost_stats = as<int64_t>(wait_stats);
+        a.recv_blocks = recv_blocks;
         if (send) ll::dispatch_send(lay, w, a, as_stream(stream));
         if (recv) ll::dispatch_recv(lay, w, a, as_stream(stream));
       },
@@ -100,7 +101,7 @@ NB_MODULE(_ep_ll, m) {
       [](bool send, bool recv, std::uintptr_t buffer, int half, int max_tokens, int hidden, int num_ranks,
          int num_experts, std::uintptr_t x, std::uintptr_t src_info, std::uintptr_t layout_range,
          std::uintptr_t topk_idx, std::uintptr_t topk_weights, int num_tokens, int num_topk, std::uintptr_t out,
-         std::uintptr_t wait_stats, std::uintptr_t stream) {
+         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::combine_args a;
@@ -115,6 +116,7 @@ NB_MODULE(_ep_ll, m) {
         a.half = half;
         a.out = as<void>(out);
         a.wait_recv_cost_stats = as<int64_t>(wait_stats);
+        a.recv_blocks = recv_blocks;
         if (send) ll::combine_send(lay, w, a, as_stream(stream));
         if (recv) ll::combine_recv(lay, w, a, as_stream(stream));
       },

@@ -116,6 +116,9 @@ class LowLatency:
         _core.barrier_all()
         self._dispatch_half = 0
         self._combine_half = 0
+        #: Most blocks a receive kernel uses. Its blocks poll for peers' data, so on a GPU shared by
+        #: several PEs (MPS) they must leave SMs for the peers' send kernels.
+        self.num_recv_blocks = 64
 
     def destroy(self) -> None:
         """Frees the symmetric buffer (collective)."""
@@ -211,7 +214,8 @@ class LowLatency:
             _ep_ll.dispatch(send, recv, self._addr, half, m, hidden, r, e, ptr(x), ptr(topk_idx), num_tokens, k,
                             bool(use_fp8), bool(round_scale), bool(use_ue8m0), ptr(recv_x), ptr(scales),
                             ptr(src_info), ptr(layout_range), ptr(count), ptr(cumulative_local_expert_recv_stats),
-                            ptr(dispatch_wait_recv_cost_stats), torch.cuda.current_stream(dev).cuda_stream)
+                            ptr(dispatch_wait_recv_cost_stats), torch.cuda.current_stream(dev).cuda_stream,
+                            self.num_recv_blocks)
 
         launch(True, not return_recv_hook)
         hook: Optional[Callable[[], None]] = (lambda: launch(False, True)) if return_recv_hook else None
@@ -266,7 +270,7 @@ class LowLatency:
             _ep_ll.combine(send, recv, self._addr, half, m, hidden, r, e, int(x.data_ptr()), int(src_info.data_ptr()),
                            int(layout_range.data_ptr()), int(topk_idx.data_ptr()), int(topk_weights.data_ptr()),
                            num_tokens, k, int(out.data_ptr()), 0 if stats is None else int(stats.data_ptr()),
-                           torch.cuda.current_stream(self.device).cuda_stream)
+                           torch.cuda.current_stream(self.device).cuda_stream, self.num_recv_blocks)
 
         launch(True, not return_recv_hook)
         hook: Optional[Callable[[], None]] = (lambda: launch(False, True)) if return_recv_hook else None

@@ -20,20 +20,20 @@ inline constexpr int kMaxRanks = 1024;
 /// t source token, M = max tokens per rank.
 struct layout {
   int num_experts = 0, num_ranks = 0, max_tokens = 0, hidden = 0;
-  size_t msg_nbytes = 0;      ///< one dispatch message: 16-byte header (source token), payload, scales
-  size_t half_nbytes = 0;     ///< one half
-  size_t dispatch_sig = 0;    ///< in a half: uint64 [L][R], (epoch tag << 32) | token count from r
-  size_t combine_flag = 0;    ///< in a half: uint64 [E][M], epoch tag once slot (e, t) has arrived
-  size_t dispatch_data = 0;   ///< in a half: [L][R][M] messages
-  size_t combine_data = 0;    ///< in a half: bf16 [E][M][hidden], expert e's output for token t
-  size_t combine_send = 0;    ///< in a half: bf16 [L][R*M][hidden], the zero-copy combine buffer
-  size_t total_nbytes = 0;    ///< workspace + two halves
+  size_t msg_nbytes = 0;     ///< one dispatch message: 16-byte header (source token), payload, scales
+  size_t half_nbytes = 0;    ///< one half
+  size_t dispatch_sig = 0;   ///< in a half: uint64 [L][R], (epoch tag << 32) | token count from r
+  size_t combine_flag = 0;   ///< in a half: uint64 [E][M], epoch tag once slot (e, t) has arrived
+  size_t dispatch_data = 0;  ///< in a half: [L][R][M] messages
+  size_t combine_data = 0;   ///< in a half: bf16 [E][M][hidden], expert e's output for token t
+  size_t combine_send = 0;   ///< in a half: bf16 [L][R*M][hidden], the zero-copy combine buffer
+  size_t total_nbytes = 0;   ///< workspace + two halves
 };
 
 /// Local workspace at the buffer's base (never touched by peers).
 struct workspace {
-  uint64_t epoch[4];         ///< completed calls per (dispatch half 0/1, combine half 0/1)
-  uint32_t blocks_done[4];   ///< receive-kernel blocks finished, per epoch slot (reset by the last)
+  uint64_t epoch[4];        ///< completed calls per (dispatch half 0/1, combine half 0/1)
+  uint32_t blocks_done[4];  ///< receive-kernel blocks finished, per epoch slot (reset by the last)
   uint32_t pad[4];
   // followed by int32 send_done[2][num_experts]: dispatch-send tokens finished per expert
 };
@@ -48,34 +48,36 @@ device_world default_world();
 
 /// Pointers and shapes of one dispatch (both kernels). Device pointers unless said otherwise.
 struct dispatch_args {
-  const void* x = nullptr;          ///< bf16 [T][hidden]
+  const void* x = nullptr;            ///< bf16 [T][hidden]
   const int64_t* topk_idx = nullptr;  ///< [T][K], -1 = none
   int num_tokens = 0, num_topk = 0;
   bool fp8 = true, round_scale = false, ue8m0 = false;
   char* buffer = nullptr;  ///< this PE's symmetric buffer (its base)
   int half = 0;
   // receive side
-  void* recv_x = nullptr;              ///< bf16 or fp8 [L][R*M][hidden]
-  void* recv_scales = nullptr;         ///< float [L][H/128][R*M] or int32 [L][H/512][R*M] (ue8m0)
-  int32_t* recv_src_info = nullptr;    ///< [L][R*M] source token of each row
-  int64_t* layout_range = nullptr;     ///< [L][R] (begin << 32) | count
-  int32_t* recv_count = nullptr;       ///< [L]
+  void* recv_x = nullptr;                    ///< bf16 or fp8 [L][R*M][hidden]
+  void* recv_scales = nullptr;               ///< float [L][H/128][R*M] or int32 [L][H/512][R*M] (ue8m0)
+  int32_t* recv_src_info = nullptr;          ///< [L][R*M] source token of each row
+  int64_t* layout_range = nullptr;           ///< [L][R] (begin << 32) | count
+  int32_t* recv_count = nullptr;             ///< [L]
   int32_t* cumulative_recv_stats = nullptr;  ///< optional [L], += recv_count
   int64_t* wait_recv_cost_stats = nullptr;   ///< optional [R], += ns waited per source rank
+  int recv_blocks = 64;  ///< most blocks of the receive kernel (it polls: leave SMs to PEs sharing the GPU)
 };
 
 /// Pointers and shapes of one combine (both kernels).
 struct combine_args {
-  const void* x = nullptr;                  ///< bf16 [L][R*M][hidden] expert outputs
-  const int32_t* src_info = nullptr;        ///< from dispatch
-  const int64_t* layout_range = nullptr;    ///< from dispatch
-  const int64_t* topk_idx = nullptr;        ///< [T][K] of the tokens this PE dispatched
-  const float* topk_weights = nullptr;      ///< [T][K]
+  const void* x = nullptr;                ///< bf16 [L][R*M][hidden] expert outputs
+  const int32_t* src_info = nullptr;      ///< from dispatch
+  const int64_t* layout_range = nullptr;  ///< from dispatch
+  const int64_t* topk_idx = nullptr;      ///< [T][K] of the tokens this PE dispatched
+  const float* topk_weights = nullptr;    ///< [T][K]
   int num_tokens = 0, num_topk = 0;
   char* buffer = nullptr;
   int half = 0;
   void* out = nullptr;                      ///< bf16 [T][hidden]
   int64_t* wait_recv_cost_stats = nullptr;  ///< optional [R]
+  int recv_blocks = 64;                     ///< most blocks of the receive kernel
 };
 
 /// Send half of dispatch: FP8 cast (if fp8), one message per (token, selected expert) stored into the
