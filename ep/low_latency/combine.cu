@@ -12,12 +12,8 @@ namespace {
 
 using detail::kThreads;
 
-struct combine_params {
-  device_world w;
+struct combine_params : detail::kernel_common {
   combine_args a;
-  int num_experts, num_ranks, max_tokens, hidden, num_local;
-  detail::half_view h;
-  workspace* ws;
   int epoch_slot;
 };
 
@@ -94,15 +90,8 @@ __global__ void __launch_bounds__(kThreads) recv_kernel(combine_params p) {
 
 combine_params params_of(const layout& lay, const device_world& w, const combine_args& a) {
   combine_params p{};
-  p.w = w;
+  static_cast<detail::kernel_common&>(p) = detail::kernel_common::make(lay, w, a.buffer, a.half);
   p.a = a;
-  p.num_experts = lay.num_experts;
-  p.num_ranks = lay.num_ranks;
-  p.max_tokens = lay.max_tokens;
-  p.hidden = lay.hidden;
-  p.num_local = lay.num_experts / lay.num_ranks;
-  p.h = detail::view_of(lay, a.buffer, a.half);
-  p.ws = detail::workspace_of(a.buffer);
   p.epoch_slot = 2 + a.half;  // combine's epochs follow dispatch's two
   return p;
 }

@@ -14,13 +14,9 @@ namespace {
 
 using detail::kThreads;
 
-struct send_params {
-  device_world w;
+struct send_params : detail::kernel_common {
   dispatch_args a;
-  int num_experts, num_ranks, max_tokens, hidden, num_local;
   size_t msg_nbytes;
-  detail::half_view h;
-  workspace* ws;
   int32_t* send_done;
   int epoch_slot;
 };
@@ -211,16 +207,9 @@ __global__ void __launch_bounds__(kThreads) recv_kernel(send_params p) {
 
 send_params params_of(const layout& lay, const device_world& w, const dispatch_args& a) {
   send_params p{};
-  p.w = w;
+  static_cast<detail::kernel_common&>(p) = detail::kernel_common::make(lay, w, a.buffer, a.half);
   p.a = a;
-  p.num_experts = lay.num_experts;
-  p.num_ranks = lay.num_ranks;
-  p.max_tokens = lay.max_tokens;
-  p.hidden = lay.hidden;
-  p.num_local = lay.num_experts / lay.num_ranks;
   p.msg_nbytes = lay.msg_nbytes;
-  p.h = detail::view_of(lay, a.buffer, a.half);
-  p.ws = detail::workspace_of(a.buffer);
   p.send_done = detail::send_done_of(lay, a.buffer, a.half);
   p.epoch_slot = a.half;
   return p;

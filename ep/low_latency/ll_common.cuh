@@ -30,6 +30,26 @@ inline half_view view_of(const layout& lay, char* buffer, int half) {
 }
 
 inline workspace* workspace_of(char* buffer) { return reinterpret_cast<workspace*>(buffer); }
+
+/// What every kernel of both ops needs besides its arguments (base of their kernel parameters).
+struct kernel_common {
+  device_world w;
+  int num_experts, num_ranks, max_tokens, hidden, num_local;
+  half_view h;
+  workspace* ws;
+
+  static kernel_common make(const layout& lay, const device_world& w, char* buffer, int half) {
+    return {w,
+            lay.num_experts,
+            lay.num_ranks,
+            lay.max_tokens,
+            lay.hidden,
+            lay.num_experts / lay.num_ranks,
+            view_of(lay, buffer, half),
+            workspace_of(buffer)};
+  }
+};
+
 inline int32_t* send_done_of(const layout& lay, char* buffer, int half) {
   return reinterpret_cast<int32_t*>(buffer + sizeof(workspace)) + static_cast<size_t>(half) * lay.num_experts;
 }

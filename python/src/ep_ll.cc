@@ -20,6 +20,19 @@ T* as(std::uintptr_t addr) {
 }
 void* as_stream(std::uintptr_t stream) { return reinterpret_cast<void*>(stream); }
 
+// The fields both argument structs share.
+template <class Args>
+void set_common(Args& a, std::uintptr_t buffer, int half, std::uintptr_t topk_idx, int num_tokens, int num_topk,
+                std::uintptr_t wait_stats, int recv_blocks) {
+  a.buffer = as<char>(buffer);
+  a.half = half;
+  a.topk_idx = as<const int64_t>(topk_idx);
+  a.num_tokens = num_tokens;
+  a.num_topk = num_topk;
+  a.wait_recv_cost_stats = as<int64_t>(wait_stats);
+  a.recv_blocks = recv_blocks;
+}
+
 struct shapes {
   int max_tokens, hidden, num_ranks, num_experts;
   ll::layout get() const { return ll::make_layout(max_tokens, hidden, num_ranks, num_experts); }
@@ -74,23 +87,17 @@ NB_MODULE(_ep_ll, m) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::dispatch_args a;
+        set_common(a, buffer, half, topk_idx, num_tokens, num_topk, wait_stats, recv_blocks);
         a.x = as<const void>(x);
-        a.topk_idx = as<const int64_t>(topk_idx);
-        a.num_tokens = num_tokens;
-        a.num_topk = num_topk;
         a.fp8 = fp8;
         a.round_scale = round_scale;
         a.ue8m0 = ue8m0;
-        a.buffer = as<char>(buffer);
-        a.half = half;
         a.recv_x = as<void>(recv_x);
         a.recv_scales = as<void>(recv_scales);
         a.recv_src_info = as<int32_t>(src_info);
         a.layout_range = as<int64_t>(layout_range);
         a.recv_count = as<int32_t>(recv_count);
         a.cumulative_recv_stats = as<int32_t>(cumulative_stats);
-        a.wait_recv_cost_stats = as<int64_t>(wait_stats);
-        a.recv_blocks = recv_blocks;
         if (send) ll::dispatch_send(lay, w, a, as_stream(stream));
         if (recv) ll::dispatch_recv(lay, w, a, as_stream(stream));
       },
@@ -105,18 +112,12 @@ NB_MODULE(_ep_ll, m) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::combine_args a;
+        set_common(a, buffer, half, topk_idx, num_tokens, num_topk, wait_stats, recv_blocks);
         a.x = as<const void>(x);
         a.src_info = as<const int32_t>(src_info);
         a.layout_range = as<const int64_t>(layout_range);
-        a.topk_idx = as<const int64_t>(topk_idx);
         a.topk_weights = as<const float>(topk_weights);
-        a.num_tokens = num_tokens;
-        a.num_topk = num_topk;
-        a.buffer = as<char>(buffer);
-        a.half = half;
         a.out = as<void>(out);
-        a.wait_recv_cost_stats = as<int64_t>(wait_stats);
-        a.recv_blocks = recv_blocks;
         if (send) ll::combine_send(lay, w, a, as_stream(stream));
         if (recv) ll::combine_recv(lay, w, a, as_stream(stream));
       },
