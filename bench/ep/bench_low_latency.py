@@ -3,7 +3,8 @@
 Run one process per PE under shoalrun with the CUDA backend, e.g.
     SHOAL_BACKEND=cuda shoalrun -n 2 -- python bench/ep/bench_low_latency.py --csv docs/results/ep/ll.csv
 Defaults: 128 tokens per rank, hidden 7168, top-8, 288 experts, FP8 dispatch, BF16 combine. Reports
-per-call latency (µs, CUDA events around each call after a barrier) and bandwidth as DeepEP does:
+per-call latency (µs, CUDA events around each call after a device sync and a barrier; mode "eager":
+the Python call, "graph": a CUDA-graph replay of it, i.e. the kernels) and bandwidth as DeepEP does:
 bytes of the valid (token, expert) selections over the call's time (FP8 message = hidden + hidden/128*4
 + 16 bytes; BF16 = 2*hidden). Also the send and receive halves (return_recv_hook=True) separately.
 """
@@ -67,49 +68,60 @@ def main():
     selections = int((idx >= 0).sum())
     fp8_msg, bf16_msg = h + h // 128 * 4 + 16, 2 * h
 
+    ll.check_topk_values = False  # no device->host read per call
     state = {}
 
-    def dispatch():
-        state["d"] = ll.low_latency_dispatch(x, idx, t, e, use_fp8=True)
+    def dispatch(hook=False):
+        state["d"] = ll.low_latency_dispatch(x, idx, t, e, use_fp8=True, return_recv_hook=hook)
+        state["hook"] = state["d"][4]
 
     dispatch()
-    (recv_x, scales), _, handle, _, _ = state["d"]
+    (recv_x, _), _, handle, _, _ = state["d"]
     y = recv_x.float().to(torch.bfloat16)  # stands in for the expert GEMM's output
 
-    def combine():
-        ll.low_latency_combine(y, idx, w, handle)
+    def combine(hook=False):
+        state["hook"] = ll.low_latency_combine(y, idx, w, handle, return_recv_hook=hook)[2]
 
-    def dispatch_send():
-        state["hook"] = ll.low_latency_dispatch(x, idx, t, e, use_fp8=True, return_recv_hook=True)[4]
-
-    def combine_send():
-        state["hook"] = ll.low_latency_combine(y, idx, w, handle, return_recv_hook=True)[2]
-
-    def run_hook():
-        state["hook"]()
+    def graph(fn):
+        """fn captured once; replays launch its kernels without Python in between."""
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            fn()
+        torch.cuda.synchronize()
+        return g
 
     rows = []
 
-    def record(op, dtype, times, nbytes_moved):
+    def record(op, dtype, mode, times, nbytes_moved):
         avg = statistics.mean(times)
         gbps = nbytes_moved / 1e3 / avg if nbytes_moved else 0.0
-        rows.append(dict(pes=r, tokens=t, hidden=h, topk=k, experts=e, op=op, dtype=dtype, us_avg=round(avg, 2),
-                         us_min=round(min(times), 2), us_median=round(statistics.median(times), 2),
-                         gbps=round(gbps, 1), recv_blocks=args.recv_blocks))
+        rows.append(dict(pes=r, tokens=t, hidden=h, topk=k, experts=e, op=op, dtype=dtype, mode=mode,
+                         us_avg=round(avg, 2), us_min=round(min(times), 2),
+                         us_median=round(statistics.median(times), 2), gbps=round(gbps, 1),
+                         recv_blocks=args.recv_blocks))
 
-    record("dispatch", "fp8", timed(dispatch, args.iters, args.warmup), selections * fp8_msg)
-    record("combine", "bf16", timed(combine, args.iters, args.warmup), selections * bf16_msg)
-    # Send and receive halves: the hook's receive runs after the sends have landed (a barrier between).
-    for op, send, dtype in (("dispatch", dispatch_send, "fp8"), ("combine", combine_send, "bf16")):
+    d_bytes, c_bytes = selections * fp8_msg, selections * bf16_msg
+    record("dispatch", "fp8", "eager", timed(dispatch, args.iters, args.warmup), d_bytes)
+    record("combine", "bf16", "eager", timed(combine, args.iters, args.warmup), c_bytes)
+    g_d, g_c = graph(dispatch), graph(combine)
+    record("dispatch", "fp8", "graph", timed(g_d.replay, args.iters, args.warmup), d_bytes)
+    record("combine", "bf16", "graph", timed(g_c.replay, args.iters, args.warmup), c_bytes)
+    # Send and receive halves (return_recv_hook=True), each a graph; the receive starts after a
+    # barrier, so its time is the receive kernel alone (the data has landed).
+    for op, fn, dtype in (("dispatch", dispatch, "fp8"), ("combine", combine, "bf16")):
+        g_send = graph(lambda: fn(hook=True))
+        g_recv = graph(lambda: state["hook"]())
         send_t, recv_t = [], []
         for i in range(args.warmup + args.iters):
-            s_us = timed(send, 1, 0)[0]
-            r_us = timed(run_hook, 1, 0)[0]
+            s_us = timed(g_send.replay, 1, 0)[0]
+            r_us = timed(g_recv.replay, 1, 0)[0]
             if i >= args.warmup:
                 send_t.append(s_us)
                 recv_t.append(r_us)
-        record(op + "_send", dtype, send_t, 0)
-        record(op + "_recv", dtype, recv_t, 0)
+        record(op + "_send", dtype, "graph", send_t, 0)
+        record(op + "_recv", dtype, "graph", recv_t, 0)
 
     if me == 0:
         out = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
