@@ -118,7 +118,7 @@ class LowLatency:
         self._combine_half = 0
         #: Most blocks a receive kernel uses. Its blocks poll for peers' data, so on a GPU shared by
         #: several PEs (MPS) they must leave SMs for the peers' send kernels.
-        self.num_recv_blocks = 64
+        self.num_recv_blocks = 32
         #: Check topk_idx values against num_experts (one device->host read per call; skipped while
         #: a CUDA graph is captured). Benchmarks turn it off.
         self.check_topk_values = True
