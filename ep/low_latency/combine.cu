@@ -1,0 +1,114 @@
+// Low-latency combine: every row an expert received goes back to its source token's slot on the
+// source rank with a tagged flag (put-with-signal: data before flag); the receiver waits for the
+// slots of each token and sums weight_k * row_k in FP32, rounding once to BF16.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "ll_common.cuh"
+
+namespace shoal::ep_ll {
+namespace {
+
+using detail::kThreads;
+
+struct combine_params : detail::kernel_common {
+  combine_args a;
+  int epoch_slot;
+};
+
+/// One block per (local expert l, destination rank r); each warp sends whole rows.
+__global__ void __launch_bounds__(kThreads) send_kernel(combine_params p) {
+  const combine_args& a = p.a;
+  const int l = blockIdx.x / p.num_ranks, r = blockIdx.x % p.num_ranks;
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int64_t range = a.layout_range[static_cast<size_t>(l) * p.num_ranks + r];
+  const int begin = static_cast<int>(range >> 32), count = static_cast<int>(range & 0xffffffff);
+  const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot);
+  const size_t rm = static_cast<size_t>(p.num_ranks) * p.max_tokens;
+  const size_t row_nbytes = static_cast<size_t>(p.hidden) * 2;
+  const int e = p.w.my_pe * p.num_local + l;
+  for (int i = warp; i < count; i += warps) {
+    const size_t row = static_cast<size_t>(l) * rm + begin + i;
+    const int t = a.src_info[row];
+    const size_t slot = static_cast<size_t>(e) * p.max_tokens + t;
+    shoal::device::putmem_signal(shoal::warp, p.w, p.h.combine_data + slot * row_nbytes,
+                                 static_cast<const char*>(a.x) + row * row_nbytes, row_nbytes, p.h.combine_flag + slot,
+                                 tag, SHOAL_SIGNAL_SET, r);
+  }
+}
+
+/// One token: waits for its experts' slots, then the weighted FP32 sum.
+__device__ void recv_token(const combine_params& p, int t, uint64_t tag, int* s_expert, float* s_weight) {
+  const combine_args& a = p.a;
+  const int K = a.num_topk, tid = threadIdx.x;
+  if (tid < K) {
+    const int64_t e64 = a.topk_idx[static_cast<size_t>(t) * K + tid];
+    const int e = (e64 >= 0 && e64 < p.num_experts) ? static_cast<int>(e64) : -1;
+    s_expert[tid] = e;
+    s_weight[tid] = a.topk_weights[static_cast<size_t>(t) * K + tid];
+    if (e >= 0) {
+      const uint64_t start = ptx::globaltimer();
+      shoal::device::signal_wait_until(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t, SHOAL_CMP_GE,
+                                       tag);
+      detail::add_wait_cost(a.wait_recv_cost_stats, e / p.num_local, start);
+    }
+  }
+  __syncthreads();
+  const size_t row_nbytes = static_cast<size_t>(p.hidden) * 2;
+  const int chunks = p.hidden / 8;
+  for (int c = tid; c < chunks; c += blockDim.x) {
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int k = 0; k < K; ++k) {
+      const int e = s_expert[k];
+      if (e < 0) continue;
+      const char* src = p.h.combine_data + (static_cast<size_t>(e) * p.max_tokens + t) * row_nbytes;
+      const int4 raw = reinterpret_cast<const int4*>(src)[c];
+      const auto* v = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(v[i]);
+        acc[2 * i] += s_weight[k] * f.x;
+        acc[2 * i + 1] += s_weight[k] * f.y;
+      }
+    }
+    int4 out;
+    auto* o = reinterpret_cast<__nv_bfloat162*>(&out);
+    for (int i = 0; i < 4; ++i) o[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+    reinterpret_cast<int4*>(static_cast<__nv_bfloat16*>(a.out) + static_cast<size_t>(t) * p.hidden)[c] = out;
+  }
+  __syncthreads();  // s_expert / s_weight are reused by the next token
+}
+
+/// The receive kernel: each block takes tokens in turn.
+__global__ void __launch_bounds__(kThreads) recv_kernel(combine_params p) {
+  __shared__ int s_expert[kMaxTopk];
+  __shared__ float s_weight[kMaxTopk];
+  const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot);
+  for (int t = blockIdx.x; t < p.a.num_tokens; t += gridDim.x) recv_token(p, t, tag, s_expert, s_weight);
+  detail::finish_receive(p.ws, p.epoch_slot);
+}
+
+combine_params params_of(const layout& lay, const device_world& w, const combine_args& a) {
+  combine_params p{};
+  static_cast<detail::kernel_common&>(p) = detail::kernel_common::make(lay, w, a.buffer, a.half);
+  p.a = a;
+  p.epoch_slot = 2 + a.half;  // combine's epochs follow dispatch's two
+  return p;
+}
+
+}  // namespace
+
+void combine_send(const layout& lay, const device_world& w, const combine_args& a, void* stream) {
+  const combine_params p = params_of(lay, w, a);
+  send_kernel<<<lay.num_experts, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  detail::check_launch("shoal::ep_ll::combine_send");
+}
+
+void combine_recv(const layout& lay, const device_world& w, const combine_args& a, void* stream) {
+  const combine_params p = params_of(lay, w, a);
+  recv_kernel<<<std::max(1, std::min(a.num_tokens, a.recv_blocks)), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      p);
+  detail::check_launch("shoal::ep_ll::combine_recv");
+}
+
+}  // namespace shoal::ep_ll

@@ -1,0 +1,93 @@
+// shoal's low-latency expert-parallel (EP) layer: DeepEP-style low-latency dispatch/combine built on
+// shoal's public device API only. Plain C++ (no CUDA types): the nanobind module shoal._ep_ll and
+// C++ users call these; the kernels live in ep/low_latency/*.cu. See docs/ep-low-latency.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/device_world.hpp"
+
+namespace shoal::ep_ll {
+
+/// Largest top-k and rank count the kernels hold in shared memory.
+inline constexpr int kMaxTopk = 32;
+inline constexpr int kMaxRanks = 1024;
+
+/// Where everything sits in the symmetric buffer (byte offsets from its base, identical on every
+/// PE). A workspace, then two halves that alternate between calls (dispatch and combine each keep
+/// their own alternation). Indices: l local expert, r rank, e global expert (= r_owner*L + l),
+/// t source token, M = max tokens per rank.
+struct layout {
+  int num_experts = 0, num_ranks = 0, max_tokens = 0, hidden = 0;
+  size_t msg_nbytes = 0;     ///< one dispatch message: 16-byte header (source token), payload, scales
+  size_t half_nbytes = 0;    ///< one half
+  size_t dispatch_sig = 0;   ///< in a half: uint64 [L][R], (epoch tag << 32) | token count from r
+  size_t combine_flag = 0;   ///< in a half: uint64 [E][M], epoch tag once slot (e, t) has arrived
+  size_t dispatch_data = 0;  ///< in a half: [L][R][M] messages
+  size_t combine_data = 0;   ///< in a half: bf16 [E][M][hidden], expert e's output for token t
+  size_t combine_send = 0;   ///< in a half: bf16 [L][R*M][hidden], the zero-copy combine buffer
+  size_t total_nbytes = 0;   ///< workspace + two halves
+};
+
+/// Local workspace at the buffer's base (never touched by peers).
+struct workspace {
+  uint64_t epoch[4];        ///< completed calls per (dispatch half 0/1, combine half 0/1)
+  uint32_t blocks_done[4];  ///< receive-kernel blocks finished, per epoch slot (reset by the last)
+  uint32_t pad[4];
+  // followed by int32 send_done[2][num_experts]: dispatch-send tokens finished per expert
+};
+size_t workspace_nbytes(int num_experts);
+
+/// The layout for these shapes; throws shoal::error on bad shapes (names the argument).
+layout make_layout(int max_tokens, int hidden, int num_ranks, int num_experts);
+
+/// The default world's device handle (captured from libshoal when the world is created).
+/// Throws shoal::error (not_initialized) before shoal_init.
+device_world default_world();
+
+/// Pointers and shapes of one dispatch (both kernels). Device pointers unless said otherwise.
+struct dispatch_args {
+  const void* x = nullptr;            ///< bf16 [T][hidden]
+  const int64_t* topk_idx = nullptr;  ///< [T][K], -1 = none
+  int num_tokens = 0, num_topk = 0;
+  bool fp8 = true, round_scale = false, ue8m0 = false;
+  char* buffer = nullptr;  ///< this PE's symmetric buffer (its base)
+  int half = 0;
+  // receive side
+  void* recv_x = nullptr;                    ///< bf16 or fp8 [L][R*M][hidden]
+  void* recv_scales = nullptr;               ///< float [L][H/128][R*M] or int32 [L][H/512][R*M] (ue8m0)
+  int32_t* recv_src_info = nullptr;          ///< [L][R*M] source token of each row
+  int64_t* layout_range = nullptr;           ///< [L][R] (begin << 32) | count
+  int32_t* recv_count = nullptr;             ///< [L]
+  int32_t* cumulative_recv_stats = nullptr;  ///< optional [L], += recv_count
+  int64_t* wait_recv_cost_stats = nullptr;   ///< optional [R], += ns waited per source rank
+  int recv_blocks = 64;  ///< most blocks of the receive kernel (it polls: leave SMs to PEs sharing the GPU)
+};
+
+/// Pointers and shapes of one combine (both kernels).
+struct combine_args {
+  const void* x = nullptr;                ///< bf16 [L][R*M][hidden] expert outputs
+  const int32_t* src_info = nullptr;      ///< from dispatch
+  const int64_t* layout_range = nullptr;  ///< from dispatch
+  const int64_t* topk_idx = nullptr;      ///< [T][K] of the tokens this PE dispatched
+  const float* topk_weights = nullptr;    ///< [T][K]
+  int num_tokens = 0, num_topk = 0;
+  char* buffer = nullptr;
+  int half = 0;
+  void* out = nullptr;                      ///< bf16 [T][hidden]
+  int64_t* wait_recv_cost_stats = nullptr;  ///< optional [R]
+  int recv_blocks = 64;                     ///< most blocks of the receive kernel
+};
+
+/// Send half of dispatch: FP8 cast (if fp8), one message per (token, selected expert) stored into the
+/// owner's slot, then per (expert, this rank) the count signal after the data. Returns at once.
+void dispatch_send(const layout& lay, const device_world& w, const dispatch_args& a, void* stream);
+/// Receive half: waits (bounded) for every source rank's count, packs rows into recv_x.
+void dispatch_recv(const layout& lay, const device_world& w, const dispatch_args& a, void* stream);
+/// Send half of combine: every received row goes back to its source rank's slot with a flag.
+void combine_send(const layout& lay, const device_world& w, const combine_args& a, void* stream);
+/// Receive half: waits for each token's slots, out = sum_k weight_k * expert_k(token) in FP32.
+void combine_recv(const layout& lay, const device_world& w, const combine_args& a, void* stream);
+
+}  // namespace shoal::ep_ll

@@ -1,0 +1,87 @@
+// Device helpers shared by the low-latency dispatch and combine kernels (ep/low_latency/*.cu only).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cuda/atomic>
+#include <string>
+
+#include "shoal/device/device.cuh"
+#include "shoal/error.hpp"
+#include "shoal_ep_ll/low_latency.hpp"
+
+namespace shoal::ep_ll::detail {
+
+inline constexpr int kThreads = 1024;
+
+/// The pieces of one half of the buffer, as local (this PE's) pointers.
+struct half_view {
+  uint64_t* dispatch_sig;
+  uint64_t* combine_flag;
+  char* dispatch_data;
+  char* combine_data;
+  char* combine_send;
+};
+
+inline half_view view_of(const layout& lay, char* buffer, int half) {
+  char* h = buffer + workspace_nbytes(lay.num_experts) + static_cast<size_t>(half) * lay.half_nbytes;
+  return {reinterpret_cast<uint64_t*>(h + lay.dispatch_sig), reinterpret_cast<uint64_t*>(h + lay.combine_flag),
+          h + lay.dispatch_data, h + lay.combine_data, h + lay.combine_send};
+}
+
+inline workspace* workspace_of(char* buffer) { return reinterpret_cast<workspace*>(buffer); }
+
+/// What every kernel of both ops needs besides its arguments (base of their kernel parameters).
+struct kernel_common {
+  device_world w;
+  int num_experts, num_ranks, max_tokens, hidden, num_local;
+  half_view h;
+  workspace* ws;
+
+  static kernel_common make(const layout& lay, const device_world& w, char* buffer, int half) {
+    return {w,
+            lay.num_experts,
+            lay.num_ranks,
+            lay.max_tokens,
+            lay.hidden,
+            lay.num_experts / lay.num_ranks,
+            view_of(lay, buffer, half),
+            workspace_of(buffer)};
+  }
+};
+
+inline int32_t* send_done_of(const layout& lay, char* buffer, int half) {
+  return reinterpret_cast<int32_t*>(buffer + sizeof(workspace)) + static_cast<size_t>(half) * lay.num_experts;
+}
+
+/// Throws shoal::error naming `call` when a launch failed.
+inline void check_launch(const char* call) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw shoal::error(errc::cuda, call, std::string("kernel launch: ") + cudaGetErrorString(err));
+}
+
+/// The tag a call on epoch slot `slot` uses: completed calls + 1 (never 0, grows forever).
+__device__ __forceinline__ uint64_t call_tag(const workspace* ws, int slot) {
+  return *reinterpret_cast<const volatile uint64_t*>(&ws->epoch[slot]) + 1;
+}
+
+/// Called by every block of a receive kernel at its end (all threads): the last block to finish
+/// advances the epoch of `slot`, so the next call on that slot waits for the next tag.
+__device__ __forceinline__ void finish_receive(workspace* ws, int slot) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> done(ws->blocks_done[slot]);
+    if (done.fetch_add(1, cuda::memory_order_acq_rel) + 1 == gridDim.x) {
+      done.store(0, cuda::memory_order_relaxed);
+      ws->epoch[slot] += 1;
+    }
+  }
+}
+
+/// Adds the nanoseconds since `start` to stats[rank] when stats is given.
+__device__ __forceinline__ void add_wait_cost(int64_t* stats, int rank, uint64_t start) {
+  if (stats != nullptr) atomicAdd(reinterpret_cast<unsigned long long*>(stats + rank), ptx::globaltimer() - start);
+}
+
+}  // namespace shoal::ep_ll::detail
