@@ -130,14 +130,16 @@ uint64_t post(proxy_ring* ring, proxy_op op, uint64_t offset, uint64_t operand, 
   d.nbytes = 8;
   test_clock clock;
   const uint64_t ticket = ring_post(ring, d, clock);
-  EXPECT_NE(ticket, ~uint64_t{0}) << "no credit within 20 s" << ring->reserved << " released " << ring->released
-                                  << " states " << ring->slot(0)->state << " " << ring->slot(1)->state << " "
-                                  << ring->slot(2)->state << " " << ring->slot(3)->state;
+  EXPECT_NE(ticket, ~uint64_t{0}) << "no credit within 20 s: reserved " << ring->reserved << " released "
+                                  << ring->released << " states " << ring->slot(0)->state << " " << ring->slot(1)->state
+                                  << " " << ring->slot(2)->state << " " << ring->slot(3)->state;
   uint64_t reply = 0;
+  int64_t status = -1;
   if (wait) {
-    EXPECT_TRUE(ring_wait(ring, ticket, &reply, clock))
+    EXPECT_TRUE(ring_wait(ring, ticket, &reply, &status, clock))
         << "no reply within 20 s: ticket " << ticket << " reserved " << ring->reserved << " released " << ring->released
         << " state " << ring->slot(ticket)->state;
+    EXPECT_EQ(status, 0);
   }
   return reply;
 }

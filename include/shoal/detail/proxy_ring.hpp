@@ -55,7 +55,8 @@ struct proxy_desc {
   uint64_t local;   ///< address of the local buffer (source of put, destination of get)
   uint64_t nbytes;
   uint64_t operand;  ///< p value, AMO operand, signal value
-  uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset
+  uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset; the proxy's status
+                     ///< (0: success, else the engine's negative error code) when it replies
   uint64_t reply;    ///< written by the proxy before `replied`: fetched value, g value
 };
 static_assert(sizeof(proxy_desc) == 64);
@@ -116,13 +117,15 @@ SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Cloc
 }
 
 /// Waits for the proxy's reply to the waiting descriptor `ticket`, acknowledges it (freeing the
-/// slot) and returns `reply`. False when `expired()` ended the wait (the slot stays held).
+/// slot) and returns `reply` and the proxy's status (0: success). False when `expired()` ended the
+/// wait (the slot stays held).
 template <class Clock>
-SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, Clock& expired) {
+SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired) {
   proxy_desc* s = ring->slot(ticket);
   while (ring_atomic::load_acquire(&s->state) != ticket * 4 + kSlotReplied)
     if (expired()) return false;
   *reply = s->reply;
+  *status = static_cast<int64_t>(s->compare);
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotDone);
   return true;
 }

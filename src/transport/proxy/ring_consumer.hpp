@@ -30,10 +30,12 @@ class ring_consumer {
     reclaim();
   }
 
-  /// Answers a waiting descriptor; the producer frees the slot when it has read `value`.
-  void reply(uint64_t ticket, uint64_t value) {
+  /// Answers a waiting descriptor with `value` and `status` (0: success); the producer frees the
+  /// slot when it has read them.
+  void reply(uint64_t ticket, uint64_t value, int64_t status = 0) {
     proxy_desc* s = ring_->slot(ticket);
     s->reply = value;
+    s->compare = static_cast<uint64_t>(status);
     ring_atomic::store_release(&s->state, ticket * 4 + kSlotReplied);
   }
 
