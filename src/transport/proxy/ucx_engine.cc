@@ -199,8 +199,6 @@ struct ucx_engine::state {
     bool wait;
     uint64_t value;  // p's source, or the atomic's operand
     uint64_t reply;  // g's destination, or the atomic's reply buffer
-    const char* what;
-    int pe;
   };
 
   // Takes every committed descriptor and issues it; true when there was any.
@@ -244,7 +242,7 @@ struct ucx_engine::state {
   // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
   void execute(const proxy_desc& d, uint64_t ticket) {
     const bool wait = (d.flags & kProxyWait) != 0;
-    auto* op = new in_flight{this, ticket, wait, d.operand, d.compare, "", d.pe};
+    auto* op = new in_flight{this, ticket, wait, d.operand, d.compare};
     if (!wait) consumer->finish(ticket);
     const int pe = d.pe;
     const uint64_t remote = pe >= 0 ? bases[pe] + d.offset : 0;
@@ -289,8 +287,22 @@ struct ucx_engine::state {
           return ucp_worker_flush_nbx(worker, &param);
         });
         return;
-      case proxy_op::put_signal:
-        break;
+      case proxy_op::put_signal: {  // put, fence, then the 8-byte signal update (ucx_amo add or swap)
+        auto* data = new in_flight{this, ticket, false, 0, 0};
+        start(data, [&](ucp_request_param_t& param) {
+          return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, rkeys[pe], &param);
+        });
+        start(op, [&](ucp_request_param_t& param) {
+          if (ucs_status_t st = ucp_worker_fence(worker); st != UCS_OK) return UCS_STATUS_PTR(st);
+          puts_unfenced = false;
+          param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+          param.datatype = ucp_dt_make_contig(8);
+          param.reply_buffer = &op->reply;
+          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, bases[pe] + d.compare,
+                                   rkeys[pe], &param);
+        });
+        return;
+      }
     }
     complete(op, UCS_ERR_UNSUPPORTED);
   }
