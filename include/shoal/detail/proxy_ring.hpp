@@ -33,11 +33,17 @@ enum class proxy_op : uint8_t {
   get,         ///< nbytes from `offset` on pe to `local`
   p,           ///< the low nbytes (1..8) of `operand` to `offset` on pe
   g,           ///< nbytes (1..8) from `offset` on pe into `reply`
-  amo,         ///< amo_op `amo` of `type` at `offset` on pe; operand, compare; fetched into `reply`
+  amo,         ///< proxy_amo `amo` on nbytes (4, 8) at `offset` on pe: operand; cswap: compare = the
+               ///< new value (UCP's convention), compared against operand; old value into `reply`
   put_signal,  ///< put, fence, then signal op `amo` (set/add) of `operand` at `compare` on pe
   fence,       ///< orders every earlier descriptor before every later one (per PE)
   quiet,       ///< waiting: answered once every earlier descriptor is complete
 };
+
+/// The atomic opcodes a descriptor carries (proxy_desc::amo), as the engine issues them: the
+/// producer maps OpenSHMEM's AMOs onto them (fetch = or 0, set = swap, inc = add 1). The values
+/// equal the engine's ucx_amo (checked in ucx_engine.cc).
+enum class proxy_amo : uint8_t { add, swap, cswap, and_, or_, xor_ };
 
 /// Descriptor flag: the producer waits for the proxy's reply (blocking calls, fetches, quiet).
 inline constexpr uint8_t kProxyWait = 1;

@@ -36,6 +36,13 @@ void on_done(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+static_assert(static_cast<int>(ucx_amo::add) == static_cast<int>(proxy_amo::add) &&
+              static_cast<int>(ucx_amo::swap) == static_cast<int>(proxy_amo::swap) &&
+              static_cast<int>(ucx_amo::cswap) == static_cast<int>(proxy_amo::cswap) &&
+              static_cast<int>(ucx_amo::and_) == static_cast<int>(proxy_amo::and_) &&
+              static_cast<int>(ucx_amo::or_) == static_cast<int>(proxy_amo::or_) &&
+              static_cast<int>(ucx_amo::xor_) == static_cast<int>(proxy_amo::xor_));
+
 ucp_atomic_op_t to_ucp(ucx_amo op) {
   switch (op) {
     case ucx_amo::add:
@@ -313,8 +320,14 @@ struct ucx_engine::state {
     d.flags |= kProxyWait;
     const auto end =
         timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
+    // Yield for the first polls (a reply usually comes within microseconds), then sleep 20 us per
+    // poll, so a caller waiting on a slow peer does not keep a core busy.
+    uint32_t polls = 0;
     auto expired = [&] {
-      std::this_thread::yield();
+      if (++polls < 256)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
       return std::chrono::steady_clock::now() > end;
     };
     const uint64_t ticket = ring_post(ring, d, expired);
