@@ -12,11 +12,13 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <ucp/api/ucp.h>
 
 #include "common/check.hpp"
 #include "common/env.hpp"
+#include "transport/proxy/ring_consumer.hpp"
 
 namespace shoal::detail {
 
@@ -33,6 +35,13 @@ void on_done(void* request, ucs_status_t status, void* user_data) {
   delete result;
   ucp_request_free(request);
 }
+
+static_assert(static_cast<int>(ucx_amo::add) == static_cast<int>(proxy_amo::add) &&
+              static_cast<int>(ucx_amo::swap) == static_cast<int>(proxy_amo::swap) &&
+              static_cast<int>(ucx_amo::cswap) == static_cast<int>(proxy_amo::cswap) &&
+              static_cast<int>(ucx_amo::and_) == static_cast<int>(proxy_amo::and_) &&
+              static_cast<int>(ucx_amo::or_) == static_cast<int>(proxy_amo::or_) &&
+              static_cast<int>(ucx_amo::xor_) == static_cast<int>(proxy_amo::xor_));
 
 ucp_atomic_op_t to_ucp(ucx_amo op) {
   switch (op) {
@@ -56,6 +65,8 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 // longest sleep (a safety net: arming makes the worker's fd report every incoming event).
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr int kSleepMs = 100;
+// Descriptors in the request ring (a power of two).
+constexpr uint32_t kRingSlots = 256;
 
 }  // namespace
 
@@ -78,6 +89,14 @@ struct ucx_engine::state {
     puts_unfenced = false;
     return ucp_worker_fence(worker);
   }
+
+  // The request ring (pinned host memory for device producers once they post): every put, get,
+  // atomic, fence and quiet of this PE, host- or device-initiated, goes through it in ticket order.
+  std::unique_ptr<char, decltype(&std::free)> ring_memory{nullptr, &std::free};
+  proxy_ring* ring = nullptr;
+  std::unique_ptr<ring_consumer> consumer;
+  // The first failure of a descriptor nobody waits on: reported by the next quiet.
+  ucs_status_t async_error = UCS_OK;
 
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
@@ -179,12 +198,160 @@ struct ucx_engine::state {
     return queue.empty();
   }
 
+  // One descriptor in flight in UCX: what its completion answers, and the buffers UCX reads from or
+  // writes into until then (the ring slot itself is reused as soon as it is copied out).
+  struct in_flight {
+    state* owner;
+    uint64_t ticket;
+    bool wait;
+    uint64_t value;  // p's source, or the atomic's operand
+    uint64_t reply;  // g's destination, or the atomic's reply buffer
+  };
+
+  // Takes every committed descriptor and issues it; true when there was any.
+  bool drain_ring() {
+    if (consumer == nullptr) return false;
+    bool any = false;
+    proxy_desc d;
+    uint64_t ticket;
+    while (consumer->take(&d, &ticket)) {
+      execute(d, ticket);
+      any = true;
+    }
+    consumer->reclaim();
+    return any;
+  }
+
+  // Completion of one descriptor's UCX request (or of one that completed at once).
+  void complete(in_flight* op, ucs_status_t st) {
+    if (op->wait)
+      consumer->reply(op->ticket, op->reply, st == UCS_OK ? 0 : static_cast<int64_t>(st));
+    else if (st != UCS_OK && async_error == UCS_OK)
+      async_error = st;
+    delete op;
+  }
+  static void on_complete(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<in_flight*>(user_data);
+    op->owner->complete(op, status);
+    ucp_request_free(request);
+  }
+  // Starts one UCX request for `op`; its completion (now or later) answers the descriptor.
+  template <class Start>
+  void start(in_flight* op, Start&& begin) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = on_complete;
+    param.user_data = op;
+    ucs_status_ptr_t request = begin(param);
+    if (!UCS_PTR_IS_PTR(request)) complete(op, UCS_PTR_STATUS(request));
+  }
+
+  // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
+  void execute(const proxy_desc& d, uint64_t ticket) {
+    const bool wait = (d.flags & kProxyWait) != 0;
+    auto* op = new in_flight{this, ticket, wait, d.operand, d.compare};
+    if (!wait) consumer->finish(ticket);
+    const int pe = d.pe;
+    const uint64_t remote = pe >= 0 ? bases[pe] + d.offset : 0;
+    switch (d.op) {
+      case proxy_op::put:
+      case proxy_op::p:
+        puts_unfenced = true;
+        start(op, [&](ucp_request_param_t& param) {
+          const void* from =
+              d.op == proxy_op::p ? static_cast<const void*>(&op->value) : reinterpret_cast<void*>(d.local);
+          return ucp_put_nbx(eps[pe], from, d.nbytes, remote, rkeys[pe], &param);
+        });
+        return;
+      case proxy_op::get:
+      case proxy_op::g:
+        start(op, [&](ucp_request_param_t& param) {
+          if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
+          void* to = d.op == proxy_op::g ? static_cast<void*>(&op->reply) : reinterpret_cast<void*>(d.local);
+          return ucp_get_nbx(eps[pe], to, d.nbytes, remote, rkeys[pe], &param);
+        });
+        return;
+      case proxy_op::amo:
+        start(op, [&](ucp_request_param_t& param) {
+          if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
+          param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+          param.datatype = ucp_dt_make_contig(d.nbytes);
+          param.reply_buffer = &op->reply;  // cswap: holds the new value in (descriptor's compare)
+          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, remote, rkeys[pe],
+                                   &param);
+        });
+        return;
+      case proxy_op::fence:
+        start(op, [&](ucp_request_param_t&) {
+          puts_unfenced = false;
+          return UCS_STATUS_PTR(ucp_worker_fence(worker));
+        });
+        return;
+      case proxy_op::quiet:
+        start(op, [&](ucp_request_param_t& param) {
+          puts_unfenced = false;
+          if (async_error != UCS_OK) return UCS_STATUS_PTR(std::exchange(async_error, UCS_OK));
+          return ucp_worker_flush_nbx(worker, &param);
+        });
+        return;
+      case proxy_op::put_signal: {  // put, fence, then the 8-byte signal update (ucx_amo add or swap)
+        auto* data = new in_flight{this, ticket, false, 0, 0};
+        start(data, [&](ucp_request_param_t& param) {
+          return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, rkeys[pe], &param);
+        });
+        start(op, [&](ucp_request_param_t& param) {
+          if (ucs_status_t st = ucp_worker_fence(worker); st != UCS_OK) return UCS_STATUS_PTR(st);
+          puts_unfenced = false;
+          param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+          param.datatype = ucp_dt_make_contig(8);
+          param.reply_buffer = &op->reply;
+          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, bases[pe] + d.compare,
+                                   rkeys[pe], &param);
+        });
+        return;
+      }
+    }
+    complete(op, UCS_ERR_UNSUPPORTED);
+  }
+
+  // Posts `d` as a waiting descriptor from a host thread, wakes the proxy thread and returns the
+  // reply; throws on a UCX failure or when no credit or reply comes within SHOAL_WAIT_TIMEOUT.
+  uint64_t call(std::string_view call_name, std::string_view what, proxy_desc d) {
+    d.flags |= kProxyWait;
+    const auto end =
+        timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
+    // Yield for the first polls (a reply usually comes within microseconds), then sleep 20 us per
+    // poll, so a caller waiting on a slow peer does not keep a core busy.
+    uint32_t polls = 0;
+    auto expired = [&] {
+      if (++polls < 256)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      return std::chrono::steady_clock::now() > end;
+    };
+    const uint64_t ticket = ring_post(ring, d, expired);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
+    uint64_t reply = 0;
+    int64_t status = 0;
+    if (ticket == ~uint64_t{0} || !ring_wait(ring, ticket, &reply, &status, expired)) {
+      if (d.pe >= 0)
+        SHOAL_THROW(errc::timeout, call_name, "{} to PE {} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what,
+                    d.pe, timeout.count());
+      SHOAL_THROW(errc::timeout, call_name, "{} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what,
+                  timeout.count());
+    }
+    if (status != 0) fail_ucx(call_name, what, d.pe, static_cast<ucs_status_t>(status));
+    return reply;
+  }
+
   // The proxy thread: drain requests, progress, and sleep on the fds when idle for a while.
   void run() {
     auto idle_since = std::chrono::steady_clock::now();
     while (!stop.load(std::memory_order_acquire)) {
       drain();
-      bool busy = false;
+      bool busy = drain_ring();
       while (ucp_worker_progress(worker) != 0) busy = true;
       if (busy || !queue_empty()) {
         idle_since = std::chrono::steady_clock::now();
@@ -261,6 +428,13 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   ucp_worker_release_address(s_->worker, address);
   boot.allgather(padded.data(), all.data(), longest, call);
 
+  s_->ring_memory.reset(static_cast<char*>(std::aligned_alloc(64, proxy_ring::nbytes_for(kRingSlots))));
+  if (s_->ring_memory == nullptr)
+    SHOAL_THROW(errc::out_of_memory, call, "PE {}: no memory for the proxy ring", boot.rank());
+  std::memset(s_->ring_memory.get(), 0, proxy_ring::nbytes_for(kRingSlots));
+  s_->ring = reinterpret_cast<proxy_ring*>(s_->ring_memory.get());
+  s_->ring->slots = kRingSlots;
+  s_->consumer = std::make_unique<ring_consumer>(s_->ring);
   s_->thread = std::thread([s = s_.get()] { s->run(); });
   s_->on_thread([&] {
     for (int pe : peers) {
@@ -317,39 +491,31 @@ void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view cal
 }
 
 void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-  s_->issue(call, "ucp_put_nbx", pe, [s = s_.get(), pe, offset, source, nbytes](ucp_request_param_t& param) {
-    s->puts_unfenced = true;
-    return ucp_put_nbx(s->eps[pe], source, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
-  });
+  proxy_desc d{};
+  d.op = proxy_op::put, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes;
+  s_->call(call, "ucp_put_nbx", d);
 }
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-  s_->issue(call, "ucp_get_nbx", pe, [s = s_.get(), pe, offset, dest, nbytes](ucp_request_param_t& param) {
-    if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
-    return ucp_get_nbx(s->eps[pe], dest, nbytes, s->bases[pe] + offset, s->rkeys[pe], &param);
-  });
+  proxy_desc d{};
+  d.op = proxy_op::get, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(dest), d.nbytes = nbytes;
+  s_->call(call, "ucp_get_nbx", d);
 }
 
 void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
                         void* reply) {
-  s_->issue(call, "ucp_atomic_op_nbx", pe,
-            [s = s_.get(), pe, offset, op, nbytes, value, reply](ucp_request_param_t& param) {
-              if (ucs_status_t st = s->fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
-              param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-              param.datatype = ucp_dt_make_contig(nbytes);
-              if (reply != nullptr) {
-                param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-                param.reply_buffer = reply;
-              }
-              return ucp_atomic_op_nbx(s->eps[pe], to_ucp(op), value, 1, s->bases[pe] + offset, s->rkeys[pe], &param);
-            });
+  proxy_desc d{};
+  d.op = proxy_op::amo, d.amo = static_cast<uint8_t>(op), d.pe = pe, d.offset = offset, d.nbytes = nbytes;
+  std::memcpy(&d.operand, value, nbytes);
+  if (reply != nullptr) std::memcpy(&d.compare, reply, nbytes);  // cswap's new value (UCP's convention)
+  const uint64_t fetched = s_->call(call, "ucp_atomic_op_nbx", d);
+  if (reply != nullptr) std::memcpy(reply, &fetched, nbytes);
 }
 
 void ucx_engine::flush(std::string_view call) {
-  s_->issue(call, "ucp_worker_flush_nbx", -1, [s = s_.get()](ucp_request_param_t& param) {
-    s->puts_unfenced = false;
-    return ucp_worker_flush_nbx(s->worker, &param);
-  });
+  proxy_desc d{};
+  d.op = proxy_op::quiet, d.pe = -1;
+  s_->call(call, "ucp_worker_flush_nbx", d);
 }
 
 void ucx_engine::close(std::string_view call) {

@@ -1,6 +1,7 @@
 // The UCX engine of the proxy transport: one UCP context and one worker (UCS_THREAD_MODE_SINGLE)
-// owned by one proxy thread per PE. Calling threads hand requests to that thread through a queue
-// and an eventfd doorbell, so host requests (and later device ones) share one ordering domain. The
+// owned by one proxy thread per PE. Calling threads post requests as descriptors into the PE's
+// request ring (shoal/detail/proxy_ring.hpp) and ring an eventfd doorbell; the thread issues them in
+// ticket order, so host requests (and device ones, which post into the same ring) share one ordering domain. The
 // thread keeps progressing the worker while the PE is idle (UCX over TCP emulates get and atomics in
 // the target's progress loop): it spins briefly, then sleeps in poll() on the worker's event fd and
 // the doorbell. Worker addresses, heap base addresses and packed rkeys travel only through the

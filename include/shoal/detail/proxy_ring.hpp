@@ -1,0 +1,139 @@
+// The proxy's request ring: fixed 64-byte descriptors in pinned, device-mapped host memory (one
+// ring per PE), written by any number of producers (GPU threads, host threads) and drained in
+// ticket order by the PE's proxy thread. Plain C++ that also compiles as device code: the same
+// producer functions serve kernels and host calls, so both share one ordering domain.
+//
+// Protocol (docs/design.md, "The proxy ring"):
+//   reserve  ticket = fetch_add(reserved, 1); wait for a credit: ticket < released + slots
+//   commit   fill slot ticket % slots, then state = ticket*4 + committed (release)
+//   consume  the proxy reads slot head % slots once its state is head*4 + committed (acquire)
+//   reply    for a waiting descriptor the proxy writes `reply`, then state = ticket*4 + replied;
+//            the producer reads it and acknowledges with state = ticket*4 + done
+//   release  other descriptors: the proxy sets done once it copied them out; `released` advances
+//            over consecutive done slots, which gives producers their credits back
+// quiet = a waiting descriptor the proxy answers once everything it issued before is complete;
+// fence = a descriptor that orders what came before it against what comes after.
+#pragma once
+
+#include <cstdint>
+
+#include "shoal/device_world.hpp"
+
+#if defined(__CUDA_ARCH__)
+#include "shoal/device/ptx.cuh"
+#else
+#include <atomic>
+#endif
+
+namespace shoal::detail {
+
+/// What a descriptor asks the proxy to do.
+enum class proxy_op : uint8_t {
+  put,         ///< nbytes from `local` to `offset` on pe
+  get,         ///< nbytes from `offset` on pe to `local`
+  p,           ///< the low nbytes (1..8) of `operand` to `offset` on pe
+  g,           ///< nbytes (1..8) from `offset` on pe into `reply`
+  amo,         ///< proxy_amo `amo` on nbytes (4, 8) at `offset` on pe: operand; cswap: compare = the
+               ///< new value (UCP's convention), compared against operand; old value into `reply`
+  put_signal,  ///< put, fence, then signal op `amo` (set/add) of `operand` at `compare` on pe
+  fence,       ///< orders every earlier descriptor before every later one (per PE)
+  quiet,       ///< waiting: answered once every earlier descriptor is complete
+};
+
+/// The atomic opcodes a descriptor carries (proxy_desc::amo), as the engine issues them: the
+/// producer maps OpenSHMEM's AMOs onto them (fetch = or 0, set = swap, inc = add 1). The values
+/// equal the engine's ucx_amo (checked in ucx_engine.cc).
+enum class proxy_amo : uint8_t { add, swap, cswap, and_, or_, xor_ };
+
+/// Descriptor flag: the producer waits for the proxy's reply (blocking calls, fetches, quiet).
+inline constexpr uint8_t kProxyWait = 1;
+
+/// One request. The proxy copies it out before it releases the slot; `local` must stay valid
+/// until the call's completion (blocking: its return; nbi: the next quiet).
+struct proxy_desc {
+  uint64_t state;  ///< ticket*4 + proxy_state; written with release, read with acquire
+  proxy_op op;
+  uint8_t flags;  ///< kProxyWait
+  uint8_t amo;    ///< amo_op code (src/transport/scalar.hpp)
+  uint8_t type;   ///< scalar_kind << 4 | bytes
+  int32_t pe;
+  uint64_t offset;  ///< heap offset on pe
+  uint64_t local;   ///< address of the local buffer (source of put, destination of get)
+  uint64_t nbytes;
+  uint64_t operand;  ///< p value, AMO operand, signal value
+  uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset; the proxy's status
+                     ///< (0: success, else the engine's negative error code) when it replies
+  uint64_t reply;    ///< written by the proxy before `replied`: fetched value, g value
+};
+static_assert(sizeof(proxy_desc) == 64);
+
+/// Low two bits of proxy_desc::state.
+enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotReplied = 2, kSlotDone = 3 };
+
+/// The ring's control words, followed in the same allocation by `slots` descriptors. Each counter
+/// sits on its own cache line: producers hammer `reserved`, the proxy writes `released`.
+struct proxy_ring {
+  alignas(64) uint64_t reserved;  ///< the next ticket (producers' fetch_add)
+  alignas(64) uint64_t released;  ///< tickets below this are free (the proxy's credits)
+  alignas(64) uint32_t slots;     ///< a power of two
+  uint32_t reserved_pad;
+  uint64_t pad[7];
+
+  SHOAL_HOST_DEVICE proxy_desc* slot(uint64_t ticket) {
+    return reinterpret_cast<proxy_desc*>(this + 1) + (ticket & (slots - 1));
+  }
+  /// Bytes of a ring with `slots` descriptors.
+  static constexpr uint64_t nbytes_for(uint32_t slots) {
+    return sizeof(proxy_ring) + uint64_t{slots} * sizeof(proxy_desc);
+  }
+};
+static_assert(sizeof(proxy_ring) == 192);
+
+namespace ring_atomic {
+
+// The ring's atomics: system-scope PTX on the device, std::atomic_ref on the host.
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ uint64_t fetch_add(uint64_t* a, uint64_t v) { return ptx::atom_add_relaxed_sys(a, v); }
+__device__ __forceinline__ uint64_t load_acquire(uint64_t* a) { return ptx::ld_acquire_sys(a); }
+__device__ __forceinline__ void store_release(uint64_t* a, uint64_t v) { ptx::st_release_sys(a, v); }
+#else
+inline uint64_t fetch_add(uint64_t* a, uint64_t v) {
+  return std::atomic_ref(*a).fetch_add(v, std::memory_order_relaxed);
+}
+inline uint64_t load_acquire(uint64_t* a) { return std::atomic_ref(*a).load(std::memory_order_acquire); }
+inline void store_release(uint64_t* a, uint64_t v) { std::atomic_ref(*a).store(v, std::memory_order_release); }
+#endif
+
+}  // namespace ring_atomic
+
+/// Posts `d` (its op, flags and fields; state is ignored) and returns its ticket. Waits for a
+/// credit when the ring is full; `expired()` is asked once per unsatisfied poll and ends the wait
+/// (returning ~0) when it says true. Thread-safe across any number of producers.
+template <class Clock>
+SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired) {
+  const uint64_t ticket = ring_atomic::fetch_add(&ring->reserved, 1);
+  while (ticket >= ring_atomic::load_acquire(&ring->released) + ring->slots)
+    if (expired()) return ~uint64_t{0};
+  proxy_desc* s = ring->slot(ticket);
+  s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
+  s->offset = d.offset, s->local = d.local, s->nbytes = d.nbytes;
+  s->operand = d.operand, s->compare = d.compare, s->reply = 0;
+  ring_atomic::store_release(&s->state, ticket * 4 + kSlotCommitted);
+  return ticket;
+}
+
+/// Waits for the proxy's reply to the waiting descriptor `ticket`, acknowledges it (freeing the
+/// slot) and returns `reply` and the proxy's status (0: success). False when `expired()` ended the
+/// wait (the slot stays held).
+template <class Clock>
+SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired) {
+  proxy_desc* s = ring->slot(ticket);
+  while (ring_atomic::load_acquire(&s->state) != ticket * 4 + kSlotReplied)
+    if (expired()) return false;
+  *reply = s->reply;
+  *status = static_cast<int64_t>(s->compare);
+  ring_atomic::store_release(&s->state, ticket * 4 + kSlotDone);
+  return true;
+}
+
+}  // namespace shoal::detail

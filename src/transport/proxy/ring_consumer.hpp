@@ -1,0 +1,58 @@
+// The proxy thread's side of the request ring (shoal/detail/proxy_ring.hpp): takes committed
+// descriptors in ticket order, answers waiting ones, and hands credits back to the producers.
+// Single-threaded (the proxy thread); no UCX here, so CPU tests drive it with a stand-in engine.
+#pragma once
+
+#include <cstdint>
+
+#include "shoal/detail/proxy_ring.hpp"
+
+namespace shoal::detail {
+
+class ring_consumer {
+ public:
+  explicit ring_consumer(proxy_ring* ring) : ring_(ring) {}
+
+  /// The next committed descriptor (a copy; its ticket in `ticket`), or false when there is none.
+  /// Every descriptor taken must be finished exactly once: reply() for waiting ones (kProxyWait),
+  /// finish() for the others, in any order.
+  bool take(proxy_desc* out, uint64_t* ticket) {
+    proxy_desc* s = ring_->slot(head_);
+    if (ring_atomic::load_acquire(&s->state) != head_ * 4 + kSlotCommitted) return false;
+    *out = *s;
+    *ticket = head_++;
+    return true;
+  }
+
+  /// Frees a non-waiting descriptor's slot (its contents were copied by take()).
+  void finish(uint64_t ticket) {
+    ring_atomic::store_release(&ring_->slot(ticket)->state, ticket * 4 + kSlotDone);
+    reclaim();
+  }
+
+  /// Answers a waiting descriptor with `value` and `status` (0: success); the producer frees the
+  /// slot when it has read them.
+  void reply(uint64_t ticket, uint64_t value, int64_t status = 0) {
+    proxy_desc* s = ring_->slot(ticket);
+    s->reply = value;
+    s->compare = static_cast<uint64_t>(status);
+    ring_atomic::store_release(&s->state, ticket * 4 + kSlotReplied);
+  }
+
+  /// Advances `released` over consecutive freed slots (producers' acknowledgements included).
+  void reclaim() {
+    const uint64_t before = tail_;
+    while (tail_ < head_ && ring_atomic::load_acquire(&ring_->slot(tail_)->state) == tail_ * 4 + kSlotDone) ++tail_;
+    if (tail_ != before) ring_atomic::store_release(&ring_->released, tail_);
+  }
+
+  /// True while some taken descriptor's slot is not free yet (a reply not acknowledged).
+  bool holding() const { return tail_ != head_; }
+
+ private:
+  proxy_ring* ring_;
+  uint64_t head_ = 0;  // next ticket to take
+  uint64_t tail_ = 0;  // every ticket below is free (published as ring->released)
+};
+
+}  // namespace shoal::detail
