@@ -48,13 +48,19 @@ TEST(Proxy, FenceOrdersPutsBeforeSignal) {
   shoal_free(slots);
 }
 
+// Two symmetric words for the idle-target tests: [0] = 0 (a counter), [1] = base + this PE.
+uint64_t* target_words(uint64_t base) {
+  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
+  words[1] = base + me();
+  shoal_barrier_all();
+  return words;
+}
+
 TEST(Proxy, SleepingTargetStillServesGetsAndAmos) {
   if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
   constexpr int kOps = 100;
   constexpr auto kSleep = std::chrono::seconds(4);
-  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
-  words[1] = 1000 + me();
-  shoal_barrier_all();
+  uint64_t* words = target_words(1000);
   if (me() == 1) {
     std::this_thread::sleep_for(kSleep);  // outside shoal: only the proxy thread can answer
   } else if (me() == 0) {
@@ -84,9 +90,7 @@ TEST(Proxy, ComputingTargetStillServesGetsAndAmos) {
   if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
   constexpr int kOps = 50;
   constexpr auto kDeadline = std::chrono::seconds(15);
-  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
-  words[1] = 5000 + me();
-  shoal_barrier_all();
+  uint64_t* words = target_words(5000);
   const uint64_t expected = uint64_t(kOps) * (npes() - 1);
   if (me() == 1) {
     auto deadline = std::chrono::steady_clock::now() + kDeadline;
