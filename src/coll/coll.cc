@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -223,16 +224,20 @@ class session {
     if (!w_.transport().direct())
       SHOAL_THROW(errc::unsupported, call, "internal: the host-memory collective protocol on a GPU heap (backend {})",
                   w_.backend_name());
+    // Members whose heap is mapped here are reached by loads and stores; the others (proxy peers)
+    // through the transport's get and atomics on their sync words, at the same heap offset.
+    sync_off_ = w_.team_sync_offset(handle);
     peers_.resize(team_.members.size());
     for (size_t r = 0; r < peers_.size(); ++r) {
-      peers_[r] = w_.team_sync_of(team_.members[r], handle);
-      if (peers_[r] == nullptr)
+      const int pe = team_.members[r];
+      peers_[r] = w_.team_sync_of(pe, handle);
+      if (peers_[r] == nullptr && (sync_off_ == 0 || !w_.transport().accessible(pe)))
         SHOAL_THROW(errc::unsupported, call,
-                    "team={} PE {} (PE {}) is not reachable through shared memory; host collectives need every member "
-                    "on this node",
-                    handle, r, team_.members[r]);
+                    "team={} PE {} (PE {}) is reachable neither by load/store nor through the proxy transport", handle,
+                    r, pe);
     }
     mine_ = peers_[team_.my_rank];
+    SHOAL_ASSERT(mine_ != nullptr);
   }
 
   coll_world& world() { return w_; }
@@ -264,7 +269,14 @@ class session {
     std::memcpy(mine_->post[seq & 1], &rec, sizeof rec);
     barrier();
     records_.resize(n());
-    for (int r = 0; r < n(); ++r) std::memcpy(&records_[r], peers_[r]->post[seq & 1], sizeof(post_record));
+    for (int r = 0; r < n(); ++r) {
+      if (peers_[r] != nullptr)
+        std::memcpy(&records_[r], peers_[r]->post[seq & 1], sizeof(post_record));
+      else
+        w_.transport().get(call_, &records_[r], pe_of(r),
+                           word_offset(offsetof(team_sync, post) + (seq & 1) * team_sync::kPostBytes),
+                           sizeof(post_record));
+    }
     for (int r = 0; r < n(); ++r) {
       const post_record& p = records_[r];
       if (p.err_code == 0) continue;
@@ -291,7 +303,7 @@ class session {
     uint64_t epoch = ++mine_->epoch;
     int n = this->n(), me = rank();
     for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
-      std::atomic_ref<uint64_t>(peers_[(me + dist) % n]->barrier_round[round]).store(epoch, std::memory_order_release);
+      signal((me + dist) % n, round, epoch);
       std::atomic_ref<uint64_t> word(mine_->barrier_round[round]);
       backoff pause(w_.wait_timeout());
       while (word.load(std::memory_order_acquire) < epoch) {
@@ -306,18 +318,38 @@ class session {
     }
   }
 
-  /// Address of heap offset `off` on team PE r.
-  const char* at(int r, int64_t off) const {
-    return w_.transport().address(call_, pe_of(r), static_cast<uint64_t>(off));
+  /// Copies `nbytes` at heap offset `off` of team PE r into `dest` (through r's path: a copy from
+  /// its mapped heap, or a get through the proxy).
+  void pull(void* dest, int r, int64_t off, size_t nbytes) const {
+    w_.transport().get(call_, dest, pe_of(r), static_cast<uint64_t>(off), nbytes);
+  }
+  /// Address of heap offset `off` on team PE r when its heap is mapped here, else nullptr.
+  const char* mapped(int r, int64_t off) const {
+    const char* base = w_.transport().base_of(pe_of(r));
+    return base == nullptr ? nullptr : base + off;
   }
 
  private:
+  uint64_t word_offset(size_t field) const { return sync_off_ + field; }
+
+  /// Sets team PE r's barrier word `round` to `epoch`: a release store where its heap is mapped,
+  /// else an atomic set through the transport (ordered after this PE's earlier puts to r).
+  void signal(int r, int round, uint64_t epoch) {
+    if (peers_[r] != nullptr) {
+      std::atomic_ref<uint64_t>(peers_[r]->barrier_round[round]).store(epoch, std::memory_order_release);
+      return;
+    }
+    w_.transport().atomic(call_, pe_of(r), word_offset(offsetof(team_sync, barrier_round) + round * sizeof(uint64_t)),
+                          amo_op::set, scalar_of<uint64_t>(), &epoch, nullptr, nullptr);
+  }
+
   const char* call_;
   coll_world w_;
   std::lock_guard<std::mutex> lock_;
   team team_;
   shoal_team_t handle_;
-  std::vector<team_sync*> peers_;
+  std::vector<team_sync*> peers_;  // nullptr for members reached through the proxy
+  uint64_t sync_off_ = 0;          // heap offset of this team's team_sync block
   team_sync* mine_ = nullptr;
   std::vector<post_record> records_;
 };
@@ -406,7 +438,7 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
     if (s.rank() == root) {
       if (dest != source) std::memmove(dest, source, bytes);
     } else {
-      s.world().transport().ops().copy(dest, s.at(root, s.record(root).src_off), bytes);
+      s.pull(dest, root, s.record(root).src_off, bytes);
     }
     s.barrier();  // the root's source is no longer read
   });
@@ -432,7 +464,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
       if (j == s.rank())
         std::memmove(to, source, bytes);
       else
-        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off), bytes);
+        s.pull(to, j, s.record(j).src_off, bytes);
     }
     s.barrier();  // every source has been read
   });
@@ -473,7 +505,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
       if (j == s.rank())
         std::memmove(to, source, b);
       else
-        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off), b);
+        s.pull(to, j, s.record(j).src_off, b);
     }
     s.barrier();
   });
@@ -501,8 +533,7 @@ int alltoall(const char* call, shoal_team_t team, void* dest, const void* source
       if (j == s.rank())
         std::memmove(to, static_cast<const char*>(source) + j * bytes, bytes);
       else
-        s.world().transport().ops().copy(to, s.at(j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes)),
-                                         bytes);
+        s.pull(to, j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes), bytes);
     }
     s.barrier();
   });
@@ -531,13 +562,22 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
   if (bytes == 0) return;
   if (k == kind::reducescatter) block_of_mine = static_cast<size_t>(s.rank()) * bytes;
   std::vector<unsigned char> acc(bytes);
+  std::vector<unsigned char> fetched;  // a proxy member's block
   for (int j = 0; j < s.n(); ++j) {
-    // Host heaps are mapped here (session checked memory_ops::direct), so peers' sources are read in place.
-    const char* from = s.at(j, s.record(j).src_off + static_cast<int64_t>(block_of_mine));
-    if (j == 0)
-      s.world().transport().ops().copy(acc.data(), from, bytes);
-    else
-      combine(type, op, acc.data(), from, nreduce);
+    const int64_t off = s.record(j).src_off + static_cast<int64_t>(block_of_mine);
+    if (j == 0) {
+      s.pull(acc.data(), j, off, bytes);
+      continue;
+    }
+    // Mapped members' sources are read in place (session checked memory_ops::direct); proxy
+    // members' are fetched first.
+    const char* from = s.mapped(j, off);
+    if (from == nullptr) {
+      fetched.resize(bytes);
+      s.pull(fetched.data(), j, off, bytes);
+      from = reinterpret_cast<const char*>(fetched.data());
+    }
+    combine(type, op, acc.data(), from, nreduce);
   }
   s.barrier();  // every source has been read: dest may now be written, even where it is a source
   std::memcpy(dest, acc.data(), bytes);

@@ -10,11 +10,15 @@
 //      source is ready, every dest is free to be written;
 //   3. read every member's description: any local error, or any disagreement, throws on every
 //      member alike (same records, same decision), before any data moves;
-//   4. move data by pulling from peers' heaps (host memory_ops::copy) into this PE's own dest (or a
-//      local buffer for reductions, so dest may alias source);
+//   4. move data by pulling from peers' heaps (peer_transport::get: a copy from a mapped heap, a get
+//      through the proxy) into this PE's own dest (or a local buffer for reductions, so dest may
+//      alias source);
 //   5. team barrier B: nobody reads a source any more (reductions then write dest locally).
-// Memory ordering: barrier rounds are release stores / acquire loads, so a member's writes before
-// it enters a collective are visible to the pulls of every member, and dest is complete on return.
+// Each member is reached through its own path: mapped members' sync words by loads and stores,
+// proxy members' by get (posts) and atomic set (barrier rounds) at the same heap offsets.
+// Memory ordering: barrier rounds are release stores / acquire loads (proxy: a blocking atomic,
+// complete at the target before the next round), so a member's writes before it enters a collective
+// are visible to the pulls of every member, and dest is complete on return.
 #pragma once
 
 #include <cstddef>

@@ -38,6 +38,11 @@ team_sync* world_teams::sync_of(int pe, int slot) const {
   return reinterpret_cast<team_sync*>(base + words_offset_) + slot;
 }
 
+uint64_t world_teams::sync_offset(int slot) const {
+  if (!world_.transport().direct() || words_offset_ == 0) return 0;
+  return words_offset_ + static_cast<uint64_t>(slot) * sizeof(team_sync);
+}
+
 void world_teams::publish_device() {
   const device_world& device = world_.device_handle();
   if (device.teams == nullptr) return;

@@ -38,6 +38,9 @@ class world_teams final : public world_extension {
   team_table& table() { return table_; }
   /// `pe`'s team_sync block of team slot `slot`; nullptr when that heap is not CPU-addressable here.
   team_sync* sync_of(int pe, int slot) const;
+  /// Heap offset (the same on every PE) of team slot `slot`'s team_sync block, for peers reached
+  /// through the transport (proxy peers); 0 when this world has no host sync words (GPU heaps).
+  uint64_t sync_offset(int slot) const;
   /// Writes every live slot's device handle into the device team table (device_world::teams) after
   /// teams are created or destroyed. No-op on host-memory heaps.
   void publish_device();

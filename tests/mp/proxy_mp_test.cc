@@ -1,8 +1,9 @@
 // The proxy transport (run with SHOAL_DISABLE_P2P=1 UCX_TLS=tcp UCX_NET_DEVICES=lo): fence orders a
 // stream of puts and signals (the target checks, while they arrive, that every slot below the
-// signal is written); a target sleeping outside shoal still serves gets and fetch-adds (its proxy
-// thread progresses); a fetch-add storm from every PE to one word loses and duplicates nothing; a
-// block allocated after init (heap growth, new registration) is reachable at its last byte.
+// signal is written); a target sleeping, or computing, outside shoal still serves gets and
+// fetch-adds (its proxy thread progresses); a fetch-add storm from every PE to one word loses and
+// duplicates nothing (the fetched values are 0..N-1, each once); a block allocated after init (heap
+// growth, new registration) is reachable at its last byte.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -47,13 +48,19 @@ TEST(Proxy, FenceOrdersPutsBeforeSignal) {
   shoal_free(slots);
 }
 
+// Two symmetric words for the idle-target tests: [0] = 0 (a counter), [1] = base + this PE.
+uint64_t* target_words(uint64_t base) {
+  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
+  words[1] = base + me();
+  shoal_barrier_all();
+  return words;
+}
+
 TEST(Proxy, SleepingTargetStillServesGetsAndAmos) {
   if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
   constexpr int kOps = 100;
   constexpr auto kSleep = std::chrono::seconds(4);
-  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
-  words[1] = 1000 + me();
-  shoal_barrier_all();
+  uint64_t* words = target_words(1000);
   if (me() == 1) {
     std::this_thread::sleep_for(kSleep);  // outside shoal: only the proxy thread can answer
   } else if (me() == 0) {
@@ -76,28 +83,68 @@ TEST(Proxy, SleepingTargetStillServesGetsAndAmos) {
   shoal_free(words);
 }
 
+// A target busy in a compute loop (no shoal call, no sleep) until every other PE's fetch-adds have
+// landed on its word: only its proxy thread can apply them. Bounded: a target that does not
+// progress shows as the deadline reached.
+TEST(Proxy, ComputingTargetStillServesGetsAndAmos) {
+  if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
+  constexpr int kOps = 50;
+  constexpr auto kDeadline = std::chrono::seconds(15);
+  uint64_t* words = target_words(5000);
+  const uint64_t expected = uint64_t(kOps) * (npes() - 1);
+  if (me() == 1) {
+    auto deadline = std::chrono::steady_clock::now() + kDeadline;
+    volatile uint64_t sink = 0;
+    while (load(&words[0]) < expected && std::chrono::steady_clock::now() < deadline)
+      for (int i = 0; i < 10000; ++i) sink = sink * 6364136223846793005ull + 1442695040888963407ull;
+    EXPECT_EQ(load(&words[0]), expected) << "the fetch-adds did not land while the target computed";
+  } else {
+    uint64_t got = 0, prev = 0;
+    bool increasing = true;
+    for (int i = 0; i < kOps; ++i) {
+      uint64_t old = shoal_uint64_atomic_fetch_add(&words[0], 1, 1);
+      increasing &= i == 0 || old > prev;
+      prev = old;
+      got += shoal_uint64_g(&words[1], 1);
+    }
+    EXPECT_TRUE(increasing);
+    EXPECT_EQ(got, uint64_t(kOps) * 5001);
+  }
+  shoal_barrier_all();
+  shoal_free(words);
+}
+
+// Every PE fetch-adds one word on PE 0 (through the proxy; PE 0 itself by load/store atomics) and
+// sends PE 0 every value it fetched: they must be 0..N-1, each exactly once, and the word N.
 TEST(Proxy, FetchAddStormFromEveryPe) {
   constexpr uint64_t kOps = 400;
-  auto* words = static_cast<uint64_t*>(shoal_calloc(1 + npes(), sizeof(uint64_t)));
-  shoal_barrier_all();
-  uint64_t sum = 0;
-  bool increasing = true;
-  uint64_t prev = 0;
-  for (uint64_t i = 0; i < kOps; ++i) {
-    uint64_t old = shoal_uint64_atomic_fetch_add(&words[0], 1, 0);
-    increasing &= i == 0 || old > prev;
-    prev = old;
-    sum += old;
-  }
-  EXPECT_TRUE(increasing);
-  shoal_uint64_p(&words[1 + me()], sum, 0);
-  shoal_barrier_all();
   const uint64_t total = kOps * npes();
+  auto* words = static_cast<uint64_t*>(shoal_calloc(1 + total, sizeof(uint64_t)));
+  uint64_t* tickets = words + 1;  // PE p's fetched values at tickets[p * kOps ...] on PE 0
+  shoal_barrier_all();
+  std::vector<uint64_t> fetched(kOps);
+  bool increasing = true;
+  for (uint64_t i = 0; i < kOps; ++i) {
+    fetched[i] = shoal_uint64_atomic_fetch_add(&words[0], 1, 0);
+    increasing &= i == 0 || fetched[i] > fetched[i - 1];
+  }
+  EXPECT_TRUE(increasing) << "one PE's fetched values must grow";
+  shoal_putmem(&tickets[me() * kOps], fetched.data(), kOps * sizeof(uint64_t), 0);
+  shoal_barrier_all();
   EXPECT_EQ(shoal_uint64_atomic_fetch(&words[0], 0), total);
   if (me() == 0) {
-    uint64_t all = 0;
-    for (int pe = 0; pe < npes(); ++pe) all += words[1 + pe];
-    EXPECT_EQ(all, total * (total - 1) / 2) << "tickets 0..N-1 each once";
+    std::vector<int> seen(total, 0);
+    uint64_t out_of_range = 0, repeated = 0, missing = 0;
+    for (uint64_t k = 0; k < total; ++k) {
+      if (tickets[k] >= total)
+        ++out_of_range;
+      else if (seen[tickets[k]]++ > 0)
+        ++repeated;
+    }
+    for (int c : seen) missing += c == 0;
+    EXPECT_EQ(out_of_range, 0u);
+    EXPECT_EQ(repeated, 0u) << "a value fetched twice: an increment was lost";
+    EXPECT_EQ(missing, 0u);
   }
   shoal_barrier_all();
   shoal_free(words);

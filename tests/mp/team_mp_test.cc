@@ -97,14 +97,18 @@ TEST(Teams, Predefined) {
   EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_WORLD), me());
   EXPECT_EQ(shoal_team_n_pes(SHOAL_TEAM_WORLD), n);
   // shoalrun starts every PE on this host, and host heaps are all mapped: SHARED == NODE == WORLD;
-  // under SHOAL_DISABLE_P2P=1 every peer is a proxy peer, so SHARED is this PE alone.
+  // under SHOAL_DISABLE_P2P=1 every peer is a proxy peer, so SHARED is this PE alone; under
+  // two_nodes.sh (MP_TWO_NODES=1) the PEs of each parity are one node, and SHARED == NODE.
   const char* no_p2p = std::getenv("SHOAL_DISABLE_P2P");
   const bool proxy = no_p2p != nullptr && std::string(no_p2p) == "1";
-  EXPECT_EQ(shoal_team_my_pe(SHOALX_TEAM_NODE), me());
-  expect_layout(SHOALX_TEAM_NODE, n, [](int r) { return r; });
+  const char* two = std::getenv("MP_TWO_NODES");
+  const int step = two != nullptr && std::string(two) == "1" ? 2 : 1;
+  const int first = me() % step, node_size = (n - first + step - 1) / step;
+  EXPECT_EQ(shoal_team_my_pe(SHOALX_TEAM_NODE), me() / step);
+  expect_layout(SHOALX_TEAM_NODE, node_size, [&](int r) { return first + r * step; });
   expect_device_handle(SHOALX_TEAM_NODE);
-  EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_SHARED), proxy ? 0 : me());
-  expect_layout(SHOAL_TEAM_SHARED, proxy ? 1 : n, [proxy](int r) { return proxy ? me() : r; });
+  EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_SHARED), proxy ? 0 : me() / step);
+  expect_layout(SHOAL_TEAM_SHARED, proxy ? 1 : node_size, [&](int r) { return proxy ? me() : first + r * step; });
   expect_device_handle(SHOAL_TEAM_SHARED);
   expect_device_handle(SHOAL_TEAM_WORLD);
   EXPECT_EQ(shoal_team_my_pe(SHOAL_TEAM_INVALID), -1);
