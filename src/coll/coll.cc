@@ -293,7 +293,7 @@ class session {
     for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
       std::atomic_ref<uint64_t>(peers_[(me + dist) % n]->barrier_round[round]).store(epoch, std::memory_order_release);
       std::atomic_ref<uint64_t> word(mine_->barrier_round[round]);
-      backoff pause(w_.wait_timeout());
+      backoff pause(w_.wait_timeout(), call_);
       while (word.load(std::memory_order_acquire) < epoch) {
         if (!pause.pause()) {
           int from = (me - dist % n + n) % n;
