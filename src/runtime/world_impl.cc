@@ -194,6 +194,9 @@ world_impl::~world_impl() {
     try {
       finalize();
     } catch (const std::exception& e) {
+      // After a recorded job failure (SHOAL_ERRORS_RETURN) the process outlives the job on purpose:
+      // the failure was reported already, and the exit status is the program's.
+      if (job_failure::cause() != nullptr) return;
       // Left without shoal_finalize (exit, return from main) and the implicit finalize failed, e.g.
       // because a peer is in another collective: say so to every PE rather than leave them waiting.
       std::fprintf(stderr, "shoal: error: the finalize at exit (no shoal_finalize call) failed: %s\n", e.what());

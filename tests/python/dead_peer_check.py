@@ -5,7 +5,8 @@ that every survivor's waiting call (barrier_all, or a reduce) raised ShoalError 
 a later call raised too, that each interpreter went on to the end, and that all this took under 10 s.
 (The library's liveness monitor sees the dead PE's bootstrap connection close; under the error mode
 shoal.core uses it records the failure and every wait ends with errc::peer_failure.)
-Usage: dead_peer_check.py SHOALRUN NUM_PES [barrier_all|reduce]"""
+Usage: dead_peer_check.py SHOALRUN NUM_PES [barrier_all|reduce|gpu_reduce] (gpu_reduce exits 77, a skip,
+without torch or CUDA)"""
 import os
 import re
 import subprocess
@@ -14,6 +15,15 @@ import time
 
 shoalrun, npes = sys.argv[1], int(sys.argv[2])
 what = sys.argv[3] if len(sys.argv) > 3 else "barrier_all"
+if what.startswith("gpu"):
+    try:
+        import torch
+        usable = torch.cuda.is_available()
+    except ImportError:
+        usable = False
+    if not usable:
+        print("dead_peer_check: skipped, no torch with CUDA")
+        sys.exit(77)
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "dead_peer.py")
 start = time.monotonic()
 out = subprocess.run([shoalrun, "-n", str(npes), "--timeout", "30", "--", sys.executable, job, what],
