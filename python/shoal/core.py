@@ -212,6 +212,10 @@ def _device_index(device: Any) -> int:
 def _pick_device(device: Any) -> Optional[int]:
     """Makes the heap's GPU current before shoal_init (the library adopts the current CUDA context).
     None: no CUDA through torch and none asked for (the library picks: SHOAL_DEVICE, local rank)."""
+    if os.environ.get("SHOAL_BACKEND", "auto") == "host":
+        if device is not None:
+            raise _fail("init", f"device={device!r} but SHOAL_BACKEND=host puts the heap in host memory")
+        return None
     torch = _torch_find()
     cuda = torch is not None and torch.cuda.is_available()
     if device is None:
@@ -354,8 +358,12 @@ def n_pes() -> int:
 
 def array(shape: Any, dtype: Any = "float32") -> np.ndarray:
     """A numpy array on the symmetric heap (zero-copy view of it), zero-filled. Collective: every PE
-    calls it with the same shape and dtype in the same order."""
+    calls it with the same shape and dtype in the same order. Host-memory heaps only (GPU heaps:
+    :func:`tensor`)."""
     _need_init("array")
+    if _core.backend_name() != "host":
+        raise _fail("array", f"the symmetric heap is on a GPU (backend '{_core.backend_name()}'): numpy "
+                    "arrays need a host heap (SHOAL_BACKEND=host); use shoal.core.tensor for torch CUDA tensors")
     try:
         dt = np.dtype(dtype)
     except TypeError:
