@@ -494,35 +494,30 @@ def put(dst: Any, src: Any, remote_pe: int = -1, stream: Any = None) -> None:
     """Copies local ``src`` into symmetric ``dst`` on ``remote_pe``. Without a stream it is blocking
     (src may be reused on return; :func:`quiet` or a barrier before the target reads it); with one it
     is enqueued on that CUDA stream. Arrays: numpy arrays or torch tensors."""
-    _need_init("put")
-    h = _stream("put", stream)
-    d = _check_array("put", "dst", dst, symmetric=True)
-    s = _check_array("put", "src", src, symmetric=False)
-    pe = _check_pe("put", "remote_pe", remote_pe)
-    if s.nbytes > d.nbytes:
-        raise _fail("put", f"src has {s.nbytes} bytes, more than dst's {d.nbytes}")
-    if h is None:
-        _before_blocking(d, s)
-        _core.putmem(d.addr, s.addr, s.nbytes, pe)
-    else:
-        _core.putmem_on_stream(d.addr, s.addr, s.nbytes, pe, h)
+    _rma("put", dst, src, remote_pe, stream)
 
 
 def get(dst: Any, src: Any, remote_pe: int = -1, stream: Any = None) -> None:
     """Copies symmetric ``src`` of ``remote_pe`` into local ``dst`` (complete on return without a
     stream; in stream order with one)."""
-    _need_init("get")
-    h = _stream("get", stream)
-    d = _check_array("get", "dst", dst, symmetric=False)
-    s = _check_array("get", "src", src, symmetric=True)
-    pe = _check_pe("get", "remote_pe", remote_pe)
-    if d.nbytes < s.nbytes:
-        raise _fail("get", f"dst has {d.nbytes} bytes, fewer than src's {s.nbytes}")
+    _rma("get", dst, src, remote_pe, stream)
+
+
+def _rma(call: str, dst: Any, src: Any, remote_pe: Any, stream: Any) -> None:
+    """put or get: the remote side (dst of a put, src of a get) is symmetric; src.nbytes are copied."""
+    _need_init(call)
+    h = _stream(call, stream)
+    d = _check_array(call, "dst", dst, symmetric=call == "put")
+    s = _check_array(call, "src", src, symmetric=call == "get")
+    pe = _check_pe(call, "remote_pe", remote_pe)
+    if s.nbytes > d.nbytes:
+        raise _fail(call, f"src has {s.nbytes} bytes, more than dst's {d.nbytes}")
+    fn = {"put": (_core.putmem, _core.putmem_on_stream), "get": (_core.getmem, _core.getmem_on_stream)}[call]
     if h is None:
         _before_blocking(d, s)
-        _core.getmem(d.addr, s.addr, s.nbytes, pe)
+        fn[0](d.addr, s.addr, s.nbytes, pe)
     else:
-        _core.getmem_on_stream(d.addr, s.addr, s.nbytes, pe, h)
+        fn[1](d.addr, s.addr, s.nbytes, pe, h)
 
 
 def quiet(stream: Any = None) -> None:

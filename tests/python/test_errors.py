@@ -46,7 +46,7 @@ def test_library_check_raises_instead_of_stopping_the_job(sym, npes):
 
 def test_get_into_a_too_small_dst(sym):
     a, _ = sym
-    with pytest.raises(sc.ShoalError, match=r"get: dst has 8 bytes, fewer than src's 16"):
+    with pytest.raises(sc.ShoalError, match=r"get: src has 16 bytes, more than dst.s 8"):
         sc.get(np.zeros(2, np.int32), a, 0)
 
 
