@@ -414,7 +414,11 @@ def _peer_addr(call: str, b: _Buf, pe: Any) -> int:
 def _torch_dtype(call: str, torch: Any, dtype: Any) -> Any:
     if isinstance(dtype, torch.dtype):
         return dtype
-    dt = getattr(torch, str(dtype), None) if isinstance(dtype, str) else None
+    try:
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name  # also numpy dtypes
+    except TypeError:
+        name = None
+    dt = getattr(torch, name, None) if name else None
     if not isinstance(dt, torch.dtype):
         raise _fail(call, f"dtype={dtype!r} is not a torch dtype")
     return dt
