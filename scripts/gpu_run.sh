@@ -94,7 +94,8 @@ log "nvshmem: ${nvsh:-not found}"
 # --- build ---------------------------------------------------------------------------------------------------------
 t0=$(date +%s)
 if ! timeout "$build_limit" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} >"$logs/configure.log" 2>&1; then
+    "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} \
+    $(python3 -c "import nanobind" 2>/dev/null && echo -DSHOAL_BUILD_PYTHON=ON) >"$logs/configure.log" 2>&1; then
   tail -40 "$logs/configure.log" | tee -a "$summary"
   exit 1
 fi

@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,8 @@ void check(const char* call, int rc = 0) {
 }
 
 void* as_ptr(std::uintptr_t addr) { return reinterpret_cast<void*>(addr); }
+// A CUDA stream handle passed as an integer (0: the legacy default stream).
+CUstream_st* as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream_st*>(handle); }
 
 // Release the GIL around calls that wait on other PEs, so other Python threads keep running.
 template <typename F>
@@ -54,19 +57,25 @@ auto blocking(const char* call, F&& f) {
   check(call, rc);
 }
 
-using reduce_fn = int (*)(shoal_team_t, void*, const void*, std::size_t);
+// A typed reduction as one signature; stream 0 with on_stream false is the blocking host call.
+using reduce_fn = int (*)(shoal_team_t, void*, const void*, std::size_t, bool on_stream, std::uintptr_t stream);
 
-template <typename T, int (*F)(shoal_team_t, T*, const T*, std::size_t)>
-int typed_reduce(shoal_team_t team, void* dest, const void* source, std::size_t nreduce) {
+template <typename T, int (*F)(shoal_team_t, T*, const T*, std::size_t),
+          int (*S)(shoal_team_t, T*, const T*, std::size_t, CUstream_st*)>
+int typed_reduce(shoal_team_t team, void* dest, const void* source, std::size_t nreduce, bool on_stream,
+                 std::uintptr_t stream) {
+  if (on_stream) {
+    return S(team, static_cast<T*>(dest), static_cast<const T*>(source), nreduce, as_stream(stream));
+  }
   return F(team, static_cast<T*>(dest), static_cast<const T*>(source), nreduce);
 }
 
-// (numpy dtype name, op) -> the typed shoal_<T>_<op>_reduce entry point.
+// (numpy dtype name, op) -> the typed shoal_<T>_<op>_reduce entry point and its on-stream form.
 const std::map<std::pair<std::string, std::string>, reduce_fn>& reduce_table() {
   static const std::map<std::pair<std::string, std::string>, reduce_fn> table = [] {
     std::map<std::pair<std::string, std::string>, reduce_fn> t;
 #define SHOAL_PY_OP(np_name, c_type, c_name, op) \
-  t[{np_name, #op}] = &typed_reduce<c_type, &shoal_##c_name##_##op##_reduce>
+  t[{np_name, #op}] = &typed_reduce<c_type, &shoal_##c_name##_##op##_reduce, &shoalx_##c_name##_##op##_reduce_on_stream>
 #define SHOAL_PY_ARITH(np_name, c_type, c_name) \
   SHOAL_PY_OP(np_name, c_type, c_name, sum);    \
   SHOAL_PY_OP(np_name, c_type, c_name, prod);   \
@@ -112,6 +121,30 @@ NB_MODULE(_core, m) {
   m.def(
       "init", [] { blocking("shoal_init", [] { shoal_init(); }); },
       "Joins the job described by the launcher's environment (shoalrun, mpirun, srun, torchrun).");
+  m.def(
+      "get_uniqueid",
+      [] {
+        shoal_uniqueid_t uid{};
+        blocking("shoal_get_uniqueid", [&] { return shoal_get_uniqueid(&uid); });
+        return nb::bytes(reinterpret_cast<const char*>(uid.internal), sizeof(uid.internal));
+      },
+      "A rendezvous id (SHOAL_UNIQUEID_BYTES bytes) made on the PE that will be rank 0.");
+  m.def("uniqueid_nbytes", [] { return static_cast<std::size_t>(SHOAL_UNIQUEID_BYTES); });
+  m.def(
+      "init_attr",
+      [](int rank, int size, const nb::bytes& uid) {
+        if (uid.size() != SHOAL_UNIQUEID_BYTES) {
+          throw shoal_call_error("shoal.core.init: uid has " + std::to_string(uid.size()) + " bytes, not " +
+                                 std::to_string(SHOAL_UNIQUEID_BYTES) + " (make it with shoal.core.get_unique_id)");
+        }
+        shoal_init_attr_t attr{};
+        attr.version = SHOAL_INIT_ATTR_VERSION;
+        attr.rank = rank;
+        attr.size = size;
+        std::memcpy(attr.uid.internal, uid.c_str(), SHOAL_UNIQUEID_BYTES);
+        blocking("shoal_init_attr", [&] { return shoal_init_attr(&attr); });
+      },
+      "Joins the job given explicitly: rank of size, rendezvous uid (from get_uniqueid on rank 0).");
   m.def("finalize", [] { blocking("shoal_finalize", [] { shoal_finalize(); }); });
   m.def("my_pe", [] {
     shoal_clear_error();
@@ -151,6 +184,14 @@ NB_MODULE(_core, m) {
         return nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>(as_ptr(addr), 1, shape, nb::handle());
       },
       nb::rv_policy::reference);
+  // A uint8 torch tensor of nbytes at addr (zero-copy through DLPack) on CUDA device `device` (-1: CPU).
+  // `owner` is kept referenced until torch releases the tensor and every view of it.
+  m.def("view_tensor", [](std::uintptr_t addr, std::size_t nbytes, int device, nb::handle owner) {
+    std::size_t shape[1] = {nbytes};
+    const int type = device >= 0 ? nb::device::cuda::value : nb::device::cpu::value;
+    return nb::ndarray<nb::pytorch, std::uint8_t, nb::ndim<1>>(
+        as_ptr(addr), 1, shape, owner, nullptr, nb::dtype<std::uint8_t>(), type, device < 0 ? 0 : device);
+  });
 
   m.def("putmem", [](std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, int pe) {
     blocking("shoal_putmem", [&] { shoal_putmem(as_ptr(dest), as_ptr(source), nbytes, pe); });
@@ -158,6 +199,46 @@ NB_MODULE(_core, m) {
   m.def("getmem", [](std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, int pe) {
     blocking("shoal_getmem", [&] { shoal_getmem(as_ptr(dest), as_ptr(source), nbytes, pe); });
   });
+  m.def("putmem_on_stream",
+        [](std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, int pe, std::uintptr_t stream) {
+          blocking("shoalx_putmem_on_stream",
+                   [&] { shoalx_putmem_on_stream(as_ptr(dest), as_ptr(source), nbytes, pe, as_stream(stream)); });
+        });
+  m.def("getmem_on_stream",
+        [](std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, int pe, std::uintptr_t stream) {
+          blocking("shoalx_getmem_on_stream",
+                   [&] { shoalx_getmem_on_stream(as_ptr(dest), as_ptr(source), nbytes, pe, as_stream(stream)); });
+        });
+  m.def("quiet_on_stream", [](std::uintptr_t stream) {
+    blocking("shoalx_quiet_on_stream", [&] { shoalx_quiet_on_stream(as_stream(stream)); });
+  });
+  m.def("barrier_all_on_stream", [](std::uintptr_t stream) {
+    blocking("shoalx_barrier_all_on_stream", [&] { shoalx_barrier_all_on_stream(as_stream(stream)); });
+  });
+  m.def("barrier_on_stream", [](int team, std::uintptr_t stream) {
+    blocking("shoalx_barrier_on_stream", [&] { return shoalx_barrier_on_stream(team, as_stream(stream)); });
+  });
+  m.def("team_sync_on_stream", [](int team, std::uintptr_t stream) {
+    blocking("shoalx_team_sync_on_stream", [&] { return shoalx_team_sync_on_stream(team, as_stream(stream)); });
+  });
+  m.def("broadcastmem_on_stream",
+        [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, int root, std::uintptr_t stream) {
+          blocking("shoalx_broadcastmem_on_stream", [&] {
+            return shoalx_broadcastmem_on_stream(team, as_ptr(dest), as_ptr(source), nbytes, root, as_stream(stream));
+          });
+        });
+  m.def("fcollectmem_on_stream",
+        [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, std::uintptr_t stream) {
+          blocking("shoalx_fcollectmem_on_stream", [&] {
+            return shoalx_fcollectmem_on_stream(team, as_ptr(dest), as_ptr(source), nbytes, as_stream(stream));
+          });
+        });
+  m.def("alltoallmem_on_stream",
+        [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nbytes, std::uintptr_t stream) {
+          blocking("shoalx_alltoallmem_on_stream", [&] {
+            return shoalx_alltoallmem_on_stream(team, as_ptr(dest), as_ptr(source), nbytes, as_stream(stream));
+          });
+        });
   m.def("quiet", [] { blocking("shoal_quiet", [] { shoal_quiet(); }); });
   m.def("barrier_all", [] { blocking("shoal_barrier_all", [] { shoal_barrier_all(); }); });
   m.def("sync_all", [] { blocking("shoal_sync_all", [] { shoal_sync_all(); }); });
@@ -209,13 +290,16 @@ NB_MODULE(_core, m) {
     }
     return ops;
   });
+  // stream < 0: the blocking host call; else the on-stream form on that stream handle.
   m.def("reduce", [](int team, std::uintptr_t dest, std::uintptr_t source, std::size_t nreduce,
-                     const std::string& dtype, const std::string& op) {
+                     const std::string& dtype, const std::string& op, std::intptr_t stream) {
     const auto it = reduce_table().find({dtype, op});
     if (it == reduce_table().end()) {
       throw shoal_call_error("shoal.core.reduce: no " + op + " reduction for dtype " + dtype);
     }
     const reduce_fn fn = it->second;
-    blocking("shoal_reduce", [&] { return fn(team, as_ptr(dest), as_ptr(source), nreduce); });
+    blocking("shoal_reduce", [&] {
+      return fn(team, as_ptr(dest), as_ptr(source), nreduce, stream >= 0, static_cast<std::uintptr_t>(stream));
+    });
   });
 }

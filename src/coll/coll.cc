@@ -305,7 +305,7 @@ class session {
     for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
       signal((me + dist) % n, round, epoch);
       std::atomic_ref<uint64_t> word(mine_->barrier_round[round]);
-      backoff pause(w_.wait_timeout());
+      backoff pause(w_.wait_timeout(), call_);
       while (word.load(std::memory_order_acquire) < epoch) {
         if (!pause.pause()) {
           int from = (me - dist % n + n) % n;

@@ -26,6 +26,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "runtime/facade.hpp"
+#include "runtime/wait.hpp"
 #include "shoal/shoal.h"
 
 #ifdef SHOAL_HAVE_CUDA
@@ -475,7 +476,12 @@ int finish_blocking(const char* call, int rc) noexcept {
   if (rc != SHOAL_OK) return rc;
   return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
-    SHOAL_CUDA_CHECK(cudaStreamSynchronize(nullptr), call);
+    // Polled rather than cudaStreamSynchronize: after a dead peer (job_failure, SHOAL_ERRORS_RETURN)
+    // the wait ends with errc::peer_failure instead of lasting until the kernel's device timeout.
+    backoff pause(std::chrono::milliseconds(0), call);
+    cudaError_t status = cudaStreamQuery(nullptr);
+    for (; status == cudaErrorNotReady; status = cudaStreamQuery(nullptr)) pause.pause();
+    SHOAL_CUDA_CHECK(status, call);
 #else
     no_cuda(call);
 #endif

@@ -57,6 +57,8 @@ world_impl& current(const char* call) {
   return *w;
 }
 
+bool errors_return() noexcept { return g_error_mode.load() == SHOAL_ERRORS_RETURN; }
+
 void report(const shoal::error& e) noexcept {
   t_last_code = static_cast<int>(e.code());
   t_last_message = e.what();

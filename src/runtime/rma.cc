@@ -139,7 +139,7 @@ size_t host_rma::wait(std::string_view call, scalar type, void* ivars, size_t ne
   for (size_t i = 0; i < nelems; ++i) any_active |= status == nullptr || status[i] == 0;
   if (!any_active) return mode == wait_mode::any ? SIZE_MAX : (mode == wait_mode::all ? 1 : 0);
 
-  backoff pause(test_only ? std::chrono::milliseconds(0) : wait_timeout_);
+  backoff pause(test_only ? std::chrono::milliseconds(0) : wait_timeout_, call);
   while (true) {
     size_t found = 0, pending = 0, first = SIZE_MAX, first_pending = SIZE_MAX;
     for (size_t i = 0; i < nelems; ++i) {

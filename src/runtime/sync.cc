@@ -91,7 +91,7 @@ void collective_sync::barrier(std::string_view call) {
     auto* peer_sync = reinterpret_cast<sync_area*>(transport_.base_of(to));
     std::atomic_ref<uint64_t>(peer_sync->barrier_round[round]).store(epoch, std::memory_order_release);
     std::atomic_ref<uint64_t> mine(area_->barrier_round[round]);
-    backoff pause(wait_timeout_);
+    backoff pause(wait_timeout_, call);
     for (unsigned polls = 1; mine.load(std::memory_order_acquire) < epoch; ++polls) {
       if (polls % 1024 == 0) check_posted(call);
       if (!pause.pause()) {

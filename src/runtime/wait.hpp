@@ -1,23 +1,50 @@
 // Host-side waiting that neither hangs forever nor starves other PEs when there are more PEs
 // than cores: spin briefly, then yield, then sleep with growing pauses (capped at 100 us), and
-// report once the deadline passes.
+// report once the deadline passes -- or at once when the job has failed (job_failure).
 #pragma once
 
 #include <sched.h>
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
+#include <string>
+#include <string_view>
+
+#include "shoal/error.hpp"
 
 namespace shoal::detail {
 
+/// The job's first failure (a PE died or went silent) once this process outlives it: under
+/// SHOAL_ERRORS_RETURN the liveness handler records it instead of ending the process, and every host
+/// wait then ends with errc::peer_failure naming the cause.
+class job_failure {
+ public:
+  /// Records `why` unless a cause is recorded already. The text lives as long as the process.
+  static void record(const std::string& why) {
+    auto* text = new std::string(why);
+    const std::string* expected = nullptr;
+    if (!cause_.compare_exchange_strong(expected, text)) delete text;
+  }
+  /// The recorded cause, or nullptr.
+  static const std::string* cause() noexcept { return cause_.load(std::memory_order_acquire); }
+  /// A new job in this process starts clean (the old text is kept: a reader may still hold it).
+  static void reset() noexcept { cause_.store(nullptr); }
+
+ private:
+  static inline std::atomic<const std::string*> cause_{nullptr};
+};
+
 class backoff {
  public:
-  /// timeout 0 means no deadline.
-  explicit backoff(std::chrono::milliseconds timeout)
+  /// timeout 0 means no deadline; `call` names the waiting call in a job-failure error.
+  explicit backoff(std::chrono::milliseconds timeout, std::string_view call = "shoal wait")
       : deadline_(timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout
-                                      : std::chrono::steady_clock::time_point::max()) {}
+                                      : std::chrono::steady_clock::time_point::max()),
+        call_(call) {}
 
-  /// Pauses once; returns false when the deadline has passed.
+  /// Pauses once; returns false when the deadline has passed. Throws errc::peer_failure once the job
+  /// has failed (job_failure).
   bool pause() {
     ++rounds_;
     if (rounds_ < 64) {
@@ -33,12 +60,17 @@ class backoff {
       nanosleep(&ts, nullptr);
       if (sleep_ns_ < 100'000) sleep_ns_ *= 2;
     }
-    if ((rounds_ & 15) == 0) return std::chrono::steady_clock::now() < deadline_;
+    if ((rounds_ & 15) == 0) {
+      if (const std::string* why = job_failure::cause())
+        throw shoal::error(errc::peer_failure, std::string(call_), "the job failed while waiting: " + *why);
+      return std::chrono::steady_clock::now() < deadline_;
+    }
     return true;
   }
 
  private:
   std::chrono::steady_clock::time_point deadline_;
+  std::string_view call_;
   unsigned rounds_ = 0;
   long sleep_ns_ = 1000;
 };

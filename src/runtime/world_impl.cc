@@ -10,7 +10,9 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "heap/cuda_backend.hpp"
+#include "runtime/facade.hpp"
 #include "runtime/registry.hpp"
+#include "runtime/wait.hpp"
 #include "shoal/detail/coll_ws.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/team.h"
@@ -33,9 +35,21 @@ std::unique_ptr<chunk_backend> choose_backend(const std::string& requested) {
               name);
 }
 
+// How global_exit's reason begins after "PE <n> ": that one stops every PE whatever the error mode.
+constexpr std::string_view global_exit_reason = "called shoal_global_exit(";
+
 // Called on the monitor thread when the job must stop: another PE died or went silent, or some
-// PE called global_exit. Nothing can be unwound safely from here, so report and leave.
+// PE called global_exit. Nothing can be unwound safely from here, so report and leave -- except
+// under SHOAL_ERRORS_RETURN for a failure: then the cause is recorded (job_failure) and every call
+// waiting on the job, now or later, fails with errc::peer_failure naming it, so that a Python
+// interpreter raises instead of ending.
 void stop_process(int status, const std::string& why) {
+  if (facade::errors_return() && why.find(global_exit_reason) == std::string::npos) {
+    job_failure::record(why);
+    std::string line = fmt::format("shoal: the job failed ({}); calls that need the other PEs fail from now on\n", why);
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    return;
+  }
   std::fflush(stdout);
   std::string line = fmt::format("shoal: stopping this PE: {}\n", why);
   (void)!::write(STDERR_FILENO, line.data(), line.size());
@@ -75,6 +89,7 @@ world_impl::world_impl(const init_options& options) {
   auto backend = choose_backend(options.backend);  // before the rendezvous: a bad name fails alone
 
   auto start = std::chrono::steady_clock::now();
+  job_failure::reset();
   boot_ = bootstrap::connect(options_for(options), stop_process);
   my_pe_ = boot_->rank();
   n_pes_ = boot_->size();
@@ -179,6 +194,9 @@ world_impl::~world_impl() {
     try {
       finalize();
     } catch (const std::exception& e) {
+      // After a recorded job failure (SHOAL_ERRORS_RETURN) the process outlives the job on purpose:
+      // the failure was reported already, and the exit status is the program's.
+      if (job_failure::cause() != nullptr) return;
       // Left without shoal_finalize (exit, return from main) and the implicit finalize failed, e.g.
       // because a peer is in another collective: say so to every PE rather than leave them waiting.
       std::fprintf(stderr, "shoal: error: the finalize at exit (no shoal_finalize call) failed: %s\n", e.what());
@@ -204,7 +222,7 @@ void world_impl::finalize() {
 
 void world_impl::global_exit(int status) {
   std::fflush(nullptr);
-  boot_->abort_job(status, fmt::format("PE {} called shoal_global_exit({})", my_pe_, status));
+  boot_->abort_job(status, fmt::format("PE {} {}{})", my_pe_, global_exit_reason, status));
   ::_exit(status);
 }
 

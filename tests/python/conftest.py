@@ -1,16 +1,49 @@
 # Every PE runs this pytest session under shoalrun (tests/python/CMakeLists.txt): the collection order
 # is the same everywhere, so the collective calls of each test match across PEs.
+# SHOAL_PY_INIT picks how the session joins: "env" (default: init() from the launcher's environment),
+# "group" (init(group=...) with a torch.distributed gloo group over the PEs), "torch" (gloo initialized,
+# then init() with nothing given: shoal takes torch.distributed's default group).
+import hashlib
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 import shoal.core as sc
 
+INIT_MODE = os.environ.get("SHOAL_PY_INIT", "env")
+
+
+def _torch_distributed():
+    """torch.distributed initialized with gloo over the PEs (shoalrun's SHOAL_RANK/SHOAL_SIZE with a file
+    store named after the job's bootstrap id, or torchrun's env://)."""
+    import torch.distributed as dist
+    if "SHOAL_RANK" in os.environ:
+        rank, size = int(os.environ["SHOAL_RANK"]), int(os.environ["SHOAL_SIZE"])
+        job = hashlib.sha256(os.environ.get("SHOAL_BOOTSTRAP_UID", "").encode()).hexdigest()[:16]
+        store = dist.FileStore(os.path.join(tempfile.gettempdir(), f"shoal_pytest_{job}"), size)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=size)
+    else:
+        dist.init_process_group("gloo")
+    return dist
+
 
 @pytest.fixture(scope="session", autouse=True)
 def shoal_job():
-    sc.init()
-    yield
+    dist = None
+    if INIT_MODE == "env":
+        sc.init()
+    else:
+        dist = _torch_distributed()
+        if INIT_MODE == "group":
+            sc.init(group=dist.new_group(list(range(dist.get_world_size()))))
+        else:
+            sc.init()
+    yield dist
     sc.finalize()
+    if dist is not None:
+        dist.destroy_process_group()
 
 
 @pytest.fixture

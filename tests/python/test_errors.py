@@ -46,7 +46,7 @@ def test_library_check_raises_instead_of_stopping_the_job(sym, npes):
 
 def test_get_into_a_too_small_dst(sym):
     a, _ = sym
-    with pytest.raises(sc.ShoalError, match=r"get: dst has 8 bytes, fewer than src's 16"):
+    with pytest.raises(sc.ShoalError, match=r"get: src has 16 bytes, more than dst.s 8"):
         sc.get(np.zeros(2, np.int32), a, 0)
 
 
@@ -105,3 +105,41 @@ def test_mismatched_collectives_raise_on_every_pe_and_the_job_goes_on(me, npes):
             sc.array(8, "int32")
     sc.barrier_all()  # the job is still usable
     sc.free_array(a)  # PE 0's failed free kept the block: every PE frees it now, matched
+
+
+def _no_launcher_env():
+    # SHOAL_BACKEND stays: these jobs use numpy arrays, so the heap must stay in host memory.
+    return {k: v for k, v in os.environ.items() if k == "SHOAL_BACKEND" or
+            (not k.startswith(("SHOAL", "OMPI_", "PMI_", "SLURM_")) and k not in ("RANK", "WORLD_SIZE"))}
+
+
+def test_init_with_uid_rank_nranks(me, tmp_path):
+    if me != 0:
+        return
+    job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "uid_init.py")
+    uid_file = str(tmp_path / "uid")
+    procs = [subprocess.Popen([sys.executable, job, str(r), "2", uid_file], env=_no_launcher_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and f"uid_init rank {r} ok" in out, out
+
+
+def test_init_argument_errors(me):
+    with pytest.raises(sc.ShoalError, match=r"init: already initialized"):
+        sc.init()
+    if me != 0:
+        return
+    code = ("import shoal.core as sc\n"
+            "for kw in (dict(uid=b'x', rank=0), dict(mpi_comm=object()), dict(initializer_method='mpi')):\n"
+            "  try:\n    sc.init(**kw)\n  except sc.ShoalError as e:\n    print(e)\n"
+            "try:\n  sc.init(uid=b'short', rank=0, nranks=2)\nexcept sc.ShoalError as e:\n  print(e)\n"
+            "print(sc.is_initialized())\n")
+    out = subprocess.run([sys.executable, "-c", code], env=_no_launcher_env(), capture_output=True, text=True,
+                         timeout=30)
+    text = out.stdout + out.stderr
+    assert "init: uid, rank and nranks go together; nranks missing" in text, text
+    assert "init: mpi_comm: not supported" in text, text
+    assert "init: initializer_method='mpi'" in text, text
+    assert "uid has 5 bytes, not 128" in text, text
+    assert text.rstrip().endswith("False"), text
