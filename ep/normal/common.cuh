@@ -1,0 +1,83 @@
+// What the normal-mode kernels share: the control block's layout, slot addressing, bounded waits
+// and 16-byte copies. Kernel-internal (ep/normal/ only); ordering comes from <shoal/device/ptx.cuh>.
+#pragma once
+
+#include <shoal/device/ptx.cuh>
+#include <shoal_ep/normal.hpp>
+
+#include <cstdint>
+#include <cstdio>
+
+namespace shoal_ep::detail {
+
+/// The control block at the start of every rank's buffer. Flags and progress words hold
+/// (seq << 32) | count, so a value from an earlier call never satisfies a later wait.
+struct control {
+  uint64_t entered[kMaxRanks];                          ///< [src]: src's kernel of call seq has started
+  uint64_t meta_flag[2][kMaxRanks];                     ///< [parity][src]: src's metadata is written
+  uint64_t dispatch_progress[kMaxRanks][kMaxChannels];  ///< [src][channel]: slots written
+  uint64_t combine_progress[kMaxRanks][kMaxChannels];   ///< [src][channel]: rows written
+  int meta[2][kMaxRanks][kMetaInts];                    ///< [parity][src]: counts per rank, channel prefix, per expert
+};
+static_assert(sizeof(control) <= kControlNbytes);
+
+__device__ __forceinline__ control* ctrl(void* base) { return static_cast<control*>(base); }
+
+__host__ __device__ __forceinline__ std::size_t round16(std::size_t n) { return (n + 15) / 16 * 16; }
+
+/// Slot `slot` of the slab that rank `src` fills in the buffer at `base`.
+__device__ __forceinline__ uint8_t* slot_ptr(void* base, int src, std::size_t cap, std::size_t slot,
+                                             std::size_t slot_nbytes) {
+  return static_cast<uint8_t*>(base) + kControlNbytes + (src * cap + slot) * slot_nbytes;
+}
+
+__device__ __forceinline__ uint64_t tag(uint64_t seq, uint32_t count) { return (seq << 32) | count; }
+
+/// Polls `word` (acquire) until it reaches `want`; traps with a message after timeout_ns.
+__device__ __forceinline__ uint64_t wait_geq(const uint64_t* word, uint64_t want, uint64_t timeout_ns, const char* what,
+                                             int rank, int peer, int channel) {
+  uint64_t v = shoal::ptx::ld_acquire_sys(word);
+  if (v >= want) return v;
+  const uint64_t start = shoal::ptx::globaltimer();
+  while ((v = shoal::ptx::ld_acquire_sys(word)) < want) {
+    if (shoal::ptx::globaltimer() - start > timeout_ns) {
+      printf("shoal_ep: rank %d: %s: no progress from rank %d (channel %d) for %llu ms: have %llu:%u, want %llu:%u\n",
+             rank, what, peer, channel, static_cast<unsigned long long>(timeout_ns / 1000000),
+             static_cast<unsigned long long>(v >> 32), static_cast<unsigned>(v),
+             static_cast<unsigned long long>(want >> 32), static_cast<unsigned>(want));
+      __trap();
+    }
+  }
+  return v;
+}
+
+/// Publishes `value` in a peer's word after every earlier write of this CTA (bar.sync before it).
+__device__ __forceinline__ void signal(uint64_t* word, uint64_t value) {
+  shoal::ptx::fence_acq_rel_sys();
+  shoal::ptx::st_release_sys(word, value);
+}
+
+/// Loads 16 bytes another GPU wrote (L2, never a stale L1 line).
+__device__ __forceinline__ uint4 ld_cg(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
+
+/// Marks this rank's kernel of call `seq` as started in every peer's control block (one thread).
+__device__ __forceinline__ void announce_entered(const peers& p, int rank, int num_ranks, uint64_t seq) {
+  for (int r = 0; r < num_ranks; ++r) signal(&ctrl(p.base[r])->entered[rank], tag(seq, 0));
+}
+
+/// First slot of channel c in a [R, C+1] prefix row.
+__device__ __forceinline__ int chan_begin(const int* prefix, int r, int num_channels, int c) {
+  return prefix[r * (num_channels + 1) + c];
+}
+
+/// Rows received from ranks before `src` (the exclusive prefix of rank_prefix_matrix's column `rank`).
+__device__ __forceinline__ int recv_offset(const int* rank_prefix_matrix, int num_ranks, int rank, int src) {
+  return src == 0 ? 0 : rank_prefix_matrix[(src - 1) * num_ranks + rank];
+}
+
+/// Tokens [begin, end) of channel c out of num_tokens.
+__device__ __forceinline__ int token_begin(int num_tokens, int num_channels, int c) {
+  return static_cast<int>(static_cast<int64_t>(num_tokens) * c / num_channels);
+}
+
+}  // namespace shoal_ep::detail
