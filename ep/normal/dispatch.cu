@@ -118,6 +118,7 @@ __device__ void receiver(const dispatch_args& a, int c) {
     __syncwarp();
     const int slot = chan_begin(a.recv_chan_prefix, s, C, c) + j;
     const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
+    if (row >= a.num_recv) continue;  // more rows than num_worst_tokens: the caller's bound, never overrun
     const uint8_t* in = slot_ptr(a.p.base[a.rank], s, cap, slot, slot_nbytes);
     uint4* out = reinterpret_cast<uint4*>(static_cast<uint8_t*>(a.recv_x) + row * a.hidden_nbytes);
     const int n16 = static_cast<int>(a.hidden_nbytes / 16);
