@@ -171,15 +171,16 @@ class Buffer:
             self._comm_stream.wait_stream(compute)
         return compute
 
-    def _finish(self, compute: Any, async_finish: bool, tensors: List[Any]) -> EventOverlap:
+    def _finish(self, compute: Any, async_finish: bool, tensors: List[Any], allocate_on_comm_stream: bool) -> EventOverlap:
         torch = torch_module()
+        live = [t for t in tensors if isinstance(t, torch.Tensor)]
+        if async_finish or allocate_on_comm_stream:
+            for t in live:  # a freed tensor is not reused by either stream before the other is done with it
+                t.record_stream(compute)
+                t.record_stream(self._comm_stream)
         if not async_finish:
             compute.wait_stream(self._comm_stream)
             return EventOverlap(None)
-        live = [t for t in tensors if isinstance(t, torch.Tensor)]
-        for t in live:  # freed tensors are not reused by either stream before the event
-            t.record_stream(compute)
-            t.record_stream(self._comm_stream)
         event = torch.cuda.Event()
         event.record(self._comm_stream)
         return EventOverlap(event, live)
@@ -231,7 +232,7 @@ class Buffer:
                                     num_experts=num_experts, num_ranks=R, num_tokens_per_rank=per_rank.data_ptr(),
                                     num_tokens_per_expert=per_expert.data_ptr(), is_token_in_rank=in_rank.data_ptr()),
                                self._comm_stream.cuda_stream)
-        event = self._finish(compute, async_finish, [topk_idx, per_rank, per_expert, in_rank])
+        event = self._finish(compute, async_finish, [topk_idx, per_rank, per_expert, in_rank], allocate_on_comm_stream)
         return per_rank, None, per_expert, in_rank, event
 
     # --- dispatch ---
@@ -368,10 +369,12 @@ class Buffer:
                 recv_src_idx = torch.empty((num_recv,), dtype=torch.int32, device=dev)
             recv_topk_idx = recv_topk_weights = None
             if topk_idx is not None:
-                recv_topk_idx = torch.full((num_recv, num_topk), -1, dtype=torch.int64, device=dev) if worst else \
-                    torch.empty((num_recv, num_topk), dtype=torch.int64, device=dev)
-                recv_topk_weights = torch.zeros((num_recv, num_topk), dtype=torch.float32, device=dev) if worst else \
-                    torch.empty((num_recv, num_topk), dtype=torch.float32, device=dev)
+                recv_topk_idx = torch.empty((num_recv, num_topk), dtype=torch.int64, device=dev)
+                recv_topk_weights = torch.empty((num_recv, num_topk), dtype=torch.float32, device=dev)
+        if worst and topk_idx is not None:  # rows past the received ones: no expert (on the stream the kernel uses)
+            with torch.cuda.stream(self._comm_stream):
+                recv_topk_idx.fill_(-1)
+                recv_topk_weights.zero_()
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
         _kernels().dispatch(self._peers, dict(
             rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
@@ -387,7 +390,8 @@ class Buffer:
         if fresh_src_idx:
             handle = (rank_prefix_matrix, send_prefix, recv_prefix, recv_src_idx, is_token_in_rank, send_slot)
         event = self._finish(compute, async_finish, [x, x_scales, topk_idx, topk_weights, recv_x, recv_scales,
-                                                     recv_topk_idx, recv_topk_weights, *handle])
+                                                     recv_topk_idx, recv_topk_weights, *handle],
+                             allocate_on_comm_stream)
         out_x = (recv_x, recv_scales) if x_scales is not None else recv_x
         return out_x, recv_topk_idx, recv_topk_weights, per_expert, handle, event
 
@@ -439,7 +443,8 @@ class Buffer:
             combined_topk_weights=ptr(combined_w), num_warps=24,
             tokens_per_signal=(config or self.get_combine_config(self.group_size)).num_max_nvl_chunked_send_tokens,
             timeout_ns=int(timeout_s() * 1e9)), self._comm_stream.cuda_stream)
-        event = self._finish(compute, async_finish, [x, topk_weights, *biases, combined_x, combined_w, *handle])
+        event = self._finish(compute, async_finish, [x, topk_weights, *biases, combined_x, combined_w, *handle],
+                             allocate_on_comm_stream)
         return combined_x, combined_w, event
 
     # --- low-latency mode (shoal.ep._low_latency) ---
