@@ -112,21 +112,13 @@ __device__ void receiver(const combine_args& a, int c) {
   }
 }
 
-__global__ void __launch_bounds__(1024, 1) combine_kernel(combine_args a) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, a.seq);
-  if (blockIdx.x % 2 == 0)
-    sender(a, blockIdx.x / 2);
-  else
-    receiver(a, blockIdx.x / 2);
-}
-
 }  // namespace
 
 void combine(const combine_args& args, cudaStream_t stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes);
-  combine_kernel<<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
+  launch_channels<combine_args, sender, receiver>(a, stream);
 }
 
 }  // namespace shoal_ep

@@ -80,4 +80,20 @@ __device__ __forceinline__ int token_begin(int num_tokens, int num_channels, int
   return static_cast<int>(static_cast<int64_t>(num_tokens) * c / num_channels);
 }
 
+/// Block 0 announces the call; even blocks run Send, odd blocks Recv, on channel blockIdx.x / 2.
+template <class Args, void (*Send)(const Args&, int), void (*Recv)(const Args&, int)>
+__global__ void __launch_bounds__(1024, 1) channel_kernel(Args a) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, a.seq);
+  if (blockIdx.x % 2 == 0)
+    Send(a, blockIdx.x / 2);
+  else
+    Recv(a, blockIdx.x / 2);
+}
+
+/// Launches channel_kernel: 2 * num_channels blocks of num_warps warps.
+template <class Args, void (*Send)(const Args&, int), void (*Recv)(const Args&, int)>
+void launch_channels(const Args& a, cudaStream_t stream) {
+  channel_kernel<Args, Send, Recv><<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
+}
+
 }  // namespace shoal_ep::detail

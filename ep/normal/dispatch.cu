@@ -133,21 +133,13 @@ __device__ void receiver(const dispatch_args& a, int c) {
   }
 }
 
-__global__ void __launch_bounds__(1024, 1) dispatch_kernel(dispatch_args a) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, a.seq);
-  if (blockIdx.x % 2 == 0)
-    sender(a, blockIdx.x / 2);
-  else
-    receiver(a, blockIdx.x / 2);
-}
-
 }  // namespace
 
 void dispatch(const dispatch_args& args, cudaStream_t stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes);
-  dispatch_kernel<<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
+  launch_channels<dispatch_args, sender, receiver>(a, stream);
 }
 
 }  // namespace shoal_ep

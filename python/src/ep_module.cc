@@ -89,37 +89,43 @@ void launch_notify(const std::vector<std::uintptr_t>& peers, const nb::dict& d, 
   cuda_check(cudaGetLastError(), "notify_dispatch");
 }
 
-void launch_dispatch(const std::vector<std::uintptr_t>& peers, const nb::dict& d, std::uintptr_t stream) {
-  const fields f{d};
-  shoal_ep::dispatch_args a{};
+// The fields dispatch_args and combine_args share.
+template <class Args>
+void fill_channel_args(Args& a, const std::vector<std::uintptr_t>& peers, const fields& f) {
   a.p = to_peers(peers);
   a.rank = static_cast<int>(f.i("rank"));
   a.num_ranks = static_cast<int>(peers.size());
   a.num_channels = static_cast<int>(f.i("num_channels"));
   a.num_tokens = static_cast<int>(f.i("num_tokens"));
   a.num_recv = static_cast<int>(f.i("num_recv"));
-  a.num_local_experts = static_cast<int>(f.i("num_local_experts"));
   a.buffer_nbytes = static_cast<std::size_t>(f.i("buffer_nbytes"));
-  a.hidden_nbytes = static_cast<std::size_t>(f.i("hidden_nbytes"));
-  a.num_scales = static_cast<int>(f.i("num_scales"));
   a.num_topk = static_cast<int>(f.i("num_topk"));
   a.seq = static_cast<std::uint64_t>(f.i("seq"));
   a.x = f.p<const void>("x");
-  a.x_scales = f.p<const float>("x_scales");
-  a.topk_idx = f.p<const std::int64_t>("topk_idx");
   a.topk_weights = f.p<const float>("topk_weights");
   a.send_slot = f.p<const int>("send_slot");
   a.send_chan_prefix = f.p<const int>("send_chan_prefix");
   a.recv_chan_prefix = f.p<const int>("recv_chan_prefix");
   a.rank_prefix_matrix = f.p<const int>("rank_prefix_matrix");
+  a.num_warps = static_cast<int>(f.i("num_warps"));
+  a.tokens_per_signal = static_cast<int>(f.i("tokens_per_signal"));
+  a.timeout_ns = static_cast<std::uint64_t>(f.i("timeout_ns"));
+}
+
+void launch_dispatch(const std::vector<std::uintptr_t>& peers, const nb::dict& d, std::uintptr_t stream) {
+  const fields f{d};
+  shoal_ep::dispatch_args a{};
+  fill_channel_args(a, peers, f);
+  a.num_local_experts = static_cast<int>(f.i("num_local_experts"));
+  a.hidden_nbytes = static_cast<std::size_t>(f.i("hidden_nbytes"));
+  a.num_scales = static_cast<int>(f.i("num_scales"));
+  a.x_scales = f.p<const float>("x_scales");
+  a.topk_idx = f.p<const std::int64_t>("topk_idx");
   a.recv_x = f.p<void>("recv_x");
   a.recv_x_scales = f.p<float>("recv_x_scales");
   a.recv_topk_idx = f.p<std::int64_t>("recv_topk_idx");
   a.recv_topk_weights = f.p<float>("recv_topk_weights");
   a.recv_src_idx = f.p<int>("recv_src_idx");
-  a.num_warps = static_cast<int>(f.i("num_warps"));
-  a.tokens_per_signal = static_cast<int>(f.i("tokens_per_signal"));
-  a.timeout_ns = static_cast<std::uint64_t>(f.i("timeout_ns"));
   shoal_ep::dispatch(a, as_stream(stream));
   cuda_check(cudaGetLastError(), "dispatch");
 }
@@ -127,29 +133,12 @@ void launch_dispatch(const std::vector<std::uintptr_t>& peers, const nb::dict& d
 void launch_combine(const std::vector<std::uintptr_t>& peers, const nb::dict& d, std::uintptr_t stream) {
   const fields f{d};
   shoal_ep::combine_args a{};
-  a.p = to_peers(peers);
-  a.rank = static_cast<int>(f.i("rank"));
-  a.num_ranks = static_cast<int>(peers.size());
-  a.num_channels = static_cast<int>(f.i("num_channels"));
-  a.num_tokens = static_cast<int>(f.i("num_tokens"));
-  a.num_recv = static_cast<int>(f.i("num_recv"));
+  fill_channel_args(a, peers, f);
   a.hidden = static_cast<int>(f.i("hidden"));
-  a.num_topk = static_cast<int>(f.i("num_topk"));
-  a.buffer_nbytes = static_cast<std::size_t>(f.i("buffer_nbytes"));
-  a.seq = static_cast<std::uint64_t>(f.i("seq"));
-  a.x = f.p<const void>("x");
-  a.topk_weights = f.p<const float>("topk_weights");
   a.bias0 = f.p<const void>("bias0");
   a.bias1 = f.p<const void>("bias1");
-  a.send_slot = f.p<const int>("send_slot");
-  a.send_chan_prefix = f.p<const int>("send_chan_prefix");
-  a.recv_chan_prefix = f.p<const int>("recv_chan_prefix");
-  a.rank_prefix_matrix = f.p<const int>("rank_prefix_matrix");
   a.combined_x = f.p<void>("combined_x");
   a.combined_topk_weights = f.p<float>("combined_topk_weights");
-  a.num_warps = static_cast<int>(f.i("num_warps"));
-  a.tokens_per_signal = static_cast<int>(f.i("tokens_per_signal"));
-  a.timeout_ns = static_cast<std::uint64_t>(f.i("timeout_ns"));
   shoal_ep::combine(a, as_stream(stream));
   cuda_check(cudaGetLastError(), "combine");
 }

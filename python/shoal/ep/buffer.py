@@ -193,6 +193,12 @@ class Buffer:
             raise RuntimeError(f"{call}: this Buffer has no NVLink buffer (num_nvl_bytes=0, or destroyed)")
         return _kernels()
 
+    def _topk_width(self, call: str, name: str, t: Any, dtype: Any, num_rows: int) -> int:
+        check_tensor(call, name, t, dtype, 2, self.device, (num_rows, None))
+        if t.shape[1] > 32:
+            raise ValueError(f"{call}: top-k is at most 32, got {t.shape[1]} ({name})")
+        return t.shape[1]
+
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
@@ -292,10 +298,7 @@ class Buffer:
             raise ValueError(f"{call}: {num_local} experts per rank; at most {ep.max_local_experts}")
         num_topk = 0
         if topk_idx is not None:
-            check_tensor(call, "topk_idx", topk_idx, torch.int64, 2, self.device, (num_tokens, None))
-            num_topk = topk_idx.shape[1]
-            if num_topk > 32:
-                raise ValueError(f"{call}: top-k is at most 32, got {num_topk}")
+            num_topk = self._topk_width(call, "topk_idx", topk_idx, torch.int64, num_tokens)
             if topk_weights is None:
                 raise ValueError(f"{call}: topk_weights is required with topk_idx")
             check_tensor(call, "topk_weights", topk_weights, torch.float32, 2, self.device, (num_tokens, num_topk))
@@ -417,10 +420,7 @@ class Buffer:
         num_tokens = is_token_in_rank.shape[0]
         num_topk = 0
         if topk_weights is not None:
-            check_tensor(call, "topk_weights", topk_weights, torch.float32, 2, self.device, (num_recv, None))
-            num_topk = topk_weights.shape[1]
-            if num_topk > 32:
-                raise ValueError(f"{call}: top-k is at most 32, got {num_topk}")
+            num_topk = self._topk_width(call, "topk_weights", topk_weights, torch.float32, num_recv)
         biases = [] if bias is None else list(bias) if isinstance(bias, tuple) else [bias]
         if len(biases) > 2:
             raise ValueError(f"{call}: bias is at most two tensors, got {len(biases)}")
