@@ -60,7 +60,7 @@ def main():
     p.add_argument("--num-topk", type=int, default=8)
     p.add_argument("--num-experts", type=int, default=256)
     p.add_argument("--num-sms", type=int, nargs="+", default=[24])
-    p.add_argument("--chunks", type=int, nargs="+", default=[32], help="num_max_nvl_chunked_send_tokens values")
+    p.add_argument("--chunks", type=int, nargs="+", default=[48], help="num_max_nvl_chunked_send_tokens values")
     p.add_argument("--warmups", type=int, default=10)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--csv", default="")

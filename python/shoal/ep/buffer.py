@@ -145,14 +145,14 @@ class Buffer:
         """The dispatch Config for num_ranks NVLink ranks (2, 4 or 8)."""
         if num_ranks not in (2, 4, 8):
             raise ValueError(f"get_dispatch_config: num_ranks must be 2, 4 or 8, got {num_ranks}")
-        return Config(Buffer.num_sms, 32, 256)
+        return Config(Buffer.num_sms, 48, 256)
 
     @staticmethod
     def get_combine_config(num_ranks: int) -> Config:
         """The combine Config for num_ranks NVLink ranks (2, 4 or 8)."""
         if num_ranks not in (2, 4, 8):
             raise ValueError(f"get_combine_config: num_ranks must be 2, 4 or 8, got {num_ranks}")
-        return Config(Buffer.num_sms, 32, 256)
+        return Config(Buffer.num_sms, 48, 256)
 
     @staticmethod
     def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int,

@@ -36,7 +36,7 @@ class Config:
     channel per pair) and ``num_max_nvl_chunked_send_tokens`` (tokens a sending channel moves between two
     progress signals); the receive-chunk and RDMA fields are kept for signature compatibility."""
 
-    def __init__(self, num_sms: int = 24, num_max_nvl_chunked_send_tokens: int = 24,
+    def __init__(self, num_sms: int = 24, num_max_nvl_chunked_send_tokens: int = 48,
                  num_max_nvl_chunked_recv_tokens: int = 256, num_max_rdma_chunked_send_tokens: int = 6,
                  num_max_rdma_chunked_recv_tokens: int = 128) -> None:
         if not isinstance(num_sms, int) or num_sms < 2 or num_sms % 2 or num_sms // 2 > MAX_CHANNELS:
