@@ -16,13 +16,13 @@ __device__ __forceinline__ int rows_in_channel(const combine_args& a, int s, int
          chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
 }
 
-__device__ void sender(const combine_args& a, int c) {
+__device__ void sender(const combine_args& a, uint64_t seq, int c) {
   const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
   const std::size_t row_nbytes = 2u * a.hidden, weights_off = round16(row_nbytes);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(&mine->entered[threadIdx.x], tag(a.seq, 0), a.timeout_ns, "combine (start)", a.rank, threadIdx.x, c);
+    wait_geq(&mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "combine (start)", a.rank, threadIdx.x, c);
   __syncthreads();
   // Rows of every source, source by source, in batches; after each batch the sources it touched learn
   // how many of their rows are written.
@@ -50,7 +50,7 @@ __device__ void sender(const combine_args& a, int c) {
       for (int r = 0; r < s; ++r) first += rows_in_channel(a, r, c);
       const int n = rows_in_channel(a, s, c);
       if (b1 > first && b0 < first + n)
-        signal(&ctrl(a.p.base[s])->combine_progress[a.rank][c], tag(a.seq, static_cast<uint32_t>(min(b1 - first, n))));
+        signal(&ctrl(a.p.base[s])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(min(b1 - first, n))));
     }
   }
 }
@@ -65,7 +65,7 @@ __device__ __forceinline__ void add_bf16x8(float (&acc)[8], uint4 v) {
   }
 }
 
-__device__ void receiver(const combine_args& a, int c) {
+__device__ void receiver(const combine_args& a, uint64_t seq, int c) {
   const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
   const std::size_t weights_off = round16(2u * a.hidden);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
@@ -77,7 +77,7 @@ __device__ void receiver(const combine_args& a, int c) {
     if (my_slot >= 0) {
       const uint32_t need = my_slot + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
       if (seen < need)
-        seen = static_cast<uint32_t>(wait_geq(&mine->combine_progress[lane][c], tag(a.seq, need), a.timeout_ns,
+        seen = static_cast<uint32_t>(wait_geq(&mine->combine_progress[lane][c], tag(seq, need), a.timeout_ns,
                                               "combine (receive)", a.rank, lane, c));
     }
     __syncwarp();

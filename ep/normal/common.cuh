@@ -18,6 +18,11 @@ struct control {
   uint64_t dispatch_progress[kMaxRanks][kMaxChannels];  ///< [src][channel]: slots written
   uint64_t combine_progress[kMaxRanks][kMaxChannels];   ///< [src][channel]: rows written
   int meta[2][kMaxRanks][kMetaInts];                    ///< [parity][src]: counts per rank, channel prefix, per expert
+  // Local words (only this rank's kernels touch them): calls finished, notifies finished, and the
+  // blocks of the running kernel that are done. Counting on the device keeps a replayed CUDA graph right.
+  uint64_t epoch;
+  uint64_t notify_epoch;
+  unsigned int done_blocks;
 };
 static_assert(sizeof(control) <= kControlNbytes);
 
@@ -32,6 +37,25 @@ __device__ __forceinline__ uint8_t* slot_ptr(void* base, int src, std::size_t ca
 }
 
 __device__ __forceinline__ uint64_t tag(uint64_t seq, uint32_t count) { return (seq << 32) | count; }
+
+/// This call's sequence number (the same on every rank: each makes the same calls), read at block start.
+__device__ __forceinline__ uint64_t call_seq(const control* mine) {
+  return shoal::ptx::ld_relaxed_sys(&mine->epoch) + 1;
+}
+
+/// Every block ends with it (all threads): the last block of the kernel advances the epoch (and the
+/// notify epoch for a notify), after every block has read them at its start.
+__device__ __forceinline__ void finish_block(control* mine, bool notify) {
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  if (atomicAdd(&mine->done_blocks, 1u) == gridDim.x - 1) {
+    mine->done_blocks = 0;
+    shoal::ptx::st_relaxed_sys(&mine->epoch, shoal::ptx::ld_relaxed_sys(&mine->epoch) + 1);
+    if (notify) shoal::ptx::st_relaxed_sys(&mine->notify_epoch, shoal::ptx::ld_relaxed_sys(&mine->notify_epoch) + 1);
+    __threadfence();
+  }
+}
 
 /// Polls `word` (acquire) until it reaches `want`; traps with a message after timeout_ns.
 __device__ __forceinline__ uint64_t wait_geq(const uint64_t* word, uint64_t want, uint64_t timeout_ns, const char* what,
@@ -81,17 +105,20 @@ __device__ __forceinline__ int token_begin(int num_tokens, int num_channels, int
 }
 
 /// Block 0 announces the call; even blocks run Send, odd blocks Recv, on channel blockIdx.x / 2.
-template <class Args, void (*Send)(const Args&, int), void (*Recv)(const Args&, int)>
+template <class Args, void (*Send)(const Args&, uint64_t, int), void (*Recv)(const Args&, uint64_t, int)>
 __global__ void __launch_bounds__(1024, 1) channel_kernel(Args a) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, a.seq);
+  control* mine = ctrl(a.p.base[a.rank]);
+  const uint64_t seq = call_seq(mine);
+  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, seq);
   if (blockIdx.x % 2 == 0)
-    Send(a, blockIdx.x / 2);
+    Send(a, seq, blockIdx.x / 2);
   else
-    Recv(a, blockIdx.x / 2);
+    Recv(a, seq, blockIdx.x / 2);
+  finish_block(mine, false);
 }
 
 /// Launches channel_kernel: 2 * num_channels blocks of num_warps warps.
-template <class Args, void (*Send)(const Args&, int), void (*Recv)(const Args&, int)>
+template <class Args, void (*Send)(const Args&, uint64_t, int), void (*Recv)(const Args&, uint64_t, int)>
 void launch_channels(const Args& a, cudaStream_t stream) {
   channel_kernel<Args, Send, Recv><<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
 }

@@ -66,14 +66,14 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
   }
 }
 
-__device__ void sender(const dispatch_args& a, int c) {
+__device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   const dispatch_slot L = slot_layout(a);
   const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   // A destination's buffer is free once its kernel of this call has started (its earlier work is done).
   if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(&mine->entered[threadIdx.x], tag(a.seq, 0), a.timeout_ns, "dispatch (start)", a.rank, threadIdx.x, c);
+    wait_geq(&mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "dispatch (start)", a.rank, threadIdx.x, c);
   __syncthreads();
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   const int step = a.tokens_per_signal;
@@ -87,13 +87,13 @@ __device__ void sender(const dispatch_args& a, int c) {
       for (int t = b1 - 1; t >= b0 && last < 0; --t) last = a.send_slot[static_cast<int64_t>(t) * a.num_ranks + d];
       if (last >= 0) {
         const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
-        signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(a.seq, static_cast<uint32_t>(done)));
+        signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
       }
     }
   }
 }
 
-__device__ void receiver(const dispatch_args& a, int c) {
+__device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
   const dispatch_slot L = slot_layout(a);
   const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
@@ -113,8 +113,8 @@ __device__ void receiver(const dispatch_args& a, int c) {
     }
     const int j = i - s_first;
     if (lane == 0 && seen[s] <= static_cast<uint32_t>(j))
-      seen[s] = static_cast<uint32_t>(wait_geq(&mine->dispatch_progress[s][c], tag(a.seq, j + 1), a.timeout_ns,
-                                               "dispatch (receive)", a.rank, s, c));
+      seen[s] = static_cast<uint32_t>(
+          wait_geq(&mine->dispatch_progress[s][c], tag(seq, j + 1), a.timeout_ns, "dispatch (receive)", a.rank, s, c));
     __syncwarp();
     const int slot = chan_begin(a.recv_chan_prefix, s, C, c) + j;
     const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;

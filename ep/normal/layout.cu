@@ -49,6 +49,8 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
   __shared__ int running;
   const int R = a.num_ranks, C = a.num_channels, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
+  const uint64_t seq = call_seq(mine);
+  const int parity = static_cast<int>(shoal::ptx::ld_relaxed_sys(&mine->notify_epoch) & 1u);
   if (blockIdx.x < static_cast<unsigned>(R)) {
     const int d = blockIdx.x;
     int* prefix = a.send_chan_prefix + d * (C + 1);
@@ -80,20 +82,21 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
         for (int c = 0; c < C; ++c) prefix[c] = 0;
     }
     __syncthreads();
-    int* meta = ctrl(a.p.base[d])->meta[a.parity][a.rank];
+    int* meta = ctrl(a.p.base[d])->meta[parity][a.rank];
     for (int i = threadIdx.x; i < R; i += blockDim.x) meta[i] = a.num_tokens_per_rank[i];
     for (int i = threadIdx.x; i <= C; i += blockDim.x) meta[kMaxRanks + i] = prefix[i];
     for (int i = threadIdx.x; i < a.num_local_experts; i += blockDim.x)
       meta[kMetaExpertsOffset + i] = a.num_tokens_per_expert[d * a.num_local_experts + i];
     __syncthreads();
-    if (threadIdx.x == 0) signal(&ctrl(a.p.base[d])->meta_flag[a.parity][a.rank], tag(a.seq, 0));
+    if (threadIdx.x == 0) signal(&ctrl(a.p.base[d])->meta_flag[parity][a.rank], tag(seq, 0));
+    finish_block(mine, true);
     return;
   }
   if (threadIdx.x < static_cast<unsigned>(R))
-    wait_geq(&mine->meta_flag[a.parity][threadIdx.x], tag(a.seq, 0), a.timeout_ns, "dispatch (count exchange)", a.rank,
+    wait_geq(&mine->meta_flag[parity][threadIdx.x], tag(seq, 0), a.timeout_ns, "dispatch (count exchange)", a.rank,
              threadIdx.x, -1);
   __syncthreads();
-  const volatile int(*meta)[kMetaInts] = mine->meta[a.parity];
+  const volatile int(*meta)[kMetaInts] = mine->meta[parity];
   for (int i = threadIdx.x; i < R * (C + 1); i += blockDim.x)
     a.recv_chan_prefix[i] = meta[i / (C + 1)][kMaxRanks + i % (C + 1)];
   for (int i = threadIdx.x; i < R * R; i += blockDim.x) {
@@ -101,21 +104,24 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
     for (int k = 0; k <= i / R; ++k) sum += meta[k][i % R];
     a.rank_prefix_matrix[i] = sum;
   }
-  if (threadIdx.x == 0) {
-    int total = 0;
-    for (int s = 0; s < R; ++s) total += meta[s][a.rank];
-    a.host_counts[1] = total;
+  if (a.host_counts != nullptr) {  // null when the caller gave num_worst_tokens (no host wait)
+    if (threadIdx.x == 0) {
+      int total = 0;
+      for (int s = 0; s < R; ++s) total += meta[s][a.rank];
+      a.host_counts[1] = total;
+    }
+    for (int e = threadIdx.x; e < a.num_local_experts; e += blockDim.x) {
+      int sum = 0;
+      for (int s = 0; s < R; ++s) sum += meta[s][kMetaExpertsOffset + e];
+      a.host_counts[2 + e] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      shoal::ptx::fence_sc_sys();
+      shoal::ptx::st_release_sys(reinterpret_cast<uint32_t*>(a.host_counts), 1u);
+    }
   }
-  for (int e = threadIdx.x; e < a.num_local_experts; e += blockDim.x) {
-    int sum = 0;
-    for (int s = 0; s < R; ++s) sum += meta[s][kMetaExpertsOffset + e];
-    a.host_counts[2 + e] = sum;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    shoal::ptx::fence_sc_sys();
-    shoal::ptx::st_release_sys(reinterpret_cast<uint32_t*>(a.host_counts), static_cast<uint32_t>(a.seq));
-  }
+  finish_block(mine, true);
 }
 
 }  // namespace

@@ -74,8 +74,6 @@ void launch_notify(const std::vector<std::uintptr_t>& peers, const nb::dict& d, 
   a.num_channels = static_cast<int>(f.i("num_channels"));
   a.num_tokens = static_cast<int>(f.i("num_tokens"));
   a.num_local_experts = static_cast<int>(f.i("num_local_experts"));
-  a.seq = static_cast<std::uint64_t>(f.i("seq"));
-  a.parity = static_cast<int>(f.i("parity"));
   a.is_token_in_rank = f.p<const bool>("is_token_in_rank");
   a.num_tokens_per_rank = f.p<const int>("num_tokens_per_rank");
   a.num_tokens_per_expert = f.p<const int>("num_tokens_per_expert");
@@ -100,7 +98,6 @@ void fill_channel_args(Args& a, const std::vector<std::uintptr_t>& peers, const 
   a.num_recv = static_cast<int>(f.i("num_recv"));
   a.buffer_nbytes = static_cast<std::size_t>(f.i("buffer_nbytes"));
   a.num_topk = static_cast<int>(f.i("num_topk"));
-  a.seq = static_cast<std::uint64_t>(f.i("seq"));
   a.x = f.p<const void>("x");
   a.topk_weights = f.p<const float>("topk_weights");
   a.send_slot = f.p<const int>("send_slot");
@@ -143,15 +140,14 @@ void launch_combine(const std::vector<std::uintptr_t>& peers, const nb::dict& d,
   cuda_check(cudaGetLastError(), "combine");
 }
 
-// Waits (GIL released) until the notify kernel has published call `seq`'s counts in mapped host
-// memory, then returns them: [received tokens, tokens per local expert...].
-std::vector<int> wait_counts(std::uintptr_t host, std::uint64_t seq, int num_local_experts, double timeout_s) {
+// Waits (GIL released) until the notify kernel has published its counts in mapped host memory (ready
+// word 1), clears the ready word for the next call and returns [received tokens, tokens per local expert...].
+std::vector<int> wait_counts(std::uintptr_t host, int num_local_experts, double timeout_s) {
   auto* counts = reinterpret_cast<volatile int*>(host);
-  const auto want = static_cast<int>(static_cast<std::uint32_t>(seq));
   {
     nb::gil_scoped_release unlocked;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (std::uint64_t spins = 0; counts[0] != want; ++spins) {
+    for (std::uint64_t spins = 0; counts[0] == 0; ++spins) {
       if ((spins & 1023) == 0) {
         if (std::chrono::steady_clock::now() > deadline) {
           nb::gil_scoped_acquire locked;
@@ -167,6 +163,7 @@ std::vector<int> wait_counts(std::uintptr_t host, std::uint64_t seq, int num_loc
   std::atomic_thread_fence(std::memory_order_acquire);
   std::vector<int> out(1 + num_local_experts);
   for (int i = 0; i <= num_local_experts; ++i) out[i] = counts[1 + i];
+  counts[0] = 0;
   return out;
 }
 
@@ -203,8 +200,7 @@ NB_MODULE(_ep, m) {
       "Mapped pinned host memory, zeroed: (host address, device address).");
   m.def("host_free",
         [](std::uintptr_t host) { cuda_check(cudaFreeHost(reinterpret_cast<void*>(host)), "cudaFreeHost"); });
-  m.def("wait_counts", &wait_counts, nb::arg("host"), nb::arg("seq"), nb::arg("num_local_experts"),
-        nb::arg("timeout_s"));
+  m.def("wait_counts", &wait_counts, nb::arg("host"), nb::arg("num_local_experts"), nb::arg("timeout_s"));
   m.def("get_dispatch_layout", &launch_layout, nb::arg("args"), nb::arg("stream"));
   m.def("notify_dispatch", &launch_notify, nb::arg("peers"), nb::arg("args"), nb::arg("stream"));
   m.def("dispatch", &launch_dispatch, nb::arg("peers"), nb::arg("args"), nb::arg("stream"));

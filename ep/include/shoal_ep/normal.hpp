@@ -4,6 +4,8 @@
 // receiver's buffer over NVLink. Layout of a buffer: a control block of kControlNbytes (flags,
 // progress counters, metadata), then a data region of fixed worst-case slots, one slab per source rank.
 // All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns) and trap with a message.
+// Sequence numbers are counted in the control block by the kernels themselves (each notify, dispatch
+// and combine is one call; every rank makes the same calls), so a replayed CUDA graph stays right.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -45,8 +47,6 @@ void get_dispatch_layout(const layout_args& a, cudaStream_t stream);
 struct notify_args {
   peers p;
   int rank, num_ranks, num_channels, num_tokens, num_local_experts;
-  uint64_t seq;                      ///< this call's sequence number (equal on every rank, increasing)
-  int parity;                        ///< which of the two metadata areas (alternates between notifies)
   const bool* is_token_in_rank;      ///< [T, R]
   const int* num_tokens_per_rank;    ///< [R]
   const int* num_tokens_per_expert;  ///< [R * num_local_experts]
@@ -54,7 +54,9 @@ struct notify_args {
   int* send_chan_prefix;             ///< out [R, C+1]: slots before channel c, per destination
   int* recv_chan_prefix;             ///< out [R, C+1]: the same, per source, for us as destination
   int* rank_prefix_matrix;           ///< out [R, R]: [i][j] = tokens ranks 0..i send rank j
-  int* host_counts;  ///< mapped host: [0] ready (seq, low 32 bits), [1] received tokens, [2..] per local expert
+  /// Mapped host memory: [0] ready (set to 1 last; the host clears it), [1] received tokens,
+  /// [2..] per local expert. Null: no host counts (num_worst_tokens given).
+  int* host_counts;
   uint64_t timeout_ns;
 };
 /// Exchanges counts with every peer and fills the handle's matrices; publishes the receive counts to host.
@@ -65,11 +67,10 @@ struct dispatch_args {
   int rank, num_ranks, num_channels, num_tokens, num_recv, num_local_experts;
   std::size_t buffer_nbytes, hidden_nbytes;  ///< hidden_nbytes: one row of x (multiple of 16)
   int num_scales, num_topk;                  ///< 0 when absent
-  uint64_t seq;
-  const void* x;              ///< [T, hidden_nbytes]
-  const float* x_scales;      ///< [T, num_scales]
-  const int64_t* topk_idx;    ///< [T, num_topk]
-  const float* topk_weights;  ///< [T, num_topk]
+  const void* x;                             ///< [T, hidden_nbytes]
+  const float* x_scales;                     ///< [T, num_scales]
+  const int64_t* topk_idx;                   ///< [T, num_topk]
+  const float* topk_weights;                 ///< [T, num_topk]
   const int* send_slot;
   const int* send_chan_prefix;
   const int* recv_chan_prefix;
@@ -91,7 +92,6 @@ struct combine_args {
   peers p;
   int rank, num_ranks, num_channels, num_tokens, num_recv, hidden, num_topk;
   std::size_t buffer_nbytes;
-  uint64_t seq;
   const void* x;              ///< [num_recv, hidden] BF16
   const float* topk_weights;  ///< [num_recv, num_topk] or null
   const void* bias0;          ///< [T, hidden] BF16 or null

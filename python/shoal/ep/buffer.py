@@ -82,8 +82,6 @@ class Buffer:
         self._base = 0
         self._peers: List[int] = []
         self._host: Optional[Tuple[int, int]] = None
-        self._seq = 0
-        self._notifies = 0
         self._comm_stream = torch.cuda.Stream(device=self.device)
         if num_nvl_bytes > 0:
             ep = _kernels()
@@ -199,10 +197,6 @@ class Buffer:
             raise ValueError(f"{call}: top-k is at most 32, got {t.shape[1]} ({name})")
         return t.shape[1]
 
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
     def _check_capacity(self, call: str, num_tokens: int, hidden: int, hidden_nbytes: int, num_scales: int,
                         num_topk: int) -> None:
         slot = max(dispatch_slot_nbytes(hidden_nbytes, num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
@@ -314,20 +308,17 @@ class Buffer:
             send_prefix = torch.empty((R, C + 1), dtype=torch.int32, device=self.device)
             recv_prefix = torch.empty((R, C + 1), dtype=torch.int32, device=self.device)
             rank_prefix_matrix = torch.empty((R, R), dtype=torch.int32, device=self.device)
-        seq = self._next_seq()
         assert self._host is not None
         ep.notify_dispatch(self._peers, dict(
-            rank=rank, num_channels=C, num_tokens=num_tokens, num_local_experts=num_local, seq=seq,
-            parity=self._notifies % 2, is_token_in_rank=is_token_in_rank.data_ptr(),
+            rank=rank, num_channels=C, num_tokens=num_tokens, num_local_experts=num_local, is_token_in_rank=is_token_in_rank.data_ptr(),
             num_tokens_per_rank=num_tokens_per_rank.data_ptr(), num_tokens_per_expert=num_tokens_per_expert.data_ptr(),
             send_slot=send_slot.data_ptr(), send_chan_prefix=send_prefix.data_ptr(),
             recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
-            host_counts=self._host[1], timeout_ns=int(timeout_s() * 1e9)), self._comm_stream.cuda_stream)
-        self._notifies += 1
+            host_counts=0 if num_worst_tokens > 0 else self._host[1], timeout_ns=int(timeout_s() * 1e9)), self._comm_stream.cuda_stream)
         if num_worst_tokens > 0:
             num_recv, per_expert = num_worst_tokens, []
         else:
-            counts = ep.wait_counts(self._host[0], seq, num_local, timeout_s())
+            counts = ep.wait_counts(self._host[0], num_local, timeout_s())
             num_recv = counts[0]
             per_expert = [_ceil_to(c, expert_alignment) for c in counts[1:]]
         handle = (rank_prefix_matrix, send_prefix, recv_prefix, None, is_token_in_rank, send_slot)
@@ -382,7 +373,7 @@ class Buffer:
         _kernels().dispatch(self._peers, dict(
             rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
             num_local_experts=num_local, buffer_nbytes=self.num_nvl_bytes, hidden_nbytes=hidden * x.element_size(),
-            num_scales=num_scales, num_topk=num_topk, seq=self._next_seq(), x=x.data_ptr(), x_scales=ptr(x_scales),
+            num_scales=num_scales, num_topk=num_topk, x=x.data_ptr(), x_scales=ptr(x_scales),
             topk_idx=ptr(topk_idx), topk_weights=ptr(topk_weights), send_slot=send_slot.data_ptr(),
             send_chan_prefix=send_prefix.data_ptr(), recv_chan_prefix=recv_prefix.data_ptr(),
             rank_prefix_matrix=rank_prefix_matrix.data_ptr(), recv_x=recv_x.data_ptr(), recv_x_scales=ptr(recv_scales),
@@ -435,7 +426,7 @@ class Buffer:
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
         ep.combine(self._peers, dict(
             rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
-            hidden=hidden, num_topk=num_topk, buffer_nbytes=self.num_nvl_bytes, seq=self._next_seq(), x=x.data_ptr(),
+            hidden=hidden, num_topk=num_topk, buffer_nbytes=self.num_nvl_bytes, x=x.data_ptr(),
             topk_weights=ptr(topk_weights), bias0=ptr(biases[0] if biases else None),
             bias1=ptr(biases[1] if len(biases) > 1 else None), send_slot=send_slot.data_ptr(),
             send_chan_prefix=send_prefix.data_ptr(), recv_chan_prefix=recv_prefix.data_ptr(),
