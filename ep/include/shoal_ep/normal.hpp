@@ -1,0 +1,113 @@
+// shoal's expert-parallel (EP) layer, normal (intranode NVLink) mode: the host entry points that
+// launch its kernels. Every rank holds one buffer of the same size in shoal's symmetric heap; `peers`
+// holds each rank's buffer as this rank addresses it (shoal_ptr), so kernels store straight into the
+// receiver's buffer over NVLink. Layout of a buffer: a control block of kControlNbytes (flags,
+// progress counters, metadata), then a data region of fixed worst-case slots, one slab per source rank.
+// All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns) and trap with a message.
+// Sequence numbers are counted in the control block by the kernels themselves (each notify, dispatch
+// and combine is one call; every rank makes the same calls), so a replayed CUDA graph stays right.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shoal_ep {
+
+inline constexpr int kMaxRanks = 8;      ///< NVLink peers of one buffer (DeepEP's NUM_MAX_NVL_PEERS)
+inline constexpr int kMaxChannels = 64;  ///< channels = num_sms / 2
+inline constexpr int kMetaInts = 4096;   ///< metadata ints one source sends one receiver per dispatch
+inline constexpr int kMetaExpertsOffset = kMaxRanks + kMaxChannels + 1;
+inline constexpr int kMaxLocalExperts = kMetaInts - kMetaExpertsOffset;
+inline constexpr std::size_t kControlNbytes = std::size_t{1} << 20;
+
+/// Each rank's buffer as this rank addresses it; base[rank] is the local one.
+struct peers {
+  void* base[kMaxRanks];
+};
+
+/// Bytes of one dispatch slot: the row, its scales, top-k indices and weights, source index (16-aligned).
+std::size_t dispatch_slot_nbytes(std::size_t hidden_nbytes, int num_scales, int num_topk);
+/// Bytes of one combine slot: the BF16 row and its top-k weights (16-aligned).
+std::size_t combine_slot_nbytes(int hidden, int num_topk);
+/// Slots per source rank a buffer of buffer_nbytes holds at slot_nbytes each (0 when too small).
+std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t slot_nbytes);
+
+struct layout_args {
+  const int64_t* topk_idx;  ///< [num_tokens, num_topk], -1 = no expert
+  int num_tokens, num_topk, num_experts, num_ranks;
+  int* num_tokens_per_rank;    ///< out [num_ranks]
+  int* num_tokens_per_expert;  ///< out [num_experts]
+  bool* is_token_in_rank;      ///< out [num_tokens, num_ranks]
+};
+/// Counts tokens per rank and expert and marks which ranks each token goes to.
+void get_dispatch_layout(const layout_args& a, cudaStream_t stream);
+
+struct notify_args {
+  peers p;
+  int rank, num_ranks, num_channels, num_tokens, num_local_experts;
+  const bool* is_token_in_rank;      ///< [T, R]
+  const int* num_tokens_per_rank;    ///< [R]
+  const int* num_tokens_per_expert;  ///< [R * num_local_experts]
+  int* send_slot;                    ///< out [T, R]: slot of token t in rank r's slab from us, -1 if not sent
+  int* send_chan_prefix;             ///< out [R, C+1]: slots before channel c, per destination
+  int* recv_chan_prefix;             ///< out [R, C+1]: the same, per source, for us as destination
+  int* rank_prefix_matrix;           ///< out [R, R]: [i][j] = tokens ranks 0..i send rank j
+  /// Mapped host memory: [0] ready (set to 1 last; the host clears it), [1] received tokens,
+  /// [2..] per local expert. Null: no host counts (num_worst_tokens given).
+  int* host_counts;
+  uint64_t timeout_ns;
+};
+/// Exchanges counts with every peer and fills the handle's matrices; publishes the receive counts to host.
+void notify_dispatch(const notify_args& a, cudaStream_t stream);
+
+struct dispatch_args {
+  peers p;
+  int rank, num_ranks, num_channels, num_tokens, num_recv, num_local_experts;
+  std::size_t buffer_nbytes, hidden_nbytes;  ///< hidden_nbytes: one row of x (multiple of 16)
+  int num_scales, num_topk;                  ///< 0 when absent
+  const void* x;                             ///< [T, hidden_nbytes]
+  const float* x_scales;                     ///< [T, num_scales]
+  const int64_t* topk_idx;                   ///< [T, num_topk]
+  const float* topk_weights;                 ///< [T, num_topk]
+  const int* send_slot;
+  const int* send_chan_prefix;
+  const int* recv_chan_prefix;
+  const int* rank_prefix_matrix;
+  void* recv_x;              ///< out [num_recv, hidden_nbytes]
+  float* recv_x_scales;      ///< out [num_recv, num_scales]
+  int64_t* recv_topk_idx;    ///< out [num_recv, num_topk] (local expert index or -1)
+  float* recv_topk_weights;  ///< out [num_recv, num_topk]
+  int* recv_src_idx;         ///< out [num_recv]
+  int num_warps;
+  int tokens_per_signal;  ///< tokens a sender channel moves between two progress signals
+  uint64_t timeout_ns;
+  std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch()
+};
+/// Moves every token to each rank that needs it (2 * num_channels blocks: senders and receivers).
+void dispatch(const dispatch_args& a, cudaStream_t stream);
+
+struct combine_args {
+  peers p;
+  int rank, num_ranks, num_channels, num_tokens, num_recv, hidden, num_topk;
+  std::size_t buffer_nbytes;
+  const void* x;              ///< [num_recv, hidden] BF16
+  const float* topk_weights;  ///< [num_recv, num_topk] or null
+  const void* bias0;          ///< [T, hidden] BF16 or null
+  const void* bias1;
+  const int* send_slot;
+  const int* send_chan_prefix;
+  const int* recv_chan_prefix;
+  const int* rank_prefix_matrix;
+  void* combined_x;              ///< out [T, hidden] BF16
+  float* combined_topk_weights;  ///< out [T, num_topk] or null
+  int num_warps;
+  int tokens_per_signal;
+  uint64_t timeout_ns;
+  std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by combine()
+};
+/// Sends every received row back to its source rank, which sums them in FP32 (plus bias) into BF16.
+void combine(const combine_args& a, cudaStream_t stream);
+
+}  // namespace shoal_ep

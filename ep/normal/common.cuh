@@ -1,0 +1,126 @@
+// What the normal-mode kernels share: the control block's layout, slot addressing, bounded waits
+// and 16-byte copies. Kernel-internal (ep/normal/ only); ordering comes from <shoal/device/ptx.cuh>.
+#pragma once
+
+#include <shoal/device/ptx.cuh>
+#include <shoal_ep/normal.hpp>
+
+#include <cstdint>
+#include <cstdio>
+
+namespace shoal_ep::detail {
+
+/// The control block at the start of every rank's buffer. Flags and progress words hold
+/// (seq << 32) | count, so a value from an earlier call never satisfies a later wait.
+struct control {
+  uint64_t entered[kMaxRanks];                          ///< [src]: src's kernel of call seq has started
+  uint64_t meta_flag[2][kMaxRanks];                     ///< [parity][src]: src's metadata is written
+  uint64_t dispatch_progress[kMaxRanks][kMaxChannels];  ///< [src][channel]: slots written
+  uint64_t combine_progress[kMaxRanks][kMaxChannels];   ///< [src][channel]: rows written
+  int meta[2][kMaxRanks][kMetaInts];                    ///< [parity][src]: counts per rank, channel prefix, per expert
+  // Local words (only this rank's kernels touch them): calls finished, notifies finished, and the
+  // blocks of the running kernel that are done. Counting on the device keeps a replayed CUDA graph right.
+  uint64_t epoch;
+  uint64_t notify_epoch;
+  unsigned int done_blocks;
+};
+static_assert(sizeof(control) <= kControlNbytes);
+
+__device__ __forceinline__ control* ctrl(void* base) { return static_cast<control*>(base); }
+
+__host__ __device__ __forceinline__ std::size_t round16(std::size_t n) { return (n + 15) / 16 * 16; }
+
+/// Slot `slot` of the slab that rank `src` fills in the buffer at `base`.
+__device__ __forceinline__ uint8_t* slot_ptr(void* base, int src, std::size_t cap, std::size_t slot,
+                                             std::size_t slot_nbytes) {
+  return static_cast<uint8_t*>(base) + kControlNbytes + (src * cap + slot) * slot_nbytes;
+}
+
+__device__ __forceinline__ uint64_t tag(uint64_t seq, uint32_t count) { return (seq << 32) | count; }
+
+/// This call's sequence number (the same on every rank: each makes the same calls), read at block start.
+__device__ __forceinline__ uint64_t call_seq(const control* mine) {
+  return shoal::ptx::ld_relaxed_sys(&mine->epoch) + 1;
+}
+
+/// Every block ends with it (all threads): the last block of the kernel advances the epoch (and the
+/// notify epoch for a notify), after every block has read them at its start.
+__device__ __forceinline__ void finish_block(control* mine, bool notify) {
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  if (atomicAdd(&mine->done_blocks, 1u) == gridDim.x - 1) {
+    mine->done_blocks = 0;
+    shoal::ptx::st_relaxed_sys(&mine->epoch, shoal::ptx::ld_relaxed_sys(&mine->epoch) + 1);
+    if (notify) shoal::ptx::st_relaxed_sys(&mine->notify_epoch, shoal::ptx::ld_relaxed_sys(&mine->notify_epoch) + 1);
+    __threadfence();
+  }
+}
+
+/// Polls `word` (acquire) until it reaches `want`; traps with a message after timeout_ns.
+__device__ __forceinline__ uint64_t wait_geq(const uint64_t* word, uint64_t want, uint64_t timeout_ns, const char* what,
+                                             int rank, int peer, int channel) {
+  uint64_t v = shoal::ptx::ld_acquire_sys(word);
+  if (v >= want) return v;
+  const uint64_t start = shoal::ptx::globaltimer();
+  while ((v = shoal::ptx::ld_acquire_sys(word)) < want) {
+    if (shoal::ptx::globaltimer() - start > timeout_ns) {
+      printf("shoal_ep: rank %d: %s: no progress from rank %d (channel %d) for %llu ms: have %llu:%u, want %llu:%u\n",
+             rank, what, peer, channel, static_cast<unsigned long long>(timeout_ns / 1000000),
+             static_cast<unsigned long long>(v >> 32), static_cast<unsigned>(v),
+             static_cast<unsigned long long>(want >> 32), static_cast<unsigned>(want));
+      __trap();
+    }
+  }
+  return v;
+}
+
+/// Publishes `value` in a peer's word after every earlier write of this CTA (bar.sync before it).
+__device__ __forceinline__ void signal(uint64_t* word, uint64_t value) {
+  shoal::ptx::fence_acq_rel_sys();
+  shoal::ptx::st_release_sys(word, value);
+}
+
+/// Loads 16 bytes another GPU wrote (L2, never a stale L1 line).
+__device__ __forceinline__ uint4 ld_cg(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
+
+/// Marks this rank's kernel of call `seq` as started in every peer's control block (one thread).
+__device__ __forceinline__ void announce_entered(const peers& p, int rank, int num_ranks, uint64_t seq) {
+  for (int r = 0; r < num_ranks; ++r) signal(&ctrl(p.base[r])->entered[rank], tag(seq, 0));
+}
+
+/// First slot of channel c in a [R, C+1] prefix row.
+__device__ __forceinline__ int chan_begin(const int* prefix, int r, int num_channels, int c) {
+  return prefix[r * (num_channels + 1) + c];
+}
+
+/// Rows received from ranks before `src` (the exclusive prefix of rank_prefix_matrix's column `rank`).
+__device__ __forceinline__ int recv_offset(const int* rank_prefix_matrix, int num_ranks, int rank, int src) {
+  return src == 0 ? 0 : rank_prefix_matrix[(src - 1) * num_ranks + rank];
+}
+
+/// Tokens [begin, end) of channel c out of num_tokens.
+__device__ __forceinline__ int token_begin(int num_tokens, int num_channels, int c) {
+  return static_cast<int>(static_cast<int64_t>(num_tokens) * c / num_channels);
+}
+
+/// Block 0 announces the call; even blocks run Send, odd blocks Recv, on channel blockIdx.x / 2.
+template <class Args, void (*Send)(const Args&, uint64_t, int), void (*Recv)(const Args&, uint64_t, int)>
+__global__ void __launch_bounds__(1024, 1) channel_kernel(Args a) {
+  control* mine = ctrl(a.p.base[a.rank]);
+  const uint64_t seq = call_seq(mine);
+  if (blockIdx.x == 0 && threadIdx.x == 0) announce_entered(a.p, a.rank, a.num_ranks, seq);
+  if (blockIdx.x % 2 == 0)
+    Send(a, seq, blockIdx.x / 2);
+  else
+    Recv(a, seq, blockIdx.x / 2);
+  finish_block(mine, false);
+}
+
+/// Launches channel_kernel: 2 * num_channels blocks of num_warps warps.
+template <class Args, void (*Send)(const Args&, uint64_t, int), void (*Recv)(const Args&, uint64_t, int)>
+void launch_channels(const Args& a, cudaStream_t stream) {
+  channel_kernel<Args, Send, Recv><<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
+}
+
+}  // namespace shoal_ep::detail

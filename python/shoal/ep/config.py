@@ -1,0 +1,66 @@
+"""Tuning of the normal-mode kernels, shaped like DeepEP's ``deep_ep.Config``."""
+
+from __future__ import annotations
+
+CONTROL_NBYTES = 1 << 20  # shoal_ep::kControlNbytes: flags, progress words and metadata at a buffer's start
+MAX_RANKS = 8
+MAX_CHANNELS = 64
+
+
+def _round16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def dispatch_slot_nbytes(hidden_nbytes: int, num_scales: int, num_topk: int) -> int:
+    """Bytes of one token's slot in a dispatch (row, scales, top-k indices and weights, source index)."""
+    return _round16(_round16(hidden_nbytes) + 4 * (num_scales + 2 * num_topk + 1))
+
+
+def combine_slot_nbytes(hidden: int, num_topk: int) -> int:
+    """Bytes of one row's slot in a combine (BF16 row and its top-k weights)."""
+    return _round16(_round16(2 * hidden) + 4 * num_topk)
+
+
+def nvl_bytes_needed(num_tokens: int, hidden: int, num_ranks: int, num_topk: int = 32, fp8: bool = False) -> int:
+    """num_nvl_bytes a buffer needs to dispatch and combine num_tokens tokens per rank of `hidden` channels.
+
+    Slots are fixed worst-case size, one slab per source rank (no ring to wrap around, hence no deadlock
+    when a receiver is slow): every rank's buffer holds num_ranks * num_tokens slots."""
+    num_scales = hidden // 128 if fp8 else 0
+    slot = max(dispatch_slot_nbytes(hidden * (1 if fp8 else 2), num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
+    return CONTROL_NBYTES + num_ranks * num_tokens * slot
+
+
+class Config:
+    """DeepEP's Config. shoal's normal kernels use ``num_sms`` (even: half the SMs send, half receive, one
+    channel per pair) and ``num_max_nvl_chunked_send_tokens`` (tokens a sending channel moves between two
+    progress signals); the receive-chunk and RDMA fields are kept for signature compatibility."""
+
+    def __init__(self, num_sms: int = 24, num_max_nvl_chunked_send_tokens: int = 48,
+                 num_max_nvl_chunked_recv_tokens: int = 256, num_max_rdma_chunked_send_tokens: int = 6,
+                 num_max_rdma_chunked_recv_tokens: int = 128) -> None:
+        if not isinstance(num_sms, int) or num_sms < 2 or num_sms % 2 or num_sms // 2 > MAX_CHANNELS:
+            raise ValueError(f"Config: num_sms must be an even integer in [2, {2 * MAX_CHANNELS}], got {num_sms!r}")
+        if num_max_nvl_chunked_send_tokens < 1:
+            raise ValueError(f"Config: num_max_nvl_chunked_send_tokens must be >= 1, got {num_max_nvl_chunked_send_tokens}")
+        self.num_sms = num_sms
+        self.num_max_nvl_chunked_send_tokens = num_max_nvl_chunked_send_tokens
+        self.num_max_nvl_chunked_recv_tokens = num_max_nvl_chunked_recv_tokens
+        self.num_max_rdma_chunked_send_tokens = num_max_rdma_chunked_send_tokens
+        self.num_max_rdma_chunked_recv_tokens = num_max_rdma_chunked_recv_tokens
+
+    @property
+    def num_channels(self) -> int:
+        return self.num_sms // 2
+
+    def get_nvl_buffer_size_hint(self, hidden_bytes: int, num_ranks: int, num_max_tokens: int = 4096) -> int:
+        """num_nvl_bytes for num_max_tokens tokens per rank of hidden_bytes BF16 bytes each (top-k up to 32)."""
+        return nvl_bytes_needed(num_max_tokens, max(hidden_bytes // 2, 1), num_ranks)
+
+    def get_rdma_buffer_size_hint(self, hidden_bytes: int, num_ranks: int) -> int:
+        """0: normal mode is intranode (NVLink) only."""
+        return 0
+
+    def __repr__(self) -> str:
+        return (f"Config(num_sms={self.num_sms}, num_max_nvl_chunked_send_tokens={self.num_max_nvl_chunked_send_tokens}, "
+                f"num_max_nvl_chunked_recv_tokens={self.num_max_nvl_chunked_recv_tokens})")

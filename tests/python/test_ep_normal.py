@@ -1,0 +1,288 @@
+# shoal.ep normal mode (dispatch/combine over NVLink) against a pure-torch reference, in the spirit of
+# DeepEP's tests/legacy/test_intranode.py. Every rank runs the same tests in the same order (the calls
+# are collective). Launched by ep_launch.py through torchrun (2 and 4 PEs, one GPU is enough under MPS);
+# skips without torch, CUDA, shoal._ep or a torchrun environment (CPU CI collects it under shoalrun).
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("shoal.ep needs a CUDA device", allow_module_level=True)
+if "RANK" not in os.environ or "MASTER_ADDR" not in os.environ:
+    pytest.skip("run through tests/python/ep_launch.py (torchrun)", allow_module_level=True)
+pytest.importorskip("shoal._ep")
+
+import torch.distributed as dist  # noqa: E402
+
+from shoal.ep import Buffer, Config, EventOverlap  # noqa: E402
+from shoal.ep.config import nvl_bytes_needed  # noqa: E402
+
+NUM_EXPERTS = 256
+MAX_TOKENS = 4096
+MAX_HIDDEN = 7168
+
+
+@pytest.fixture(scope="module")
+def group():
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")  # several ranks may share one GPU (MPS): NCCL refuses that
+    return dist.group.WORLD
+
+
+@pytest.fixture(scope="module")
+def buffer(group):
+    buf = Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8))
+    yield buf
+    buf.destroy()
+
+
+# --- inputs every rank can rebuild for every other rank, and the pure-torch reference ---
+
+def make_inputs(seed, rank, num_tokens, hidden, num_topk, num_ranks, mode="random"):
+    g = torch.Generator().manual_seed(seed * 1000 + rank)
+    x = torch.randn((num_tokens, hidden), generator=g).to(torch.bfloat16)
+    scores = torch.randn((num_tokens, NUM_EXPERTS), generator=g).abs() + 1
+    if mode == "empty":  # experts 0, 2, 4 ... receive nothing
+        scores[:, ::2] = 0
+    if mode == "one_rank":  # every token goes to rank 0's experts only
+        scores[:, NUM_EXPERTS // num_ranks:] = 0
+    topk_idx = scores.topk(num_topk, dim=-1).indices.to(torch.int64)
+    if mode == "mask" and num_tokens:
+        drop = torch.rand((num_tokens, num_topk), generator=g) < 0.2
+        topk_idx[drop] = -1
+    weights = torch.rand((num_tokens, num_topk), generator=g, dtype=torch.float32) + 0.1
+    return x, topk_idx, weights
+
+
+def ref_layout(topk_idx, num_ranks):
+    per_rank_experts = NUM_EXPERTS // num_ranks
+    rank_of = torch.where(topk_idx >= 0, topk_idx // per_rank_experts, torch.full_like(topk_idx, -1))
+    in_rank = torch.stack([(rank_of == r).any(dim=1) for r in range(num_ranks)], dim=1) \
+        if topk_idx.shape[0] else torch.zeros((0, num_ranks), dtype=torch.bool)
+    per_rank = in_rank.sum(dim=0).to(torch.int32)
+    per_expert = torch.stack([(topk_idx == e).sum() for e in range(NUM_EXPERTS)]).to(torch.int32)
+    return per_rank, per_expert, in_rank
+
+
+def ref_received(inputs, me, num_ranks):
+    """Rows rank `me` receives: by source rank, then token; local expert index or -1; weights or 0."""
+    local = NUM_EXPERTS // num_ranks
+    xs, idxs, ws, srcs = [], [], [], []
+    for x, topk_idx, weights in inputs:
+        _, _, in_rank = ref_layout(topk_idx, num_ranks)
+        tokens = in_rank[:, me].nonzero().flatten()
+        idx = topk_idx[tokens]
+        mine = (idx >= me * local) & (idx < (me + 1) * local)
+        xs.append(x[tokens])
+        idxs.append(torch.where(mine, idx - me * local, torch.full_like(idx, -1)))
+        ws.append(torch.where(mine, weights[tokens], torch.zeros_like(weights[tokens])))
+        srcs.append(tokens.to(torch.int32))
+    return torch.cat(xs), torch.cat(idxs), torch.cat(ws), torch.cat(srcs)
+
+
+def calc_diff(x, y):
+    x, y = x.double(), y.double()
+    denom = (x * x + y * y).sum()
+    return 0.0 if denom == 0 else float(1 - 2 * (x * y).sum() / denom)
+
+
+def per_token_fp8(x):
+    t, h = x.shape
+    blocks = x.float().view(t, h // 128, 128)
+    scales = (blocks.abs().amax(dim=-1) / 448.0).clamp(min=1e-4)
+    q = (blocks / scales.unsqueeze(-1)).to(torch.float8_e4m3fn).view(t, h)
+    return q, scales
+
+
+def dequant(q, scales):
+    t, h = q.shape
+    return (q.float().view(t, h // 128, 128) * scales.unsqueeze(-1)).view(t, h)
+
+
+# --- one full round: layout, dispatch, combine, all checked ---
+
+def run_round(buffer, seed, num_tokens, hidden, num_topk, mode="random", fp8=False, async_mode=False,
+              previous=False, worst=0, alignment=1):
+    R, me, dev = buffer.group_size, buffer.rank, buffer.device
+    inputs = [make_inputs(seed, r, num_tokens, hidden, num_topk, R, mode) for r in range(R)]
+    x, topk_idx, weights = inputs[me]
+    x, topk_idx, weights = x.to(dev), topk_idx.to(dev), weights.to(dev)
+
+    ref_rank, ref_expert, ref_in_rank = ref_layout(inputs[me][1], R)
+    event = buffer.capture() if previous else None
+    per_rank, per_rdma, per_expert, in_rank, ev = buffer.get_dispatch_layout(
+        topk_idx, NUM_EXPERTS, previous_event=event, async_finish=async_mode, allocate_on_comm_stream=previous)
+    ev.current_stream_wait()
+    assert per_rdma is None
+    assert torch.equal(per_rank.cpu(), ref_rank)
+    assert torch.equal(per_expert.cpu(), ref_expert)
+    assert torch.equal(in_rank.cpu(), ref_in_rank)
+    # The counts all-reduced over the group equal the sum of every rank's reference.
+    total_expert = per_expert.cpu().clone()
+    dist.all_reduce(total_expert)
+    assert torch.equal(total_expert, sum(ref_layout(inp[1], R)[1] for inp in inputs))
+
+    x_in = per_token_fp8(x) if fp8 else x
+    event = buffer.capture() if previous else None
+    recv_x, recv_idx, recv_w, per_expert_list, handle, ev = buffer.dispatch(
+        x_in, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+        topk_idx=topk_idx, topk_weights=weights, expert_alignment=alignment, num_worst_tokens=worst,
+        previous_event=event, async_finish=async_mode, allocate_on_comm_stream=previous)
+    ev.current_stream_wait()
+    exp_x, exp_idx, exp_w, exp_src = ref_received(inputs, me, R)
+    n = exp_x.shape[0]
+    recv_scales = None
+    if fp8:
+        recv_x, recv_scales = recv_x
+    assert recv_x.shape[0] == (worst if worst else n)
+    if fp8:
+        q, s = per_token_fp8(exp_x.to(dev))
+        assert torch.equal(recv_x[:n].view(torch.uint8), q.view(torch.uint8))
+        assert torch.equal(recv_scales[:n], s)
+    else:
+        assert torch.equal(recv_x[:n].cpu(), exp_x)
+    assert torch.equal(recv_idx[:n].cpu(), exp_idx)
+    assert torch.equal(recv_w[:n].cpu(), exp_w)
+    if worst:
+        assert per_expert_list == []
+        assert (recv_idx[n:] == -1).all()
+    else:
+        local = NUM_EXPERTS // R
+        counts = sum(ref_layout(inp[1], R)[1] for inp in inputs)[me * local:(me + 1) * local]
+        assert per_expert_list == [(int(c) + alignment - 1) // alignment * alignment for c in counts]
+    assert torch.equal(handle[3][:n].cpu(), exp_src)
+    sent = torch.stack([ref_layout(inp[1], R)[0] for inp in inputs])  # [src, dst]
+    assert torch.equal(handle[0].cpu(), sent.cumsum(dim=0).to(torch.int32))
+
+    # Combine: every rank sends its rows back unchanged; each token's sum is x times its rank count.
+    rows = dequant(recv_x, recv_scales).to(torch.bfloat16) if fp8 else recv_x
+    event = buffer.capture() if previous else None
+    combined, combined_w, ev = buffer.combine(rows, handle, topk_weights=recv_w, previous_event=event,
+                                              async_finish=async_mode, allocate_on_comm_stream=previous)
+    ev.current_stream_wait()
+    count = ref_in_rank.sum(dim=1, keepdim=True).float()
+    base = dequant(*per_token_fp8(x)).to(torch.bfloat16).cpu() if fp8 else inputs[me][0]
+    expected = (base.float() * count).to(torch.bfloat16)
+    assert calc_diff(combined.cpu().float(), expected.float()) < 5e-6
+    if not fp8:
+        assert torch.equal(combined.cpu(), expected)
+    else:
+        assert calc_diff(combined.cpu().float() / count.clamp(min=1), inputs[me][0].float() * (count > 0)) < 2e-3
+    exp_weights = torch.where(inputs[me][1] >= 0, inputs[me][2], torch.zeros_like(inputs[me][2]))
+    assert torch.equal(combined_w.cpu(), exp_weights)
+    return handle, x, recv_x, recv_w
+
+
+# --- cases (the issue's list) ---
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_bf16(buffer, seed):
+    run_round(buffer, seed, 256, 7168, 8)
+
+
+@pytest.mark.parametrize("hidden", [2048, 4096])
+def test_hidden_sizes(buffer, hidden):
+    run_round(buffer, 3, 192, hidden, 8)
+
+
+@pytest.mark.parametrize("mode", ["mask", "empty", "one_rank"])
+def test_routings(buffer, mode):
+    run_round(buffer, 4, 160, 2048, 8, mode=mode)
+
+
+@pytest.mark.parametrize("num_tokens", [0, 1])
+def test_tiny(buffer, num_tokens):
+    run_round(buffer, 5, num_tokens, 2048, 8)
+
+
+def test_topk1(buffer):
+    run_round(buffer, 6, 256, 4096, 1)
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_fp8(buffer, seed):
+    run_round(buffer, seed, 256, 7168, 8, fp8=True)
+
+
+@pytest.mark.parametrize("async_mode,previous", [(True, False), (False, True), (True, True)])
+def test_async_and_previous_event(buffer, async_mode, previous):
+    run_round(buffer, 9, 200, 2048, 8, async_mode=async_mode, previous=previous)
+
+
+def test_worst_tokens_and_alignment(buffer):
+    run_round(buffer, 10, 128, 2048, 8, worst=128 * buffer.group_size)
+    run_round(buffer, 11, 128, 2048, 8, alignment=128)
+
+
+def test_deepep_shape(buffer):
+    run_round(buffer, 12, MAX_TOKENS, MAX_HIDDEN, 8)
+
+
+def test_cached_dispatch(buffer):
+    handle, x, recv_x, _ = run_round(buffer, 13, 300, 4096, 8)
+    again, idx, w, per_expert_list, handle2, ev = buffer.dispatch(x, handle=handle)
+    assert idx is None and w is None and per_expert_list == []
+    assert torch.equal(again, recv_x)
+    assert handle2 is handle
+    # A second cached round trip with different data moves it the same way.
+    y = (x.float() * 2).to(torch.bfloat16)
+    recv_y, *_ = buffer.dispatch(y, handle=handle)
+    assert torch.equal(recv_y, (recv_x.float() * 2).to(torch.bfloat16))
+    combined, none_w, _ = buffer.combine(recv_y, handle, bias=(y, x))
+    assert none_w is None
+    count = handle[4].sum(dim=1, keepdim=True).float()
+    expected = (y.float() * count + y.float() + x.float()).to(torch.bfloat16)
+    assert calc_diff(combined.float(), expected.float()) < 5e-6
+
+
+def test_weighted_combine(buffer):
+    handle, x, recv_x, recv_w = run_round(buffer, 14, 256, 2048, 8)
+    y = (recv_x.float() * recv_w.sum(dim=1, keepdim=True)).to(torch.bfloat16)
+    combined, _, _ = buffer.combine(y, handle)
+    R, me = buffer.group_size, buffer.rank
+    x_cpu, topk_idx, weights = make_inputs(14, me, 256, 2048, 8, R)
+    local = NUM_EXPERTS // R
+    expected = torch.zeros((256, 2048), dtype=torch.float32)
+    for d in range(R):
+        mine = (topk_idx >= d * local) & (topk_idx < (d + 1) * local)
+        part = (x_cpu.float() * torch.where(mine, weights, torch.zeros_like(weights)).sum(1, keepdim=True)).to(torch.bfloat16)
+        expected += torch.where(mine.any(1, keepdim=True), part.float(), torch.zeros_like(part.float()))
+    assert calc_diff(combined.cpu().float(), expected.to(torch.bfloat16).float()) < 5e-6
+
+
+# --- bad input raises before anything is launched (the same on every rank, so nothing hangs) ---
+
+def test_bad_input(buffer):
+    dev = buffer.device
+    topk = torch.zeros((4, 2), dtype=torch.int64, device=dev)
+    with pytest.raises(TypeError, match="topk_idx"):
+        buffer.get_dispatch_layout(topk.to(torch.int32), NUM_EXPERTS)
+    with pytest.raises(ValueError, match="topk_idx"):
+        buffer.get_dispatch_layout(topk.cpu(), NUM_EXPERTS)
+    with pytest.raises(ValueError, match="outside"):
+        buffer.get_dispatch_layout(topk + NUM_EXPERTS, NUM_EXPERTS)
+    with pytest.raises(ValueError, match="multiple"):
+        buffer.get_dispatch_layout(topk, buffer.group_size * 3 + 1)
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk, NUM_EXPERTS)
+    with pytest.raises(TypeError, match="x must have dtype"):
+        buffer.dispatch(torch.zeros((4, 128), dtype=torch.float32, device=dev), num_tokens_per_rank=per_rank,
+                        is_token_in_rank=in_rank, num_tokens_per_expert=per_expert)
+    with pytest.raises(ValueError, match="is_token_in_rank"):
+        buffer.dispatch(torch.zeros((5, 128), dtype=torch.bfloat16, device=dev), num_tokens_per_rank=per_rank,
+                        is_token_in_rank=in_rank, num_tokens_per_expert=per_expert)
+    with pytest.raises(ValueError, match="needs at least"):
+        too_many = MAX_TOKENS * 4
+        buffer.dispatch(torch.zeros((too_many, MAX_HIDDEN), dtype=torch.bfloat16, device=dev),
+                        num_tokens_per_rank=per_rank,
+                        is_token_in_rank=torch.zeros((too_many, buffer.group_size), dtype=torch.bool, device=dev),
+                        num_tokens_per_expert=per_expert)
+    with pytest.raises(ValueError, match="even"):
+        Config(num_sms=3)
+
+
+def test_call_before_init_or_without_group():
+    with pytest.raises(ValueError, match="group"):
+        Buffer(None, 1 << 24)
+    assert isinstance(Buffer.capture(), EventOverlap)
