@@ -119,6 +119,16 @@ device_resources& resources(const char* call) {
 }
 
 /// Every member's post (LL fcollect through the device's post buffer), in team order.
+/// Waits for the legacy stream's work, polled rather than cudaStreamSynchronize: after a dead peer
+/// (job_failure, SHOAL_ERRORS_RETURN) the wait ends with errc::peer_failure at once instead of lasting
+/// until the kernel's device timeout.
+cudaError_t wait_legacy_stream(const char* call) {
+  backoff pause(std::chrono::milliseconds(0), call);
+  cudaError_t status = cudaStreamQuery(nullptr);
+  for (; status == cudaErrorNotReady; status = cudaStreamQuery(nullptr)) pause.pause();
+  return status;
+}
+
 std::vector<gpu_post> exchange_posts(const stream_call& c, const gpu_post& mine) {
   SHOAL_CHECK_ARG(c.w.device_handle().coll_ll_bytes >= sizeof(gpu_post), c.call,
                   "SHOAL_COLL_LL_BYTES={} is below the {} bytes a blocking collective's agreement needs",
@@ -140,6 +150,7 @@ std::vector<gpu_post> exchange_posts(const stream_call& c, const gpu_post& mine)
   cudaError_t err = cudaMemcpy(r.posts + n, &mine, sizeof mine, cudaMemcpyHostToDevice);
   if (err == cudaSuccess)
     err = launch_move(c.w.device_handle(), c.team, move::fcollect, r.posts, r.posts + n, sizeof mine, 0, cfg);
+  if (err == cudaSuccess) err = wait_legacy_stream(c.call);  // the peers' posts, or peer_failure
   if (err == cudaSuccess) err = cudaMemcpy(all.data(), r.posts, n * sizeof(gpu_post), cudaMemcpyDeviceToHost);
   SHOAL_CUDA_CHECK(err, c.call);
   return all;
@@ -476,12 +487,7 @@ int finish_blocking(const char* call, int rc) noexcept {
   if (rc != SHOAL_OK) return rc;
   return run(call, [&] {
 #ifdef SHOAL_HAVE_CUDA
-    // Polled rather than cudaStreamSynchronize: after a dead peer (job_failure, SHOAL_ERRORS_RETURN)
-    // the wait ends with errc::peer_failure instead of lasting until the kernel's device timeout.
-    backoff pause(std::chrono::milliseconds(0), call);
-    cudaError_t status = cudaStreamQuery(nullptr);
-    for (; status == cudaErrorNotReady; status = cudaStreamQuery(nullptr)) pause.pause();
-    SHOAL_CUDA_CHECK(status, call);
+    SHOAL_CUDA_CHECK(wait_legacy_stream(call), call);
 #else
     no_cuda(call);
 #endif
@@ -545,7 +551,7 @@ int collect_on_gpu(const char* call, shoal_team_t team, void* dest, const void* 
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dest) + at[j], from, b, cudaMemcpyDefault, nullptr), call);
     }
     if (n > 1) check_launch(call, launch_team_sync(dw, c.team, nullptr));
-    SHOAL_CUDA_CHECK(cudaStreamSynchronize(nullptr), call);
+    SHOAL_CUDA_CHECK(wait_legacy_stream(call), call);
 #else
     (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes;
     no_cuda(call);
