@@ -220,6 +220,13 @@ static void teams_and_collectives(void) {
   CHECK_EQ(dst[n * (n + 1) / 2 - 1], 10 * (n - 1) + n - 1, "collect value");
   CHECK_EQ(shmem_long_alltoall(SHMEM_TEAM_WORLD, dst, src, 2), 0, "alltoall");
   CHECK_EQ(dst[2 * (n - 1)], 10 * (n - 1) + 2 * me, "alltoall value");
+  /* strided all-to-all, one element a block: block j is source[2j]; it lands at dest[3 * me] of PE j */
+  memset(dst, 0, 4 * n * n * sizeof(long));
+  shmem_barrier_all();
+  CHECK_EQ(shmem_long_alltoalls(SHMEM_TEAM_WORLD, dst, src, 3, 2, 1), 0, "alltoalls");
+  for (int p = 0; p < n; ++p) CHECK_EQ(dst[3 * p], 10 * p + 2 * me, "alltoalls value");
+  CHECK_EQ(dst[1], 0, "alltoalls leaves the gaps");
+  CHECK_EQ(shmem_team_ptr(SHMEM_TEAM_WORLD, dst, me) == (void*)dst, 1, "team_ptr to self");
   CHECK_EQ(shmem_sum_reduce(SHMEM_TEAM_WORLD, dst, src, 2), 0, "generic sum_reduce");
   CHECK_EQ(dst[1], 10 * n * (n - 1) / 2 + n, "sum_reduce value");
   CHECK_EQ(shmem_long_max_reduce(SHMEM_TEAM_WORLD, dst, src, 1), 0, "max_reduce");

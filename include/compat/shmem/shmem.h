@@ -80,10 +80,37 @@ SHOAL_API void shmem_set_lock(long* lock);
 /** Takes the lock if it is free: returns 0 if taken, 1 if another PE holds it. */
 SHOAL_API int shmem_test_lock(long* lock);
 SHOAL_API void shmem_clear_lock(long* lock);
+/** Strided all-to-all (OpenSHMEM 1.5): block j (nelems elements sst apart, from source + j*sst*nelems) goes
+ * to team PE j at dest + my_pe*dst*nelems (dst apart). Collective over `team`; returns 0 or nonzero. */
+#define SHOAL_SHMEM_RMA_TYPES(X)                                                                                       \
+  X(float, float)                                                                                                      \
+  X(double, double) X(long double, longdouble) X(char, char) X(signed char, schar) X(short, short) X(int, int)         \
+      X(long, long) X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)     \
+          X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) \
+              X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64)          \
+                  X(size_t, size) X(ptrdiff_t, ptrdiff)
+#define SHOAL_SHMEM_DECLARE_ALLTOALLS(T, NAME)                                                                      \
+  SHOAL_API int shmem_##NAME##_alltoalls(shmem_team_t team, T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, \
+                                         size_t nelems);
+SHOAL_SHMEM_RMA_TYPES(SHOAL_SHMEM_DECLARE_ALLTOALLS)
+SHOAL_API int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
+                                 size_t nelems);
+/** Address of `dest` on team PE `pe` for loads and stores, or NULL (shmem_ptr of its world PE). */
+SHOAL_API void* shmem_team_ptr(shmem_team_t team, const void* dest, int pe);
 /** shmem_sync: shmem_team_sync under its 1.5 name. */
 SHOAL_API int shmem_sync(shmem_team_t team) __asm__("shoal_team_sync");
 SHOAL_EXTERN_C_END
 
 #include "shoal_shmem/all.h"
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+#define shmem_alltoalls(team, dest, ...) \
+  _Generic((dest), float*: shmem_float_alltoalls, double*: shmem_double_alltoalls,                               \
+           long double*: shmem_longdouble_alltoalls, char*: shmem_char_alltoalls, signed char*: shmem_schar_alltoalls, \
+           short*: shmem_short_alltoalls, int*: shmem_int_alltoalls, long*: shmem_long_alltoalls,                   \
+           long long*: shmem_longlong_alltoalls, unsigned char*: shmem_uchar_alltoalls,                            \
+           unsigned short*: shmem_ushort_alltoalls, unsigned int*: shmem_uint_alltoalls,                           \
+           unsigned long*: shmem_ulong_alltoalls, unsigned long long*: shmem_ulonglong_alltoalls)(team, dest, __VA_ARGS__)
+#endif
 
 #endif /* SHOAL_COMPAT_SHMEM_H_ */
