@@ -82,13 +82,14 @@ SHOAL_API int shmem_test_lock(long* lock);
 SHOAL_API void shmem_clear_lock(long* lock);
 /** Strided all-to-all (OpenSHMEM 1.5): block j (nelems elements sst apart, from source + j*sst*nelems) goes
  * to team PE j at dest + my_pe*dst*nelems (dst apart). Collective over `team`; returns 0 or nonzero. */
-#define SHOAL_SHMEM_RMA_TYPES(X)                                                                                       \
-  X(float, float)                                                                                                      \
-  X(double, double) X(long double, longdouble) X(char, char) X(signed char, schar) X(short, short) X(int, int)         \
-      X(long, long) X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)     \
-          X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) \
-              X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64)          \
-                  X(size_t, size) X(ptrdiff_t, ptrdiff)
+/* clang-format off */
+#define SHOAL_SHMEM_RMA_TYPES(X)                                                                               \
+  X(float, float) X(double, double) X(long double, longdouble) X(char, char) X(signed char, schar)             \
+  X(short, short) X(int, int) X(long, long) X(long long, longlong) X(unsigned char, uchar)                     \
+  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)     \
+  X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)  \
+  X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
+/* clang-format on */
 #define SHOAL_SHMEM_DECLARE_ALLTOALLS(T, NAME)                                                                      \
   SHOAL_API int shmem_##NAME##_alltoalls(shmem_team_t team, T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, \
                                          size_t nelems);
