@@ -4,7 +4,7 @@
 # SHOAL_WITH_PLOTS=1 also installs matplotlib (for bench/plot.py).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config python3 python3-dev python3-pip libgtest-dev libgmock-dev libfmt-dev libcli11-dev clang-format
-      libucx-dev ucx-utils)
+      libucx-dev ucx-utils libopenmpi-dev openmpi-bin)  # OpenMPI: OSHMEM (oshcc, oshrun) for tests/shmem
 [[ "${SHOAL_WITH_PLOTS:-0}" == 1 ]] && pkgs+=(python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

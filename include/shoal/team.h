@@ -15,7 +15,7 @@ SHOAL_EXTERN_C_BEGIN
 /** A team handle: a slot of the world's team table, the same number on every member of the team. */
 typedef int32_t shoal_team_t;
 
-#define SHOAL_TEAM_INVALID ((shoal_team_t)-1) /* no team: what non-members get from a split */
+#define SHOAL_TEAM_INVALID ((shoal_team_t)-1) /* no team: what a split gives the parent's PEs left out */
 #define SHOAL_TEAM_WORLD ((shoal_team_t)0)    /* every PE, team PE == world PE */
 #define SHOAL_TEAM_SHARED ((shoal_team_t)1)   /* PEs whose heaps this PE can load/store (same node), by world PE */
 #define SHOALX_TEAM_NODE ((shoal_team_t)2)    /* PEs on this PE's node, by world PE */
@@ -40,16 +40,17 @@ SHOAL_API int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_t
 SHOAL_API int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team);
 
 /** Makes the team of parent PEs start, start+stride, …, start+(size-1)*stride (numbers in parent_team; stride
- * may be negative, or anything when size is 1). Collective over EVERY PE of the world: members of parent_team pass
- * it and identical arguments; other PEs pass SHOAL_TEAM_INVALID (the handle their own split gave them). PEs of
- * the new team get its handle (the same on all), the others SHOAL_TEAM_INVALID. config (may be NULL when
- * config_mask is 0) sets the fields named in config_mask. Returns 0, or a SHOAL_ERR_* code on every PE when any PE
+ * may be negative, or anything when size is 1). Collective over the members of parent_team only, with identical
+ * arguments (other PEs do not call; on GPU heaps every world PE still calls, the others passing SHOAL_TEAM_INVALID).
+ * parent_team == SHOAL_TEAM_INVALID gives SHOAL_TEAM_INVALID at once, with no communication. PEs of the new team get
+ * its handle (the same on all), the parent's other PEs SHOAL_TEAM_INVALID. config (may be NULL when config_mask
+ * is 0) sets the fields named in config_mask. Returns 0, or a SHOAL_ERR_* code on every member when any member
  * passed a bad or mismatched argument (the job stays usable). */
 SHOAL_API int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
                                        const shoal_team_config_t* config, long config_mask, shoal_team_t* new_team);
 /** Splits parent_team into a grid of xrange columns: parent PE r is at x = r % xrange, y = r / xrange. Each PE
  * gets its row (x-axis team: the PEs with its y, numbered by x) and its column (y-axis team: the PEs with its x,
- * numbered by y). xrange > n_pes(parent) acts as n_pes(parent). Collective over every PE of the world, as
+ * numbered by y). xrange > n_pes(parent) acts as n_pes(parent). Collective over the members of parent_team, as
  * shoal_team_split_strided; all x-axis teams share one handle, all y-axis teams another. */
 SHOAL_API int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_config_t* xaxis_config,
                                   long xaxis_mask, shoal_team_t* xaxis_team, const shoal_team_config_t* yaxis_config,

@@ -196,8 +196,8 @@ struct split_record {
   int32_t arg[3];
   int32_t config[4];  // mask and num_contexts of the (x-axis, y-axis) configs
   int32_t bad_local;
-  int32_t bad_arg;  // index into kBadArgs
-  int32_t reserved;
+  int32_t bad_arg;        // index into kBadArgs
+  int32_t kind;           // split_kind: a PE in split_strided while another is in split_2d is a mismatch
   uint64_t live[kWords];  // slots in which this PE is a member of a live team
 };
 static_assert(std::is_trivially_copyable_v<split_record>);
@@ -210,6 +210,10 @@ int32_t bad_arg_index(const char* name) {
   for (int32_t i = 0; i < static_cast<int32_t>(std::size(kBadArgs)); ++i)
     if (name != nullptr && std::strcmp(kBadArgs[i], name) == 0) return i;
   return 0;
+}
+
+const char* kind_call(int32_t kind) {
+  return kind == static_cast<int32_t>(split_kind::strided) ? "shoal_team_split_strided" : "shoal_team_split_2d";
 }
 
 std::string describe(split_kind kind, const split_record& r) {
@@ -225,10 +229,11 @@ std::string describe(split_kind kind, const split_record& r) {
 }  // namespace
 
 std::vector<shoal_team_t> team_table::split(std::string_view call, const split_args& args,
-                                            const allgather_fn& exchange) {
+                                            const split_exchange& exchange) {
   split_record mine{};
   mine.parent = args.parent;
   mine.parent_first = -1;
+  mine.kind = static_cast<int32_t>(args.kind);
   std::copy(std::begin(args.arg), std::end(args.arg), mine.arg);
   for (int i = 0; i < 2; ++i) {
     mine.config[2 * i] = static_cast<int32_t>(args.mask[i]);
@@ -236,6 +241,7 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   }
   mine.bad_local = args.bad_local;
   mine.bad_arg = bad_arg_index(args.bad_arg);
+  std::vector<int32_t> members;  // world PE of each record (parent_only: the parent's members)
   {
     std::shared_lock lock(mutex_);
     if (args.parent == SHOAL_TEAM_INVALID) {
@@ -246,20 +252,39 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
       mine.parent_state = 1;
       mine.parent_first = p->members[0];
       mine.parent_size = p->n_pes();
+      members = p->members;
     } else {
       mine.parent_state = 2;
     }
     for (int s = 0; s < kMaxTeams; ++s)
       if (slots_[s]) mine.live[s / 64] |= uint64_t{1} << (s % 64);
   }
+  int needed = args.kind == split_kind::strided ? 1 : 2;
+  std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
+  if (exchange.parent_only) {
+    // Only the parent's members call: a bad parent is this PE's own error, and SHOAL_TEAM_INVALID
+    // makes no team without any communication (OpenSHMEM 1.5, 9.4.4).
+    if (mine.parent_state == 0) return out;
+    SHOAL_CHECK_ARG(mine.parent_state != 3, call,
+                    "parent_team={} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", args.parent,
+                    kMaxTeams - 1);
+    SHOAL_CHECK_ARG(mine.parent_state != 2, call,
+                    "parent_team={} is not a team of PE {} (destroyed, never created, or this PE is not a member)",
+                    args.parent, my_pe_);
+  } else {
+    members.resize(n_pes_);
+    for (int pe = 0; pe < n_pes_; ++pe) members[pe] = pe;
+  }
 
-  std::vector<split_record> all(n_pes_);
-  exchange(&mine, all.data(), sizeof(split_record));
+  const int n = static_cast<int>(members.size());
+  std::vector<split_record> all(n);
+  exchange.gather(args.parent, members, &mine, all.data(), sizeof(split_record));
 
-  // From here on every PE runs the same decision over the same records: all throw the same error,
-  // or all reach the same slots.
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    const split_record& r = all[pe];
+  // From here on every caller runs the same decision over the same records: all throw the same
+  // error, or all reach the same slots. Errors name world PEs.
+  for (int i = 0; i < n; ++i) {
+    const split_record& r = all[i];
+    const int pe = members[i];
     const char* arg = kBadArgs[r.bad_arg];
     switch (r.bad_local) {
       case ok:
@@ -276,30 +301,36 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
         SHOAL_THROW(errc::internal, call, "PE {} sent bad_local={}", pe, r.bad_local);
     }
   }
-  for (int pe = 0; pe < n_pes_; ++pe) {
-    const split_record& r = all[pe];
+  for (int i = 0; i < n; ++i) {
+    const split_record& r = all[i];
     SHOAL_CHECK_ARG(r.parent_state != 3, call,
                     "parent_team={} on PE {} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", r.parent,
-                    pe, kMaxTeams - 1);
+                    members[i], kMaxTeams - 1);
     SHOAL_CHECK_ARG(r.parent_state != 2, call,
                     "parent_team={} on PE {} is not a team of that PE (destroyed, never created, or the PE is not a "
                     "member: non-members pass SHOAL_TEAM_INVALID)",
-                    r.parent, pe);
+                    r.parent, members[i]);
+    if (r.kind != mine.kind)
+      SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}, PE {} called {}", args.parent,
+                  my_pe_, call, members[i], kind_call(r.kind));
+    SHOAL_CHECK_ARG(!exchange.parent_only || (r.parent == args.parent && r.parent_first == mine.parent_first), call,
+                    "PEs of parent_team={} disagree: PE {} passed parent_team={}", args.parent, members[i], r.parent);
   }
 
   // Group the callers by parent team: (slot, first member) names one team, since the teams that
   // share a slot are disjoint.
   std::map<std::pair<int32_t, int32_t>, std::vector<int>> groups;
-  for (int pe = 0; pe < n_pes_; ++pe)
-    if (all[pe].parent_state == 1) groups[{all[pe].parent, all[pe].parent_first}].push_back(pe);
+  for (int i = 0; i < n; ++i)
+    if (all[i].parent_state == 1) groups[{all[i].parent, all[i].parent_first}].push_back(i);
 
   for (const auto& [key, pes] : groups) {
     const split_record& lead = all[pes[0]];
-    for (int pe : pes) {
-      const split_record& r = all[pe];
+    for (int i : pes) {
+      const split_record& r = all[i];
       if (std::memcmp(r.arg, lead.arg, sizeof r.arg) != 0 || std::memcmp(r.config, lead.config, sizeof r.config) != 0)
         SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}{}, PE {} called {}{}",
-                    key.first, pes[0], call, describe(args.kind, lead), pe, call, describe(args.kind, r));
+                    key.first, members[pes[0]], call, describe(args.kind, lead), members[i], call,
+                    describe(args.kind, r));
     }
     if (static_cast<int32_t>(pes.size()) != lead.parent_size)
       SHOAL_THROW(errc::mismatch, call,
@@ -322,8 +353,6 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
     }
   }
 
-  int needed = args.kind == split_kind::strided ? 1 : 2;
-  std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
   if (groups.empty()) return out;  // every PE passed SHOAL_TEAM_INVALID: no team is made
   uint64_t used[kWords] = {};
   for (const split_record& r : all)
@@ -370,7 +399,7 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
 
 shoal_team_t team_table::split_strided(std::string_view call, shoal_team_t parent, int start, int stride, int size,
                                        const shoal_team_config_t* config, long mask, bool new_team_null,
-                                       const allgather_fn& exchange) {
+                                       const split_exchange& exchange) {
   split_args args{};
   args.kind = split_kind::strided;
   args.parent = parent;
@@ -391,7 +420,7 @@ shoal_team_t team_table::split_strided(std::string_view call, shoal_team_t paren
 std::pair<shoal_team_t, shoal_team_t> team_table::split_2d(std::string_view call, shoal_team_t parent, int xrange,
                                                            const shoal_team_config_t* xconfig, long xmask,
                                                            const shoal_team_config_t* yconfig, long ymask,
-                                                           const char* null_out, const allgather_fn& exchange) {
+                                                           const char* null_out, const split_exchange& exchange) {
   split_args args{};
   args.kind = split_kind::two_d;
   args.parent = parent;

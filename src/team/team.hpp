@@ -1,7 +1,9 @@
-// The team table: every team this PE belongs to, by handle (slot). Splits are collective over
-// every world PE: each contributes one fixed-size record to an all-gather, and every PE runs the
-// same decision over all records (validate, check agreement, pick the slot), so all succeed or all
-// throw the same error, and every member of a new team picks the same slot.
+// The team table: every team this PE belongs to, by handle (slot). Splits are collective over the
+// members of the parent team (OpenSHMEM 1.5): each contributes one fixed-size record to an
+// all-gather among them, and every member runs the same decision over all records (validate, check
+// agreement, pick a slot free on every member), so all succeed or all throw the same error, and
+// every member of a new team picks the same slot. Teams that share a slot are disjoint (a slot is
+// picked free on every parent member, and a new team's members are parent members).
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,16 @@ class team_table {
  public:
   static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
   static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
-  /// The world's all-gather (collective over every world PE; throws errc::mismatch when PEs pass a
-  /// different call or size).
-  using allgather_fn = std::function<void(const void* mine, void* all, size_t bytes_per_pe)>;
+  /// The all-gather a split runs. parent_only: among the parent team's members only, `members`
+  /// (world PEs in parent-rank order; records land in that order). Otherwise (GPU heaps, whose team
+  /// layer has no host words to exchange through) over every world PE, members ignored: non-members
+  /// then take part by passing SHOAL_TEAM_INVALID. Throws errc::mismatch when the PEs disagree.
+  struct split_exchange {
+    bool parent_only = true;
+    std::function<void(shoal_team_t parent, const std::vector<int32_t>& members, const void* mine, void* all,
+                       size_t bytes_per_pe)>
+        gather;
+  };
 
   /// node_pes / shared_pes: world PEs of this PE's node / of the PEs whose heaps it can load/store.
   team_table(int my_pe, int n_pes, std::vector<int32_t> node_pes, std::vector<int32_t> shared_pes);
@@ -50,21 +59,21 @@ class team_table {
   /// True when this PE is a member of a live team in `slot`.
   bool live(int slot) const;
 
-  /// Collective over every world PE (see <shoal/team.h>); `exchange` is the world's all-gather.
+  /// Collective over the parent team's members (see <shoal/team.h> and split_exchange).
   shoal_team_t split_strided(std::string_view call, shoal_team_t parent, int start, int stride, int size,
                              const shoal_team_config_t* config, long mask, bool new_team_null,
-                             const allgather_fn& exchange);
+                             const split_exchange& exchange);
   /// Returns {x-axis team, y-axis team}. null_out: the name of an output pointer that is null, or nullptr.
   std::pair<shoal_team_t, shoal_team_t> split_2d(std::string_view call, shoal_team_t parent, int xrange,
                                                  const shoal_team_config_t* xconfig, long xmask,
                                                  const shoal_team_config_t* yconfig, long ymask, const char* null_out,
-                                                 const allgather_fn& exchange);
+                                                 const split_exchange& exchange);
   void destroy(std::string_view call, shoal_team_t team);
 
  private:
   struct split_args;
   /// The shared body of both splits: exchange, decide (identically on every PE), commit.
-  std::vector<shoal_team_t> split(std::string_view call, const split_args& args, const allgather_fn& exchange);
+  std::vector<shoal_team_t> split(std::string_view call, const split_args& args, const split_exchange& exchange);
   /// The team, or throws errc::invalid_argument naming `arg` (out of range, destroyed, or INVALID).
   const team& get(std::string_view call, const char* arg, shoal_team_t handle) const;
   const team* find(shoal_team_t handle) const;

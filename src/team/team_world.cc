@@ -4,6 +4,9 @@
 #include <cstring>
 #include <vector>
 
+#include "common/check.hpp"
+#include "shoal/shoal.h"
+
 namespace shoal::detail {
 
 namespace {
@@ -58,14 +61,45 @@ void world_teams::publish_device() {
   world_.transport().ops().copy(const_cast<device_team*>(device.teams), table.data(), sizeof(table));
 }
 
-team_table::allgather_fn world_teams::exchange(const char* call) {
-  return [this, call](const void* mine, void* all, size_t bytes_per_pe) {
-    world_.sync().allgather(call, collective_kind::team, mine, all, bytes_per_pe, [this] {
-      for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
-        if (team_sync* words = sync_of(world_.my_pe(), slot); words != nullptr && !table_.live(slot))
-          std::memset(static_cast<void*>(words), 0, sizeof(team_sync));
-    });
+void world_teams::zero_free_slots() {
+  for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
+    if (team_sync* words = sync_of(world_.my_pe(), slot); words != nullptr && !table_.live(slot))
+      std::memset(static_cast<void*>(words), 0, sizeof(team_sync));
+}
+
+team_table::split_exchange world_teams::exchange(const char* call) {
+  team_table::split_exchange out;
+  // Parent-only needs every member's team words in reach; decided on the whole world so that every
+  // PE takes the same path (a job with a PE behind the proxy falls back to the world-wide protocol).
+  out.parent_only = true;
+  for (int pe = 0; pe < world_.n_pes(); ++pe) out.parent_only &= sync_of(pe, SHOAL_TEAM_WORLD) != nullptr;
+  if (!out.parent_only) {
+    out.gather = [this, call](shoal_team_t, const std::vector<int32_t>&, const void* mine, void* all,
+                              size_t bytes_per_pe) {
+      world_.sync().allgather(call, collective_kind::team, mine, all, bytes_per_pe, [this] { zero_free_slots(); });
+    };
+    return out;
+  }
+  out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, const void* mine, void* all,
+                            size_t bytes_per_pe) {
+    SHOAL_ASSERT(bytes_per_pe <= team_sync::kPostBytes);
+    zero_free_slots();
+    std::memcpy(sync_of(world_.my_pe(), parent)->split_post, mine, bytes_per_pe);
+    // The parent's own team barrier (release/acquire): every member's record and zeroed words are
+    // visible after the first; nobody rewrites a record before every member read it after the second.
+    auto barrier = [&] {
+      if (shoal_team_sync(parent) == SHOAL_OK) return;
+      const char* why = nullptr;
+      int code = shoal_last_error(&why);
+      SHOAL_THROW(static_cast<errc>(code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL), call,
+                  "the barrier of parent_team={} failed: {}", parent, why != nullptr ? why : "unknown error");
+    };
+    barrier();
+    for (size_t i = 0; i < members.size(); ++i)
+      std::memcpy(static_cast<char*>(all) + i * bytes_per_pe, sync_of(members[i], parent)->split_post, bytes_per_pe);
+    barrier();
   };
+  return out;
 }
 
 }  // namespace shoal::detail

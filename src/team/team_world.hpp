@@ -25,6 +25,9 @@ struct team_sync {
   uint64_t seq;    ///< collectives this PE has entered on this team (written by this PE only)
   /// This PE's description of its current collective, by seq parity; read by the team's peers.
   alignas(64) unsigned char post[2][kPostBytes];
+  /// This PE's record of a split of this team (team layer), read by the team's members between the
+  /// split's two team barriers.
+  alignas(64) unsigned char split_post[kPostBytes];
 };
 
 class world_teams final : public world_extension {
@@ -44,12 +47,16 @@ class world_teams final : public world_extension {
   /// Writes every live slot's device handle into the device team table (device_world::teams) after
   /// teams are created or destroyed. No-op on host-memory heaps.
   void publish_device();
-  /// The all-gather a split runs: collective over every world PE, posted as a team collective (a PE
-  /// waiting in a barrier meanwhile reports the mismatch). First zeroes this PE's words of every
-  /// slot it is not a member of, so no new member can have written into them yet.
-  team_table::allgather_fn exchange(const char* call);
+  /// The all-gather a split runs. Host heaps with every PE's words in reach (one node): among the parent team's members
+  /// only (each writes its record into its split_post of the parent's slot, team barrier, each reads every member's,
+  /// team barrier). GPU heaps: over every world PE through the bootstrap, posted as a team collective
+  /// (a PE waiting in a barrier meanwhile reports the mismatch). Either first zeroes this PE's words
+  /// of every slot it is not a member of, so no new member can have written into them yet.
+  team_table::split_exchange exchange(const char* call);
 
  private:
+  void zero_free_slots();
+
   world_impl& world_;
   team_table table_;
   uint64_t words_offset_;

@@ -2,7 +2,8 @@
 # Installs the build into a scratch prefix and uses it as a newcomer would, WITHOUT LD_LIBRARY_PATH
 # (the installed programs must find libshoal.so through their RUNPATH): runs bin/shoal-info, and
 # bin/shoal-info under bin/shoalrun; then builds the example out of tree against the installed copy
-# and runs it: once through CMake (find_package(shoal)) and once through pkg-config.
+# and runs it: once through CMake (find_package(shoal)) and once through pkg-config; then an
+# OpenSHMEM program through the installed oshcc, oshc++ and oshrun.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$1
@@ -51,4 +52,15 @@ cc -std=c11 -Wall -Werror "$source_dir/examples/hello/hello.c" $(pkg-config --cf
 out=$("$prefix/bin/shoalrun" -n 3 --timeout 60 -- "$work/hello-pc")
 echo "$out"
 grep -q "ring check passed on 3 PEs" <<<"$out"
+
+# 4. OpenSHMEM: the installed oshcc / oshc++ / oshrun (shmem.h, libshoal_shmem through shoal-shmem.pc)
+step "tests/shmem/shmem_diff.c through bin/oshcc and bin/oshc++, run by bin/oshrun"
+unset PKG_CONFIG_PATH
+"$prefix/bin/oshcc" -std=c11 -Wall -Werror "$source_dir/tests/shmem/shmem_diff.c" -o "$work/shmem-c"
+cp "$source_dir/tests/shmem/shmem_diff.c" "$work/shmem_diff.cc"
+"$prefix/bin/oshc++" -std=c++20 -Wall -Werror "$work/shmem_diff.cc" -o "$work/shmem-cxx"
+for exe in shmem-c shmem-cxx; do
+  out=$("$prefix/bin/oshrun" -n 2 --timeout 60 -- "$work/$exe")
+  grep -q '^\[0\] done$' <<<"$out" || { echo "$out"; echo "$exe did not finish"; exit 1; }
+done
 echo "install test ok"

@@ -13,7 +13,7 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["common", "bootstrap", "heap", "transport", "runtime", "team", "coll"]
+LAYERS = ["common", "bootstrap", "heap", "transport", "runtime", "team", "coll", "shmem"]
 SOURCES = {".cc", ".hpp", ".cu", ".cuh", ".h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/[^"]+"', re.MULTILINE)
 
