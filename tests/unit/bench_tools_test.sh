@@ -28,14 +28,15 @@ else
   cat "$tmp/help"
 fi
 
-# --- docs/results/: every CSV has the header shoal-bench writes now (scale.py writes it with \r\n).
+# --- docs/results/: every CSV has the header shoal-bench writes now (scale.py writes it with \r\n);
+# docs/results/ep/ holds bench/ep/*.py's own columns (DeepEP's way of reporting).
 if timeout 60 "$shoalrun" -n 2 --timeout 50 -- "$bench" barrier_latency -n 5 -w 1 -r 1 --csv "$tmp/now.csv" \
   >"$tmp/run" 2>&1; then
   want=$(head -1 "$tmp/now.csv")
   stale=""
   while IFS= read -r f; do
     [ "$(head -1 "$f" | tr -d '\r')" = "$want" ] || stale="$stale ${f#"$src"/}"
-  done < <(find "$src/docs/results" -name '*.csv')
+  done < <(find "$src/docs/results" -name '*.csv' -not -path '*/results/ep/*')
   if [ -z "$stale" ]; then
     pass "docs/results CSVs have today's columns"
   else
