@@ -8,6 +8,9 @@ The transport is whatever UCX_TLS / UCX_NET_DEVICES say (run.sh sets tcp on lo).
 shoal-bench's benchmarks (same statistic: mean time per operation):
   ucp_put_bw  -> put_bw          (bandwidth, every size)
   ucp_get     -> get_bw          (bandwidth, every size)
+  ucp_am_bw   -> am_bw           (active-message bandwidth, sizes >= 1 MiB: what the transport moves
+                                  when both sides progress; ucp_put_bw's server does not progress its
+                                  worker, and over tcp a put needs the target's progress)
   ucp_put_lat -> p_ping_pong     (one-way latency of an 8-byte put, half a round trip)
   ucp_fadd    -> atomic_latency  (fetch-and-add round trip, 8 bytes)
   ucp_add     -> atomic_add_rate (posted add, time per operation; no shoal counterpart)
@@ -31,8 +34,8 @@ def free_port():
 
 
 def iterations(test, nbytes):
-    if test in ("ucp_put_bw", "ucp_get"):
-        return max(10, min(2000, (64 << 20) // max(nbytes, 1)))
+    if test in ("ucp_put_bw", "ucp_get", "ucp_am_bw"):
+        return max(3, min(2000, (16 << 20) // max(nbytes, 1)))
     return 2000
 
 
@@ -76,6 +79,7 @@ def main():
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     plan = [("ucp_put_bw", "put_bw", n) for n in sizes] + [("ucp_get", "get_bw", n) for n in sizes]
+    plan += [("ucp_am_bw", "am_bw", n) for n in sizes if n >= 1 << 20]
     plan += [("ucp_put_lat", "p_ping_pong", 8), ("ucp_fadd", "atomic_latency", 8), ("ucp_add", "atomic_add_rate", 8)]
     rows = []
     for test, bench, nbytes in plan:
