@@ -111,7 +111,8 @@ def main():
         " mean; ucx_perftest: its `overall` column); *typical* = shoal's median over 201 repetitions of 10"
         " operations (shoal_host_typical.csv) against ucx_perftest's 50th percentile (ucx_host.csv, column `pair`).",
         "",
-        f"Targets met: {met}, missed: {missed}.",
+        f"Targets met: {met}, missed: {missed}. Why, the profile and what was tried: [analysis.md](analysis.md)"
+        " (by hand).",
         "",
     ] + table + [
         "",

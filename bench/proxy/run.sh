@@ -79,7 +79,27 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if python3 -c 'import matplotlib' 2>/dev/null; then
   mkdir -p "$out/plots"
-  python3 "$root/bench/plot.py" "$out"/shoal_*.csv "$out"/ucx_*.csv -o "$out/plots"
+  # shoal and the UCX references only (the memcpy/local baselines would flatten the scale); ucp_am_bw
+  # drawn on the put_bw figure as its own curve.
+  python3 - "$out" <<'PY'
+import csv, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+rows = []
+for f in sorted(d.glob("shoal_*.csv")) + sorted(d.glob("ucx_*.csv")):
+    for r in csv.DictReader(f.open()):
+        if r["impl"] not in ("shoal", "ucx_perftest") or f.name == "shoal_host_typical.csv":
+            continue
+        if r["benchmark"] == "am_bw":
+            r["benchmark"], r["impl"] = "put_bw", "ucx_perftest am_bw"
+        if f.name == "ucx_cuda.csv" or f.name == "shoal_device.csv":
+            r["impl"] += " (GPU memory)"
+        rows.append(r)
+with (d / "plots" / "input.csv").open("w", newline="") as out:
+    w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    w.writerows(rows)
+PY
+  python3 "$root/bench/plot.py" "$out/plots/input.csv" -o "$out/plots"
 else
   echo "run.sh: no matplotlib; no plots (SHOAL_WITH_PLOTS=1 scripts/install_deps.sh)" >&2
 fi
