@@ -51,7 +51,7 @@ export SHOAL_DISABLE_P2P=1 UCX_TLS=tcp UCX_NET_DEVICES=lo
 host_set=(put_bw get_bw p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency)
 
 ucx_info=$(dirname "$(command -v "$perftest")")/ucx_info
-ucx_version=$("$ucx_info" -v 2>/dev/null | head -1 | sed 's/^# *//' || true)  # not ucx_perftest -v: that serves
+ucx_version=$("$ucx_info" -v 2>/dev/null | head -1 | sed 's/^# *Version/UCX/' || true)  # not ucx_perftest -v: that serves
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== shoal-bench over the proxy (host-issued), $(date -u +%FT%TZ)"
