@@ -5,7 +5,8 @@ targets: host put >= 1 MiB at >= 0.9x ucx_perftest's put bandwidth; small-op lat
 
 usage: compare.py --dir DIR [--command TEXT] [--machine TEXT]
 Reads DIR/shoal_host.csv, DIR/ucx_host.csv and, when present, DIR/shoal_device.csv; writes
-DIR/compare.csv and DIR/README.md (machine, command, the table, the CSV and plot files).
+DIR/compare.csv (shoal-bench's columns: ratio = shoal / reference, baseline = the reference, pair =
+the target and whether it was met) and DIR/README.md (machine, command, the table, files).
 """
 import argparse
 import csv
@@ -48,9 +49,17 @@ def main():
 
     rows = []  # measure, size, shoal, ucx, unit, relation, target, met
 
+    csv_rows = []  # the same, in shoal-bench's CSV columns (bench_tools_test keeps docs/results uniform)
+
     def add(measure, size, s, u, unit, kind, target_text, met):
         rows.append([measure, size_text(size), f"{s:.3f}", f"{u:.3f}" if u is not None else "", unit, kind,
                      target_text, met])
+        bench, _, ref = measure.partition(" (vs ")
+        lat, bw = (s, 0.0) if unit == "us" else (size / (s * 1e3) if s > 0 else 0.0, s)
+        ratio = s / u if u else 0.0
+        csv_rows.append([bench.replace(" ", "_"), "shoal", "host", 2, "host", size, 0, f"{lat:.4f}", f"{bw:.4f}",
+                         f"{ratio:.4f}", ref.rstrip(")").replace(",", ";"), "0.0000",
+                         f"target {target_text}: {met or 'info'}".replace(",", ";")])
 
     for bench, ref, target in (("put_bw", "put_bw", 0.9), ("put_bw", "am_bw", 0.9), ("get_bw", "get_bw", None)):
         for (b, n), r in sorted(shoal.items()):
@@ -91,8 +100,9 @@ def main():
     header = ["measure", "size", "shoal", "reference", "unit", "shoal vs reference", "target", "met"]
     with (d / "compare.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
+        w.writerow(["benchmark", "impl", "backend", "num_pes", "scope", "size_bytes", "iterations", "latency_us",
+                    "bandwidth_gbps", "ratio", "baseline", "busbw_gbps", "pair"])
+        w.writerows(csv_rows)
     table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table += ["| " + " | ".join(r) + " |" for r in rows]
     missed = sum(1 for r in rows if r[-1] == "NO")
