@@ -2,8 +2,8 @@
 // so every figure comes with a ratio. Host-issued operations on whatever heap the job has (host
 // memory PEs on a machine with no GPU). PE 0 drives, PE 1 is the target; other PEs idle.
 //
-//   shoalrun -n 2 shoal-bench [put_bw get_bw p_ping_pong put_signal_ping_pong atomic_latency
-//                              barrier_latency] -b 8 -e 64M -f 2 -n 100 -w 10 --csv out.csv
+//   shoalrun -n 2 shoal-bench [put_bw get_bw p_ping_pong put_signal_ping_pong put_quiet_latency
+//                              atomic_latency barrier_latency] -b 8 -e 64M -f 2 -n 100 -w 10 --csv out.csv
 //
 // When the job's heap is on GPUs (backend "cuda"), the device-initiated set runs instead
 // (bench/device/: put_bw, get_bw, put_bw_bidir, p_ping_pong, put_signal_ping_pong,
@@ -263,6 +263,33 @@ void atomic_latency(context& ctx) {
   shoal_free(word);
 }
 
+// put_quiet_latency: PE 0 puts `bytes` to PE 1 and waits for remote completion (putmem_nbi + quiet)
+// each iteration; on the proxy a put plus a UCX flush, a round trip. Baseline: p_ping_pong's raw
+// shared-memory store where PE 1 is mapped (none on the proxy).
+void put_quiet_latency(context& ctx) {
+  size_t max_bytes = std::min<size_t>(ctx.cfg.max_bytes, 1u << 20);
+  char* buf = static_cast<char*>(shoal_malloc(max_bytes));
+  std::vector<char> src(max_bytes, 5);
+  shoal_barrier_all();
+  if (ctx.me == 0) {
+    for (size_t bytes : sizes(ctx.cfg)) {
+      if (bytes > max_bytes) break;
+      int iters = std::max(10, iters_for(ctx.cfg, bytes));
+      double us = time_per_iter(ctx.cfg, iters, [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          shoal_putmem_nbi(buf, src.data(), bytes, 1);
+          shoal_quiet();
+        }
+      });
+      row r = ctx.make("put_quiet_latency", "shoal", bytes, iters, us);
+      r.bandwidth_gbps = bytes / (us * 1e3);
+      ctx.rows.push_back(r);
+    }
+  }
+  shoal_barrier_all();
+  shoal_free(buf);
+}
+
 // barrier_latency: every PE calls barrier_all; the figure is PE 0's median time per barrier.
 void barrier_latency(context& ctx) {
   int iters = ctx.cfg.iterations * 10;
@@ -278,8 +305,9 @@ int main(int argc, char** argv) {
   CLI::App app{"shoal-bench: perftest-style RMA, atomic, signal and sync measurements between PEs"};
   shoal::bench::options opts;
   shoal::bench::add_options(app, opts);
-  const std::vector<std::string> host_set = {"put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong",
-                                             "atomic_latency", "barrier_latency"};
+  const std::vector<std::string> host_set = {
+      "put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong", "put_quiet_latency",
+      "atomic_latency", "barrier_latency"};
   const std::vector<std::string> device_set = shoal::bench::device_benchmark_names();
   auto wrapped = [](const std::vector<std::string>& names) {  // indented lines of at most ~96 characters
     std::string text = "   ";
@@ -366,6 +394,8 @@ int main(int argc, char** argv) {
         p_ping_pong(ctx);
       else if (w == "put_signal_ping_pong")
         put_signal_ping_pong(ctx);
+      else if (w == "put_quiet_latency")
+        put_quiet_latency(ctx);
       else if (w == "atomic_latency")
         atomic_latency(ctx);
       else if (w == "barrier_latency")

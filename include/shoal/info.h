@@ -1,6 +1,7 @@
 /* What libshoal reads and how it was built, without joining a job: every SHOAL_* environment
- * variable (name, type, default, allowed range, meaning, value in use) and the build's features.
- * Plain C11 and C++; shoal-info is written on it. Callable before shoal_init and after finalize. */
+ * variable (name, type, default, allowed range, meaning, value in use) and the build's features;
+ * and, inside a job, how each peer is reached. Plain C11 and C++; shoal-info is written on it.
+ * Callable before shoal_init and after finalize (the per-peer query then answers NULL). */
 #ifndef SHOAL_INFO_H_
 #define SHOAL_INFO_H_
 
@@ -34,6 +35,13 @@ SHOAL_API const char* shoal_info_env_closest(const char* name);
 SHOAL_API size_t shoal_info_env_unknown(void (*fn)(const char* name, const char* closest, void* user), void* user);
 /** 1 when this libshoal has the CUDA backend and device API compiled in, 0 for a host-only build. */
 SHOAL_API int shoal_info_has_cuda(void);
+/** The UCX library the proxy transport runs on ("1.13.1", read from the loaded libucp), or "" when
+ *  this libshoal was built without UCX. Static string; needs no job. */
+SHOAL_API const char* shoal_info_ucx_version(void);
+/** Inside a job (after shoal_init): the UCX transports and devices towards `pe`, e.g. "tcp/veth0.0",
+ *  when `pe` is reached through the proxy; "" for a load/store peer. NULL before shoal_init, after
+ *  finalize or for a `pe` outside 0..n_pes-1. The text stays valid until this thread calls it again. */
+SHOAL_API const char* shoal_info_peer_transports(int pe);
 
 SHOAL_EXTERN_C_END
 

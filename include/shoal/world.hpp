@@ -58,6 +58,8 @@ class SHOAL_API world {
   int n_pes() const;
   const char* backend_name() const;
   peer_path path_to(int pe) const;
+  /// The UCX transports and devices towards `pe` ("tcp/veth0.0") when it is a proxy peer, else "".
+  std::string proxy_transports(int pe) const;
   uint64_t heap_reserve_bytes() const;  ///< per PE
   uint64_t heap_mapped_bytes() const;   ///< per PE, physically backed
   uint64_t heap_in_use_bytes() const;   ///< per PE, allocated to the user (and shoal's own sync words)

@@ -27,8 +27,9 @@ constexpr std::array kTable = {
     variable{"SHOAL_BOOTSTRAP_UID", kind::string, "", "rendezvous id (shoal-uid-v1:ADDR:PORT:SECRET) set by shoalrun"},
     variable{"SHOAL_BOOTSTRAP_FD", kind::integer, "-1", "listening socket inherited by PE 0 from shoalrun", "-1"},
     variable{"SHOAL_BOOTSTRAP_ADDR", kind::string, "",
-             "HOST:PORT where PE 0 listens when launched by mpirun/srun/torchrun (default: MASTER_ADDR, "
-             "MASTER_PORT+1, or a node-local file rendezvous)"},
+             "HOST:PORT where PE 0 listens and every PE meets it: a job over several hosts (shoalrun "
+             "--bootstrap-addr, mpirun, srun; docs/multi-node.md); default: MASTER_ADDR:MASTER_PORT+1 under "
+             "torchrun, else a node-local file rendezvous"},
     variable{"SHOAL_BOOTSTRAP_TIMEOUT", kind::duration_ms, "30s", "how long init waits for every PE to arrive", "1"},
     variable{"SHOAL_PEER_TIMEOUT", kind::duration_ms, "10s",
              "a PE silent this long (no heartbeat) is declared dead and the job stops", "1"},

@@ -75,6 +75,12 @@ int world::my_pe() const { return live(impl_, "shoal::world::my_pe").my_pe(); }
 int world::n_pes() const { return live(impl_, "shoal::world::n_pes").n_pes(); }
 const char* world::backend_name() const { return live(impl_, "shoal::world::backend_name").backend_name(); }
 peer_path world::path_to(int pe) const { return live(impl_, "shoal::world::path_to").path_to(pe); }
+std::string world::proxy_transports(int pe) const {
+  detail::world_impl& w = live(impl_, "shoal::world::proxy_transports");
+  SHOAL_CHECK_ARG(pe >= 0 && pe < w.n_pes(), "shoal::world::proxy_transports", "pe={} is not in 0..{}", pe,
+                  w.n_pes() - 1);
+  return w.transport().proxy_transports(pe);
+}
 uint64_t world::heap_reserve_bytes() const {
   return live(impl_, "shoal::world::heap_reserve_bytes").heap().reserve_bytes();
 }

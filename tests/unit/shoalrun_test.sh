@@ -295,4 +295,23 @@ else
   fail "--version"; show
 fi
 
+# --- One host's share of a multi-host job: ranks from --first-rank, the job's size, local ranks from 0,
+# the rendezvous address instead of a uid and no inherited listener.
+run_shoalrun -n 2 --job-pes 5 --first-rank 3 --bootstrap-addr 10.9.8.7:4242 -- sh -c \
+  'echo "env $SHOAL_RANK $SHOAL_SIZE $SHOAL_LOCAL_RANK $SHOAL_LOCAL_SIZE ${SHOAL_BOOTSTRAP_ADDR:-none} ${SHOAL_BOOTSTRAP_UID:-none} ${SHOAL_BOOTSTRAP_FD:-none}"'
+if [ "$rc" -eq 0 ] && grep -qx '\[3\] env 3 5 0 2 10.9.8.7:4242 none none' "$tmp/out" &&
+  grep -qx '\[4\] env 4 5 1 2 10.9.8.7:4242 none none' "$tmp/out"; then
+  pass "--job-pes/--first-rank/--bootstrap-addr set ranks 3 and 4 of 5 meeting at the address"
+else
+  fail "multi-host environment"; show
+fi
+for bad in "--job-pes 4" "--job-pes 4 --first-rank 3 --bootstrap-addr h:1" "--job-pes 4 --bootstrap-addr nocolon"; do
+  run_shoalrun -n 2 $bad -- true
+  if [ "$rc" -eq 2 ] && grep -qE -- '--(job-pes|first-rank|bootstrap-addr)' "$tmp/err"; then
+    pass "shoalrun -n 2 $bad: usage error naming the option"
+  else
+    fail "shoalrun -n 2 $bad"; show
+  fi
+done
+
 finish_checks shoalrun

@@ -1,5 +1,6 @@
-// shoal-info: version, build, backend, heap footprint, the path to every peer, and every SHOAL_*
-// variable with its value. Run alone for one PE, or under shoalrun to see the peers.
+// shoal-info: version, build (UCX version), backend, heap footprint, the path to every peer (with the
+// UCX transports and devices for proxy peers), and every SHOAL_* variable with its value. Run alone for one PE, or
+// under shoalrun to see the peers.
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,13 +52,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   fmt::print("shoal {} (OpenSHMEM {}.{} API)\n", shoal::version(), SHOAL_MAJOR_VERSION, SHOAL_MINOR_VERSION);
-  fmt::print("build: {}\n", shoal_info_has_cuda() ? "CUDA backend compiled in" : "host backend only (no CUDA)");
+  fmt::print("build: {}; proxy transport {}\n",
+             shoal_info_has_cuda() ? "CUDA backend compiled in" : "host backend only (no CUDA)",
+             *shoal_info_ucx_version() != '\0' ? fmt::format("over UCX {}", shoal_info_ucx_version())
+                                               : std::string("not built (no UCX)"));
   if (!no_init) {
     try {
       shoal::world world;
       std::string peers;
-      for (int pe = 0; pe < world.n_pes(); ++pe)
-        peers += fmt::format("\n    PE {:<3} {}", pe, shoal::to_string(world.path_to(pe)));
+      bool proxy = false;
+      for (int pe = 0; pe < world.n_pes(); ++pe) {
+        std::string ucx = world.proxy_transports(pe);
+        proxy |= world.path_to(pe) == shoal::peer_path::proxy;
+        peers += fmt::format("\n    PE {:<3} {}{}", pe, shoal::to_string(world.path_to(pe)),
+                             ucx.empty() ? "" : fmt::format(" (UCX {})", ucx));
+      }
+      if (proxy) peers += fmt::format("\n  proxy engine: UCX {}", shoal_info_ucx_version());
       fmt::print("PE {} of {}: backend {}\n  heap: reserve {} MiB, mapped {} MiB, in use {} B\n  paths from PE {}:{}\n",
                  world.my_pe(), world.n_pes(), world.backend_name(), world.heap_reserve_bytes() >> 20,
                  world.heap_mapped_bytes() >> 20, world.heap_in_use_bytes(), world.my_pe(), peers);

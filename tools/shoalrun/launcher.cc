@@ -268,6 +268,7 @@ void job::prepare_process() {
 }
 
 void job::open_bootstrap_listener() {
+  if (!options_.bootstrap_addr.empty()) return;  // PE 0 opens it (SHOAL_BOOTSTRAP_ADDR), maybe on another host
   // shoalrun binds the listener itself and hands the fd to PE 0, so the port in the unique id is
   // already taken by us: no window in which another process could grab it.
   sockaddr_storage bound{};
@@ -282,9 +283,11 @@ void job::spawn_all() {
   // The environment every PE shares: ours without the variables shoalrun sets per PE (a stale
   // SHOAL_BOOTSTRAP_FD from an outer job must not reach PEs 1..N-1) and without those -x replaces.
   std::vector<std::string> base_env;
+  const bool multi_host = !options_.bootstrap_addr.empty();
   auto replaced = [&](std::string_view entry) {
     std::string_view name = entry.substr(0, entry.find('='));
     if (std::find(managed_env_names.begin(), managed_env_names.end(), name) != managed_env_names.end()) return true;
+    if (multi_host && name == "SHOAL_BOOTSTRAP_ADDR") return true;
     return std::any_of(options_.extra_env.begin(), options_.extra_env.end(),
                        [&](const std::string& x) { return std::string_view(x).substr(0, x.find('=')) == name; });
   };
@@ -300,15 +303,18 @@ void job::spawn_all() {
                     [&](const std::string& y) { return std::string_view(y).substr(0, y.find('=')) == name; });
     if (!set_again) base_env.push_back(x);
   }
-  base_env.push_back(fmt::format("SHOAL_SIZE={}", options_.num_pes));
+  base_env.push_back(fmt::format("SHOAL_SIZE={}", options_.job_pes));
   base_env.push_back(fmt::format("SHOAL_LOCAL_SIZE={}", options_.num_pes));
-  base_env.push_back("SHOAL_BOOTSTRAP_UID=" + uid_text_);
+  if (multi_host)
+    base_env.push_back("SHOAL_BOOTSTRAP_ADDR=" + options_.bootstrap_addr);
+  else
+    base_env.push_back("SHOAL_BOOTSTRAP_UID=" + uid_text_);
 
   pes_.resize(static_cast<size_t>(options_.num_pes));
   try {
-    for (int rank = 0; rank < options_.num_pes; ++rank) {
-      pes_[static_cast<size_t>(rank)].rank = rank;
-      spawn(pes_[static_cast<size_t>(rank)], base_env);
+    for (int local = 0; local < options_.num_pes; ++local) {
+      pes_[static_cast<size_t>(local)].rank = options_.first_rank + local;
+      spawn(pes_[static_cast<size_t>(local)], base_env);
     }
   } catch (...) {
     // A half-started job is no job: the PEs already running would only wait for the missing ones.
@@ -328,8 +334,8 @@ void job::spawn_all() {
 void job::spawn(pe_process& pe, const std::vector<std::string>& base_env) {
   std::vector<std::string> env = base_env;
   env.push_back(fmt::format("SHOAL_RANK={}", pe.rank));
-  env.push_back(fmt::format("SHOAL_LOCAL_RANK={}", pe.rank));
-  if (pe.rank == 0) env.push_back(fmt::format("SHOAL_BOOTSTRAP_FD={}", listen_fd_));
+  env.push_back(fmt::format("SHOAL_LOCAL_RANK={}", pe.rank - options_.first_rank));
+  if (pe.rank == 0 && listen_fd_ >= 0) env.push_back(fmt::format("SHOAL_BOOTSTRAP_FD={}", listen_fd_));
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -87,6 +87,22 @@ class usage_formatter : public CLI::Formatter {
   }
 };
 
+// --job-pes, --first-rank and --bootstrap-addr together describe this host's share of the job.
+std::string check_multi_host(launch_options& o) {
+  if (o.job_pes == 0) o.job_pes = o.num_pes;
+  if (o.job_pes < 1 || o.job_pes > max_job_pes)
+    return fmt::format("--job-pes: must be an integer from 1 to {}, not {}", max_job_pes, o.job_pes);
+  if (o.first_rank < 0 || o.first_rank > o.job_pes - o.num_pes)
+    return fmt::format("--first-rank: {} PEs from rank {} do not fit in a job of {} PEs (--job-pes)", o.num_pes,
+                       o.first_rank, o.job_pes);
+  if (o.job_pes != o.num_pes && o.bootstrap_addr.empty())
+    return fmt::format("--job-pes {} spans several hosts (-n {} here): --bootstrap-addr HOST:PORT is required",
+                       o.job_pes, o.num_pes);
+  if (!o.bootstrap_addr.empty() && o.bootstrap_addr.rfind(':') == std::string::npos)
+    return fmt::format("--bootstrap-addr: expected HOST:PORT, not '{}'", o.bootstrap_addr);
+  return {};
+}
+
 int usage_error(const std::string& message) {
   std::cerr << "shoalrun: " << message << "\nRun 'shoalrun --help' for usage.\n";
   return usage_status;
@@ -106,6 +122,10 @@ parse_outcome parse_command_line(int argc, char** argv) {
       "PE 0 also inherits the bootstrap listener as SHOAL_BOOTSTRAP_FD. A PE's stdout is a pseudo-terminal\n"
       "(raw mode), so its C library flushes every line: what a PE printed arrives even when it is stopped\n"
       "because another failed; stderr is a pipe.\n"
+      "Several hosts: run one shoalrun per host with the same --job-pes and --bootstrap-addr (PE 0's host and\n"
+      "a free port) and each host's --first-rank, e.g. host A: -n 2 --job-pes 4 --first-rank 0, host B: -n 2\n"
+      "--job-pes 4 --first-rank 2; each shoalrun stops its own PEs, the bootstrap stops the others' "
+      "(docs/multi-node.md).\n"
       "Exit status: the worst status of a PE that failed on its own (128+N for signal N), 124 on\n"
       "--timeout, 128+N when shoalrun was stopped by signal N, 2 for a bad command line.");
   app.set_version_flag("--version", fmt::format("shoalrun (shoal) {}.{}.{}", SHOAL_VERSION_MAJOR, SHOAL_VERSION_MINOR,
@@ -136,6 +156,13 @@ parse_outcome parse_command_line(int argc, char** argv) {
   app.add_option("--bind-host", options.bind_host, "address for PE 0's bootstrap listener")
       ->type_name("HOST")
       ->capture_default_str();
+  app.add_option("--job-pes", options.job_pes, "PEs in the whole job when it spans several hosts (see --first-rank)")
+      ->type_name("N");
+  app.add_option("--first-rank", options.first_rank, "rank of the first PE this shoalrun starts (multi-host jobs)")
+      ->type_name("RANK");
+  app.add_option("--bootstrap-addr", options.bootstrap_addr,
+                 "HOST:PORT where PE 0 listens and every PE meets it (multi-host jobs; PE 0's host, a free port)")
+      ->type_name("HOST:PORT");
   // Everything from the first non-option on belongs to the program, even words that look like ours.
   app.prefix_command();
 
@@ -159,6 +186,7 @@ parse_outcome parse_command_line(int argc, char** argv) {
     return {std::nullopt, usage_error("missing the program to run (shoalrun -n N [options] [--] program [args...])")};
   }
   if (options.bind_host.empty()) return {std::nullopt, usage_error("--bind-host: must not be empty")};
+  if (std::string err = check_multi_host(options); !err.empty()) return {std::nullopt, usage_error(err)};
   options.command = std::move(rest);
   return {std::move(options), 0};
 }

@@ -17,9 +17,13 @@ inline constexpr int usage_status = 2;
 
 /// Environment variables shoalrun sets in every PE itself; inherited values are replaced and `-x` may
 /// not set them. SHOAL_BOOTSTRAP_FD is set for PE 0 only and removed from the others' environment.
+/// SHOAL_BOOTSTRAP_ADDR is managed too (inherited values dropped) when --bootstrap-addr is given.
 inline constexpr std::array<std::string_view, 6> managed_env_names = {
     "SHOAL_RANK", "SHOAL_SIZE", "SHOAL_LOCAL_RANK", "SHOAL_LOCAL_SIZE", "SHOAL_BOOTSTRAP_UID", "SHOAL_BOOTSTRAP_FD",
 };
+
+/// Most PEs one job may have over all hosts (--job-pes).
+inline constexpr int max_job_pes = 1 << 20;
 
 /// One local job, as given on the command line.
 struct launch_options {
@@ -29,7 +33,12 @@ struct launch_options {
   bool prefix = true;                   ///< --prefix/--no-prefix: "[rank] " before every output line
   std::vector<std::string> extra_env;   ///< -x NAME=VALUE, in command-line order (later wins)
   std::string bind_host = "127.0.0.1";  ///< --bind-host: address of PE 0's bootstrap listener
-  std::vector<std::string> command;     ///< the program (looked up in PATH) and its arguments
+  // One part of a job over several hosts: this shoalrun starts ranks first_rank..first_rank+num_pes-1
+  // of job_pes, and every PE meets PE 0 at bootstrap_addr (PE 0 listens there on all interfaces).
+  int job_pes = 0;                   ///< --job-pes: PEs in the whole job; 0 = num_pes (a one-host job)
+  int first_rank = 0;                ///< --first-rank: rank of this shoalrun's first PE
+  std::string bootstrap_addr;        ///< --bootstrap-addr HOST:PORT; empty = shoalrun's own listener
+  std::vector<std::string> command;  ///< the program (looked up in PATH) and its arguments
 };
 
 /// What the command line asks for: a job to run, or (for --help, --version and usage errors, whose

@@ -1,6 +1,7 @@
 // Builds without UCX: the proxy path cannot be made.
 #include "common/check.hpp"
 #include "transport/proxy/proxy_path.hpp"
+#include "transport/proxy/ucx_info.hpp"
 
 namespace shoal::detail {
 
@@ -13,5 +14,7 @@ std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap&, con
 }
 
 bool proxy_built() { return false; }
+
+std::string ucx_runtime_version() { return {}; }
 
 }  // namespace shoal::detail
