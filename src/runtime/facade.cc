@@ -317,7 +317,7 @@ int shoal_addr_accessible(const void* addr, int pe) {
   const char* call = "shoal_addr_accessible";
   return f::guarded(call, [&] {
     auto& w = f::current(call);
-    return w.memory().ptr(addr, pe) != nullptr ? 1 : 0;  // mapped peer and a live symmetric allocation
+    return w.memory().accessible(addr, pe) ? 1 : 0;  // reachable peer and a live symmetric allocation
   });
 }
 

@@ -153,19 +153,27 @@ void symmetric_memory::free(std::string_view call, void* ptr) {
   alloc_->free(static_cast<uint64_t>(off));
 }
 
+int64_t symmetric_memory::live_offset(const void* addr) const {
+  if (addr == nullptr) return -1;
+  const int64_t off = heap_.offset_of(addr);
+  if (off < 0) return -1;
+  // Only addresses inside a live allocation are symmetric (shoal's own reserved block excluded).
+  std::shared_lock lock(alloc_mutex_);
+  auto block = alloc_->find(static_cast<uint64_t>(off));
+  return (!block || block->offset == 0) ? -1 : off;
+}
+
 void* symmetric_memory::ptr(const void* addr, int pe) const {
-  if (pe < 0 || pe >= transport_.n_pes() || addr == nullptr) return nullptr;
-  int64_t off = heap_.offset_of(addr);
+  if (pe < 0 || pe >= transport_.n_pes()) return nullptr;
+  const int64_t off = live_offset(addr);
   if (off < 0) return nullptr;
-  {
-    // Only addresses inside a live allocation are symmetric (shoal's own reserved block excluded).
-    std::shared_lock lock(alloc_mutex_);
-    auto block = alloc_->find(static_cast<uint64_t>(off));
-    if (!block || block->offset == 0) return nullptr;
-  }
   char* base = transport_.base_of(pe);
   if (base == nullptr) return nullptr;  // GPU heaps: an address for this PE's GPU (kernels), as nvshmem_ptr
   return base + off;
+}
+
+bool symmetric_memory::accessible(const void* addr, int pe) const {
+  return pe >= 0 && pe < transport_.n_pes() && transport_.accessible(pe) && live_offset(addr) >= 0;
 }
 
 }  // namespace shoal::detail

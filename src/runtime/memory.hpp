@@ -31,6 +31,8 @@ class symmetric_memory {
   void free(std::string_view call, void* ptr);
   /// `addr` on `pe` in this process, when it is symmetric and `pe`'s heap is load/store-mapped; else null.
   void* ptr(const void* addr, int pe) const;
+  /// addr is in a live symmetric allocation and pe is reachable by RMA (any path, the proxy too).
+  bool accessible(const void* addr, int pe) const;
 
   /// Validates that [addr, addr+nbytes) lies inside one live allocation and is aligned to `align`;
   /// returns its heap offset. Errors name `call` and the argument `arg`.
@@ -39,6 +41,8 @@ class symmetric_memory {
   symmetric_heap& heap() { return heap_; }
 
  private:
+  /// addr's heap offset when it is inside a live allocation (not the reserved block), else -1.
+  int64_t live_offset(const void* addr) const;
   bootstrap& boot_;
   symmetric_heap& heap_;
   peer_transport& transport_;

@@ -119,7 +119,7 @@ bool world::pe_accessible(int pe) const {
 }
 bool world::addr_accessible(const void* addr, int pe) const {
   auto& w = live(impl_, "shoal::world::addr_accessible");
-  return w.memory().ptr(addr, pe) != nullptr;  // mapped peer and a live symmetric allocation
+  return w.memory().accessible(addr, pe);  // reachable peer (any path) and a live symmetric allocation
 }
 
 void world::put(void* dest, const void* source, size_t num_bytes, int pe) {
