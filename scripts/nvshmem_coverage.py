@@ -35,7 +35,8 @@ REASONS = [
     (r"region", "RMA regions and region hints (3.8): no counterpart"),
     (r"smem", "shared-memory budget hints (ask/give/release_smem): no counterpart"),
     (r"mc_ptr", "NVLS multicast: multicast objects are not used by shoal"),
-    (r"buffer_(un)?register", "user-buffer registration: shoal's transports reach only its symmetric heap"),
+    (r"buffer_(un)?register_symmetric", "symmetric registration of user memory: shoal's symmetric heap is one "
+     "reserved range per PE (local registration is provided)"),
     (r"maxloc", "maxloc reductions: no counterpart yet"),
     (r"signal_counted", "counted signals (3.8): no counterpart yet"),
     (r"barrier_warpgroup", "warpgroup scope: shoal's scopes are thread, warp and block"),

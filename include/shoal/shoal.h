@@ -123,6 +123,17 @@ SHOAL_API void shoalx_quiet_on_stream(struct CUstream_st* stream);
 /** quiet, then a barrier with every PE, in stream order (shares the device barrier's sync words). */
 SHOAL_API void shoalx_barrier_all_on_stream(struct CUstream_st* stream);
 
+/* --- local (non-symmetric) buffers as the private side of RMA (NVSHMEM's buffer registration) --- */
+
+/** Registers [addr, addr+nbytes) as a local buffer for RMA sources/destinations. shoal's paths (load/store on mapped
+ * peer heaps, copies, the proxy's host staging) reach any local address, so this records the range only (to check
+ * unregistration); a null, empty or overlapping range is an error. Not collective. Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoalx_buffer_register(void* addr, size_t nbytes);
+/** Unregisters the range registered at addr (an error if none). Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoalx_buffer_unregister(void* addr);
+/** Unregisters every registered range. */
+SHOAL_API void shoalx_buffer_unregister_all(void);
+
 /* --- kernels loaded at run time (cuModuleLoad / cuLibraryLoad) --- */
 
 /** Gives the kernels of `cu_module` (a CUmodule) the default world, as the device facade gives kernels linked into

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "common/check.hpp"
 #include "runtime/facade.hpp"
@@ -118,6 +120,53 @@ const char* shoalx_status_string(int code) {
       "SHOAL_ERR_MISMATCH", "SHOAL_ERR_TIMEOUT",          "SHOAL_ERR_PEER_FAILURE",    "SHOAL_ERR_SYSTEM",
       "SHOAL_ERR_CUDA",     "SHOAL_ERR_UNSUPPORTED",      "SHOAL_ERR_INTERNAL"};
   return code >= 0 && code < int(names.size()) ? names[size_t(code)] : "unknown";
+}
+
+}  // extern "C"
+
+namespace {
+std::mutex g_buffers_mutex;
+std::map<uintptr_t, size_t> g_buffers;  // registered local ranges: start -> nbytes
+}  // namespace
+
+extern "C" {
+
+int shoalx_buffer_register(void* addr, size_t nbytes) {
+  const char* call = "shoalx_buffer_register";
+  return f::guarded(
+      call,
+      [&] {
+        (void)f::current(call);
+        SHOAL_CHECK_ARG(addr != nullptr && nbytes > 0, call, "addr={} nbytes={}: not a buffer", addr, nbytes);
+        const auto start = reinterpret_cast<uintptr_t>(addr);
+        std::lock_guard lock(g_buffers_mutex);
+        auto next = g_buffers.lower_bound(start);
+        SHOAL_CHECK_ARG(next == g_buffers.end() || next->first >= start + nbytes, call,
+                        "[{}, +{}) overlaps a registered buffer", addr, nbytes);
+        SHOAL_CHECK_ARG(next == g_buffers.begin() || std::prev(next)->first + std::prev(next)->second <= start, call,
+                        "[{}, +{}) overlaps a registered buffer", addr, nbytes);
+        g_buffers.emplace(start, nbytes);
+        return int(SHOAL_OK);
+      },
+      int(SHOAL_ERR_INTERNAL));
+}
+
+int shoalx_buffer_unregister(void* addr) {
+  const char* call = "shoalx_buffer_unregister";
+  return f::guarded(
+      call,
+      [&] {
+        std::lock_guard lock(g_buffers_mutex);
+        SHOAL_CHECK_ARG(g_buffers.erase(reinterpret_cast<uintptr_t>(addr)) == 1, call,
+                        "addr={} is not the start of a registered buffer", addr);
+        return int(SHOAL_OK);
+      },
+      int(SHOAL_ERR_INTERNAL));
+}
+
+void shoalx_buffer_unregister_all(void) {
+  std::lock_guard lock(g_buffers_mutex);
+  g_buffers.clear();
 }
 
 int shoalx_sync_all_on_stream(struct CUstream_st* stream) {

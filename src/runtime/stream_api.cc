@@ -59,28 +59,19 @@ size_t strided_nbytes(std::string_view call, ptrdiff_t stride, size_t nelems, si
 }
 }  // namespace
 
-void stream_ops::iput_on_stream(std::string_view call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
-                                size_t nelems, size_t elem_bytes, int pe, void* stream) {
+void stream_ops::strided_on_stream(std::string_view call, bool put, void* dest, const void* source, ptrdiff_t dst,
+                                   ptrdiff_t sst, size_t nelems, size_t elem_bytes, int pe, void* stream) {
   check_gpu_heap(call);
   check_pe(call, pe, transport_.n_pes());
   SHOAL_CHECK_ARG(dst >= 1 && sst >= 1, call, "dst={} and sst={} must be at least 1", dst, sst);
   if (nelems == 0) return;
-  SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-  uint64_t off = memory_.check(call, "dest", dest, strided_nbytes(call, dst, nelems, elem_bytes), 1);
-  SHOAL_CUDA_CHECK(cudaMemcpy2DAsync(transport_.address(call, pe, off), dst * elem_bytes, source, sst * elem_bytes,
-                                     elem_bytes, nelems, cudaMemcpyDefault, as_stream(stream)),
-                   call);
-}
-
-void stream_ops::iget_on_stream(std::string_view call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
-                                size_t nelems, size_t elem_bytes, int pe, void* stream) {
-  check_gpu_heap(call);
-  check_pe(call, pe, transport_.n_pes());
-  SHOAL_CHECK_ARG(dst >= 1 && sst >= 1, call, "dst={} and sst={} must be at least 1", dst, sst);
-  if (nelems == 0) return;
-  SHOAL_CHECK_ARG(dest != nullptr, call, "dest is null");
-  uint64_t off = memory_.check(call, "source", source, strided_nbytes(call, sst, nelems, elem_bytes), 1);
-  SHOAL_CUDA_CHECK(cudaMemcpy2DAsync(dest, dst * elem_bytes, transport_.address(call, pe, off), sst * elem_bytes,
+  SHOAL_CHECK_ARG((put ? source : dest) != nullptr, call, "{} is null", put ? "source" : "dest");
+  // The symmetric side (dest of a put, source of a get) is spread over its stride on `pe`.
+  const void* symmetric = put ? static_cast<const void*>(dest) : source;
+  uint64_t off = memory_.check(call, put ? "dest" : "source", symmetric,
+                               strided_nbytes(call, put ? dst : sst, nelems, elem_bytes), 1);
+  void* remote = transport_.address(call, pe, off);
+  SHOAL_CUDA_CHECK(cudaMemcpy2DAsync(put ? remote : dest, dst * elem_bytes, put ? source : remote, sst * elem_bytes,
                                      elem_bytes, nelems, cudaMemcpyDefault, as_stream(stream)),
                    call);
 }
@@ -137,12 +128,8 @@ void stream_ops::barrier_all_on_stream(std::string_view call, void* stream) {
 void stream_ops::put_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
 void stream_ops::get_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
 void stream_ops::p_on_stream(std::string_view call, void*, uint64_t, size_t, int, void*) { check_gpu_heap(call); }
-void stream_ops::iput_on_stream(std::string_view call, void*, const void*, ptrdiff_t, ptrdiff_t, size_t, size_t, int,
-                                void*) {
-  check_gpu_heap(call);
-}
-void stream_ops::iget_on_stream(std::string_view call, void*, const void*, ptrdiff_t, ptrdiff_t, size_t, size_t, int,
-                                void*) {
+void stream_ops::strided_on_stream(std::string_view call, bool, void*, const void*, ptrdiff_t, ptrdiff_t, size_t,
+                                   size_t, int, void*) {
   check_gpu_heap(call);
 }
 void stream_ops::g_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
@@ -174,13 +161,15 @@ void get_on_stream(const char* call, void* dest, const void* source, size_t nbyt
 }
 void iput_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                     size_t elem_bytes, int pe, void* stream) noexcept {
-  guarded_void(call,
-               [&] { streams(call).iput_on_stream(call, dest, source, dst, sst, nelems, elem_bytes, pe, stream); });
+  guarded_void(call, [&] {
+    streams(call).strided_on_stream(call, true, dest, source, dst, sst, nelems, elem_bytes, pe, stream);
+  });
 }
 void iget_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                     size_t elem_bytes, int pe, void* stream) noexcept {
-  guarded_void(call,
-               [&] { streams(call).iget_on_stream(call, dest, source, dst, sst, nelems, elem_bytes, pe, stream); });
+  guarded_void(call, [&] {
+    streams(call).strided_on_stream(call, false, dest, source, dst, sst, nelems, elem_bytes, pe, stream);
+  });
 }
 void p_on_stream(const char* call, void* dest, const void* value, size_t value_bytes, int pe, void* stream) noexcept {
   guarded_void(call, [&] {

@@ -22,11 +22,10 @@ class stream_ops {
 
   void put_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe, void* stream);
   void get_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe, void* stream);
-  /// Strided copies (strides in elements, >= 1) as one 2D copy.
-  void iput_on_stream(std::string_view call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
-                      size_t nelems, size_t elem_bytes, int pe, void* stream);
-  void iget_on_stream(std::string_view call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
-                      size_t nelems, size_t elem_bytes, int pe, void* stream);
+  /// iput (put = true: dest symmetric on pe) or iget (source symmetric on pe): strides in elements (>= 1), as one
+  /// 2D copy.
+  void strided_on_stream(std::string_view call, bool put, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
+                         size_t nelems, size_t elem_bytes, int pe, void* stream);
   void p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe, void* stream);
   /// Reads value_bytes of symmetric `source` on pe into host `value` once earlier work on stream is done; waits
   /// for the stream.

@@ -54,6 +54,19 @@ int main(void) {
   nvshmem_barrier_all();
   CHECK(ring[1] == left);
 
+  /* a registered local buffer as the source of a put; registering twice or unregistering an unknown address fails */
+  int local[4] = {g_me, g_me, g_me, g_me};
+  CHECK(nvshmemx_buffer_register(local, sizeof(local)) == 0);
+  nvshmem_int_put(ring, local, 1, right);
+  int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  CHECK(nvshmemx_buffer_register(local + 1, sizeof(int)) != 0);
+  CHECK(nvshmemx_buffer_unregister(local + 1) != 0);
+  shoal_set_error_mode(old_mode);
+  CHECK(nvshmemx_buffer_unregister(local) == 0);
+  nvshmemx_buffer_unregister_all();
+  nvshmem_barrier_all();
+  CHECK(ring[0] == left);
+
   /* atomics: every PE adds its number + 1 on PE 0 */
   unsigned long long* counter = (unsigned long long*)nvshmem_calloc(1, sizeof(unsigned long long));
   nvshmem_barrier_all();

@@ -1217,6 +1217,9 @@
 #define nvshmemx_broadcastmem_block shoalx_broadcastmem_block
 #define nvshmemx_broadcastmem_on_stream shoalx_broadcastmem_on_stream
 #define nvshmemx_broadcastmem_warp shoalx_broadcastmem_warp
+#define nvshmemx_buffer_register shoalx_buffer_register
+#define nvshmemx_buffer_unregister shoalx_buffer_unregister
+#define nvshmemx_buffer_unregister_all shoalx_buffer_unregister_all
 #define nvshmemx_char_alltoall_block shoalx_char_alltoall_block
 #define nvshmemx_char_alltoall_on_stream shoalx_char_alltoall_on_stream
 #define nvshmemx_char_alltoall_warp shoalx_char_alltoall_warp
@@ -3226,12 +3229,9 @@ SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_set, "half-precision atomics: no count
 SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_swap, "half-precision atomics: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_ask_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_barrier_warpgroup, "warpgroup scope: shoal's scopes are thread, warp and block")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register, "user-buffer registration: shoal's transports reach only its symmetric heap")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric, "user-buffer registration: shoal's transports reach only its symmetric heap")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric_at_preferred_address, "user-buffer registration: shoal's transports reach only its symmetric heap")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister, "user-buffer registration: shoal's transports reach only its symmetric heap")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_all, "user-buffer registration: shoal's transports reach only its symmetric heap")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_symmetric, "user-buffer registration: shoal's transports reach only its symmetric heap")
+SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
+SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric_at_preferred_address, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
+SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_collective_launch_attr, "collective launch with user launch attributes (3.8): not yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_double2_maxloc_reduce_block, "maxloc reductions: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_give_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
