@@ -66,6 +66,7 @@ __global__ void coll_kernel(nvshmem_team_t team, float* dst, const float* src, i
   nvshmem_int_alltoall(team, idst, isrc, 1);
   nvshmem_team_sync(team);
   nvshmemx_barrier_block(team);
+  if (threadIdx.x < 128) nvshmemx_barrier_warpgroup(team);
   if (out[0] < 0) nvshmem_global_exit(3);
 }
 
@@ -128,7 +129,7 @@ int main() {
   unsigned long long* counter = static_cast<unsigned long long*>(nvshmem_calloc(1, sizeof(unsigned long long)));
   double* dval = static_cast<double*>(nvshmem_calloc(1, sizeof(double)));
   amo_sync_kernel<<<1, 1, 0, stream>>>(counter, data, dval, out);
-  coll_kernel<<<1, 64, 0, stream>>>(NVSHMEM_TEAM_WORLD, fbuf, fbuf + 4, data, data + 8, out);
+  coll_kernel<<<1, 128, 0, stream>>>(NVSHMEM_TEAM_WORLD, fbuf, fbuf + 4, data, data + 8, out);
   cudaStreamSynchronize(stream);
 
   // kernels loaded at run time get the world (a module that was not built with the compat headers is refused)

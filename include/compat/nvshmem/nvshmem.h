@@ -3228,7 +3228,6 @@ SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_fetch, "half-precision atomics: no cou
 SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_set, "half-precision atomics: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_swap, "half-precision atomics: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_ask_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_barrier_warpgroup, "warpgroup scope: shoal's scopes are thread, warp and block")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric_at_preferred_address, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")

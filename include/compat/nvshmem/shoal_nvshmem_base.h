@@ -331,6 +331,13 @@ SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { re
  * is stronger (its puts are complete at their targets). */
 __device__ static inline void nvshmemx_flush_warp(void) { shoal_quiet(); }
 __device__ static inline void nvshmemx_flush_block(void) { shoal_quiet(); }
+/** Team barrier over a warpgroup (4 consecutive warps aligned to 4, every thread calls): shoal's warps<4> scope
+ * (which uses a named barrier id; see <shoal/device/scope.cuh>). Returns 0. */
+__device__ static inline int nvshmemx_barrier_warpgroup(nvshmem_team_t team) {
+  shoal::device::team_barrier(shoal::warps<4>, shoal_detail_world_c,
+                              shoal::device::team_of(shoal_detail_world_c, team));
+  return 0;
+}
 #endif
 /** shoalx_sync_all_on_stream (errors are reported per shoal's error mode). */
 static inline void nvshmemx_sync_all_on_stream(cudaStream_t stream) { (void)shoalx_sync_all_on_stream(stream); }
