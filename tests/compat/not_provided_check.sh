@@ -7,7 +7,7 @@ root=$1 cuda_inc=$2 cc=$3 cxx=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 flags=(-I"$root/include/compat/nvshmem" -I"$root/include" -I"$cuda_inc" -fsyntax-only)
-name=$(grep -v '^#' "$root/codegen/nvshmem_not_provided.txt" | awk 'NF {print $1; exit}')
+name=$(awk '!/^#/ && NF {print $1; exit}' "$root/codegen/nvshmem_not_provided.txt")
 [ -n "$name" ] || { echo "no not-provided function listed"; exit 1; }
 printf '#include <nvshmem.h>\nint main(void) {\n#ifdef USE_IT\n  %s(0);\n#endif\n  nvshmem_init();\n  return 0;\n}\n' \
   "$name" > "$work/t.c"
