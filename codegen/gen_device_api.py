@@ -27,10 +27,9 @@ OUT = ROOT / "include/shoal/device/facade.cuh"
 
 W = "shoal_detail_world_c"
 SCOPES = [("", "shoal::thread"), ("_warp", "shoal::warp"), ("_block", "shoal::block")]
-# Device RMA types: the host's standard RMA types without long double (double in device code), plus
-# NVSHMEM's half and bfloat16 (device only).
-RMA_TYPES = [(tn, ct) for tn, ct in host.RMA_TYPES if tn != "longdouble"] + [
-    ("half", "half"), ("bfloat16", "__nv_bfloat16")]
+# Device RMA types: the host's RMA types without long double (double in device code); half and bfloat16 are
+# shoal_half_t / shoal_bfloat16_t, CUDA's __half / __nv_bfloat16 under nvcc.
+RMA_TYPES = [(tn, ct) for tn, ct in host.RMA_TYPES if tn != "longdouble"]
 SIZED = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t",
          128: "shoal::detail::sized_elem<128>::type"}
 
@@ -305,6 +304,12 @@ __host__ __device__ void shoal_sync_all(void);
 __host__ __device__ uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
 __host__ __device__ uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
 __host__ __device__ void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+__host__ __device__ int shoal_team_my_pe(shoal_team_t team);
+__host__ __device__ int shoal_team_n_pes(shoal_team_t team);
+__host__ __device__ int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team);
+__host__ __device__ void shoal_info_get_version(int* major, int* minor);
+__host__ __device__ void shoal_info_get_name(char* name);
+__host__ __device__ void shoal_global_exit(int status);
 SHOAL_EXTERN_C_END
 #pragma nv_diag_pop
 
@@ -341,6 +346,38 @@ __host__ __device__ inline uint64_t shoal_signal_wait_until(uint64_t* sig_addr, 
 /// SET: st.relaxed.sys; ADD: red.relaxed.sys.add on the peer's signal (no ordering; fence first).
 __host__ __device__ inline void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   shoal::detail::signal_op(shoal_detail_world_c, sig_addr, signal, sig_op, pe, "shoalx_signal_op");
+}
+/// This PE's number in `team` (a host team handle); -1 for SHOAL_TEAM_INVALID. Checked builds trap on a bad handle.
+__host__ __device__ inline int shoal_team_my_pe(shoal_team_t team) {
+  if (team == SHOAL_TEAM_INVALID) return -1;
+  return shoal::detail::team_of(shoal_detail_world_c, team, "shoal_team_my_pe").my_pe_in_team;
+}
+/// The number of PEs in `team`; -1 for SHOAL_TEAM_INVALID.
+__host__ __device__ inline int shoal_team_n_pes(shoal_team_t team) {
+  if (team == SHOAL_TEAM_INVALID) return -1;
+  return shoal::detail::team_of(shoal_detail_world_c, team, "shoal_team_n_pes").n_pes;
+}
+/// src_pe of src_team as a PE of dest_team; -1 when it is not in dest_team, out of range, or a handle is invalid.
+__host__ __device__ inline int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team) {
+  if (src_team == SHOAL_TEAM_INVALID || dest_team == SHOAL_TEAM_INVALID) return -1;
+  const int pe = shoal::detail::team_of(shoal_detail_world_c, src_team, "shoal_team_translate_pe").world_pe(src_pe);
+  return pe < 0 ? -1 : shoal::detail::team_of(shoal_detail_world_c, dest_team, "shoal_team_translate_pe").team_pe_of(pe);
+}
+/// The OpenSHMEM version shoal follows (SHOAL_MAJOR_VERSION.SHOAL_MINOR_VERSION).
+__host__ __device__ inline void shoal_info_get_version(int* major, int* minor) {
+  *major = SHOAL_MAJOR_VERSION;
+  *minor = SHOAL_MINOR_VERSION;
+}
+/// SHOAL_VENDOR_STRING, terminated.
+__host__ __device__ inline void shoal_info_get_name(char* name) {
+  const char vendor[] = SHOAL_VENDOR_STRING;
+  for (unsigned i = 0; i < sizeof(vendor); ++i) name[i] = vendor[i];
+}
+/// Prints the status and traps: this PE's kernel fails, its host sees the error, and the job stops as on any PE
+/// failure (the other PEs name this PE as dead).
+__host__ __device__ inline void shoal_global_exit(int status) {
+  printf("shoal_global_exit(%d) called in a kernel on PE %d\\n", status, shoal_detail_world_c.my_pe);
+  __trap();
 }
 SHOAL_EXTERN_C_END
 #endif  // __CUDA_ARCH__
@@ -391,6 +428,7 @@ def main():
     host.signals(he)
     host.atomics(he)
     host.sync(he)
+    host.stream_rma(he)
     host.collectives(he)
     host.collectives_on_stream(he)
     host_fns = {name: (ret, params) for ret, name, params in he.fns}

@@ -3,7 +3,8 @@
 
 Outputs (checked in; CI regenerates and fails on a diff):
   include/shoal/detail/host_api.h   C declarations, included by <shoal/shoal.h>
-  src/runtime/host_api.cc           definitions: one line each into the generic facade
+  src/runtime/host_api.cc           definitions: one line each into the generic facade (typed *_on_stream
+                                    RMA, put_signal and wait_until included)
   src/coll/coll_api.cc              team collectives, blocking and shoalx_*_on_stream: one line each
                                     into the generic collectives (src/coll/coll.hpp; the coll layer
                                     sits above the runtime)
@@ -16,7 +17,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# OpenSHMEM 1.5 standard RMA types: (TYPENAME, C type)
+# OpenSHMEM 1.5 standard RMA types, plus NVSHMEM's half and bfloat16: (TYPENAME, C type)
 RMA_TYPES = [
     ("float", "float"), ("double", "double"), ("longdouble", "long double"),
     ("char", "char"), ("schar", "signed char"), ("short", "short"), ("int", "int"),
@@ -25,6 +26,8 @@ RMA_TYPES = [
     ("ulonglong", "unsigned long long"), ("int8", "int8_t"), ("int16", "int16_t"),
     ("int32", "int32_t"), ("int64", "int64_t"), ("uint8", "uint8_t"), ("uint16", "uint16_t"),
     ("uint32", "uint32_t"), ("uint64", "uint64_t"), ("size", "size_t"), ("ptrdiff", "ptrdiff_t"),
+    # NVSHMEM's 16-bit floats (shoal_half_t / shoal_bfloat16_t, see REDUCE_FLOAT below), moved as bytes
+    ("half", "shoal_half_t"), ("bfloat16", "shoal_bfloat16_t"),
 ]
 SIZES = [8, 16, 32, 64, 128]  # sized RMA: putN/getN/iputN/igetN, N in bits
 
@@ -51,7 +54,7 @@ COLL_TYPES = RMA_TYPES
 # NVSHMEM's half (IEEE binary16) and bfloat16 (shoal_half_t / shoal_bfloat16_t, <shoal/types.h>: CUDA's
 # __half / __nv_bfloat16 under nvcc, a 2-byte struct otherwise; the host combines them in float and
 # rounds each result to nearest even). (long double and complex reductions come later.)
-REDUCE_INT = [(tn, ct) for tn, ct in RMA_TYPES if tn not in ("float", "double", "longdouble")]
+REDUCE_INT = [(tn, ct) for tn, ct in RMA_TYPES if tn not in ("float", "double", "longdouble", "half", "bfloat16")]
 REDUCE_FLOAT = [("float", "float"), ("double", "double"), ("half", "shoal_half_t"), ("bfloat16", "shoal_bfloat16_t")]
 # The scalar code (src/transport/scalar.hpp) of a reduction type; scalar_of<T>() except for the 2-byte floats.
 SCALAR_OF = {"shoal_half_t": "sd::scalar{sd::scalar_kind::floating, 2}",
@@ -301,6 +304,84 @@ def collectives_on_stream(e):
                'stream);')
 
 
+# On-stream RMA types: the standard RMA types without long double, plus half and bfloat16 (as NVSHMEM's).
+STREAM_TYPES = [(tn, ct) for tn, ct in RMA_TYPES if tn != "longdouble"]
+
+
+def stream_rma(e):
+    """Typed RMA, put-with-signal and wait_until enqueued on a CUDA stream (NVSHMEM's nvshmemx_*_on_stream), host
+    only; into src/runtime/host_api.cc, each one line into the generic on-stream calls (src/runtime/stream_api.cc).
+    _nbi forms are the blocking ones (both only enqueue)."""
+    st = "struct CUstream_st* stream"
+
+    def fn(ret, name, params, body):
+        e.fn(ret, name, f"{params}, {st}", body)
+        e.host_only.add(name)
+
+    e.section("RMA on a CUDA stream: typed put/get/p/g/iput/iget and _nbi")
+    for tn, ct in STREAM_TYPES:
+        sz = f"sizeof({ct})"
+        for nbi in ("", "_nbi"):
+            for op in ("put", "get"):
+                n = f"shoalx_{tn}_{op}{nbi}_on_stream"
+                fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
+                   f'f::{op}_on_stream("{n}", dest, source, nelems * {sz}, pe, stream);')
+        n = f"shoalx_{tn}_p_on_stream"
+        fn("void", n, f"{ct}* dest, const {ct} value, int pe",
+           f'f::p_on_stream("{n}", dest, &value, {sz}, pe, stream);')
+        n = f"shoalx_{tn}_g_on_stream"
+        fn(ct, n, f"const {ct}* source, int pe",
+           f'{ct} value{{}}; f::g_on_stream("{n}", &value, source, {sz}, pe, stream); return value;')
+        for op in ("iput", "iget"):
+            n = f"shoalx_{tn}_{op}_on_stream"
+            fn("void", n, f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+               f'f::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {sz}, pe, stream);')
+
+    e.section("RMA on a CUDA stream: sized (putN/getN, N in bits) and untyped _nbi")
+    for bits in SIZES:
+        nb = bits // 8
+        for nbi in ("", "_nbi"):
+            for op in ("put", "get"):
+                n = f"shoalx_{op}{bits}{nbi}_on_stream"
+                fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
+                   f'f::{op}_on_stream("{n}", dest, source, nelems * {nb}, pe, stream);')
+        for op in ("iput", "iget"):
+            n = f"shoalx_{op}{bits}_on_stream"
+            fn("void", n, "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
+               f'f::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {nb}, pe, stream);')
+    for op in ("put", "get"):
+        n = f"shoalx_{op}mem_nbi_on_stream"
+        fn("void", n, "void* dest, const void* source, size_t nbytes, int pe",
+           f'f::{op}_on_stream("{n}", dest, source, nbytes, pe, stream);')
+
+    e.section("put-with-signal on a CUDA stream: typed, sized and untyped, blocking and _nbi")
+    variants = [(f"shoalx_{tn}_put_signal", ct, f"sizeof({ct})") for tn, ct in STREAM_TYPES]
+    variants += [(f"shoalx_put{b}_signal", "void", str(b // 8)) for b in SIZES]
+    variants += [("shoalx_putmem_signal", "void", "1")]
+    for base, ct, sz in variants:
+        src = "const void" if ct == "void" else f"const {ct}"
+        count = "nbytes" if base == "shoalx_putmem_signal" else "nelems"
+        for nbi in ("", "_nbi"):
+            n = f"{base}{nbi}_on_stream"
+            fn("void", n,
+               f"{ct}* dest, {src}* source, size_t {count}, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
+               f'f::put_signal_on_stream("{n}", dest, source, {count} * {sz}, sig_addr, signal, sig_op, pe, stream);')
+
+    e.section("wait_until on a CUDA stream: one word, all of nelems words (status and cmp_values are read on the "
+              "host when called; host or device memory)")
+    for tn, ct in SYNC_TYPES:
+        ty = f"sd::scalar_of<{ct}>()"
+        n = f"shoalx_{tn}_wait_until_on_stream"
+        fn("void", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
+           f'f::wait_until_on_stream("{n}", {ty}, ivar, 1, nullptr, cmp, &cmp_value, false, stream);')
+        n = f"shoalx_{tn}_wait_until_all_on_stream"
+        fn("void", n, f"{ct}* ivars, size_t nelems, const int* status, int cmp, {ct} cmp_value",
+           f'f::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, &cmp_value, false, stream);')
+        n = f"shoalx_{tn}_wait_until_all_vector_on_stream"
+        fn("void", n, f"{ct}* ivars, size_t nelems, const int* status, int cmp, {ct}* cmp_values",
+           f'f::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, cmp_values, true, stream);')
+
+
 # --- nvcc (__CUDACC__) branch of host_api.h: owned by the device API (see docs/device-api.md) ----
 # Under nvcc, <shoal/shoal.h> also brings the device facade, whose thread-scope functions carry the
 # same names as these host entry points. nvcc cannot overload on __host__/__device__, so there each
@@ -419,6 +500,7 @@ def main():
     signals(e)
     atomics(e)
     sync(e)
+    stream_rma(e)
     runtime_defs = list(e.defs)
     e.defs = []
     collectives(e)

@@ -26,6 +26,13 @@ SHOAL_API int shoal_init_attr(const shoal_init_attr_t* attr);
 /** Makes a rendezvous id on the PE that will be rank 0 (opens its listener). Not collective. Returns 0 or SHOAL_ERR_*.
  */
 SHOAL_API int shoal_get_uniqueid(shoal_uniqueid_t* uid);
+/** Joins the job of an MPI communicator: `mpi_comm` points to an MPI_Comm (Open MPI or MPICH ABI) of an
+ * initialized MPI; rank and size are the communicator's, and rank 0's rendezvous id reaches the others by
+ * MPI_Bcast. MPI is reached at run time (dlopen of the process's libmpi), libshoal does not link it. Collective over
+ * the communicator. Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoalx_init_mpi_comm(const void* mpi_comm);
+/** SHOALX_STATUS_IS_INITIALIZED while the default world is live, else SHOALX_STATUS_NOT_INITIALIZED. Not collective. */
+SHOAL_API int shoalx_init_status(void);
 /** Barrier, then releases the heap and disconnects. Calls after it fail with SHOAL_ERR_NOT_INITIALIZED. */
 SHOAL_API void shoal_finalize(void);
 /** Stops every PE with `status`. Does not return. */
@@ -42,6 +49,8 @@ SHOAL_API void shoal_info_get_name(char* name);
 
 /* --- errors --- */
 
+/** The name of SHOAL_OK or a SHOAL_ERR_* code ("SHOAL_ERR_TIMEOUT"); "unknown" for other values. */
+SHOAL_API const char* shoalx_status_string(int code);
 /** SHOAL_ERRORS_ABORT (default) or SHOAL_ERRORS_RETURN; returns the previous mode. Process-wide. */
 SHOAL_API int shoal_set_error_mode(int mode);
 /** The calling thread's last error code (SHOAL_OK if none since the last clear) and its message. */
@@ -107,10 +116,33 @@ SHOAL_API void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, i
  * SHOAL_WAIT_TIMEOUT. */
 SHOAL_API void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value,
                                                   struct CUstream_st* stream);
+/** A barrier with every PE in stream order, without quiet (shoalx_team_sync_on_stream of SHOAL_TEAM_WORLD). */
+SHOAL_API int shoalx_sync_all_on_stream(struct CUstream_st* stream);
 /** Completes every put issued on or before `stream`'s current position. */
 SHOAL_API void shoalx_quiet_on_stream(struct CUstream_st* stream);
 /** quiet, then a barrier with every PE, in stream order (shares the device barrier's sync words). */
 SHOAL_API void shoalx_barrier_all_on_stream(struct CUstream_st* stream);
+
+/* --- local (non-symmetric) buffers as the private side of RMA (NVSHMEM's buffer registration) --- */
+
+/** Registers [addr, addr+nbytes) as a local buffer for RMA sources/destinations. shoal's paths (load/store on mapped
+ * peer heaps, copies, the proxy's host staging) reach any local address, so this records the range only (to check
+ * unregistration); a null, empty or overlapping range is an error. Not collective. Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoalx_buffer_register(void* addr, size_t nbytes);
+/** Unregisters the range registered at addr (an error if none). Returns 0 or a SHOAL_ERR_* code. */
+SHOAL_API int shoalx_buffer_unregister(void* addr);
+/** Unregisters every registered range. */
+SHOAL_API void shoalx_buffer_unregister_all(void);
+
+/* --- kernels loaded at run time (cuModuleLoad / cuLibraryLoad) --- */
+
+/** Gives the kernels of `cu_module` (a CUmodule) the default world, as the device facade gives kernels linked into
+ * the program: fills the module's facade world (shoal_detail_world_c) if it has one. Call after init, with the
+ * module's context current. Returns 0, or SHOAL_ERR_INVALID_ARGUMENT (null, or no facade world in the module),
+ * SHOAL_ERR_NOT_INITIALIZED, SHOAL_ERR_CUDA. */
+SHOAL_API int shoalx_cumodule_init(void* cu_module);
+/** As shoalx_cumodule_init for a CUlibrary (cuLibraryLoad*, CUDA 12). */
+SHOAL_API int shoalx_culibrary_init(void* cu_library);
 
 SHOAL_EXTERN_C_END
 

@@ -67,6 +67,13 @@ enum {
   SHOAL_ERR_INTERNAL = 10,
 };
 
+/* Library state (shoalx_init_status; NVSHMEM's nvshmemx_init_status values). */
+enum {
+  SHOALX_STATUS_NOT_INITIALIZED = 0,
+  SHOALX_STATUS_IS_BOOTSTRAPPED = 1,
+  SHOALX_STATUS_IS_INITIALIZED = 2,
+};
+
 /* What the C API does when a call fails (shoal_set_error_mode). */
 enum {
   SHOAL_ERRORS_ABORT = 0,  /* default: print the error and stop every PE of the job */

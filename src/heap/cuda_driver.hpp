@@ -62,6 +62,8 @@ inline constexpr int kCudaDriverApiVersion = 12000;
   X(cuMemFree, 3020)                               \
   X(cuMemcpy, 4000)                                \
   X(cuMemcpyHtoD, 3020)                            \
+  X(cuModuleGetGlobal, 3020)                       \
+  X(cuLibraryGetGlobal, 12000)                     \
   X(cuMemcpyDtoH, 3020)                            \
   X(cuMemcpyAsync, 4000)                           \
   X(cuMemsetD8, 3020)                              \

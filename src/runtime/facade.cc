@@ -165,6 +165,10 @@ SHOAL_API void shoal_detail_register_device_facade(void (*update)(const void* wo
 
 void shoal_init(void) { f::init_with("shoal_init", {}); }
 
+int shoalx_init_status(void) {
+  return f::g_state.load() == f::state::live ? SHOALX_STATUS_IS_INITIALIZED : SHOALX_STATUS_NOT_INITIALIZED;
+}
+
 int shoal_init_thread(int requested, int* provided) {
   int rc = f::init_with("shoal_init_thread", {});
   if (provided != nullptr) *provided = rc == SHOAL_OK ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;

@@ -59,4 +59,23 @@ void amo(const char* call, amo_op op, scalar type, void* dest, const void* opera
 size_t wait(const char* call, scalar type, void* ivars, size_t nelems, const int* status, size_t* indices, int cmp,
             const void* values, bool vector, world_impl::wait_mode mode, bool test_only) noexcept;
 
+// The generic on-stream calls of the generated typed *_on_stream functions (src/runtime/stream_api.cc).
+// `stream` is a cudaStream_t.
+void put_on_stream(const char* call, void* dest, const void* source, size_t nbytes, int pe, void* stream) noexcept;
+void get_on_stream(const char* call, void* dest, const void* source, size_t nbytes, int pe, void* stream) noexcept;
+void iput_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                    size_t elem_bytes, int pe, void* stream) noexcept;
+void iget_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                    size_t elem_bytes, int pe, void* stream) noexcept;
+/// `value`: value_bytes (1, 2, 4 or 8) in host memory.
+void p_on_stream(const char* call, void* dest, const void* value, size_t value_bytes, int pe, void* stream) noexcept;
+void g_on_stream(const char* call, void* value, const void* source, size_t value_bytes, int pe, void* stream) noexcept;
+/// Data, then the signal, in stream order.
+void put_signal_on_stream(const char* call, void* dest, const void* source, size_t nbytes, uint64_t* sig_addr,
+                          uint64_t signal, int sig_op, int pe, void* stream) noexcept;
+/// Holds the stream until each of nelems words of `type` at ivars whose status entry is 0 (status may be null)
+/// compares true with values[0] (or values[i] when `vector`). status and values are read now.
+void wait_until_on_stream(const char* call, scalar type, void* ivars, size_t nelems, const int* status, int cmp,
+                          const void* values, bool vector, void* stream) noexcept;
+
 }  // namespace shoal::detail::facade

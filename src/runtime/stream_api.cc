@@ -1,6 +1,7 @@
 // The *_on_stream family: host calls that enqueue work on a CUDA stream. Arguments are validated
 // now, on the host, with the same checks as the blocking calls; the work runs in stream order.
 #include <cstring>
+#include <vector>
 
 #include "common/check.hpp"
 #include "runtime/facade.hpp"
@@ -47,6 +48,44 @@ void stream_ops::get_on_stream(std::string_view call, void* dest, const void* so
       cudaMemcpyAsync(dest, transport_.address(call, pe, *off), nbytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
 
+namespace {
+// Extent in bytes of nelems elements spaced `stride` elements apart (stride >= 1, nelems >= 1).
+size_t strided_nbytes(std::string_view call, ptrdiff_t stride, size_t nelems, size_t elem_bytes) {
+  size_t span = 0, nbytes = 0;
+  SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems - 1, static_cast<size_t>(stride), &span) &&
+                      !__builtin_mul_overflow(span + 1, elem_bytes, &nbytes),
+                  call, "nelems={} with stride {} overflows", nelems, stride);
+  return nbytes;
+}
+}  // namespace
+
+void stream_ops::strided_on_stream(std::string_view call, bool put, void* dest, const void* source, ptrdiff_t dst,
+                                   ptrdiff_t sst, size_t nelems, size_t elem_bytes, int pe, void* stream) {
+  check_gpu_heap(call);
+  check_pe(call, pe, transport_.n_pes());
+  SHOAL_CHECK_ARG(dst >= 1 && sst >= 1, call, "dst={} and sst={} must be at least 1", dst, sst);
+  if (nelems == 0) return;
+  SHOAL_CHECK_ARG((put ? source : dest) != nullptr, call, "{} is null", put ? "source" : "dest");
+  // The symmetric side (dest of a put, source of a get) is spread over its stride on `pe`.
+  const void* symmetric = put ? static_cast<const void*>(dest) : source;
+  uint64_t off = memory_.check(call, put ? "dest" : "source", symmetric,
+                               strided_nbytes(call, put ? dst : sst, nelems, elem_bytes), 1);
+  void* remote = transport_.address(call, pe, off);
+  SHOAL_CUDA_CHECK(cudaMemcpy2DAsync(put ? remote : dest, dst * elem_bytes, put ? source : remote, sst * elem_bytes,
+                                     elem_bytes, nelems, cudaMemcpyDefault, as_stream(stream)),
+                   call);
+}
+
+void stream_ops::g_on_stream(std::string_view call, void* value, const void* source, size_t value_bytes, int pe,
+                             void* stream) {
+  get_on_stream(call, value, source, value_bytes, pe, stream);
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)), call);
+}
+
+void stream_ops::read_array(std::string_view call, void* dst, const void* src, size_t nbytes) {
+  SHOAL_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDefault), call);
+}
+
 void stream_ops::p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe,
                              void* stream) {
   check_gpu_heap(call);
@@ -89,6 +128,12 @@ void stream_ops::barrier_all_on_stream(std::string_view call, void* stream) {
 void stream_ops::put_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
 void stream_ops::get_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
 void stream_ops::p_on_stream(std::string_view call, void*, uint64_t, size_t, int, void*) { check_gpu_heap(call); }
+void stream_ops::strided_on_stream(std::string_view call, bool, void*, const void*, ptrdiff_t, ptrdiff_t, size_t,
+                                   size_t, int, void*) {
+  check_gpu_heap(call);
+}
+void stream_ops::g_on_stream(std::string_view call, void*, const void*, size_t, int, void*) { check_gpu_heap(call); }
+void stream_ops::read_array(std::string_view call, void*, const void*, size_t) { check_gpu_heap(call); }
 void stream_ops::signal_op_on_stream(std::string_view call, uint64_t*, uint64_t, int, int, void*) {
   check_gpu_heap(call);
 }
@@ -101,6 +146,73 @@ void stream_ops::barrier_all_on_stream(std::string_view call, void*) { check_gpu
 #endif
 
 }  // namespace shoal::detail
+
+namespace shoal::detail::facade {
+
+namespace {
+stream_ops& streams(const char* call) { return current(call).streams(); }
+}  // namespace
+
+void put_on_stream(const char* call, void* dest, const void* source, size_t nbytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] { streams(call).put_on_stream(call, dest, source, nbytes, pe, stream); });
+}
+void get_on_stream(const char* call, void* dest, const void* source, size_t nbytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] { streams(call).get_on_stream(call, dest, source, nbytes, pe, stream); });
+}
+void iput_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                    size_t elem_bytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] {
+    streams(call).strided_on_stream(call, true, dest, source, dst, sst, nelems, elem_bytes, pe, stream);
+  });
+}
+void iget_on_stream(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                    size_t elem_bytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] {
+    streams(call).strided_on_stream(call, false, dest, source, dst, sst, nelems, elem_bytes, pe, stream);
+  });
+}
+void p_on_stream(const char* call, void* dest, const void* value, size_t value_bytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] {
+    uint64_t bits = 0;
+    std::memcpy(&bits, value, value_bytes < sizeof(bits) ? value_bytes : sizeof(bits));
+    streams(call).p_on_stream(call, dest, bits, value_bytes, pe, stream);
+  });
+}
+void g_on_stream(const char* call, void* value, const void* source, size_t value_bytes, int pe, void* stream) noexcept {
+  guarded_void(call, [&] { streams(call).g_on_stream(call, value, source, value_bytes, pe, stream); });
+}
+void put_signal_on_stream(const char* call, void* dest, const void* source, size_t nbytes, uint64_t* sig_addr,
+                          uint64_t signal, int sig_op, int pe, void* stream) noexcept {
+  guarded_void(call, [&] {
+    auto& s = streams(call);
+    check_sig_op(call, sig_op);
+    s.put_on_stream(call, dest, source, nbytes, pe, stream);
+    s.signal_op_on_stream(call, sig_addr, signal, sig_op, pe, stream);  // ordered after (and releasing) the data
+  });
+}
+void wait_until_on_stream(const char* call, scalar type, void* ivars, size_t nelems, const int* status, int cmp,
+                          const void* values, bool vector, void* stream) noexcept {
+  guarded_void(call, [&] {
+    auto& s = streams(call);
+    if (nelems == 0) return;
+    SHOAL_CHECK_ARG(ivars != nullptr && values != nullptr, call, "ivars or the comparison value is null");
+    std::vector<int> skip(nelems, 0);
+    if (status != nullptr) s.read_array(call, skip.data(), status, nelems * sizeof(int));
+    std::vector<unsigned char> vals(vector ? nelems * type.bytes : type.bytes);
+    if (vector)
+      s.read_array(call, vals.data(), values, vals.size());
+    else
+      std::memcpy(vals.data(), values, type.bytes);
+    for (size_t i = 0; i < nelems; ++i) {
+      if (skip[i] != 0) continue;
+      uint64_t bits = 0;
+      std::memcpy(&bits, vals.data() + (vector ? i * type.bytes : 0), type.bytes);
+      s.wait_until_on_stream(call, static_cast<unsigned char*>(ivars) + i * type.bytes, type, cmp, bits, stream);
+    }
+  });
+}
+
+}  // namespace shoal::detail::facade
 
 namespace f = shoal::detail::facade;
 

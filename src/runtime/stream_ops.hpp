@@ -22,12 +22,22 @@ class stream_ops {
 
   void put_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe, void* stream);
   void get_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe, void* stream);
+  /// iput (put = true: dest symmetric on pe) or iget (source symmetric on pe): strides in elements (>= 1), as one
+  /// 2D copy.
+  void strided_on_stream(std::string_view call, bool put, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,
+                         size_t nelems, size_t elem_bytes, int pe, void* stream);
   void p_on_stream(std::string_view call, void* dest, uint64_t value_bits, size_t value_bytes, int pe, void* stream);
+  /// Reads value_bytes of symmetric `source` on pe into host `value` once earlier work on stream is done; waits
+  /// for the stream.
+  void g_on_stream(std::string_view call, void* value, const void* source, size_t value_bytes, int pe, void* stream);
   void signal_op_on_stream(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                            void* stream);
   void wait_until_on_stream(std::string_view call, void* ivar, scalar type, int cmp, uint64_t value_bits, void* stream);
   void quiet_on_stream(std::string_view call, void* stream);
   void barrier_all_on_stream(std::string_view call, void* stream);
+  /// Copies nbytes of `src` (host or device memory) to host `dst` now (the status and cmp_values arrays of the
+  /// vector on-stream waits).
+  void read_array(std::string_view call, void* dst, const void* src, size_t nbytes);
 
  private:
   /// Throws errc::unsupported naming `call` unless the world's heap is GPU memory.

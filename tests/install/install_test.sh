@@ -2,8 +2,8 @@
 # Installs the build into a scratch prefix and uses it as a newcomer would, WITHOUT LD_LIBRARY_PATH
 # (the installed programs must find libshoal.so through their RUNPATH): runs bin/shoal-info, and
 # bin/shoal-info under bin/shoalrun; then builds the example out of tree against the installed copy
-# and runs it: once through CMake (find_package(shoal)) and once through pkg-config; then an
-# OpenSHMEM program through the installed oshcc, oshc++ and oshrun.
+# and runs it: once through CMake (find_package(shoal)) and once through pkg-config; then an NVSHMEM-spelled
+# program through pkg-config shoal-nvshmem, and an OpenSHMEM program through the installed oshcc, oshc++ and oshrun.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$1
@@ -53,7 +53,18 @@ out=$("$prefix/bin/shoalrun" -n 3 --timeout 60 -- "$work/hello-pc")
 echo "$out"
 grep -q "ring check passed on 3 PEs" <<<"$out"
 
-# 4. OpenSHMEM: the installed oshcc / oshc++ / oshrun (shmem.h, libshoal_shmem through shoal-shmem.pc)
+# 4. An NVSHMEM program through pkg-config shoal-nvshmem (the compat headers; CUDA's headers as NVSHMEM needs)
+cuda_inc=${CUDA_HOME:-/usr/local/cuda}/include
+if [[ -f "$cuda_inc/cuda.h" ]]; then
+  step "tests/compat/nv_host_c.c through pkg-config shoal-nvshmem"
+  [[ -f "$libdir/pkgconfig/shoal-nvshmem.pc" ]] || { echo "shoal-nvshmem.pc not installed"; exit 1; }
+  cc -std=c11 -Wall -Werror "$source_dir/tests/compat/nv_host_c.c" -I"$cuda_inc" \
+    $(pkg-config --cflags --libs shoal-nvshmem) -o "$work/nv-host-c"
+  out=$(SHOAL_BACKEND=host "$prefix/bin/shoalrun" -n 2 --timeout 60 -- "$work/nv-host-c")
+  echo "$out"
+  grep -q "nv_host_c: OK" <<<"$out"
+fi
+# 5. OpenSHMEM: the installed oshcc / oshc++ / oshrun (shmem.h, libshoal_shmem through shoal-shmem.pc)
 step "tests/shmem/shmem_diff.c through bin/oshcc and bin/oshc++, run by bin/oshrun"
 unset PKG_CONFIG_PATH
 "$prefix/bin/oshcc" -std=c11 -Wall -Werror "$source_dir/tests/shmem/shmem_diff.c" -o "$work/shmem-c"

@@ -76,12 +76,12 @@ __device__ __forceinline__ device_team team_of(const device_world& w, int32_t te
 
 /// Team barrier: returns once every member of t has called it; every member's accesses before it
 /// happen before every member's accesses after it. Collective contract (no buffers).
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void team_barrier(Scope, const device_world& w, const device_team& t) {
   detail::team_barrier<Scope>(w, t, "shoal::device::team_barrier");
 }
 /// team_sync: the same synchronization as team_barrier (already a release/acquire chain).
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void team_sync(Scope, const device_world& w, const device_team& t) {
   detail::team_barrier<Scope>(w, t, "shoal::device::team_sync");
 }
@@ -89,7 +89,7 @@ __device__ __forceinline__ void team_sync(Scope, const device_world& w, const de
 /// Copies nbytes of `source` on team PE `root` to `dest` on every member (root included; on the
 /// root, source may be dest itself). Non-roots' source is not read. Algorithm: the root puts to
 /// each member's dest, then a team barrier. Collective contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void broadcastmem(Scope, const device_world& w, const device_team& t, void* dest,
                                              const void* source, size_t nbytes, int root) {
   detail::move_team<Scope, detail::move_kind::broadcast>(w, t, dest, source, nbytes, root,
@@ -99,7 +99,7 @@ __device__ __forceinline__ void broadcastmem(Scope, const device_world& w, const
 /// member (dest holds n_pes * nbytes_per_pe bytes; member r's block at r * nbytes_per_pe).
 /// Algorithm: each PE puts its block into every member's dest, then a team barrier. Collective
 /// contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void fcollectmem(Scope, const device_world& w, const device_team& t, void* dest,
                                             const void* source, size_t nbytes_per_pe) {
   detail::move_team<Scope, detail::move_kind::fcollect>(w, t, dest, source, nbytes_per_pe, 0,
@@ -108,7 +108,7 @@ __device__ __forceinline__ void fcollectmem(Scope, const device_world& w, const 
 /// Block j (nbytes_per_pe bytes at j * nbytes_per_pe) of `source` on member i lands as block i of
 /// `dest` on member j; source and dest hold n_pes blocks. Algorithm: each PE puts block j to member
 /// j, then a team barrier. Collective contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void alltoallmem(Scope, const device_world& w, const device_team& t, void* dest,
                                             const void* source, size_t nbytes_per_pe) {
   detail::move_team<Scope, detail::move_kind::alltoall>(w, t, dest, source, nbytes_per_pe, 0,
@@ -117,7 +117,7 @@ __device__ __forceinline__ void alltoallmem(Scope, const device_world& w, const 
 /// collect: member r's nbytes of source (sizes may differ between members) land in every member's
 /// dest at the sum of the sizes of team PEs 0..r-1. Collective contract (dest symmetric; source
 /// local); needs the world's LL workspace (SHOAL_COLL_LL_BYTES >= 8).
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void collectmem(Scope, const device_world& w, const device_team& t, void* dest,
                                            const void* source, size_t nbytes) {
   detail::collectmem<Scope>(w, t, dest, source, nbytes, "shoal::device::collectmem");
@@ -133,7 +133,7 @@ __device__ __forceinline__ void collectmem(Scope, const device_world& w, const d
 /// every member's scratch, team barrier, each PE reduces the slots locally into dest (element i by
 /// the scope's rank i mod size), team barrier. Collective contract (except that dest is local: it is
 /// never written by other members).
-template <class Op, cooperation_scope Scope, class T>
+template <class Op, SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void reduce(Scope, const device_world& w, const device_team& t, T* dest, const T* source,
                                        size_t nreduce, void* scratch) {
   detail::reduce<Scope, Op>(w, t, dest, source, nreduce, scratch, "shoal::device::reduce");
@@ -149,14 +149,14 @@ __device__ __forceinline__ void reduce(Scope, const device_world& w, const devic
 // integers, float, double, __half, __nv_bfloat16 (and/or/xor: integers only).
 
 /// All-reduce into dest on every member: dest[i] = Op over team PEs 0..n-1, in team order.
-template <class Op, cooperation_scope Scope, class T>
+template <class Op, SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void reduce(Scope, const device_world& w, const device_team& t, T* dest, const T* source,
                                        size_t nreduce) {
   detail::reduce_sym<Scope, Op, T, false>(w, t, dest, source, nreduce, "shoal::device::reduce");
 }
 /// Reduce-scatter: source holds n_pes blocks of nreduce elements; dest (nreduce elements) gets block
 /// my_pe_in_team of the all-reduced vector. Same contract as reduce above.
-template <class Op, cooperation_scope Scope, class T>
+template <class Op, SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void reducescatter(Scope, const device_world& w, const device_team& t, T* dest,
                                               const T* source, size_t nreduce) {
   detail::reduce_sym<Scope, Op, T, true>(w, t, dest, source, nreduce, "shoal::device::reducescatter");

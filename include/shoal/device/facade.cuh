@@ -69,6 +69,12 @@ __host__ __device__ void shoal_sync_all(void);
 __host__ __device__ uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
 __host__ __device__ uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
 __host__ __device__ void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+__host__ __device__ int shoal_team_my_pe(shoal_team_t team);
+__host__ __device__ int shoal_team_n_pes(shoal_team_t team);
+__host__ __device__ int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team);
+__host__ __device__ void shoal_info_get_version(int* major, int* minor);
+__host__ __device__ void shoal_info_get_name(char* name);
+__host__ __device__ void shoal_global_exit(int status);
 SHOAL_EXTERN_C_END
 #pragma nv_diag_pop
 
@@ -105,6 +111,38 @@ __host__ __device__ inline uint64_t shoal_signal_wait_until(uint64_t* sig_addr, 
 /// SET: st.relaxed.sys; ADD: red.relaxed.sys.add on the peer's signal (no ordering; fence first).
 __host__ __device__ inline void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   shoal::detail::signal_op(shoal_detail_world_c, sig_addr, signal, sig_op, pe, "shoalx_signal_op");
+}
+/// This PE's number in `team` (a host team handle); -1 for SHOAL_TEAM_INVALID. Checked builds trap on a bad handle.
+__host__ __device__ inline int shoal_team_my_pe(shoal_team_t team) {
+  if (team == SHOAL_TEAM_INVALID) return -1;
+  return shoal::detail::team_of(shoal_detail_world_c, team, "shoal_team_my_pe").my_pe_in_team;
+}
+/// The number of PEs in `team`; -1 for SHOAL_TEAM_INVALID.
+__host__ __device__ inline int shoal_team_n_pes(shoal_team_t team) {
+  if (team == SHOAL_TEAM_INVALID) return -1;
+  return shoal::detail::team_of(shoal_detail_world_c, team, "shoal_team_n_pes").n_pes;
+}
+/// src_pe of src_team as a PE of dest_team; -1 when it is not in dest_team, out of range, or a handle is invalid.
+__host__ __device__ inline int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team) {
+  if (src_team == SHOAL_TEAM_INVALID || dest_team == SHOAL_TEAM_INVALID) return -1;
+  const int pe = shoal::detail::team_of(shoal_detail_world_c, src_team, "shoal_team_translate_pe").world_pe(src_pe);
+  return pe < 0 ? -1 : shoal::detail::team_of(shoal_detail_world_c, dest_team, "shoal_team_translate_pe").team_pe_of(pe);
+}
+/// The OpenSHMEM version shoal follows (SHOAL_MAJOR_VERSION.SHOAL_MINOR_VERSION).
+__host__ __device__ inline void shoal_info_get_version(int* major, int* minor) {
+  *major = SHOAL_MAJOR_VERSION;
+  *minor = SHOAL_MINOR_VERSION;
+}
+/// SHOAL_VENDOR_STRING, terminated.
+__host__ __device__ inline void shoal_info_get_name(char* name) {
+  const char vendor[] = SHOAL_VENDOR_STRING;
+  for (unsigned i = 0; i < sizeof(vendor); ++i) name[i] = vendor[i];
+}
+/// Prints the status and traps: this PE's kernel fails, its host sees the error, and the job stops as on any PE
+/// failure (the other PEs name this PE as dead).
+__host__ __device__ inline void shoal_global_exit(int status) {
+  printf("shoal_global_exit(%d) called in a kernel on PE %d\n", status, shoal_detail_world_c.my_pe);
+  __trap();
 }
 SHOAL_EXTERN_C_END
 #endif  // __CUDA_ARCH__
@@ -1675,46 +1713,142 @@ __device__ __forceinline__ void shoalx_ptrdiff_put_nbi_block(ptrdiff_t* dest, co
 __device__ __forceinline__ void shoalx_ptrdiff_get_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iput_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iput_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iget_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iget_block"); }
-__device__ __forceinline__ void shoal_half_put(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoal_half_put"); }
-__device__ __forceinline__ void shoal_half_get(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoal_half_get"); }
-__device__ __forceinline__ void shoal_half_put_nbi(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoal_half_put_nbi"); }
-__device__ __forceinline__ void shoal_half_get_nbi(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoal_half_get_nbi"); }
-__device__ __forceinline__ void shoal_half_p(half* dest, half value, int pe) { shoal::detail::p(shoal_detail_world_c, dest, value, pe, "shoal_half_p"); }
-__device__ __forceinline__ half shoal_half_g(const half* source, int pe) { return shoal::detail::g(shoal_detail_world_c, source, pe, "shoal_half_g"); }
-__device__ __forceinline__ void shoal_half_iput(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_half_iput"); }
-__device__ __forceinline__ void shoal_half_iget(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_half_iget"); }
-__device__ __forceinline__ void shoalx_half_put_warp(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_put_warp"); }
-__device__ __forceinline__ void shoalx_half_get_warp(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_get_warp"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_warp(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_warp(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_get_nbi_warp"); }
-__device__ __forceinline__ void shoalx_half_iput_warp(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_warp"); }
-__device__ __forceinline__ void shoalx_half_iget_warp(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_warp"); }
-__device__ __forceinline__ void shoalx_half_put_block(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_put_block"); }
-__device__ __forceinline__ void shoalx_half_get_block(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_get_block"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_block(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_block(half* dest, const half* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), pe, "shoalx_half_get_nbi_block"); }
-__device__ __forceinline__ void shoalx_half_iput_block(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_block"); }
-__device__ __forceinline__ void shoalx_half_iget_block(half* dest, const half* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_block"); }
-__device__ __forceinline__ void shoal_bfloat16_put(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoal_bfloat16_put"); }
-__device__ __forceinline__ void shoal_bfloat16_get(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoal_bfloat16_get"); }
-__device__ __forceinline__ void shoal_bfloat16_put_nbi(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoal_bfloat16_put_nbi"); }
-__device__ __forceinline__ void shoal_bfloat16_get_nbi(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoal_bfloat16_get_nbi"); }
-__device__ __forceinline__ void shoal_bfloat16_p(__nv_bfloat16* dest, __nv_bfloat16 value, int pe) { shoal::detail::p(shoal_detail_world_c, dest, value, pe, "shoal_bfloat16_p"); }
-__device__ __forceinline__ __nv_bfloat16 shoal_bfloat16_g(const __nv_bfloat16* source, int pe) { return shoal::detail::g(shoal_detail_world_c, source, pe, "shoal_bfloat16_g"); }
-__device__ __forceinline__ void shoal_bfloat16_iput(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_bfloat16_iput"); }
-__device__ __forceinline__ void shoal_bfloat16_iget(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_bfloat16_iget"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_put_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_get_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_get_nbi_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_iput_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_iget_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_put_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_get_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), pe, "shoalx_bfloat16_get_nbi_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_iput_block(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_iget_block(__nv_bfloat16* dest, const __nv_bfloat16* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_block"); }
+__host__ __device__ inline void shoal_half_put(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put");
+#else
+  shoal_detail_host_half_put(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_get(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get");
+#else
+  shoal_detail_host_half_get(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put_nbi");
+#else
+  shoal_detail_host_half_put_nbi(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get_nbi");
+#else
+  shoal_detail_host_half_get_nbi(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_p(shoal_half_t* dest, shoal_half_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::p(shoal_detail_world_c, dest, value, pe, "shoal_half_p");
+#else
+  shoal_detail_host_half_p(dest, value, pe);
+#endif
+}
+__host__ __device__ inline shoal_half_t shoal_half_g(const shoal_half_t* source, int pe) {
+#ifdef __CUDA_ARCH__
+  return shoal::detail::g(shoal_detail_world_c, source, pe, "shoal_half_g");
+#else
+  return shoal_detail_host_half_g(source, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_iput(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::iput(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_half_iput");
+#else
+  shoal_detail_host_half_iput(dest, source, dst, sst, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_iget(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::iget(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_half_iget");
+#else
+  shoal_detail_host_half_iget(dest, source, dst, sst, nelems, pe);
+#endif
+}
+__device__ __forceinline__ void shoalx_half_put_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_warp"); }
+__device__ __forceinline__ void shoalx_half_get_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_warp"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_iput_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_warp"); }
+__device__ __forceinline__ void shoalx_half_iget_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_warp"); }
+__device__ __forceinline__ void shoalx_half_put_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_block"); }
+__device__ __forceinline__ void shoalx_half_get_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_block"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_iput_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_block"); }
+__device__ __forceinline__ void shoalx_half_iget_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_block"); }
+__host__ __device__ inline void shoal_bfloat16_put(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put");
+#else
+  shoal_detail_host_bfloat16_put(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_get(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get");
+#else
+  shoal_detail_host_bfloat16_get(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put_nbi");
+#else
+  shoal_detail_host_bfloat16_put_nbi(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get_nbi");
+#else
+  shoal_detail_host_bfloat16_get_nbi(dest, source, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_p(shoal_bfloat16_t* dest, shoal_bfloat16_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::p(shoal_detail_world_c, dest, value, pe, "shoal_bfloat16_p");
+#else
+  shoal_detail_host_bfloat16_p(dest, value, pe);
+#endif
+}
+__host__ __device__ inline shoal_bfloat16_t shoal_bfloat16_g(const shoal_bfloat16_t* source, int pe) {
+#ifdef __CUDA_ARCH__
+  return shoal::detail::g(shoal_detail_world_c, source, pe, "shoal_bfloat16_g");
+#else
+  return shoal_detail_host_bfloat16_g(source, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_iput(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::iput(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_bfloat16_iput");
+#else
+  shoal_detail_host_bfloat16_iput(dest, source, dst, sst, nelems, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_iget(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::iget(shoal::thread, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoal_bfloat16_iget");
+#else
+  shoal_detail_host_bfloat16_iget(dest, source, dst, sst, nelems, pe);
+#endif
+}
+__device__ __forceinline__ void shoalx_bfloat16_put_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_iput_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_iget_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_iput_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_iget_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_block"); }
 
 // RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem), thread/warp/block
 __host__ __device__ inline void shoal_put8(void* dest, const void* source, size_t nelems, int pe) {
@@ -2439,18 +2573,42 @@ __device__ __forceinline__ void shoalx_ptrdiff_put_signal_warp(ptrdiff_t* dest, 
 __device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_put_signal_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_block"); }
-__device__ __forceinline__ void shoal_half_put_signal(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoal_half_put_signal"); }
-__device__ __forceinline__ void shoal_half_put_signal_nbi(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoal_half_put_signal_nbi"); }
-__device__ __forceinline__ void shoalx_half_put_signal_warp(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_half_put_signal_nbi_warp(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_warp"); }
-__device__ __forceinline__ void shoalx_half_put_signal_block(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_block"); }
-__device__ __forceinline__ void shoalx_half_put_signal_nbi_block(half* dest, const half* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(half), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_block"); }
-__device__ __forceinline__ void shoal_bfloat16_put_signal(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal"); }
-__device__ __forceinline__ void shoal_bfloat16_put_signal_nbi(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal_nbi"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_warp(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_block(__nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(__nv_bfloat16), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_block"); }
+__host__ __device__ inline void shoal_half_put_signal(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoal_half_put_signal");
+#else
+  shoal_detail_host_half_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_put_signal_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoal_half_put_signal_nbi");
+#else
+  shoal_detail_host_half_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+#endif
+}
+__device__ __forceinline__ void shoalx_half_put_signal_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_warp"); }
+__device__ __forceinline__ void shoalx_half_put_signal_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_put_signal_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_block"); }
+__device__ __forceinline__ void shoalx_half_put_signal_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_block"); }
+__host__ __device__ inline void shoal_bfloat16_put_signal(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal");
+#else
+  shoal_detail_host_bfloat16_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+#endif
+}
+__host__ __device__ inline void shoal_bfloat16_put_signal_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal_nbi");
+#else
+  shoal_detail_host_bfloat16_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+#endif
+}
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put8_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoal_put8_signal");
@@ -5647,24 +5805,60 @@ __device__ __forceinline__ int shoalx_ptrdiff_alltoall_warp(shoal_team_t team, p
 __device__ __forceinline__ int shoalx_ptrdiff_broadcast_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t), PE_root); return 0; }
 __device__ __forceinline__ int shoalx_ptrdiff_fcollect_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::fcollectmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
 __device__ __forceinline__ int shoalx_ptrdiff_alltoall_block(shoal_team_t team, ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems) { shoal::device::alltoallmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(ptrdiff_t)); return 0; }
-__device__ __forceinline__ int shoal_half_broadcast(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
-__device__ __forceinline__ int shoal_half_fcollect(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoal_half_alltoall(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoalx_half_broadcast_warp(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
-__device__ __forceinline__ int shoalx_half_fcollect_warp(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoalx_half_alltoall_warp(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoalx_half_broadcast_block(shoal_team_t team, half* dest, const half* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half), PE_root); return 0; }
-__device__ __forceinline__ int shoalx_half_fcollect_block(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::fcollectmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoalx_half_alltoall_block(shoal_team_t team, half* dest, const half* source, size_t nelems) { shoal::device::alltoallmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(half)); return 0; }
-__device__ __forceinline__ int shoal_bfloat16_broadcast(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
-__device__ __forceinline__ int shoal_bfloat16_fcollect(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
-__device__ __forceinline__ int shoal_bfloat16_alltoall(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_broadcast_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_fcollect_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_alltoall_warp(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_broadcast_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16), PE_root); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_fcollect_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::fcollectmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
-__device__ __forceinline__ int shoalx_bfloat16_alltoall_block(shoal_team_t team, __nv_bfloat16* dest, const __nv_bfloat16* source, size_t nelems) { shoal::device::alltoallmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(__nv_bfloat16)); return 0; }
+__host__ __device__ inline int shoal_half_broadcast(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t), PE_root); return 0;
+#else
+  return shoal_detail_host_half_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_half_fcollect(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0;
+#else
+  return shoal_detail_host_half_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_half_alltoall(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0;
+#else
+  return shoal_detail_host_half_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_half_broadcast_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_half_fcollect_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) { shoal::device::fcollectmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0; }
+__device__ __forceinline__ int shoalx_half_alltoall_warp(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) { shoal::device::alltoallmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0; }
+__device__ __forceinline__ int shoalx_half_broadcast_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_half_fcollect_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) { shoal::device::fcollectmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0; }
+__device__ __forceinline__ int shoalx_half_alltoall_block(shoal_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems) { shoal::device::alltoallmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_half_t)); return 0; }
+__host__ __device__ inline int shoal_bfloat16_broadcast(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int PE_root) {
+#ifdef __CUDA_ARCH__
+  shoal::device::broadcastmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t), PE_root); return 0;
+#else
+  return shoal_detail_host_bfloat16_broadcast(team, dest, source, nelems, PE_root);
+#endif
+}
+__host__ __device__ inline int shoal_bfloat16_fcollect(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::fcollectmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0;
+#else
+  return shoal_detail_host_bfloat16_fcollect(team, dest, source, nelems);
+#endif
+}
+__host__ __device__ inline int shoal_bfloat16_alltoall(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) {
+#ifdef __CUDA_ARCH__
+  shoal::device::alltoallmem(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0;
+#else
+  return shoal_detail_host_bfloat16_alltoall(team, dest, source, nelems);
+#endif
+}
+__device__ __forceinline__ int shoalx_bfloat16_broadcast_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_fcollect_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) { shoal::device::fcollectmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_alltoall_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) { shoal::device::alltoallmem(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_broadcast_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int PE_root) { shoal::device::broadcastmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t), PE_root); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_fcollect_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) { shoal::device::fcollectmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0; }
+__device__ __forceinline__ int shoalx_bfloat16_alltoall_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems) { shoal::device::alltoallmem(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nelems * sizeof(shoal_bfloat16_t)); return 0; }
 
 // team collectives: reduce (types and ops as the host's), thread/warp/block
 __host__ __device__ inline int shoal_char_and_reduce(shoal_team_t team, char* dest, const char* source, size_t nreduce) {

@@ -36,25 +36,25 @@ __device__ __forceinline__ T* ptr(const device_world& w, T* p, int pe) {
 }
 
 /// Copies nbytes from local `source` to symmetric `dest` on `pe`. RMA contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe) {
   detail::putmem(s, w, dest, source, nbytes, pe, "shoal::device::putmem");
 }
 /// Same as putmem (load/store transports complete puts at once). RMA contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
   detail::putmem(s, w, dest, source, nbytes, pe, "shoal::device::putmem_nbi");
 }
 /// Copies nbytes from symmetric `source` on `pe` to local `dest`. RMA contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void getmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe) {
   detail::getmem(s, w, dest, source, nbytes, pe, "shoal::device::getmem");
 }
 /// Same as getmem. RMA contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void getmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
   detail::getmem(s, w, dest, source, nbytes, pe, "shoal::device::getmem_nbi");
@@ -79,23 +79,23 @@ __device__ __forceinline__ void putmem_tma(block_scope, const device_world& w, v
 }
 
 /// put of nelems elements of T. RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put(Scope s, const device_world& w, T* dest, const T* source, size_t nelems, int pe) {
   detail::putmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put");
 }
 /// Same as put. RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
   detail::putmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put_nbi");
 }
 /// get of nelems elements of T. RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void get(Scope s, const device_world& w, T* dest, const T* source, size_t nelems, int pe) {
   detail::getmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get");
 }
 /// Same as get. RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void get_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
   detail::getmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get_nbi");
@@ -114,13 +114,13 @@ __device__ __forceinline__ T g(const device_world& w, const T* source, int pe) {
 }
 
 /// dest[i*dst_stride] on pe = source[i*src_stride], i < nelems (strides in elements). RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void iput(Scope s, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
                                      ptrdiff_t src_stride, size_t nelems, int pe) {
   detail::iput(s, w, dest, source, dst_stride, src_stride, nelems, pe, "shoal::device::iput");
 }
 /// dest[i*dst_stride] = source[i*src_stride] on pe, i < nelems (strides in elements). RMA contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void iget(Scope s, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
                                      ptrdiff_t src_stride, size_t nelems, int pe) {
   detail::iget(s, w, dest, source, dst_stride, src_stride, nelems, pe, "shoal::device::iget");

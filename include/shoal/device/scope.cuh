@@ -79,7 +79,14 @@ template <int N>
 inline constexpr bool is_scope_v<warps_scope<N>> = true;
 
 /// A scope type (shoal::thread_scope, warp_scope, block_scope, warps_scope<N>).
+#if __cplusplus >= 202002L
 template <class S>
 concept cooperation_scope = is_scope_v<std::remove_cvref_t<S>>;
+/// The kind of a template's scope parameter: the concept in C++20; any type in C++17 (the device API also builds as
+/// C++17, for NVSHMEM programs compiled with nvcc's default standard through the compat headers).
+#define SHOAL_SCOPE_TYPE cooperation_scope
+#else
+#define SHOAL_SCOPE_TYPE class
+#endif
 
 }  // namespace shoal

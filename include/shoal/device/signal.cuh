@@ -25,13 +25,13 @@ namespace shoal::device {
 //  - Blocking and _nbi are the same: on return the source may be reused and the signal is issued.
 
 /// Puts nbytes, then applies sig_op with `signal` to sig_addr on pe. put_signal contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem_signal(Scope s, const device_world& w, void* dest, const void* source,
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   detail::putmem_signal(s, w, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoal::device::putmem_signal");
 }
 /// Same as putmem_signal. put_signal contract.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem_signal_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                                   size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op,
                                                   int pe) {
@@ -47,14 +47,14 @@ __device__ __forceinline__ void putmem_signal_tma(block_scope, const device_worl
                                                   "shoal::device::putmem_signal_tma");
 }
 /// Typed put-with-signal: nelems elements of T. put_signal contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put_signal(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                            uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   detail::putmem_signal(s, w, dest, source, nelems * sizeof(T), sig_addr, signal, sig_op, pe,
                         "shoal::device::put_signal");
 }
 /// Same as put_signal. put_signal contract.
-template <cooperation_scope Scope, class T>
+template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put_signal_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   detail::putmem_signal(s, w, dest, source, nelems * sizeof(T), sig_addr, signal, sig_op, pe,

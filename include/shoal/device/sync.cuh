@@ -136,13 +136,13 @@ __device__ __forceinline__ void quiet(const device_world& w) {
 /// gives quiet's completion to everything observed through the barrier). Exactly ONE scope per PE
 /// calls it (rank 0 runs the barrier, with the scope's sync() before and after, so the scope's
 /// accesses before and after are covered). Bounded by w.wait_timeout_ns per round.
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void barrier_all(Scope s, const device_world& w) {
   detail::barrier(s, w, "shoal::device::barrier_all");
 }
 /// sync_all: the same synchronization as barrier_all (shoal's device barrier is already a
 /// release/acquire chain, so keeping the stronger guarantee costs nothing).
-template <cooperation_scope Scope>
+template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void sync_all(Scope s, const device_world& w) {
   detail::barrier(s, w, "shoal::device::sync_all");
 }
