@@ -169,29 +169,35 @@ SHOAL_API void shmem_ptrdiff_iput(ptrdiff_t* dest, const ptrdiff_t* source, ptrd
                                   int pe) __asm__("shoal_ptrdiff_iput");
 SHOAL_API void shmem_ptrdiff_iget(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                                   int pe) __asm__("shoal_ptrdiff_iget");
+SHOAL_API void shmem_half_put(shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                              int pe) __asm__("shoal_half_put");
+SHOAL_API void shmem_half_get(shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                              int pe) __asm__("shoal_half_get");
+SHOAL_API void shmem_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                                  int pe) __asm__("shoal_half_put_nbi");
+SHOAL_API void shmem_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                                  int pe) __asm__("shoal_half_get_nbi");
+SHOAL_API void shmem_half_p(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_p");
+SHOAL_API shoal_half_t shmem_half_g(const shoal_half_t* source, int pe) __asm__("shoal_half_g");
+SHOAL_API void shmem_half_iput(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst,
+                               size_t nelems, int pe) __asm__("shoal_half_iput");
+SHOAL_API void shmem_half_iget(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst,
+                               size_t nelems, int pe) __asm__("shoal_half_iget");
+SHOAL_API void shmem_bfloat16_put(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                  int pe) __asm__("shoal_bfloat16_put");
+SHOAL_API void shmem_bfloat16_get(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                  int pe) __asm__("shoal_bfloat16_get");
+SHOAL_API void shmem_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                      int pe) __asm__("shoal_bfloat16_put_nbi");
+SHOAL_API void shmem_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                      int pe) __asm__("shoal_bfloat16_get_nbi");
+SHOAL_API void shmem_bfloat16_p(shoal_bfloat16_t* dest, shoal_bfloat16_t value, int pe) __asm__("shoal_bfloat16_p");
+SHOAL_API shoal_bfloat16_t shmem_bfloat16_g(const shoal_bfloat16_t* source, int pe) __asm__("shoal_bfloat16_g");
+SHOAL_API void shmem_bfloat16_iput(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst,
+                                   size_t nelems, int pe) __asm__("shoal_bfloat16_iput");
+SHOAL_API void shmem_bfloat16_iget(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst,
+                                   size_t nelems, int pe) __asm__("shoal_bfloat16_iget");
 SHOAL_API void shmem_put8(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put8");
 SHOAL_API void shmem_get8(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get8");
-SHOAL_API void shmem_put8_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put8_nbi");
-SHOAL_API void shmem_get8_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get8_nbi");
-SHOAL_API void shmem_iput8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                           int pe) __asm__("shoal_iput8");
-SHOAL_API void shmem_iget8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                           int pe) __asm__("shoal_iget8");
-SHOAL_API void shmem_put16(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put16");
-SHOAL_API void shmem_get16(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get16");
-SHOAL_API void shmem_put16_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put16_nbi");
-SHOAL_API void shmem_get16_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get16_nbi");
-SHOAL_API void shmem_iput16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                            int pe) __asm__("shoal_iput16");
-SHOAL_API void shmem_iget16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                            int pe) __asm__("shoal_iget16");
-SHOAL_API void shmem_put32(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put32");
-SHOAL_API void shmem_get32(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get32");
-SHOAL_API void shmem_put32_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put32_nbi");
-SHOAL_API void shmem_get32_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get32_nbi");
-SHOAL_API void shmem_iput32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                            int pe) __asm__("shoal_iput32");
-SHOAL_API void shmem_iget32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                            int pe) __asm__("shoal_iget32");
 
 #endif /* SHOAL_SHMEM_API_1_H_ */

@@ -2,6 +2,28 @@
 #ifndef SHOAL_SHMEM_API_2_H_
 #define SHOAL_SHMEM_API_2_H_
 
+SHOAL_API void shmem_put8_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put8_nbi");
+SHOAL_API void shmem_get8_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get8_nbi");
+SHOAL_API void shmem_iput8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                           int pe) __asm__("shoal_iput8");
+SHOAL_API void shmem_iget8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                           int pe) __asm__("shoal_iget8");
+SHOAL_API void shmem_put16(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put16");
+SHOAL_API void shmem_get16(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get16");
+SHOAL_API void shmem_put16_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put16_nbi");
+SHOAL_API void shmem_get16_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get16_nbi");
+SHOAL_API void shmem_iput16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                            int pe) __asm__("shoal_iput16");
+SHOAL_API void shmem_iget16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                            int pe) __asm__("shoal_iget16");
+SHOAL_API void shmem_put32(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put32");
+SHOAL_API void shmem_get32(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get32");
+SHOAL_API void shmem_put32_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put32_nbi");
+SHOAL_API void shmem_get32_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get32_nbi");
+SHOAL_API void shmem_iput32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                            int pe) __asm__("shoal_iput32");
+SHOAL_API void shmem_iget32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                            int pe) __asm__("shoal_iget32");
 SHOAL_API void shmem_put64(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put64");
 SHOAL_API void shmem_get64(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_get64");
 SHOAL_API void shmem_put64_nbi(void* dest, const void* source, size_t nelems, int pe) __asm__("shoal_put64_nbi");
@@ -132,6 +154,17 @@ SHOAL_API void shmem_ptrdiff_put_signal(ptrdiff_t* dest, const ptrdiff_t* source
 SHOAL_API void shmem_ptrdiff_put_signal_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr,
                                             uint64_t signal, int sig_op,
                                             int pe) __asm__("shoal_ptrdiff_put_signal_nbi");
+SHOAL_API void shmem_half_put_signal(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr,
+                                     uint64_t signal, int sig_op, int pe) __asm__("shoal_half_put_signal");
+SHOAL_API void shmem_half_put_signal_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                                         uint64_t* sig_addr, uint64_t signal, int sig_op,
+                                         int pe) __asm__("shoal_half_put_signal_nbi");
+SHOAL_API void shmem_bfloat16_put_signal(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                         uint64_t* sig_addr, uint64_t signal, int sig_op,
+                                         int pe) __asm__("shoal_bfloat16_put_signal");
+SHOAL_API void shmem_bfloat16_put_signal_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems,
+                                             uint64_t* sig_addr, uint64_t signal, int sig_op,
+                                             int pe) __asm__("shoal_bfloat16_put_signal_nbi");
 SHOAL_API void shmem_put8_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
                                  int sig_op, int pe) __asm__("shoal_put8_signal");
 SHOAL_API void shmem_put8_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
@@ -185,36 +218,5 @@ SHOAL_API void shmem_longlong_atomic_inc(long long* dest, int pe) __asm__("shoal
 SHOAL_API long long shmem_longlong_atomic_fetch_add(long long* dest, long long value,
                                                     int pe) __asm__("shoal_longlong_atomic_fetch_add");
 SHOAL_API void shmem_longlong_atomic_add(long long* dest, long long value, int pe) __asm__("shoal_longlong_atomic_add");
-SHOAL_API unsigned int shmem_uint_atomic_fetch(const unsigned int* source, int pe) __asm__("shoal_uint_atomic_fetch");
-SHOAL_API void shmem_uint_atomic_set(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_set");
-SHOAL_API unsigned int shmem_uint_atomic_swap(unsigned int* dest, unsigned int value,
-                                              int pe) __asm__("shoal_uint_atomic_swap");
-SHOAL_API unsigned int shmem_uint_atomic_compare_swap(unsigned int* dest, unsigned int cond, unsigned int value,
-                                                      int pe) __asm__("shoal_uint_atomic_compare_swap");
-SHOAL_API unsigned int shmem_uint_atomic_fetch_inc(unsigned int* dest, int pe) __asm__("shoal_uint_atomic_fetch_inc");
-SHOAL_API void shmem_uint_atomic_inc(unsigned int* dest, int pe) __asm__("shoal_uint_atomic_inc");
-SHOAL_API unsigned int shmem_uint_atomic_fetch_add(unsigned int* dest, unsigned int value,
-                                                   int pe) __asm__("shoal_uint_atomic_fetch_add");
-SHOAL_API void shmem_uint_atomic_add(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_add");
-SHOAL_API unsigned int shmem_uint_atomic_fetch_and(unsigned int* dest, unsigned int value,
-                                                   int pe) __asm__("shoal_uint_atomic_fetch_and");
-SHOAL_API void shmem_uint_atomic_and(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_and");
-SHOAL_API unsigned int shmem_uint_atomic_fetch_or(unsigned int* dest, unsigned int value,
-                                                  int pe) __asm__("shoal_uint_atomic_fetch_or");
-SHOAL_API void shmem_uint_atomic_or(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_or");
-SHOAL_API unsigned int shmem_uint_atomic_fetch_xor(unsigned int* dest, unsigned int value,
-                                                   int pe) __asm__("shoal_uint_atomic_fetch_xor");
-SHOAL_API void shmem_uint_atomic_xor(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_xor");
-SHOAL_API unsigned long shmem_ulong_atomic_fetch(const unsigned long* source,
-                                                 int pe) __asm__("shoal_ulong_atomic_fetch");
-SHOAL_API void shmem_ulong_atomic_set(unsigned long* dest, unsigned long value,
-                                      int pe) __asm__("shoal_ulong_atomic_set");
-SHOAL_API unsigned long shmem_ulong_atomic_swap(unsigned long* dest, unsigned long value,
-                                                int pe) __asm__("shoal_ulong_atomic_swap");
-SHOAL_API unsigned long shmem_ulong_atomic_compare_swap(unsigned long* dest, unsigned long cond, unsigned long value,
-                                                        int pe) __asm__("shoal_ulong_atomic_compare_swap");
-SHOAL_API unsigned long shmem_ulong_atomic_fetch_inc(unsigned long* dest,
-                                                     int pe) __asm__("shoal_ulong_atomic_fetch_inc");
-SHOAL_API void shmem_ulong_atomic_inc(unsigned long* dest, int pe) __asm__("shoal_ulong_atomic_inc");
 
 #endif /* SHOAL_SHMEM_API_2_H_ */

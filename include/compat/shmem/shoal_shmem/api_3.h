@@ -2,6 +2,37 @@
 #ifndef SHOAL_SHMEM_API_3_H_
 #define SHOAL_SHMEM_API_3_H_
 
+SHOAL_API unsigned int shmem_uint_atomic_fetch(const unsigned int* source, int pe) __asm__("shoal_uint_atomic_fetch");
+SHOAL_API void shmem_uint_atomic_set(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_set");
+SHOAL_API unsigned int shmem_uint_atomic_swap(unsigned int* dest, unsigned int value,
+                                              int pe) __asm__("shoal_uint_atomic_swap");
+SHOAL_API unsigned int shmem_uint_atomic_compare_swap(unsigned int* dest, unsigned int cond, unsigned int value,
+                                                      int pe) __asm__("shoal_uint_atomic_compare_swap");
+SHOAL_API unsigned int shmem_uint_atomic_fetch_inc(unsigned int* dest, int pe) __asm__("shoal_uint_atomic_fetch_inc");
+SHOAL_API void shmem_uint_atomic_inc(unsigned int* dest, int pe) __asm__("shoal_uint_atomic_inc");
+SHOAL_API unsigned int shmem_uint_atomic_fetch_add(unsigned int* dest, unsigned int value,
+                                                   int pe) __asm__("shoal_uint_atomic_fetch_add");
+SHOAL_API void shmem_uint_atomic_add(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_add");
+SHOAL_API unsigned int shmem_uint_atomic_fetch_and(unsigned int* dest, unsigned int value,
+                                                   int pe) __asm__("shoal_uint_atomic_fetch_and");
+SHOAL_API void shmem_uint_atomic_and(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_and");
+SHOAL_API unsigned int shmem_uint_atomic_fetch_or(unsigned int* dest, unsigned int value,
+                                                  int pe) __asm__("shoal_uint_atomic_fetch_or");
+SHOAL_API void shmem_uint_atomic_or(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_or");
+SHOAL_API unsigned int shmem_uint_atomic_fetch_xor(unsigned int* dest, unsigned int value,
+                                                   int pe) __asm__("shoal_uint_atomic_fetch_xor");
+SHOAL_API void shmem_uint_atomic_xor(unsigned int* dest, unsigned int value, int pe) __asm__("shoal_uint_atomic_xor");
+SHOAL_API unsigned long shmem_ulong_atomic_fetch(const unsigned long* source,
+                                                 int pe) __asm__("shoal_ulong_atomic_fetch");
+SHOAL_API void shmem_ulong_atomic_set(unsigned long* dest, unsigned long value,
+                                      int pe) __asm__("shoal_ulong_atomic_set");
+SHOAL_API unsigned long shmem_ulong_atomic_swap(unsigned long* dest, unsigned long value,
+                                                int pe) __asm__("shoal_ulong_atomic_swap");
+SHOAL_API unsigned long shmem_ulong_atomic_compare_swap(unsigned long* dest, unsigned long cond, unsigned long value,
+                                                        int pe) __asm__("shoal_ulong_atomic_compare_swap");
+SHOAL_API unsigned long shmem_ulong_atomic_fetch_inc(unsigned long* dest,
+                                                     int pe) __asm__("shoal_ulong_atomic_fetch_inc");
+SHOAL_API void shmem_ulong_atomic_inc(unsigned long* dest, int pe) __asm__("shoal_ulong_atomic_inc");
 SHOAL_API unsigned long shmem_ulong_atomic_fetch_add(unsigned long* dest, unsigned long value,
                                                      int pe) __asm__("shoal_ulong_atomic_fetch_add");
 SHOAL_API void shmem_ulong_atomic_add(unsigned long* dest, unsigned long value,
@@ -147,40 +178,5 @@ SHOAL_API float shmem_float_atomic_swap(float* dest, float value, int pe) __asm_
 SHOAL_API float shmem_float_atomic_fetch_add(float* dest, float value, int pe) __asm__("shoal_float_atomic_fetch_add");
 SHOAL_API void shmem_float_atomic_add(float* dest, float value, int pe) __asm__("shoal_float_atomic_add");
 SHOAL_API double shmem_double_atomic_fetch(const double* source, int pe) __asm__("shoal_double_atomic_fetch");
-SHOAL_API void shmem_double_atomic_set(double* dest, double value, int pe) __asm__("shoal_double_atomic_set");
-SHOAL_API double shmem_double_atomic_swap(double* dest, double value, int pe) __asm__("shoal_double_atomic_swap");
-SHOAL_API double shmem_double_atomic_fetch_add(double* dest, double value,
-                                               int pe) __asm__("shoal_double_atomic_fetch_add");
-SHOAL_API void shmem_double_atomic_add(double* dest, double value, int pe) __asm__("shoal_double_atomic_add");
-SHOAL_API void shmem_short_wait_until(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_wait_until");
-SHOAL_API void shmem_short_wait_until_all(short* ivars, size_t nelems, const int* status, int cmp,
-                                          short cmp_value) __asm__("shoal_short_wait_until_all");
-SHOAL_API void shmem_short_wait_until_all_vector(short* ivars, size_t nelems, const int* status, int cmp,
-                                                 short* cmp_values) __asm__("shoal_short_wait_until_all_vector");
-SHOAL_API size_t shmem_short_wait_until_any(short* ivars, size_t nelems, const int* status, int cmp,
-                                            short cmp_value) __asm__("shoal_short_wait_until_any");
-SHOAL_API size_t shmem_short_wait_until_any_vector(short* ivars, size_t nelems, const int* status, int cmp,
-                                                   short* cmp_values) __asm__("shoal_short_wait_until_any_vector");
-SHOAL_API size_t shmem_short_wait_until_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                             short cmp_value) __asm__("shoal_short_wait_until_some");
-SHOAL_API size_t shmem_short_wait_until_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status,
-                                                    int cmp,
-                                                    short* cmp_values) __asm__("shoal_short_wait_until_some_vector");
-SHOAL_API int shmem_short_test(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_test");
-SHOAL_API int shmem_short_test_all(short* ivars, size_t nelems, const int* status, int cmp,
-                                   short cmp_value) __asm__("shoal_short_test_all");
-SHOAL_API int shmem_short_test_all_vector(short* ivars, size_t nelems, const int* status, int cmp,
-                                          short* cmp_values) __asm__("shoal_short_test_all_vector");
-SHOAL_API size_t shmem_short_test_any(short* ivars, size_t nelems, const int* status, int cmp,
-                                      short cmp_value) __asm__("shoal_short_test_any");
-SHOAL_API size_t shmem_short_test_any_vector(short* ivars, size_t nelems, const int* status, int cmp,
-                                             short* cmp_values) __asm__("shoal_short_test_any_vector");
-SHOAL_API size_t shmem_short_test_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                       short cmp_value) __asm__("shoal_short_test_some");
-SHOAL_API size_t shmem_short_test_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                              short* cmp_values) __asm__("shoal_short_test_some_vector");
-SHOAL_API void shmem_int_wait_until(int* ivar, int cmp, int cmp_value) __asm__("shoal_int_wait_until");
-SHOAL_API void shmem_int_wait_until_all(int* ivars, size_t nelems, const int* status, int cmp,
-                                        int cmp_value) __asm__("shoal_int_wait_until_all");
 
 #endif /* SHOAL_SHMEM_API_3_H_ */

@@ -2,6 +2,41 @@
 #ifndef SHOAL_SHMEM_API_4_H_
 #define SHOAL_SHMEM_API_4_H_
 
+SHOAL_API void shmem_double_atomic_set(double* dest, double value, int pe) __asm__("shoal_double_atomic_set");
+SHOAL_API double shmem_double_atomic_swap(double* dest, double value, int pe) __asm__("shoal_double_atomic_swap");
+SHOAL_API double shmem_double_atomic_fetch_add(double* dest, double value,
+                                               int pe) __asm__("shoal_double_atomic_fetch_add");
+SHOAL_API void shmem_double_atomic_add(double* dest, double value, int pe) __asm__("shoal_double_atomic_add");
+SHOAL_API void shmem_short_wait_until(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_wait_until");
+SHOAL_API void shmem_short_wait_until_all(short* ivars, size_t nelems, const int* status, int cmp,
+                                          short cmp_value) __asm__("shoal_short_wait_until_all");
+SHOAL_API void shmem_short_wait_until_all_vector(short* ivars, size_t nelems, const int* status, int cmp,
+                                                 short* cmp_values) __asm__("shoal_short_wait_until_all_vector");
+SHOAL_API size_t shmem_short_wait_until_any(short* ivars, size_t nelems, const int* status, int cmp,
+                                            short cmp_value) __asm__("shoal_short_wait_until_any");
+SHOAL_API size_t shmem_short_wait_until_any_vector(short* ivars, size_t nelems, const int* status, int cmp,
+                                                   short* cmp_values) __asm__("shoal_short_wait_until_any_vector");
+SHOAL_API size_t shmem_short_wait_until_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                             short cmp_value) __asm__("shoal_short_wait_until_some");
+SHOAL_API size_t shmem_short_wait_until_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status,
+                                                    int cmp,
+                                                    short* cmp_values) __asm__("shoal_short_wait_until_some_vector");
+SHOAL_API int shmem_short_test(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_test");
+SHOAL_API int shmem_short_test_all(short* ivars, size_t nelems, const int* status, int cmp,
+                                   short cmp_value) __asm__("shoal_short_test_all");
+SHOAL_API int shmem_short_test_all_vector(short* ivars, size_t nelems, const int* status, int cmp,
+                                          short* cmp_values) __asm__("shoal_short_test_all_vector");
+SHOAL_API size_t shmem_short_test_any(short* ivars, size_t nelems, const int* status, int cmp,
+                                      short cmp_value) __asm__("shoal_short_test_any");
+SHOAL_API size_t shmem_short_test_any_vector(short* ivars, size_t nelems, const int* status, int cmp,
+                                             short* cmp_values) __asm__("shoal_short_test_any_vector");
+SHOAL_API size_t shmem_short_test_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                       short cmp_value) __asm__("shoal_short_test_some");
+SHOAL_API size_t shmem_short_test_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                              short* cmp_values) __asm__("shoal_short_test_some_vector");
+SHOAL_API void shmem_int_wait_until(int* ivar, int cmp, int cmp_value) __asm__("shoal_int_wait_until");
+SHOAL_API void shmem_int_wait_until_all(int* ivars, size_t nelems, const int* status, int cmp,
+                                        int cmp_value) __asm__("shoal_int_wait_until_all");
 SHOAL_API void shmem_int_wait_until_all_vector(int* ivars, size_t nelems, const int* status, int cmp,
                                                int* cmp_values) __asm__("shoal_int_wait_until_all_vector");
 SHOAL_API size_t shmem_int_wait_until_any(int* ivars, size_t nelems, const int* status, int cmp,
@@ -216,44 +251,5 @@ SHOAL_API void shmem_int32_wait_until_all_vector(int32_t* ivars, size_t nelems, 
                                                  int32_t* cmp_values) __asm__("shoal_int32_wait_until_all_vector");
 SHOAL_API size_t shmem_int32_wait_until_any(int32_t* ivars, size_t nelems, const int* status, int cmp,
                                             int32_t cmp_value) __asm__("shoal_int32_wait_until_any");
-SHOAL_API size_t shmem_int32_wait_until_any_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                                   int32_t* cmp_values) __asm__("shoal_int32_wait_until_any_vector");
-SHOAL_API size_t shmem_int32_wait_until_some(int32_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                             int32_t cmp_value) __asm__("shoal_int32_wait_until_some");
-SHOAL_API size_t shmem_int32_wait_until_some_vector(int32_t* ivars, size_t nelems, size_t* indices, const int* status,
-                                                    int cmp,
-                                                    int32_t* cmp_values) __asm__("shoal_int32_wait_until_some_vector");
-SHOAL_API int shmem_int32_test(int32_t* ivar, int cmp, int32_t cmp_value) __asm__("shoal_int32_test");
-SHOAL_API int shmem_int32_test_all(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                   int32_t cmp_value) __asm__("shoal_int32_test_all");
-SHOAL_API int shmem_int32_test_all_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                          int32_t* cmp_values) __asm__("shoal_int32_test_all_vector");
-SHOAL_API size_t shmem_int32_test_any(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                      int32_t cmp_value) __asm__("shoal_int32_test_any");
-SHOAL_API size_t shmem_int32_test_any_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                             int32_t* cmp_values) __asm__("shoal_int32_test_any_vector");
-SHOAL_API size_t shmem_int32_test_some(int32_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                       int32_t cmp_value) __asm__("shoal_int32_test_some");
-SHOAL_API size_t shmem_int32_test_some_vector(int32_t* ivars, size_t nelems, size_t* indices, const int* status,
-                                              int cmp, int32_t* cmp_values) __asm__("shoal_int32_test_some_vector");
-SHOAL_API void shmem_int64_wait_until(int64_t* ivar, int cmp, int64_t cmp_value) __asm__("shoal_int64_wait_until");
-SHOAL_API void shmem_int64_wait_until_all(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                          int64_t cmp_value) __asm__("shoal_int64_wait_until_all");
-SHOAL_API void shmem_int64_wait_until_all_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                                 int64_t* cmp_values) __asm__("shoal_int64_wait_until_all_vector");
-SHOAL_API size_t shmem_int64_wait_until_any(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                            int64_t cmp_value) __asm__("shoal_int64_wait_until_any");
-SHOAL_API size_t shmem_int64_wait_until_any_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                                   int64_t* cmp_values) __asm__("shoal_int64_wait_until_any_vector");
-SHOAL_API size_t shmem_int64_wait_until_some(int64_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                             int64_t cmp_value) __asm__("shoal_int64_wait_until_some");
-SHOAL_API size_t shmem_int64_wait_until_some_vector(int64_t* ivars, size_t nelems, size_t* indices, const int* status,
-                                                    int cmp,
-                                                    int64_t* cmp_values) __asm__("shoal_int64_wait_until_some_vector");
-SHOAL_API int shmem_int64_test(int64_t* ivar, int cmp, int64_t cmp_value) __asm__("shoal_int64_test");
-SHOAL_API int shmem_int64_test_all(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                   int64_t cmp_value) __asm__("shoal_int64_test_all");
-SHOAL_API int shmem_int64_test_all_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
-                                          int64_t* cmp_values) __asm__("shoal_int64_test_all_vector");
 
 #endif /* SHOAL_SHMEM_API_4_H_ */

@@ -2,6 +2,45 @@
 #ifndef SHOAL_SHMEM_API_5_H_
 #define SHOAL_SHMEM_API_5_H_
 
+SHOAL_API size_t shmem_int32_wait_until_any_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                                   int32_t* cmp_values) __asm__("shoal_int32_wait_until_any_vector");
+SHOAL_API size_t shmem_int32_wait_until_some(int32_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                             int32_t cmp_value) __asm__("shoal_int32_wait_until_some");
+SHOAL_API size_t shmem_int32_wait_until_some_vector(int32_t* ivars, size_t nelems, size_t* indices, const int* status,
+                                                    int cmp,
+                                                    int32_t* cmp_values) __asm__("shoal_int32_wait_until_some_vector");
+SHOAL_API int shmem_int32_test(int32_t* ivar, int cmp, int32_t cmp_value) __asm__("shoal_int32_test");
+SHOAL_API int shmem_int32_test_all(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                   int32_t cmp_value) __asm__("shoal_int32_test_all");
+SHOAL_API int shmem_int32_test_all_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                          int32_t* cmp_values) __asm__("shoal_int32_test_all_vector");
+SHOAL_API size_t shmem_int32_test_any(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                      int32_t cmp_value) __asm__("shoal_int32_test_any");
+SHOAL_API size_t shmem_int32_test_any_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                             int32_t* cmp_values) __asm__("shoal_int32_test_any_vector");
+SHOAL_API size_t shmem_int32_test_some(int32_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                       int32_t cmp_value) __asm__("shoal_int32_test_some");
+SHOAL_API size_t shmem_int32_test_some_vector(int32_t* ivars, size_t nelems, size_t* indices, const int* status,
+                                              int cmp, int32_t* cmp_values) __asm__("shoal_int32_test_some_vector");
+SHOAL_API void shmem_int64_wait_until(int64_t* ivar, int cmp, int64_t cmp_value) __asm__("shoal_int64_wait_until");
+SHOAL_API void shmem_int64_wait_until_all(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                          int64_t cmp_value) __asm__("shoal_int64_wait_until_all");
+SHOAL_API void shmem_int64_wait_until_all_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                                 int64_t* cmp_values) __asm__("shoal_int64_wait_until_all_vector");
+SHOAL_API size_t shmem_int64_wait_until_any(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                            int64_t cmp_value) __asm__("shoal_int64_wait_until_any");
+SHOAL_API size_t shmem_int64_wait_until_any_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                                   int64_t* cmp_values) __asm__("shoal_int64_wait_until_any_vector");
+SHOAL_API size_t shmem_int64_wait_until_some(int64_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                             int64_t cmp_value) __asm__("shoal_int64_wait_until_some");
+SHOAL_API size_t shmem_int64_wait_until_some_vector(int64_t* ivars, size_t nelems, size_t* indices, const int* status,
+                                                    int cmp,
+                                                    int64_t* cmp_values) __asm__("shoal_int64_wait_until_some_vector");
+SHOAL_API int shmem_int64_test(int64_t* ivar, int cmp, int64_t cmp_value) __asm__("shoal_int64_test");
+SHOAL_API int shmem_int64_test_all(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                   int64_t cmp_value) __asm__("shoal_int64_test_all");
+SHOAL_API int shmem_int64_test_all_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
+                                          int64_t* cmp_values) __asm__("shoal_int64_test_all_vector");
 SHOAL_API size_t shmem_int64_test_any(int64_t* ivars, size_t nelems, const int* status, int cmp,
                                       int64_t cmp_value) __asm__("shoal_int64_test_any");
 SHOAL_API size_t shmem_int64_test_any_vector(int64_t* ivars, size_t nelems, const int* status, int cmp,
@@ -200,45 +239,5 @@ SHOAL_API int shmem_longlong_broadcast(shmem_team_t team, long long* dest, const
                                        int PE_root) __asm__("shoal_longlong_broadcast");
 SHOAL_API int shmem_longlong_fcollect(shmem_team_t team, long long* dest, const long long* source,
                                       size_t nelems) __asm__("shoal_longlong_fcollect");
-SHOAL_API int shmem_longlong_collect(shmem_team_t team, long long* dest, const long long* source,
-                                     size_t nelems) __asm__("shoal_longlong_collect");
-SHOAL_API int shmem_longlong_alltoall(shmem_team_t team, long long* dest, const long long* source,
-                                      size_t nelems) __asm__("shoal_longlong_alltoall");
-SHOAL_API int shmem_uchar_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
-                                    int PE_root) __asm__("shoal_uchar_broadcast");
-SHOAL_API int shmem_uchar_fcollect(shmem_team_t team, unsigned char* dest, const unsigned char* source,
-                                   size_t nelems) __asm__("shoal_uchar_fcollect");
-SHOAL_API int shmem_uchar_collect(shmem_team_t team, unsigned char* dest, const unsigned char* source,
-                                  size_t nelems) __asm__("shoal_uchar_collect");
-SHOAL_API int shmem_uchar_alltoall(shmem_team_t team, unsigned char* dest, const unsigned char* source,
-                                   size_t nelems) __asm__("shoal_uchar_alltoall");
-SHOAL_API int shmem_ushort_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                     size_t nelems, int PE_root) __asm__("shoal_ushort_broadcast");
-SHOAL_API int shmem_ushort_fcollect(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                    size_t nelems) __asm__("shoal_ushort_fcollect");
-SHOAL_API int shmem_ushort_collect(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                   size_t nelems) __asm__("shoal_ushort_collect");
-SHOAL_API int shmem_ushort_alltoall(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                    size_t nelems) __asm__("shoal_ushort_alltoall");
-SHOAL_API int shmem_uint_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
-                                   int PE_root) __asm__("shoal_uint_broadcast");
-SHOAL_API int shmem_uint_fcollect(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                  size_t nelems) __asm__("shoal_uint_fcollect");
-SHOAL_API int shmem_uint_collect(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                 size_t nelems) __asm__("shoal_uint_collect");
-SHOAL_API int shmem_uint_alltoall(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                  size_t nelems) __asm__("shoal_uint_alltoall");
-SHOAL_API int shmem_ulong_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
-                                    int PE_root) __asm__("shoal_ulong_broadcast");
-SHOAL_API int shmem_ulong_fcollect(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                   size_t nelems) __asm__("shoal_ulong_fcollect");
-SHOAL_API int shmem_ulong_collect(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                  size_t nelems) __asm__("shoal_ulong_collect");
-SHOAL_API int shmem_ulong_alltoall(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                   size_t nelems) __asm__("shoal_ulong_alltoall");
-SHOAL_API int shmem_ulonglong_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                        size_t nelems, int PE_root) __asm__("shoal_ulonglong_broadcast");
-SHOAL_API int shmem_ulonglong_fcollect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                       size_t nelems) __asm__("shoal_ulonglong_fcollect");
 
 #endif /* SHOAL_SHMEM_API_5_H_ */

@@ -2,6 +2,46 @@
 #ifndef SHOAL_SHMEM_API_6_H_
 #define SHOAL_SHMEM_API_6_H_
 
+SHOAL_API int shmem_longlong_collect(shmem_team_t team, long long* dest, const long long* source,
+                                     size_t nelems) __asm__("shoal_longlong_collect");
+SHOAL_API int shmem_longlong_alltoall(shmem_team_t team, long long* dest, const long long* source,
+                                      size_t nelems) __asm__("shoal_longlong_alltoall");
+SHOAL_API int shmem_uchar_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
+                                    int PE_root) __asm__("shoal_uchar_broadcast");
+SHOAL_API int shmem_uchar_fcollect(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                   size_t nelems) __asm__("shoal_uchar_fcollect");
+SHOAL_API int shmem_uchar_collect(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                  size_t nelems) __asm__("shoal_uchar_collect");
+SHOAL_API int shmem_uchar_alltoall(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                   size_t nelems) __asm__("shoal_uchar_alltoall");
+SHOAL_API int shmem_ushort_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                     size_t nelems, int PE_root) __asm__("shoal_ushort_broadcast");
+SHOAL_API int shmem_ushort_fcollect(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                    size_t nelems) __asm__("shoal_ushort_fcollect");
+SHOAL_API int shmem_ushort_collect(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                   size_t nelems) __asm__("shoal_ushort_collect");
+SHOAL_API int shmem_ushort_alltoall(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                    size_t nelems) __asm__("shoal_ushort_alltoall");
+SHOAL_API int shmem_uint_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
+                                   int PE_root) __asm__("shoal_uint_broadcast");
+SHOAL_API int shmem_uint_fcollect(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                  size_t nelems) __asm__("shoal_uint_fcollect");
+SHOAL_API int shmem_uint_collect(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                 size_t nelems) __asm__("shoal_uint_collect");
+SHOAL_API int shmem_uint_alltoall(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                  size_t nelems) __asm__("shoal_uint_alltoall");
+SHOAL_API int shmem_ulong_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
+                                    int PE_root) __asm__("shoal_ulong_broadcast");
+SHOAL_API int shmem_ulong_fcollect(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                   size_t nelems) __asm__("shoal_ulong_fcollect");
+SHOAL_API int shmem_ulong_collect(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                  size_t nelems) __asm__("shoal_ulong_collect");
+SHOAL_API int shmem_ulong_alltoall(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                   size_t nelems) __asm__("shoal_ulong_alltoall");
+SHOAL_API int shmem_ulonglong_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                        size_t nelems, int PE_root) __asm__("shoal_ulonglong_broadcast");
+SHOAL_API int shmem_ulonglong_fcollect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                       size_t nelems) __asm__("shoal_ulonglong_fcollect");
 SHOAL_API int shmem_ulonglong_collect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
                                       size_t nelems) __asm__("shoal_ulonglong_collect");
 SHOAL_API int shmem_ulonglong_alltoall(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
@@ -86,6 +126,22 @@ SHOAL_API int shmem_ptrdiff_collect(shmem_team_t team, ptrdiff_t* dest, const pt
                                     size_t nelems) __asm__("shoal_ptrdiff_collect");
 SHOAL_API int shmem_ptrdiff_alltoall(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
                                      size_t nelems) __asm__("shoal_ptrdiff_alltoall");
+SHOAL_API int shmem_half_broadcast(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source, size_t nelems,
+                                   int PE_root) __asm__("shoal_half_broadcast");
+SHOAL_API int shmem_half_fcollect(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source,
+                                  size_t nelems) __asm__("shoal_half_fcollect");
+SHOAL_API int shmem_half_collect(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source,
+                                 size_t nelems) __asm__("shoal_half_collect");
+SHOAL_API int shmem_half_alltoall(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source,
+                                  size_t nelems) __asm__("shoal_half_alltoall");
+SHOAL_API int shmem_bfloat16_broadcast(shmem_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source,
+                                       size_t nelems, int PE_root) __asm__("shoal_bfloat16_broadcast");
+SHOAL_API int shmem_bfloat16_fcollect(shmem_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source,
+                                      size_t nelems) __asm__("shoal_bfloat16_fcollect");
+SHOAL_API int shmem_bfloat16_collect(shmem_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source,
+                                     size_t nelems) __asm__("shoal_bfloat16_collect");
+SHOAL_API int shmem_bfloat16_alltoall(shmem_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source,
+                                      size_t nelems) __asm__("shoal_bfloat16_alltoall");
 SHOAL_API int shmem_char_and_reduce(shmem_team_t team, char* dest, const char* source,
                                     size_t nreduce) __asm__("shoal_char_and_reduce");
 SHOAL_API int shmem_char_or_reduce(shmem_team_t team, char* dest, const char* source,
@@ -186,61 +242,5 @@ SHOAL_API int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char* dest, co
                                       size_t nreduce) __asm__("shoal_uchar_prod_reduce");
 SHOAL_API int shmem_ushort_and_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
                                       size_t nreduce) __asm__("shoal_ushort_and_reduce");
-SHOAL_API int shmem_ushort_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                     size_t nreduce) __asm__("shoal_ushort_or_reduce");
-SHOAL_API int shmem_ushort_xor_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                      size_t nreduce) __asm__("shoal_ushort_xor_reduce");
-SHOAL_API int shmem_ushort_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                      size_t nreduce) __asm__("shoal_ushort_min_reduce");
-SHOAL_API int shmem_ushort_max_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                      size_t nreduce) __asm__("shoal_ushort_max_reduce");
-SHOAL_API int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                      size_t nreduce) __asm__("shoal_ushort_sum_reduce");
-SHOAL_API int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
-                                       size_t nreduce) __asm__("shoal_ushort_prod_reduce");
-SHOAL_API int shmem_uint_and_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                    size_t nreduce) __asm__("shoal_uint_and_reduce");
-SHOAL_API int shmem_uint_or_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                   size_t nreduce) __asm__("shoal_uint_or_reduce");
-SHOAL_API int shmem_uint_xor_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                    size_t nreduce) __asm__("shoal_uint_xor_reduce");
-SHOAL_API int shmem_uint_min_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                    size_t nreduce) __asm__("shoal_uint_min_reduce");
-SHOAL_API int shmem_uint_max_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                    size_t nreduce) __asm__("shoal_uint_max_reduce");
-SHOAL_API int shmem_uint_sum_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                    size_t nreduce) __asm__("shoal_uint_sum_reduce");
-SHOAL_API int shmem_uint_prod_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
-                                     size_t nreduce) __asm__("shoal_uint_prod_reduce");
-SHOAL_API int shmem_ulong_and_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                     size_t nreduce) __asm__("shoal_ulong_and_reduce");
-SHOAL_API int shmem_ulong_or_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                    size_t nreduce) __asm__("shoal_ulong_or_reduce");
-SHOAL_API int shmem_ulong_xor_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                     size_t nreduce) __asm__("shoal_ulong_xor_reduce");
-SHOAL_API int shmem_ulong_min_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                     size_t nreduce) __asm__("shoal_ulong_min_reduce");
-SHOAL_API int shmem_ulong_max_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                     size_t nreduce) __asm__("shoal_ulong_max_reduce");
-SHOAL_API int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                     size_t nreduce) __asm__("shoal_ulong_sum_reduce");
-SHOAL_API int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
-                                      size_t nreduce) __asm__("shoal_ulong_prod_reduce");
-SHOAL_API int shmem_ulonglong_and_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                         size_t nreduce) __asm__("shoal_ulonglong_and_reduce");
-SHOAL_API int shmem_ulonglong_or_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                        size_t nreduce) __asm__("shoal_ulonglong_or_reduce");
-SHOAL_API int shmem_ulonglong_xor_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                         size_t nreduce) __asm__("shoal_ulonglong_xor_reduce");
-SHOAL_API int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                         size_t nreduce) __asm__("shoal_ulonglong_min_reduce");
-SHOAL_API int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                         size_t nreduce) __asm__("shoal_ulonglong_max_reduce");
-SHOAL_API int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                         size_t nreduce) __asm__("shoal_ulonglong_sum_reduce");
-SHOAL_API int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                                          size_t nreduce) __asm__("shoal_ulonglong_prod_reduce");
-SHOAL_API int shmem_int8_and_reduce(shmem_team_t team, int8_t* dest, const int8_t* source,
-                                    size_t nreduce) __asm__("shoal_int8_and_reduce");
 
 #endif /* SHOAL_SHMEM_API_6_H_ */

@@ -2,6 +2,62 @@
 #ifndef SHOAL_SHMEM_API_7_H_
 #define SHOAL_SHMEM_API_7_H_
 
+SHOAL_API int shmem_ushort_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                     size_t nreduce) __asm__("shoal_ushort_or_reduce");
+SHOAL_API int shmem_ushort_xor_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                      size_t nreduce) __asm__("shoal_ushort_xor_reduce");
+SHOAL_API int shmem_ushort_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                      size_t nreduce) __asm__("shoal_ushort_min_reduce");
+SHOAL_API int shmem_ushort_max_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                      size_t nreduce) __asm__("shoal_ushort_max_reduce");
+SHOAL_API int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                      size_t nreduce) __asm__("shoal_ushort_sum_reduce");
+SHOAL_API int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                       size_t nreduce) __asm__("shoal_ushort_prod_reduce");
+SHOAL_API int shmem_uint_and_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                    size_t nreduce) __asm__("shoal_uint_and_reduce");
+SHOAL_API int shmem_uint_or_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                   size_t nreduce) __asm__("shoal_uint_or_reduce");
+SHOAL_API int shmem_uint_xor_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                    size_t nreduce) __asm__("shoal_uint_xor_reduce");
+SHOAL_API int shmem_uint_min_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                    size_t nreduce) __asm__("shoal_uint_min_reduce");
+SHOAL_API int shmem_uint_max_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                    size_t nreduce) __asm__("shoal_uint_max_reduce");
+SHOAL_API int shmem_uint_sum_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                    size_t nreduce) __asm__("shoal_uint_sum_reduce");
+SHOAL_API int shmem_uint_prod_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source,
+                                     size_t nreduce) __asm__("shoal_uint_prod_reduce");
+SHOAL_API int shmem_ulong_and_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                     size_t nreduce) __asm__("shoal_ulong_and_reduce");
+SHOAL_API int shmem_ulong_or_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                    size_t nreduce) __asm__("shoal_ulong_or_reduce");
+SHOAL_API int shmem_ulong_xor_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                     size_t nreduce) __asm__("shoal_ulong_xor_reduce");
+SHOAL_API int shmem_ulong_min_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                     size_t nreduce) __asm__("shoal_ulong_min_reduce");
+SHOAL_API int shmem_ulong_max_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                     size_t nreduce) __asm__("shoal_ulong_max_reduce");
+SHOAL_API int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                     size_t nreduce) __asm__("shoal_ulong_sum_reduce");
+SHOAL_API int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source,
+                                      size_t nreduce) __asm__("shoal_ulong_prod_reduce");
+SHOAL_API int shmem_ulonglong_and_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                         size_t nreduce) __asm__("shoal_ulonglong_and_reduce");
+SHOAL_API int shmem_ulonglong_or_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                        size_t nreduce) __asm__("shoal_ulonglong_or_reduce");
+SHOAL_API int shmem_ulonglong_xor_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                         size_t nreduce) __asm__("shoal_ulonglong_xor_reduce");
+SHOAL_API int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                         size_t nreduce) __asm__("shoal_ulonglong_min_reduce");
+SHOAL_API int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                         size_t nreduce) __asm__("shoal_ulonglong_max_reduce");
+SHOAL_API int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                         size_t nreduce) __asm__("shoal_ulonglong_sum_reduce");
+SHOAL_API int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                                          size_t nreduce) __asm__("shoal_ulonglong_prod_reduce");
+SHOAL_API int shmem_int8_and_reduce(shmem_team_t team, int8_t* dest, const int8_t* source,
+                                    size_t nreduce) __asm__("shoal_int8_and_reduce");
 SHOAL_API int shmem_int8_or_reduce(shmem_team_t team, int8_t* dest, const int8_t* source,
                                    size_t nreduce) __asm__("shoal_int8_or_reduce");
 SHOAL_API int shmem_int8_xor_reduce(shmem_team_t team, int8_t* dest, const int8_t* source,
@@ -186,61 +242,5 @@ SHOAL_API int shmem_char_sum_reducescatter(shmem_team_t team, char* dest, const 
                                            size_t nreduce) __asm__("shoal_char_sum_reducescatter");
 SHOAL_API int shmem_char_prod_reducescatter(shmem_team_t team, char* dest, const char* source,
                                             size_t nreduce) __asm__("shoal_char_prod_reducescatter");
-SHOAL_API int shmem_schar_and_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_and_reducescatter");
-SHOAL_API int shmem_schar_or_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                           size_t nreduce) __asm__("shoal_schar_or_reducescatter");
-SHOAL_API int shmem_schar_xor_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_xor_reducescatter");
-SHOAL_API int shmem_schar_min_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_min_reducescatter");
-SHOAL_API int shmem_schar_max_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_max_reducescatter");
-SHOAL_API int shmem_schar_sum_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_sum_reducescatter");
-SHOAL_API int shmem_schar_prod_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                             size_t nreduce) __asm__("shoal_schar_prod_reducescatter");
-SHOAL_API int shmem_short_and_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                            size_t nreduce) __asm__("shoal_short_and_reducescatter");
-SHOAL_API int shmem_short_or_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                           size_t nreduce) __asm__("shoal_short_or_reducescatter");
-SHOAL_API int shmem_short_xor_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                            size_t nreduce) __asm__("shoal_short_xor_reducescatter");
-SHOAL_API int shmem_short_min_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                            size_t nreduce) __asm__("shoal_short_min_reducescatter");
-SHOAL_API int shmem_short_max_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                            size_t nreduce) __asm__("shoal_short_max_reducescatter");
-SHOAL_API int shmem_short_sum_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                            size_t nreduce) __asm__("shoal_short_sum_reducescatter");
-SHOAL_API int shmem_short_prod_reducescatter(shmem_team_t team, short* dest, const short* source,
-                                             size_t nreduce) __asm__("shoal_short_prod_reducescatter");
-SHOAL_API int shmem_int_and_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                          size_t nreduce) __asm__("shoal_int_and_reducescatter");
-SHOAL_API int shmem_int_or_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                         size_t nreduce) __asm__("shoal_int_or_reducescatter");
-SHOAL_API int shmem_int_xor_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                          size_t nreduce) __asm__("shoal_int_xor_reducescatter");
-SHOAL_API int shmem_int_min_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                          size_t nreduce) __asm__("shoal_int_min_reducescatter");
-SHOAL_API int shmem_int_max_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                          size_t nreduce) __asm__("shoal_int_max_reducescatter");
-SHOAL_API int shmem_int_sum_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                          size_t nreduce) __asm__("shoal_int_sum_reducescatter");
-SHOAL_API int shmem_int_prod_reducescatter(shmem_team_t team, int* dest, const int* source,
-                                           size_t nreduce) __asm__("shoal_int_prod_reducescatter");
-SHOAL_API int shmem_long_and_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                           size_t nreduce) __asm__("shoal_long_and_reducescatter");
-SHOAL_API int shmem_long_or_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                          size_t nreduce) __asm__("shoal_long_or_reducescatter");
-SHOAL_API int shmem_long_xor_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                           size_t nreduce) __asm__("shoal_long_xor_reducescatter");
-SHOAL_API int shmem_long_min_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                           size_t nreduce) __asm__("shoal_long_min_reducescatter");
-SHOAL_API int shmem_long_max_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                           size_t nreduce) __asm__("shoal_long_max_reducescatter");
-SHOAL_API int shmem_long_sum_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                           size_t nreduce) __asm__("shoal_long_sum_reducescatter");
-SHOAL_API int shmem_long_prod_reducescatter(shmem_team_t team, long* dest, const long* source,
-                                            size_t nreduce) __asm__("shoal_long_prod_reducescatter");
 
 #endif /* SHOAL_SHMEM_API_7_H_ */

@@ -2,6 +2,62 @@
 #ifndef SHOAL_SHMEM_API_8_H_
 #define SHOAL_SHMEM_API_8_H_
 
+SHOAL_API int shmem_schar_and_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_and_reducescatter");
+SHOAL_API int shmem_schar_or_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                           size_t nreduce) __asm__("shoal_schar_or_reducescatter");
+SHOAL_API int shmem_schar_xor_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_xor_reducescatter");
+SHOAL_API int shmem_schar_min_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_min_reducescatter");
+SHOAL_API int shmem_schar_max_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_max_reducescatter");
+SHOAL_API int shmem_schar_sum_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_sum_reducescatter");
+SHOAL_API int shmem_schar_prod_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                             size_t nreduce) __asm__("shoal_schar_prod_reducescatter");
+SHOAL_API int shmem_short_and_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                            size_t nreduce) __asm__("shoal_short_and_reducescatter");
+SHOAL_API int shmem_short_or_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                           size_t nreduce) __asm__("shoal_short_or_reducescatter");
+SHOAL_API int shmem_short_xor_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                            size_t nreduce) __asm__("shoal_short_xor_reducescatter");
+SHOAL_API int shmem_short_min_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                            size_t nreduce) __asm__("shoal_short_min_reducescatter");
+SHOAL_API int shmem_short_max_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                            size_t nreduce) __asm__("shoal_short_max_reducescatter");
+SHOAL_API int shmem_short_sum_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                            size_t nreduce) __asm__("shoal_short_sum_reducescatter");
+SHOAL_API int shmem_short_prod_reducescatter(shmem_team_t team, short* dest, const short* source,
+                                             size_t nreduce) __asm__("shoal_short_prod_reducescatter");
+SHOAL_API int shmem_int_and_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                          size_t nreduce) __asm__("shoal_int_and_reducescatter");
+SHOAL_API int shmem_int_or_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                         size_t nreduce) __asm__("shoal_int_or_reducescatter");
+SHOAL_API int shmem_int_xor_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                          size_t nreduce) __asm__("shoal_int_xor_reducescatter");
+SHOAL_API int shmem_int_min_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                          size_t nreduce) __asm__("shoal_int_min_reducescatter");
+SHOAL_API int shmem_int_max_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                          size_t nreduce) __asm__("shoal_int_max_reducescatter");
+SHOAL_API int shmem_int_sum_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                          size_t nreduce) __asm__("shoal_int_sum_reducescatter");
+SHOAL_API int shmem_int_prod_reducescatter(shmem_team_t team, int* dest, const int* source,
+                                           size_t nreduce) __asm__("shoal_int_prod_reducescatter");
+SHOAL_API int shmem_long_and_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                           size_t nreduce) __asm__("shoal_long_and_reducescatter");
+SHOAL_API int shmem_long_or_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                          size_t nreduce) __asm__("shoal_long_or_reducescatter");
+SHOAL_API int shmem_long_xor_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                           size_t nreduce) __asm__("shoal_long_xor_reducescatter");
+SHOAL_API int shmem_long_min_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                           size_t nreduce) __asm__("shoal_long_min_reducescatter");
+SHOAL_API int shmem_long_max_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                           size_t nreduce) __asm__("shoal_long_max_reducescatter");
+SHOAL_API int shmem_long_sum_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                           size_t nreduce) __asm__("shoal_long_sum_reducescatter");
+SHOAL_API int shmem_long_prod_reducescatter(shmem_team_t team, long* dest, const long* source,
+                                            size_t nreduce) __asm__("shoal_long_prod_reducescatter");
 SHOAL_API int shmem_longlong_and_reducescatter(shmem_team_t team, long long* dest, const long long* source,
                                                size_t nreduce) __asm__("shoal_longlong_and_reducescatter");
 SHOAL_API int shmem_longlong_or_reducescatter(shmem_team_t team, long long* dest, const long long* source,
@@ -193,61 +249,5 @@ SHOAL_API int shmem_uint32_prod_reducescatter(shmem_team_t team, uint32_t* dest,
                                               size_t nreduce) __asm__("shoal_uint32_prod_reducescatter");
 SHOAL_API int shmem_uint64_and_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
                                              size_t nreduce) __asm__("shoal_uint64_and_reducescatter");
-SHOAL_API int shmem_uint64_or_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                            size_t nreduce) __asm__("shoal_uint64_or_reducescatter");
-SHOAL_API int shmem_uint64_xor_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                             size_t nreduce) __asm__("shoal_uint64_xor_reducescatter");
-SHOAL_API int shmem_uint64_min_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                             size_t nreduce) __asm__("shoal_uint64_min_reducescatter");
-SHOAL_API int shmem_uint64_max_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                             size_t nreduce) __asm__("shoal_uint64_max_reducescatter");
-SHOAL_API int shmem_uint64_sum_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                             size_t nreduce) __asm__("shoal_uint64_sum_reducescatter");
-SHOAL_API int shmem_uint64_prod_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                              size_t nreduce) __asm__("shoal_uint64_prod_reducescatter");
-SHOAL_API int shmem_size_and_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                           size_t nreduce) __asm__("shoal_size_and_reducescatter");
-SHOAL_API int shmem_size_or_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                          size_t nreduce) __asm__("shoal_size_or_reducescatter");
-SHOAL_API int shmem_size_xor_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                           size_t nreduce) __asm__("shoal_size_xor_reducescatter");
-SHOAL_API int shmem_size_min_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                           size_t nreduce) __asm__("shoal_size_min_reducescatter");
-SHOAL_API int shmem_size_max_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                           size_t nreduce) __asm__("shoal_size_max_reducescatter");
-SHOAL_API int shmem_size_sum_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                           size_t nreduce) __asm__("shoal_size_sum_reducescatter");
-SHOAL_API int shmem_size_prod_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
-                                            size_t nreduce) __asm__("shoal_size_prod_reducescatter");
-SHOAL_API int shmem_ptrdiff_and_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                              size_t nreduce) __asm__("shoal_ptrdiff_and_reducescatter");
-SHOAL_API int shmem_ptrdiff_or_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                             size_t nreduce) __asm__("shoal_ptrdiff_or_reducescatter");
-SHOAL_API int shmem_ptrdiff_xor_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                              size_t nreduce) __asm__("shoal_ptrdiff_xor_reducescatter");
-SHOAL_API int shmem_ptrdiff_min_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                              size_t nreduce) __asm__("shoal_ptrdiff_min_reducescatter");
-SHOAL_API int shmem_ptrdiff_max_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                              size_t nreduce) __asm__("shoal_ptrdiff_max_reducescatter");
-SHOAL_API int shmem_ptrdiff_sum_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                              size_t nreduce) __asm__("shoal_ptrdiff_sum_reducescatter");
-SHOAL_API int shmem_ptrdiff_prod_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
-                                               size_t nreduce) __asm__("shoal_ptrdiff_prod_reducescatter");
-SHOAL_API int shmem_float_min_reducescatter(shmem_team_t team, float* dest, const float* source,
-                                            size_t nreduce) __asm__("shoal_float_min_reducescatter");
-SHOAL_API int shmem_float_max_reducescatter(shmem_team_t team, float* dest, const float* source,
-                                            size_t nreduce) __asm__("shoal_float_max_reducescatter");
-SHOAL_API int shmem_float_sum_reducescatter(shmem_team_t team, float* dest, const float* source,
-                                            size_t nreduce) __asm__("shoal_float_sum_reducescatter");
-SHOAL_API int shmem_float_prod_reducescatter(shmem_team_t team, float* dest, const float* source,
-                                             size_t nreduce) __asm__("shoal_float_prod_reducescatter");
-SHOAL_API int shmem_double_min_reducescatter(shmem_team_t team, double* dest, const double* source,
-                                             size_t nreduce) __asm__("shoal_double_min_reducescatter");
-SHOAL_API int shmem_double_max_reducescatter(shmem_team_t team, double* dest, const double* source,
-                                             size_t nreduce) __asm__("shoal_double_max_reducescatter");
-SHOAL_API int shmem_double_sum_reducescatter(shmem_team_t team, double* dest, const double* source,
-                                             size_t nreduce) __asm__("shoal_double_sum_reducescatter");
-SHOAL_API int shmem_double_prod_reducescatter(shmem_team_t team, double* dest, const double* source,
-                                              size_t nreduce) __asm__("shoal_double_prod_reducescatter");
 
 #endif /* SHOAL_SHMEM_API_8_H_ */

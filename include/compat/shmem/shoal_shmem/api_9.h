@@ -2,6 +2,62 @@
 #ifndef SHOAL_SHMEM_API_9_H_
 #define SHOAL_SHMEM_API_9_H_
 
+SHOAL_API int shmem_uint64_or_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                            size_t nreduce) __asm__("shoal_uint64_or_reducescatter");
+SHOAL_API int shmem_uint64_xor_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                             size_t nreduce) __asm__("shoal_uint64_xor_reducescatter");
+SHOAL_API int shmem_uint64_min_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                             size_t nreduce) __asm__("shoal_uint64_min_reducescatter");
+SHOAL_API int shmem_uint64_max_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                             size_t nreduce) __asm__("shoal_uint64_max_reducescatter");
+SHOAL_API int shmem_uint64_sum_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                             size_t nreduce) __asm__("shoal_uint64_sum_reducescatter");
+SHOAL_API int shmem_uint64_prod_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                              size_t nreduce) __asm__("shoal_uint64_prod_reducescatter");
+SHOAL_API int shmem_size_and_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                           size_t nreduce) __asm__("shoal_size_and_reducescatter");
+SHOAL_API int shmem_size_or_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                          size_t nreduce) __asm__("shoal_size_or_reducescatter");
+SHOAL_API int shmem_size_xor_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                           size_t nreduce) __asm__("shoal_size_xor_reducescatter");
+SHOAL_API int shmem_size_min_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                           size_t nreduce) __asm__("shoal_size_min_reducescatter");
+SHOAL_API int shmem_size_max_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                           size_t nreduce) __asm__("shoal_size_max_reducescatter");
+SHOAL_API int shmem_size_sum_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                           size_t nreduce) __asm__("shoal_size_sum_reducescatter");
+SHOAL_API int shmem_size_prod_reducescatter(shmem_team_t team, size_t* dest, const size_t* source,
+                                            size_t nreduce) __asm__("shoal_size_prod_reducescatter");
+SHOAL_API int shmem_ptrdiff_and_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                              size_t nreduce) __asm__("shoal_ptrdiff_and_reducescatter");
+SHOAL_API int shmem_ptrdiff_or_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                             size_t nreduce) __asm__("shoal_ptrdiff_or_reducescatter");
+SHOAL_API int shmem_ptrdiff_xor_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                              size_t nreduce) __asm__("shoal_ptrdiff_xor_reducescatter");
+SHOAL_API int shmem_ptrdiff_min_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                              size_t nreduce) __asm__("shoal_ptrdiff_min_reducescatter");
+SHOAL_API int shmem_ptrdiff_max_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                              size_t nreduce) __asm__("shoal_ptrdiff_max_reducescatter");
+SHOAL_API int shmem_ptrdiff_sum_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                              size_t nreduce) __asm__("shoal_ptrdiff_sum_reducescatter");
+SHOAL_API int shmem_ptrdiff_prod_reducescatter(shmem_team_t team, ptrdiff_t* dest, const ptrdiff_t* source,
+                                               size_t nreduce) __asm__("shoal_ptrdiff_prod_reducescatter");
+SHOAL_API int shmem_float_min_reducescatter(shmem_team_t team, float* dest, const float* source,
+                                            size_t nreduce) __asm__("shoal_float_min_reducescatter");
+SHOAL_API int shmem_float_max_reducescatter(shmem_team_t team, float* dest, const float* source,
+                                            size_t nreduce) __asm__("shoal_float_max_reducescatter");
+SHOAL_API int shmem_float_sum_reducescatter(shmem_team_t team, float* dest, const float* source,
+                                            size_t nreduce) __asm__("shoal_float_sum_reducescatter");
+SHOAL_API int shmem_float_prod_reducescatter(shmem_team_t team, float* dest, const float* source,
+                                             size_t nreduce) __asm__("shoal_float_prod_reducescatter");
+SHOAL_API int shmem_double_min_reducescatter(shmem_team_t team, double* dest, const double* source,
+                                             size_t nreduce) __asm__("shoal_double_min_reducescatter");
+SHOAL_API int shmem_double_max_reducescatter(shmem_team_t team, double* dest, const double* source,
+                                             size_t nreduce) __asm__("shoal_double_max_reducescatter");
+SHOAL_API int shmem_double_sum_reducescatter(shmem_team_t team, double* dest, const double* source,
+                                             size_t nreduce) __asm__("shoal_double_sum_reducescatter");
+SHOAL_API int shmem_double_prod_reducescatter(shmem_team_t team, double* dest, const double* source,
+                                              size_t nreduce) __asm__("shoal_double_prod_reducescatter");
 SHOAL_API int shmem_half_min_reducescatter(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source,
                                            size_t nreduce) __asm__("shoal_half_min_reducescatter");
 SHOAL_API int shmem_half_max_reducescatter(shmem_team_t team, shoal_half_t* dest, const shoal_half_t* source,
