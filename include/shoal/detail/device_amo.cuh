@@ -7,6 +7,7 @@
 #include <cuda/atomic>
 
 #include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 
 namespace shoal::detail {
@@ -66,7 +67,14 @@ template <bitwise_op kOp, class T>
 __device__ __forceinline__ void red_bitwise(const device_world& w, T* dest, T value, int pe, const char* call) {
   check_amo_type<T>();
   using U = red_word<T>;
-  U* remote = reinterpret_cast<U*>(peer_ptr(w, dest, pe, call));
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) {
+    constexpr proxy_amo kCode =
+        kOp == bitwise_op::and_ ? proxy_amo::and_ : (kOp == bitwise_op::or_ ? proxy_amo::or_ : proxy_amo::xor_);
+    proxy_amo_typed(w, dest, kCode, value, T{}, false, pe, call);
+    return;
+  }
+  U* remote = reinterpret_cast<U*>(local_peer_ptr(w, dest, local));
   if constexpr (kOp == bitwise_op::and_) {
     ptx::red_and_relaxed_sys(remote, static_cast<U>(value));
   } else if constexpr (kOp == bitwise_op::or_) {

@@ -45,7 +45,7 @@ __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* des
 template <cooperation_scope Scope>
 __device__ __forceinline__ void putmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
-  detail::putmem(s, w, dest, source, nbytes, pe, "shoal::device::putmem_nbi");
+  detail::putmem<true>(s, w, dest, source, nbytes, pe, "shoal::device::putmem_nbi");
 }
 /// Copies nbytes from symmetric `source` on `pe` to local `dest`. RMA contract.
 template <cooperation_scope Scope>
@@ -57,7 +57,7 @@ __device__ __forceinline__ void getmem(Scope s, const device_world& w, void* des
 template <cooperation_scope Scope>
 __device__ __forceinline__ void getmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
-  detail::getmem(s, w, dest, source, nbytes, pe, "shoal::device::getmem_nbi");
+  detail::getmem<true>(s, w, dest, source, nbytes, pe, "shoal::device::getmem_nbi");
 }
 
 /// Shared-memory bytes putmem_tma needs: kStages stages of kStageBytes, then kStages mbarriers.
@@ -87,7 +87,7 @@ __device__ __forceinline__ void put(Scope s, const device_world& w, T* dest, con
 template <cooperation_scope Scope, class T>
 __device__ __forceinline__ void put_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
-  detail::putmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put_nbi");
+  detail::putmem<true>(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put_nbi");
 }
 /// get of nelems elements of T. RMA contract.
 template <cooperation_scope Scope, class T>
@@ -98,7 +98,7 @@ __device__ __forceinline__ void get(Scope s, const device_world& w, T* dest, con
 template <cooperation_scope Scope, class T>
 __device__ __forceinline__ void get_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
-  detail::getmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get_nbi");
+  detail::getmem<true>(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get_nbi");
 }
 
 /// Stores `value` to symmetric `dest` on `pe`: one st.relaxed.sys (strong, never merged or torn for
