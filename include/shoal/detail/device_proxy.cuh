@@ -231,4 +231,19 @@ __device__ __forceinline__ void proxy_signal_op(const device_world& w, uint64_t*
   proxy_atomic(w, sig_addr, code, 8, signal, 0, false, pe, call);
 }
 
+/// One barrier flag store towards `pe` (local: peer_route's result): st.relaxed.sys (round 0,
+/// released by the fence before it) or st.release.sys; a proxy peer gets an 8-byte p through the
+/// ring (ordered after this PE's earlier proxy operations by the barrier's ring quiet). World and team
+/// barriers.
+__device__ __forceinline__ void barrier_flag(const device_world& w, uint64_t* flag, int32_t local, int pe,
+                                             uint64_t epoch, bool release, const char* call) {
+  if (local < 0) return proxy_p(w, flag, epoch, pe, call);
+  uint64_t* remote = local_peer_ptr(w, flag, local);
+  if (release) {
+    ptx::st_release_sys(remote, epoch);
+  } else {
+    ptx::st_relaxed_sys(remote, epoch);
+  }
+}
+
 }  // namespace shoal::detail

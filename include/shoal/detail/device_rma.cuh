@@ -47,6 +47,15 @@ __device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest,
   Scope::sync();
 }
 
+/// Block put through the TMA ring (device/rma.cuh putmem_tma); a proxy peer gets one blocking put.
+template <int kStages, int kStageBytes>
+__device__ __forceinline__ void putmem_tma(const device_world& w, void* dest, const void* source, size_t nbytes, int pe,
+                                           void* smem, const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<block_scope>(w, proxy_op::put, false, dest, source, nbytes, pe, call);
+  copy_to_remote_block_tma<kStages, kStageBytes>(local_peer_ptr(w, dest, local), source, nbytes, smem);
+}
+
 /// Strided copy of nelems elements of type T (1, 2, 4, 8 or 16 bytes), element i of the scope's
 /// rank r: i = r, r + size, ...
 template <class Scope, class T>

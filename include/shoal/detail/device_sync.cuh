@@ -161,20 +161,6 @@ __device__ __forceinline__ void quiet(const device_world& w, const char* call) {
   if (w.proxy_ring != nullptr) proxy_quiet(w, call);
 }
 
-/// One barrier flag store towards `pe` (local: peer_route's result): st.relaxed.sys (round 0,
-/// released by the fence before it) or st.release.sys; a proxy peer gets an 8-byte p through the
-/// ring (ordered after this PE's earlier proxy operations by the barrier's ring quiet).
-__device__ __forceinline__ void barrier_flag(const device_world& w, uint64_t* flag, int32_t local, int pe,
-                                             uint64_t epoch, bool release, const char* call) {
-  if (local < 0) return proxy_p(w, flag, epoch, pe, call);
-  uint64_t* remote = local_peer_ptr(w, flag, local);
-  if (release) {
-    ptx::st_release_sys(remote, epoch);
-  } else {
-    ptx::st_relaxed_sys(remote, epoch);
-  }
-}
-
 /// The dissemination barrier run by ONE thread per PE. Round r: write this barrier's epoch to
 /// barrier_round[r] of PE (me + 2^r) % n, then wait for my own barrier_round[r] >= epoch with
 /// relaxed polls and one ld.acquire.sys re-read. Round 0's store is released by a fence.acq_rel.sys

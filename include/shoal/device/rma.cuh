@@ -74,8 +74,7 @@ inline constexpr size_t kTmaMinBytes = detail::kTmaMinBytes;
 template <int kStages = 4, int kStageBytes = 16384>
 __device__ __forceinline__ void putmem_tma(block_scope, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe, void* smem) {
-  detail::copy_to_remote_block_tma<kStages, kStageBytes>(detail::peer_ptr(w, dest, pe, "shoal::device::putmem_tma"),
-                                                         source, nbytes, smem);
+  detail::putmem_tma<kStages, kStageBytes>(w, dest, source, nbytes, pe, smem, "shoal::device::putmem_tma");
 }
 
 /// put of nelems elements of T. RMA contract.
