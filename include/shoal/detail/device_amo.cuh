@@ -60,6 +60,18 @@ __device__ __forceinline__ T atom_compare_swap(T* remote, T cond, T value) {
   return bits_as<T>(ptx::atom_cas_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(cond), bits_as<U>(value)));
 }
 
+/// red.add.relaxed.sys of `value` into `remote` (integers on their same-size unsigned bits; float and
+/// double natively).
+template <class T>
+__device__ __forceinline__ void red_add(T* remote, T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    ptx::red_add_relaxed_sys(remote, value);
+  } else {
+    using U = red_word<T>;
+    ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  }
+}
+
 enum class bitwise_op { and_, or_, xor_ };
 
 /// red.{and,or,xor}.relaxed.sys of `value` into `dest`'s copy on `pe` (no ordering; fence first).

@@ -88,13 +88,7 @@ __device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T val
   if (local < 0)
     return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, value, T{}, false, pe,
                                          "shoal::device::atomic_add");
-  T* remote = detail::local_peer_ptr(w, dest, local);
-  if constexpr (std::is_floating_point_v<T>) {
-    ptx::red_add_relaxed_sys(remote, value);
-  } else {
-    using U = detail::red_word<T>;
-    ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
-  }
+  detail::red_add(detail::local_peer_ptr(w, dest, local), value);
 }
 /// Adds 1, returns the old value.
 template <class T>
