@@ -19,8 +19,9 @@ namespace shoal::device {
 
 // Common contract of every call below (the "RMA contract"):
 //  - dest (put) / source (get) is a symmetric address (in this PE's heap); the other buffer is local
-//    (global, shared or local memory). pe in [0, n_pes) and load/store-reachable (checked builds
-//    print and trap otherwise, naming a PE behind the proxy path as such).
+//    (global, shared or local memory; global only towards a proxy peer). pe in [0, n_pes), reached
+//    by load/store or through the proxy ring (docs/memory-model.md); checked builds print and trap
+//    otherwise.
 //  - Scope (first argument): every thread of the scope calls with the same arguments; the threads
 //    share the copy (16-byte accesses, interleaved) and the call ends with the scope's sync().
 //  - Ordering: puts are weak stores. Their order and visibility to other PEs is established only by
