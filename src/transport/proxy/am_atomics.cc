@@ -19,9 +19,9 @@ void free_message(void* request, ucs_status_t, void* message) {
 
 }  // namespace
 
-am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, const std::vector<ucp_ep_h>& eps,
+am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
                        const std::vector<uint64_t>& bases, done_fn done, void* ctx)
-    : worker_(worker), my_pe_(my_pe), eps_(eps), bases_(bases), done_(done), ctx_(ctx), owner_(device) {
+    : worker_(worker), my_pe_(my_pe), eps_(eps), bases_(bases), done_(done), ctx_(ctx), owner_(device, host_heap) {
   for (auto [id, cb] : {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}}) {
     ucp_am_handler_param_t param{};
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;

@@ -21,7 +21,7 @@ class am_atomics {
 
   /// Registers the request and reply handlers on `worker` (its context has UCP_FEATURE_AM). `eps`
   /// (per PE) and `bases` (per PE: its heap's address in its own process) stay owned by the engine.
-  am_atomics(ucp_worker_h worker, int my_pe, int device, const std::vector<ucp_ep_h>& eps,
+  am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
              const std::vector<uint64_t>& bases, done_fn done, void* ctx);
 
   /// Sends the ring atomic `code` (proxy_amo) on the nbytes word at heap `offset` of `pe`; `done`

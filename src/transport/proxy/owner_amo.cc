@@ -10,6 +10,42 @@
 
 namespace shoal::detail {
 
+namespace {
+
+template <class T>
+T apply_word(proxy_amo code, T* word, T operand, T swap_in) {
+  switch (code) {
+    case proxy_amo::add:
+      return __atomic_fetch_add(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::swap:
+      return __atomic_exchange_n(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::cswap:
+      __atomic_compare_exchange_n(word, &operand, swap_in, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      return operand;  // the old value either way
+    case proxy_amo::and_:
+      return __atomic_fetch_and(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::or_:
+      return __atomic_fetch_or(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::xor_:
+      return __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string owner_amo::apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                                     uint64_t* old) {
+  if (code > static_cast<uint8_t>(proxy_amo::xor_)) return "unknown atomic opcode " + std::to_string(code);
+  const auto op = static_cast<proxy_amo>(code);
+  if (nbytes == 4)
+    *old =
+        apply_word(op, static_cast<uint32_t*>(target), static_cast<uint32_t>(operand), static_cast<uint32_t>(swap_in));
+  else
+    *old = apply_word(op, static_cast<uint64_t*>(target), operand, swap_in);
+  return {};
+}
+
 #ifdef SHOAL_HAVE_CUDA
 
 owner_amo::~owner_amo() {
@@ -19,6 +55,7 @@ owner_amo::~owner_amo() {
 
 std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                              uint64_t* old) {
+  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
   auto failed = [](const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); };
   if (stream_ == nullptr) {
     if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
@@ -66,7 +103,9 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
 
 owner_amo::~owner_amo() = default;
 
-std::string owner_amo::apply(uint8_t, size_t, void*, uint64_t, uint64_t, uint64_t*) {
+std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                             uint64_t* old) {
+  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
   return "GPU heap atomics need a CUDA build";
 }
 

@@ -14,7 +14,9 @@ namespace shoal::detail {
 class owner_amo {
  public:
   /// `device`: the CUDA device of this PE's heap (the proxy thread makes it current on first use).
-  explicit owner_amo(int device) : device_(device) {}
+  /// `host_heap`: the heap is host memory (tests: SHOAL_TEST_PROXY_AMO_BY_OWNER), applied with CPU
+  /// atomics, which are atomic with the owner's own host AMOs.
+  owner_amo(int device, bool host_heap) : device_(device), host_heap_(host_heap) {}
   ~owner_amo();
   owner_amo(const owner_amo&) = delete;
   owner_amo& operator=(const owner_amo&) = delete;
@@ -25,7 +27,11 @@ class owner_amo {
   std::string apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in, uint64_t* old);
 
  private:
+  std::string apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                            uint64_t* old);
+
   int device_;
+  bool host_heap_;
   void* stream_ = nullptr;                 // cudaStream_t, created on first use
   unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
 };

@@ -533,12 +533,15 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   boot.allgather(padded.data(), all.data(), longest, call);
 
   s_->make_ring(gpu_heap, boot.rank());
-  if (gpu_heap) {
+  // GPU heaps: AMOs applied by the owner. SHOAL_TEST_PROXY_AMO_BY_OWNER=1 takes that route on host
+  // heaps too (CPU atomics at the owner), so the CPU suites exercise the protocol.
+  const char* by_owner_test = std::getenv("SHOAL_TEST_PROXY_AMO_BY_OWNER");
+  if (gpu_heap || (by_owner_test != nullptr && std::strcmp(by_owner_test, "1") == 0)) {
     int device = 0;
 #ifdef SHOAL_HAVE_CUDA
-    cudaGetDevice(&device);
+    if (gpu_heap) cudaGetDevice(&device);
 #endif
-    s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, s_->eps, s_->bases,
+    s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
                                                 &state::on_owner_reply, s_.get());
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
