@@ -1,5 +1,5 @@
 // The proxy path: PEs reached through the UCX engine (another node, or every peer under
-// SHOAL_DISABLE_P2P=1). Host-memory heaps only so far; addresses of proxy peers do not exist here.
+// SHOAL_DISABLE_P2P=1), for host and GPU heaps; addresses of proxy peers do not exist here.
 #pragma once
 
 #include <memory>
