@@ -15,6 +15,9 @@
 namespace shoal {
 
 struct device_team;
+namespace detail {
+struct proxy_ring;
+}
 
 /// How this PE reaches a peer PE, chosen once at init (transport layer) and the same for host calls
 /// and kernels. self, shared_memory, p2p_nvlink and p2p_pcie are load/store through the peer's heap
@@ -82,6 +85,10 @@ struct device_world {
   uint64_t coll_offset = 0;    ///< offset of the collective workspace (device/coll.cuh, coll_ws) in every heap
   uint32_t coll_channels = 0;  ///< channels (CTAs of one on-stream collective) the workspace has words for
   uint32_t coll_ll_bytes = 0;  ///< payload bytes of one low-latency (LL) slot: the largest LL message
+  /// This PE's proxy request ring (shoal/detail/proxy_ring.hpp) as the GPU sees it (pinned host
+  /// memory, device-mapped) when some peer's path is proxy; nullptr otherwise. Read only in the
+  /// cold branch of a device call (local_of(pe) < 0) and by fence/quiet/barriers of such a world.
+  detail::proxy_ring* proxy_ring = nullptr;
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }

@@ -163,6 +163,7 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   device_.coll_offset = coll_offset;
   device_.coll_channels = channels;
   device_.coll_ll_bytes = ll_bytes;
+  device_.proxy_ring = transport_->device_ring();  // nullptr unless some peer is a proxy peer
   const std::string algo = env::get_string("SHOAL_COLL_ALGO");
   SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct" || algo == "ce", "shoal_init",
                   "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", algo);

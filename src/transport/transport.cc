@@ -153,6 +153,13 @@ void peer_transport::close(std::string_view call) {
   if (proxy_ != nullptr) proxy_->close(call);
 }
 
+proxy_ring* peer_transport::device_ring() const {
+  if (proxy_ == nullptr) return nullptr;
+  for (peer_path p : paths_)
+    if (p == peer_path::proxy) return proxy_->device_ring();
+  return nullptr;
+}
+
 std::string peer_transport::proxy_transports(int pe) {
   if (proxy_ == nullptr || paths_[pe] != peer_path::proxy) return {};
   return proxy_->describe(pe);

@@ -23,6 +23,7 @@
 namespace shoal::detail {
 
 class proxy_ops;
+struct proxy_ring;
 
 /// The host-side operations of one kind of path. `offset` is a heap offset (validated by the
 /// caller); `call` names the public call in errors.
@@ -69,6 +70,9 @@ class peer_transport {
   void heap_grown(std::string_view call);
   /// Collective (shoal_finalize): completes and closes the proxy's connections; no-op without one.
   void close(std::string_view call);
+  /// The proxy's request ring as kernels see it when this PE has a proxy peer and a GPU heap, else
+  /// nullptr (device_world::proxy_ring).
+  proxy_ring* device_ring() const;
   /// The engine's transports towards `pe` when it is a proxy peer, else empty.
   std::string proxy_transports(int pe);
   /// PE's heap in this process when its path is load/store, else nullptr.

@@ -351,13 +351,13 @@ void amo_case(Api api, const char* type_name) {
   // targeted this PE's word.
   std::vector<update<T>> ups;
   for (int q = 0; q < npes(); ++q) {
+    // Through the peer mapping, or (proxy peers: no mapping) a host get.
     const void* log = q == me() ? fetched : shoal_ptr(fetched, q);
-    if (log == nullptr) {  // no early return: every PE must reach the barrier below
-      fail("%s: shoal_ptr(fetched log, PE %d) is NULL", what.c_str(), q);
-      continue;
-    }
     std::vector<T> f(nthreads);
-    GT_CUDA(cudaMemcpy(f.data(), log, sizeof(T) * nthreads, cudaMemcpyDeviceToHost));
+    if (log != nullptr)
+      GT_CUDA(cudaMemcpy(f.data(), log, sizeof(T) * nthreads, cudaMemcpyDeviceToHost));
+    else
+      shoal_getmem(f.data(), fetched, sizeof(T) * nthreads, q);
     for (unsigned t = 0; t < nthreads; ++t)
       if (static_cast<int>(t % npes()) == me()) ups.push_back({operand<T>(O, q, t, npes(), nthreads), f[t], q, t});
   }

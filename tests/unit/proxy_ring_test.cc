@@ -224,6 +224,28 @@ TEST(ProxyRing, CreditWaitEnds) {
   for (uint64_t t = 0; t < 4; ++t) EXPECT_EQ(ring->slot(t)->operand, 100 + t);
 }
 
+// The idle proxy's doorbell-free cue (device producers): pending() turns true at a producer's
+// reservation, before its commit, and false once the consumer has taken every reserved ticket.
+TEST(ProxyRing, PendingSeesReservationsBeforeCommit) {
+  ring_memory mem(4);
+  proxy_ring* ring = mem.ring();
+  ring_consumer consumer(ring);
+  EXPECT_FALSE(consumer.pending());
+  ring_atomic::fetch_add(&ring->reserved, 1);  // a producer between reserve and commit
+  EXPECT_TRUE(consumer.pending());
+  proxy_desc d{};
+  uint64_t ticket = 0;
+  EXPECT_FALSE(consumer.take(&d, &ticket));  // not committed yet
+  ring->reserved = 0;
+  post(ring, proxy_op::p, 0, 7, false);
+  EXPECT_TRUE(consumer.pending());
+  ASSERT_TRUE(consumer.take(&d, &ticket));
+  EXPECT_EQ(d.operand, 7u);
+  EXPECT_FALSE(consumer.pending());
+  consumer.finish(ticket);
+  EXPECT_EQ(ring->released, 1u);
+}
+
 TEST(ProxyRing, QuietWaitsForLateCompletions) {
   ring_memory mem(8);
   fake_proxy proxy(mem.ring(), 64);

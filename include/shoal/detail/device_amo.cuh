@@ -7,6 +7,7 @@
 #include <cuda/atomic>
 
 #include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 
 namespace shoal::detail {
@@ -59,6 +60,18 @@ __device__ __forceinline__ T atom_compare_swap(T* remote, T cond, T value) {
   return bits_as<T>(ptx::atom_cas_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(cond), bits_as<U>(value)));
 }
 
+/// red.add.relaxed.sys of `value` into `remote` (integers on their same-size unsigned bits; float and
+/// double natively).
+template <class T>
+__device__ __forceinline__ void red_add(T* remote, T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    ptx::red_add_relaxed_sys(remote, value);
+  } else {
+    using U = red_word<T>;
+    ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
+  }
+}
+
 enum class bitwise_op { and_, or_, xor_ };
 
 /// red.{and,or,xor}.relaxed.sys of `value` into `dest`'s copy on `pe` (no ordering; fence first).
@@ -66,7 +79,14 @@ template <bitwise_op kOp, class T>
 __device__ __forceinline__ void red_bitwise(const device_world& w, T* dest, T value, int pe, const char* call) {
   check_amo_type<T>();
   using U = red_word<T>;
-  U* remote = reinterpret_cast<U*>(peer_ptr(w, dest, pe, call));
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) {
+    constexpr proxy_amo kCode =
+        kOp == bitwise_op::and_ ? proxy_amo::and_ : (kOp == bitwise_op::or_ ? proxy_amo::or_ : proxy_amo::xor_);
+    proxy_amo_typed(w, dest, kCode, value, T{}, false, pe, call);
+    return;
+  }
+  U* remote = reinterpret_cast<U*>(local_peer_ptr(w, dest, local));
   if constexpr (kOp == bitwise_op::and_) {
     ptx::red_and_relaxed_sys(remote, static_cast<U>(value));
   } else if constexpr (kOp == bitwise_op::or_) {

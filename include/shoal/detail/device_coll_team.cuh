@@ -9,6 +9,7 @@
 #include "shoal/detail/device_coll_ops.cuh"
 #include "shoal/detail/device_common.cuh"
 #include "shoal/detail/device_copy.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 #include "shoal/device_team.hpp"
@@ -16,10 +17,13 @@
 
 namespace shoal::detail {
 
-/// The node-local index of world PE `pe` as a team-barrier word index (checked builds trap when the PE
-/// is unreachable or beyond device_sync::kMaxTeamPeers).
-__device__ __forceinline__ int team_word(const device_world& w, int pe, const char* call) {
-  const int32_t local = peer_local(w, pe, call);
+/// The team-barrier word index of world PE `pe` on channel `chan`: its node-local index, or on channel
+/// 0 (device_sync's words) of a world with proxy peers (device_world::proxy_ring) its world PE
+/// number, which every PE of such a world uses alike; the workspace's channels (on-stream
+/// collectives, no proxy route) keep node-local indices. Checked builds trap when the PE is
+/// unreachable or the index is beyond device_sync::kMaxTeamPeers.
+__device__ __forceinline__ int team_word(const device_world& w, int pe, uint32_t chan, const char* call) {
+  const int32_t local = chan == 0 && w.proxy_ring != nullptr ? pe : peer_local(w, pe, call);
 #if SHOAL_DEVICE_CHECKS
   if (local >= device_sync::kMaxTeamPeers) device_fail_arg(call, w.my_pe, "node-local PE index (max 127)", local);
 #endif
@@ -68,24 +72,21 @@ __device__ __forceinline__ void team_barrier_thread(const device_world& w, const
                                                     uint32_t chan = 0) {
   check_team(w, t, call);
   const channel_words cw = channel_of(w, chan);
-  ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its first signal
+  ptx::fence_acq_rel_sys();                           // release: this PE's earlier puts/stores before its first signal
+  if (w.proxy_ring != nullptr) proxy_quiet(w, call);  // and its proxy operations complete
   const int n = t.n_pes;
   const int me = t.my_pe_in_team;
   if (n <= 1) return;
-  const int my_word = team_word(w, w.my_pe, call);
+  const int my_word = team_word(w, w.my_pe, chan, call);
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
     const int to = t.world_pe((me + step) % n);
     const int from = t.world_pe((me - step + n) % n);
-    const int to_word = team_word(w, to, call);
-    const int from_word = team_word(w, from, call);
+    const int to_word = team_word(w, to, chan, call);
+    const int from_word = team_word(w, from, chan, call);
     const uint64_t sent = cw.sent[to_word] + 1;
     cw.sent[to_word] = sent;
-    uint64_t* remote_flag = peer_ptr(w, &cw.arrived[my_word], to, call);
-    if (r == 0) {
-      ptx::st_relaxed_sys(remote_flag, sent);  // released by the fence above
-    } else {
-      ptx::st_release_sys(remote_flag, sent);  // passes on what earlier rounds acquired
-    }
+    // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
+    barrier_flag(w, &cw.arrived[my_word], peer_route(w, to, call), to, sent, r != 0, call);
     const uint64_t want = cw.consumed[from_word] + 1;
     cw.consumed[from_word] = want;
     const uint64_t* mine = &cw.arrived[from_word];

@@ -36,21 +36,27 @@ __device__ __forceinline__ To bits_as(From v) {
 }
 
 /// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): prints
-/// it and traps. The cold branch of peer_local: device-initiated operations over the proxy path
-/// will be routed here (to the proxy's ring) when they are built.
+/// it and traps. The cold branch of peer_local (calls with no proxy route) and of peer_route (a proxy
+/// peer without a ring).
 inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes,
                                                    const peer_path* path_of_pe) {
   if (pe < 0 || pe >= n_pes) {
     printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
   } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
-    printf(
-        "shoal: PE %d: %s: PE %d is reached through the proxy path; device-initiated operations over the proxy "
-        "are not built yet\n",
-        my_pe, call, pe);
+    printf("shoal: PE %d: %s: PE %d is reached through the proxy path, which this call does not go through yet\n",
+           my_pe, call, pe);
   } else {
     printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
   }
   __trap();
+}
+
+/// peer_route's cold branch: returns when `pe` is a proxy peer and the world has a proxy ring (the
+/// caller then posts to the ring); anything else reports and traps (device_fail_pe).
+inline __device__ __noinline__ void device_check_proxy(const char* call, int my_pe, int pe, int n_pes,
+                                                       const peer_path* path_of_pe, const void* ring) {
+  if (pe >= 0 && pe < n_pes && ring != nullptr && path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) return;
+  device_fail_pe(call, my_pe, pe, n_pes, path_of_pe);
 }
 
 inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe, const char* what, long long value) {
@@ -58,18 +64,35 @@ inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe,
   __trap();
 }
 
-/// The node-local index of `pe` for a load/store access: THE place where device calls branch per
-/// peer (every RMA, AMO, signal and collective address goes through it). A PE whose path
-/// (device_world::path_of_pe) is a load/store one has a mapped heap, local_of(pe) >= 0: the fast
-/// path, no table load without tables (local_of_pe nullptr: local index == pe). A PE behind the
-/// proxy path or unreachable has local_of(pe) == -1 (device_world's invariant): checked builds
-/// (SHOAL_DEVICE_CHECKS) take the cold branch, which says which (proxy: "device-initiated
-/// operations over the proxy are not built yet") and traps; a pe out of range traps too. Unchecked
-/// builds do no check: such a pe is undefined behaviour.
+/// The node-local index of `pe` for a load/store access, for calls with no proxy route (the team
+/// collectives' data paths). A PE whose path (device_world::path_of_pe) is a load/store one has a
+/// mapped heap, local_of(pe) >= 0: the fast path, no table load without tables (local_of_pe
+/// nullptr: local index == pe). A PE behind the proxy path or unreachable has local_of(pe) == -1
+/// (device_world's invariant): checked builds (SHOAL_DEVICE_CHECKS) take the cold branch, which says
+/// which and traps; a pe out of range traps too. Unchecked builds do no check: such a pe is
+/// undefined behaviour.
 __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
 #if SHOAL_DEVICE_CHECKS
   const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
   if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes, w.path_of_pe);
+  return local;
+#else
+  (void)call;
+  return w.local_of(pe);
+#endif
+}
+
+/// THE place where device calls branch per peer (RMA, AMOs, signals, barriers): the node-local index
+/// of `pe` (>= 0: load/store, the hot path, exactly peer_local's), or -1 when `pe` is a proxy peer
+/// this world's ring serves (device_world::proxy_ring): the caller then takes its proxy branch
+/// (`if (local < 0)`, which the compiler merges with this one), posting to the ring
+/// (shoal/detail/device_proxy.cuh). The path table is read only in that cold branch. Checked builds
+/// trap for a pe out of range or unreachable; unchecked builds skip the range check (such a pe is
+/// undefined behaviour) but keep the caller's `local < 0` branch, so proxy peers work in both.
+__device__ __forceinline__ int32_t peer_route(const device_world& w, int pe, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
+  if (local < 0) device_check_proxy(call, w.my_pe, pe, w.n_pes, w.path_of_pe, w.proxy_ring);
   return local;
 #else
   (void)call;

@@ -1,19 +1,23 @@
 // Device producers of the proxy ring (shoal/detail/proxy_ring.hpp): how a kernel hands an operation
-// on a proxy peer to its PE's proxy thread. One descriptor per call, posted by rank 0 of the scope
-// between two syncs of the scope (so the whole scope's earlier writes to a put's source are
+// on a proxy peer to its PE's proxy thread. Reached only from the cold branch of a device call
+// (peer_route returned -1: the peer's path is proxy and device_world::proxy_ring is live), and from
+// fence/quiet/barriers of a world with a ring. One descriptor per call, posted by rank 0 of the
+// scope between two syncs of the scope (so the whole scope's earlier writes to a put's source are
 // visible, and a get's data is visible to the whole scope after the call). Waits are bounded by the
 // world's wait_timeout_ns: a lost proxy reports and traps. Not a public header.
-//
-// Not yet reached from the device API: detail::peer_local's cold branch and a proxy_ring pointer in
-// device_world are the next step (docs/design.md, "The proxy ring").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <type_traits>
 
+#include "shoal/detail/device_common.cuh"
 #include "shoal/detail/proxy_ring.hpp"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device_world.hpp"
+#include "shoal/types.h"
 
 namespace shoal::detail {
 
@@ -35,20 +39,28 @@ inline __device__ __noinline__ void proxy_failed(const char* call, int my_pe, in
   __trap();
 }
 
-/// Posts `d` from this thread; waiting descriptors (kProxyWait) return the proxy's reply.
-__device__ __forceinline__ uint64_t proxy_post(proxy_ring* ring, const device_world& w, const proxy_desc& d,
-                                               const char* call) {
-  ring_clock clock{w.wait_timeout_ns};
+/// Posts `d` from this thread into `ring`; waiting descriptors (kProxyWait) return the proxy's reply.
+/// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its
+/// registers (scalars only: no device_world copy in local memory).
+inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, int my_pe, uint64_t timeout_ns, proxy_desc d,
+                                                      const char* call) {
+  ring_clock clock{timeout_ns};
   ptx::fence_sc_sys();  // this thread's earlier stores (a put's source) before the proxy reads them
   const uint64_t ticket = ring_post(ring, d, clock);
-  if (ticket == ~uint64_t{0}) proxy_failed(call, w.my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (ticket == ~uint64_t{0}) proxy_failed(call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   uint64_t reply = 0;
   if ((d.flags & kProxyWait) == 0) return 0;
   int64_t status = 0;
   if (!ring_wait(ring, ticket, &reply, &status, clock))
-    proxy_failed(call, w.my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-  if (status != 0) proxy_failed(call, w.my_pe, d.pe, "the engine failed", status);
+    proxy_failed(call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+  if (status != 0) proxy_failed(call, my_pe, d.pe, "the engine failed", status);
   return reply;
+}
+
+/// proxy_post_to with the world's ring, PE and timeout.
+__device__ __forceinline__ uint64_t proxy_post(proxy_ring* ring, const device_world& w, const proxy_desc& d,
+                                               const char* call) {
+  return proxy_post_to(ring, w.my_pe, w.wait_timeout_ns, d, call);
 }
 
 /// The scoped form (put/get and their nbi variants at any scope): rank 0 posts, the scope syncs
@@ -70,6 +82,168 @@ __device__ __forceinline__ proxy_desc proxy_make(proxy_op op, bool wait, int pe,
   d.pe = pe;
   d.offset = offset;
   return d;
+}
+
+/// Heap offset of the symmetric address `p` (the same on every PE).
+__device__ __forceinline__ uint64_t proxy_offset(const device_world& w, const void* p) {
+  return static_cast<uint64_t>(reinterpret_cast<const char*>(p) - w.heap_base);
+}
+
+/// The local buffer of a proxy put/get must be global memory (the proxy hands its address to UCX);
+/// checked builds trap for shared or local memory.
+__device__ __forceinline__ void proxy_check_global(const device_world& w, const void* p, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (!__isGlobal(p)) device_fail_arg(call, w.my_pe, "local buffer (not global memory, which the proxy needs)", 0);
+#else
+  (void)w, (void)p, (void)call;
+#endif
+}
+
+/// put/get (op put or get) of nbytes between the symmetric `remote` on pe and the global `local`, at
+/// Scope. Blocking calls wait for the proxy's completion (source reusable, data arrived); _nbi ones
+/// only post (completed by quiet; the local buffer must stay valid until then).
+template <class Scope>
+__device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bool nbi, const void* remote,
+                                          const void* local, size_t nbytes, int pe, const char* call) {
+  proxy_check_global(w, local, call);
+  proxy_desc d = proxy_make(op, !nbi, pe, proxy_offset(w, remote));
+  d.local = reinterpret_cast<uint64_t>(local);
+  d.nbytes = nbytes;
+  proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
+}
+
+/// quiet over the ring: returns once every descriptor this PE posted before it is complete.
+__device__ __forceinline__ void proxy_quiet(const device_world& w, const char* call) {
+  proxy_post(w.proxy_ring, w, proxy_make(proxy_op::quiet, true, -1, 0), call);
+}
+
+/// fence over the ring: descriptors posted before it are ordered before those posted after it.
+__device__ __forceinline__ void proxy_fence(const device_world& w, const char* call) {
+  proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
+}
+
+/// Strided put/get as one descriptor per element (posted by rank 0), then a waiting quiet: the
+/// elements are complete on return.
+template <class Scope>
+__device__ __forceinline__ void proxy_strided(const device_world& w, proxy_op op, const char* remote, const char* local,
+                                              ptrdiff_t remote_step, ptrdiff_t local_step, size_t nelems,
+                                              size_t elem_nbytes, int pe, const char* call) {
+  proxy_check_global(w, local, call);
+  Scope::sync();
+  if (Scope::rank() == 0) {
+    for (size_t i = 0; i < nelems; ++i) {
+      const auto k = static_cast<ptrdiff_t>(i);
+      proxy_desc d = proxy_make(op, false, pe, proxy_offset(w, remote + k * remote_step));
+      d.local = reinterpret_cast<uint64_t>(local + k * local_step);
+      d.nbytes = elem_nbytes;
+      proxy_post(w.proxy_ring, w, d, call);
+    }
+    proxy_quiet(w, call);
+  }
+  Scope::sync();
+}
+
+/// p: the value travels in the descriptor (8 bytes at most per descriptor; wider T in 8-byte
+/// pieces). Not waiting: the value is copied out, and quiet completes it.
+template <class T>
+__device__ __forceinline__ void proxy_p(const device_world& w, T* dest, T value, int pe, const char* call) {
+  static_assert(sizeof(T) <= 8 || sizeof(T) % 8 == 0, "proxy p: T is 1..8 bytes or a multiple of 8");
+  constexpr size_t kPiece = sizeof(T) < 8 ? sizeof(T) : 8;
+  for (size_t at = 0; at < sizeof(T); at += kPiece) {
+    proxy_desc d = proxy_make(proxy_op::p, false, pe, proxy_offset(w, dest) + at);
+    memcpy(&d.operand, reinterpret_cast<const char*>(&value) + at, kPiece);
+    d.nbytes = kPiece;
+    proxy_post(w.proxy_ring, w, d, call);
+  }
+}
+
+/// g: the value comes back in the reply (wider T in 8-byte pieces).
+template <class T>
+__device__ __forceinline__ T proxy_g(const device_world& w, const T* source, int pe, const char* call) {
+  static_assert(sizeof(T) <= 8 || sizeof(T) % 8 == 0, "proxy g: T is 1..8 bytes or a multiple of 8");
+  constexpr size_t kPiece = sizeof(T) < 8 ? sizeof(T) : 8;
+  T value;
+  for (size_t at = 0; at < sizeof(T); at += kPiece) {
+    proxy_desc d = proxy_make(proxy_op::g, true, pe, proxy_offset(w, source) + at);
+    d.nbytes = kPiece;
+    const uint64_t bits = proxy_post(w.proxy_ring, w, d, call);
+    memcpy(reinterpret_cast<char*>(&value) + at, &bits, kPiece);
+  }
+  return value;
+}
+
+/// One 4- or 8-byte atomic on `dest` on pe (the ring's opcodes; cswap: operand is the compare
+/// value, `swap_in` the new one). Fetching forms wait for the old value; others only post.
+__device__ __forceinline__ uint64_t proxy_atomic(const device_world& w, const void* dest, proxy_amo code, size_t nbytes,
+                                                 uint64_t operand, uint64_t swap_in, bool fetch, int pe,
+                                                 const char* call) {
+  proxy_desc d = proxy_make(proxy_op::amo, fetch, pe, proxy_offset(w, dest));
+  d.amo = static_cast<uint8_t>(code);
+  d.nbytes = nbytes;
+  d.operand = operand;
+  d.compare = swap_in;
+  return proxy_post(w.proxy_ring, w, d, call);
+}
+
+/// The typed AMO of the device API on a proxy peer: one ring atomic on T's bits; float and double add
+/// run a fetch + compare-and-swap loop through the ring (UCX and the owner apply integer ops only).
+template <class T>
+__device__ __forceinline__ T proxy_amo_typed(const device_world& w, T* dest, proxy_amo code, T value, T cond,
+                                             bool fetch, int pe, const char* call) {
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  auto bits = [](T v) { return static_cast<uint64_t>(bits_as<U>(v)); };
+  if (std::is_floating_point_v<T> && code == proxy_amo::add) {
+    U old = static_cast<U>(proxy_atomic(w, dest, proxy_amo::or_, sizeof(T), 0, 0, true, pe, call));
+    for (;;) {
+      const T next = bits_as<T>(old) + value;
+      const U seen =
+          static_cast<U>(proxy_atomic(w, dest, proxy_amo::cswap, sizeof(T), old, bits(next), true, pe, call));
+      if (seen == old) return bits_as<T>(old);
+      old = seen;
+    }
+  } else if (code == proxy_amo::cswap) {
+    return bits_as<T>(static_cast<U>(proxy_atomic(w, dest, code, sizeof(T), bits(cond), bits(value), true, pe, call)));
+  } else {
+    return bits_as<T>(static_cast<U>(proxy_atomic(w, dest, code, sizeof(T), bits(value), 0, fetch, pe, call)));
+  }
+}
+
+/// put-with-signal: data, then (ordered after it by the proxy) the signal's set (swap) or add. A
+/// blocking call waits for the whole operation; _nbi only posts.
+template <class Scope>
+__device__ __forceinline__ void proxy_put_signal(const device_world& w, bool nbi, void* dest, const void* source,
+                                                 size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                                                 const char* call) {
+  proxy_check_global(w, source, call);
+  proxy_desc d = proxy_make(proxy_op::put_signal, !nbi, pe, proxy_offset(w, dest));
+  d.local = reinterpret_cast<uint64_t>(source);
+  d.nbytes = nbytes;
+  d.amo = static_cast<uint8_t>(sig_op == SHOAL_SIGNAL_ADD ? proxy_amo::add : proxy_amo::swap);
+  d.operand = signal;
+  d.compare = proxy_offset(w, sig_addr);
+  proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
+}
+
+/// signal_op on a proxy peer: a non-fetching set (swap) or add of the 8-byte signal word.
+__device__ __forceinline__ void proxy_signal_op(const device_world& w, uint64_t* sig_addr, uint64_t signal, int sig_op,
+                                                int pe, const char* call) {
+  const proxy_amo code = sig_op == SHOAL_SIGNAL_ADD ? proxy_amo::add : proxy_amo::swap;
+  proxy_atomic(w, sig_addr, code, 8, signal, 0, false, pe, call);
+}
+
+/// One barrier flag store towards `pe` (local: peer_route's result): st.relaxed.sys (round 0,
+/// released by the fence before it) or st.release.sys; a proxy peer gets an 8-byte p through the
+/// ring (ordered after this PE's earlier proxy operations by the barrier's ring quiet). World and team
+/// barriers.
+__device__ __forceinline__ void barrier_flag(const device_world& w, uint64_t* flag, int32_t local, int pe,
+                                             uint64_t epoch, bool release, const char* call) {
+  if (local < 0) return proxy_p(w, flag, epoch, pe, call);
+  uint64_t* remote = local_peer_ptr(w, flag, local);
+  if (release) {
+    ptx::st_release_sys(remote, epoch);
+  } else {
+    ptx::st_relaxed_sys(remote, epoch);
+  }
 }
 
 }  // namespace shoal::detail

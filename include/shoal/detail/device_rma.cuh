@@ -9,6 +9,7 @@
 
 #include "shoal/detail/device_common.cuh"
 #include "shoal/detail/device_copy.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 #include "shoal/device_world.hpp"
@@ -27,18 +28,32 @@ struct sized_elem<128> {
   };
 };
 
-template <class Scope>
+/// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
+template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
-  copy_to_remote<Scope>(peer_ptr(w, dest, pe, call), source, nbytes);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
+  copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
   Scope::sync();
 }
 
-template <class Scope>
+template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
-  copy_from_remote<Scope>(dest, peer_ptr(w, source, pe, call), nbytes);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
+  copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
   Scope::sync();
+}
+
+/// Block put through the TMA ring (device/rma.cuh putmem_tma); a proxy peer gets one blocking put.
+template <int kStages, int kStageBytes>
+__device__ __forceinline__ void putmem_tma(const device_world& w, void* dest, const void* source, size_t nbytes, int pe,
+                                           void* smem, const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<block_scope>(w, proxy_op::put, false, dest, source, nbytes, pe, call);
+  copy_to_remote_block_tma<kStages, kStageBytes>(local_peer_ptr(w, dest, local), source, nbytes, smem);
 }
 
 /// Strided copy of nelems elements of type T (1, 2, 4, 8 or 16 bytes), element i of the scope's
@@ -54,21 +69,33 @@ __device__ __forceinline__ void strided_copy(T* dest, const T* source, ptrdiff_t
 template <class Scope, class T>
 __device__ __forceinline__ void iput(Scope, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
                                      ptrdiff_t src_stride, size_t nelems, int pe, const char* call) {
-  strided_copy<Scope>(peer_ptr(w, dest, pe, call), source, dst_stride, src_stride, nelems);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0)
+    return proxy_strided<Scope>(w, proxy_op::put, reinterpret_cast<const char*>(dest),
+                                reinterpret_cast<const char*>(source), dst_stride * sizeof(T), src_stride * sizeof(T),
+                                nelems, sizeof(T), pe, call);
+  strided_copy<Scope>(local_peer_ptr(w, dest, local), source, dst_stride, src_stride, nelems);
   Scope::sync();
 }
 
 template <class Scope, class T>
 __device__ __forceinline__ void iget(Scope, const device_world& w, T* dest, const T* source, ptrdiff_t dst_stride,
                                      ptrdiff_t src_stride, size_t nelems, int pe, const char* call) {
-  strided_copy<Scope>(dest, peer_ptr(w, source, pe, call), dst_stride, src_stride, nelems);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0)
+    return proxy_strided<Scope>(w, proxy_op::get, reinterpret_cast<const char*>(source),
+                                reinterpret_cast<const char*>(dest), src_stride * sizeof(T), dst_stride * sizeof(T),
+                                nelems, sizeof(T), pe, call);
+  strided_copy<Scope>(dest, local_peer_ptr(w, source, local), dst_stride, src_stride, nelems);
   Scope::sync();
 }
 
 /// p: one strong (st.relaxed.sys) store for 1/2/4/8-byte T, so a p may serve as a flag.
 template <class T>
 __device__ __forceinline__ void p(const device_world& w, T* dest, T value, int pe, const char* call) {
-  T* remote = peer_ptr(w, dest, pe, call);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_p(w, dest, value, pe, call);
+  T* remote = local_peer_ptr(w, dest, local);
   using U = typename uint_of<sizeof(T)>::type;
   if constexpr (!std::is_void_v<U>) {
     ptx::st_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(value));
@@ -80,7 +107,9 @@ __device__ __forceinline__ void p(const device_world& w, T* dest, T value, int p
 /// g: one strong (ld.relaxed.sys) load for 1/2/4/8-byte T (never a stale L1 line).
 template <class T>
 __device__ __forceinline__ T g(const device_world& w, const T* source, int pe, const char* call) {
-  const T* remote = peer_ptr(w, source, pe, call);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_g(w, source, pe, call);
+  const T* remote = local_peer_ptr(w, source, local);
   using U = typename uint_of<sizeof(T)>::type;
   if constexpr (!std::is_void_v<U>) {
     return bits_as<T>(ptx::ld_relaxed_sys(reinterpret_cast<const U*>(remote)));

@@ -7,6 +7,7 @@
 
 #include "shoal/detail/device_common.cuh"
 #include "shoal/detail/device_copy.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 #include "shoal/device_world.hpp"
@@ -31,14 +32,16 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
   }
 }
 
-/// Data (spread over the scope, weak stores) -> scope barrier -> rank 0 releases the signal.
-template <class Scope>
+/// Data (spread over the scope, weak stores) -> scope barrier -> rank 0 releases the signal. A proxy
+/// peer gets one put_signal descriptor (kNbi: not waited for).
+template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void* dest, const void* source,
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                               const char* call) {
   check_sig_op(w, sig_op, call);
   // One path-table lookup for both addresses, before the copy: none is left after the scope barrier.
-  const int64_t local = peer_local(w, pe, call);
+  const int64_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
   uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
   copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
   Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
@@ -52,7 +55,9 @@ __device__ __forceinline__ void putmem_signal_tma(const device_world& w, void* d
                                                   uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, void* smem,
                                                   const char* call) {
   check_sig_op(w, sig_op, call);
-  const int64_t local = peer_local(w, pe, call);
+  const int64_t local = peer_route(w, pe, call);
+  if (local < 0)
+    return proxy_put_signal<block_scope>(w, false, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
   uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
   copy_to_remote_block_tma<kStages, kStageBytes>(local_peer_ptr(w, dest, local), source, nbytes, smem);
   if (block_scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
@@ -62,7 +67,9 @@ __device__ __forceinline__ void putmem_signal_tma(const device_world& w, void* d
 __device__ __forceinline__ void signal_op(const device_world& w, uint64_t* sig_addr, uint64_t signal, int sig_op,
                                           int pe, const char* call) {
   check_sig_op(w, sig_op, call);
-  uint64_t* remote = peer_ptr(w, sig_addr, pe, call);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_signal_op(w, sig_addr, signal, sig_op, pe, call);
+  uint64_t* remote = local_peer_ptr(w, sig_addr, local);
   if (sig_op == SHOAL_SIGNAL_ADD) {
     ptx::red_add_relaxed_sys(remote, signal);
   } else {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/detail/device_rma.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
@@ -148,6 +149,18 @@ __device__ __forceinline__ size_t wait_many(const device_world& w, const T* ivar
   }
 }
 
+/// fence: fence.acq_rel.sys, plus a ring fence when the world has proxy peers.
+__device__ __forceinline__ void fence(const device_world& w, const char* call) {
+  ptx::fence_acq_rel_sys();
+  if (w.proxy_ring != nullptr) proxy_fence(w, call);
+}
+
+/// quiet: fence.sc.sys, plus a waiting ring quiet when the world has proxy peers.
+__device__ __forceinline__ void quiet(const device_world& w, const char* call) {
+  ptx::fence_sc_sys();
+  if (w.proxy_ring != nullptr) proxy_quiet(w, call);
+}
+
 /// The dissemination barrier run by ONE thread per PE. Round r: write this barrier's epoch to
 /// barrier_round[r] of PE (me + 2^r) % n, then wait for my own barrier_round[r] >= epoch with
 /// relaxed polls and one ld.acquire.sys re-read. Round 0's store is released by a fence.acq_rel.sys
@@ -162,18 +175,16 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
   // Both loads (the epoch, round 0's peer address through the path table) are issued before the
   // fence, which waits for them anyway: one memory round trip instead of two in a row.
   const uint64_t epoch = sync->barrier_epoch + 1;  // private to this PE's barrier thread
-  uint64_t* first_flag = n > 1 ? peer_ptr(w, &sync->barrier_round[0], (me + 1) % n, call) : nullptr;
+  const int32_t first_local = n > 1 ? peer_route(w, (me + 1) % n, call) : 0;
   sync->barrier_epoch = epoch;
-  ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its arrival
+  ptx::fence_acq_rel_sys();                           // release: this PE's earlier puts/stores before its arrival
+  if (w.proxy_ring != nullptr) proxy_quiet(w, call);  // and its proxy operations complete
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
     const int to = (me + step) % n;
     const int from = (me - step + n) % n;
-    uint64_t* remote_flag = r == 0 ? first_flag : peer_ptr(w, &sync->barrier_round[r], to, call);
-    if (r == 0) {
-      ptx::st_relaxed_sys(remote_flag, epoch);  // released by the fence above
-    } else {
-      ptx::st_release_sys(remote_flag, epoch);  // passes on what earlier rounds acquired
-    }
+    const int32_t local = r == 0 ? first_local : peer_route(w, to, call);
+    // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
+    barrier_flag(w, &sync->barrier_round[r], local, to, epoch, r != 0, call);
     const uint64_t* mine = &sync->barrier_round[r];
     wait_clock clock(w.wait_timeout_ns);
     for (;;) {

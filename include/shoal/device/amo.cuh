@@ -11,13 +11,15 @@
 
 #include "shoal/detail/device_amo.cuh"
 #include "shoal/detail/device_common.cuh"
+#include "shoal/detail/device_proxy.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device_world.hpp"
 
 namespace shoal::device {
 
 // Common contract of every call below (the "AMO contract"):
-//  - dest/source: a symmetric T, naturally aligned, on pe (checked builds trap on a bad pe).
+//  - dest/source: a symmetric T, naturally aligned, on pe (checked builds trap on a bad pe). A proxy
+//    peer's word is updated by its PE's proxy (docs/design.md, "The proxy ring").
 //  - Atomic at system scope with respect to every other shoal AMO on the same word (any PE, any
 //    GPU thread). Relaxed: no ordering with this PE's puts or other AMOs to other words; order with
 //    fence (before/after) or complete with quiet. Fetching forms block until the old value is back.
@@ -27,54 +29,76 @@ namespace shoal::device {
 template <class T>
 __device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, const_cast<T*>(source), pe, "shoal::device::atomic_fetch");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, const_cast<T*>(source), detail::proxy_amo::or_, T(0), T{}, true, pe,
+                                   "shoal::device::atomic_fetch");
+  T* remote = detail::local_peer_ptr(w, const_cast<T*>(source), local);
   return detail::sys_atomic<T>(*remote).load(cuda::memory_order_relaxed);
 }
 /// Atomically writes value to dest on pe (st.relaxed.sys).
 template <class T>
 __device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_set");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_set");
+  if (local < 0)
+    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::swap, value, T{}, false, pe,
+                                         "shoal::device::atomic_set");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   detail::sys_atomic<T>(*remote).store(value, cuda::memory_order_relaxed);
 }
 /// Writes value, returns the old value (atom.exch).
 template <class T>
 __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_swap");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_swap");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::swap, value, T{}, true, pe,
+                                   "shoal::device::atomic_swap");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::exch>(remote, value);
 }
 /// If dest == cond, writes value; returns the old value either way (atom.cas).
 template <class T>
 __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_compare_swap");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_compare_swap");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::cswap, value, cond, true, pe,
+                                   "shoal::device::atomic_compare_swap");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_compare_swap(remote, cond, value);
 }
 /// Adds value, returns the old value (atom.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_add");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_add");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, value, T{}, true, pe,
+                                   "shoal::device::atomic_fetch_add");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::add>(remote, value);
 }
 /// Adds value (red.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_add");
-  if constexpr (std::is_floating_point_v<T>) {
-    ptx::red_add_relaxed_sys(remote, value);
-  } else {
-    using U = detail::red_word<T>;
-    ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), static_cast<U>(value));
-  }
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_add");
+  if (local < 0)
+    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, value, T{}, false, pe,
+                                         "shoal::device::atomic_add");
+  detail::red_add(detail::local_peer_ptr(w, dest, local), value);
 }
 /// Adds 1, returns the old value.
 template <class T>
 __device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_inc");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_inc");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, T(1), T{}, true, pe,
+                                   "shoal::device::atomic_fetch_inc");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::add>(remote, T(1));
 }
 /// Adds 1.
@@ -82,26 +106,42 @@ template <class T>
 __device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
   using U = detail::red_word<T>;
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_inc");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_inc");
+  if (local < 0)
+    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, T(1), T{}, false, pe,
+                                         "shoal::device::atomic_inc");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), U(1));
 }
 /// Bitwise and/or/xor with value, returning the old value (atom.and/or/xor; integer T).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_and");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_and");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::and_, value, T{}, true, pe,
+                                   "shoal::device::atomic_fetch_and");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::and_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_or");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_or");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::or_, value, T{}, true, pe,
+                                   "shoal::device::atomic_fetch_or");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::or_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  T* remote = detail::peer_ptr(w, dest, pe, "shoal::device::atomic_fetch_xor");
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_xor");
+  if (local < 0)
+    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::xor_, value, T{}, true, pe,
+                                   "shoal::device::atomic_fetch_xor");
+  T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::xor_>(remote, value);
 }
 /// Bitwise and/or/xor with value (red.and/or/xor; integer T).

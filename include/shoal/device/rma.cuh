@@ -19,8 +19,9 @@ namespace shoal::device {
 
 // Common contract of every call below (the "RMA contract"):
 //  - dest (put) / source (get) is a symmetric address (in this PE's heap); the other buffer is local
-//    (global, shared or local memory). pe in [0, n_pes) and load/store-reachable (checked builds
-//    print and trap otherwise, naming a PE behind the proxy path as such).
+//    (global, shared or local memory; global only towards a proxy peer). pe in [0, n_pes), reached
+//    by load/store or through the proxy ring (docs/memory-model.md); checked builds print and trap
+//    otherwise.
 //  - Scope (first argument): every thread of the scope calls with the same arguments; the threads
 //    share the copy (16-byte accesses, interleaved) and the call ends with the scope's sync().
 //  - Ordering: puts are weak stores. Their order and visibility to other PEs is established only by
@@ -45,7 +46,7 @@ __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* des
 template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
-  detail::putmem(s, w, dest, source, nbytes, pe, "shoal::device::putmem_nbi");
+  detail::putmem<true>(s, w, dest, source, nbytes, pe, "shoal::device::putmem_nbi");
 }
 /// Copies nbytes from symmetric `source` on `pe` to local `dest`. RMA contract.
 template <SHOAL_SCOPE_TYPE Scope>
@@ -57,7 +58,7 @@ __device__ __forceinline__ void getmem(Scope s, const device_world& w, void* des
 template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void getmem_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe) {
-  detail::getmem(s, w, dest, source, nbytes, pe, "shoal::device::getmem_nbi");
+  detail::getmem<true>(s, w, dest, source, nbytes, pe, "shoal::device::getmem_nbi");
 }
 
 /// Shared-memory bytes putmem_tma needs: kStages stages of kStageBytes, then kStages mbarriers.
@@ -74,8 +75,7 @@ inline constexpr size_t kTmaMinBytes = detail::kTmaMinBytes;
 template <int kStages = 4, int kStageBytes = 16384>
 __device__ __forceinline__ void putmem_tma(block_scope, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe, void* smem) {
-  detail::copy_to_remote_block_tma<kStages, kStageBytes>(detail::peer_ptr(w, dest, pe, "shoal::device::putmem_tma"),
-                                                         source, nbytes, smem);
+  detail::putmem_tma<kStages, kStageBytes>(w, dest, source, nbytes, pe, smem, "shoal::device::putmem_tma");
 }
 
 /// put of nelems elements of T. RMA contract.
@@ -87,7 +87,7 @@ __device__ __forceinline__ void put(Scope s, const device_world& w, T* dest, con
 template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
-  detail::putmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put_nbi");
+  detail::putmem<true>(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::put_nbi");
 }
 /// get of nelems elements of T. RMA contract.
 template <SHOAL_SCOPE_TYPE Scope, class T>
@@ -98,7 +98,7 @@ __device__ __forceinline__ void get(Scope s, const device_world& w, T* dest, con
 template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void get_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                         int pe) {
-  detail::getmem(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get_nbi");
+  detail::getmem<true>(s, w, dest, source, nelems * sizeof(T), pe, "shoal::device::get_nbi");
 }
 
 /// Stores `value` to symmetric `dest` on `pe`: one st.relaxed.sys (strong, never merged or torn for

@@ -22,7 +22,8 @@ namespace shoal::device {
 //    (signal_wait_until, wait_until, test): thread scope releases with st.release.sys /
 //    red.release.sys.add; wider scopes: all threads store -> the scope's sync() -> rank 0 releases.
 //    Nothing orders it with this PE's other puts (use fence/quiet).
-//  - Blocking and _nbi are the same: on return the source may be reused and the signal is issued.
+//  - Blocking and _nbi are the same over load/store paths: on return the source may be reused and the
+//    signal is issued. To a proxy peer, _nbi only posts (source reusable after quiet).
 
 /// Puts nbytes, then applies sig_op with `signal` to sig_addr on pe. put_signal contract.
 template <SHOAL_SCOPE_TYPE Scope>
@@ -35,7 +36,8 @@ template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void putmem_signal_nbi(Scope s, const device_world& w, void* dest, const void* source,
                                                   size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op,
                                                   int pe) {
-  detail::putmem_signal(s, w, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoal::device::putmem_signal_nbi");
+  detail::putmem_signal<true>(s, w, dest, source, nbytes, sig_addr, signal, sig_op, pe,
+                              "shoal::device::putmem_signal_nbi");
 }
 /// Block put-with-signal through the TMA ring (see putmem_tma; same `smem` workspace), then thread 0
 /// releases the signal. put_signal contract; block scope only.
@@ -57,8 +59,8 @@ __device__ __forceinline__ void put_signal(Scope s, const device_world& w, T* de
 template <SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void put_signal_nbi(Scope s, const device_world& w, T* dest, const T* source, size_t nelems,
                                                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  detail::putmem_signal(s, w, dest, source, nelems * sizeof(T), sig_addr, signal, sig_op, pe,
-                        "shoal::device::put_signal_nbi");
+  detail::putmem_signal<true>(s, w, dest, source, nelems * sizeof(T), sig_addr, signal, sig_op, pe,
+                              "shoal::device::put_signal_nbi");
 }
 
 /// Applies sig_op with `signal` to sig_addr on pe: st.relaxed.sys (SET) or red.relaxed.sys.add

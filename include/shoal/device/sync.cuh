@@ -118,18 +118,13 @@ __device__ __forceinline__ size_t test_some_vector(const device_world& w, T* iva
 /// Orders this thread's earlier puts, AMOs and signals to each PE before its later ones
 /// (fence.acq_rel.sys: store->store, the release half of put -> fence -> p/signal_op/AMO flag).
 /// Scope: the calling thread, plus what happens-before it (e.g. a block's puts then __syncthreads()).
-__device__ __forceinline__ void fence(const device_world& w) {
-  (void)w;
-  ptx::fence_acq_rel_sys();
-}
+__device__ __forceinline__ void fence(const device_world& w) { detail::fence(w, "shoal::device::fence"); }
 /// Completes this thread's earlier puts, AMOs and signals: they are performed at system scope before
 /// any later memory access of this thread, loads included (fence.sc.sys). acq_rel would not order
 /// an earlier store before a later load (store buffering), which OpenSHMEM's "complete" implies.
-/// Over load/store transports nothing else is outstanding (gets and TMA puts complete on return).
-__device__ __forceinline__ void quiet(const device_world& w) {
-  (void)w;
-  ptx::fence_sc_sys();
-}
+/// Over load/store transports nothing else is outstanding (gets and TMA puts complete on return); a
+/// world with proxy peers also posts a waiting quiet to its proxy ring (fence: a ring fence).
+__device__ __forceinline__ void quiet(const device_world& w) { detail::quiet(w, "shoal::device::quiet"); }
 
 /// Collective over all PEs: returns once every PE has called it, with every PE's accesses before
 /// the barrier visible to every PE after it (a release/acquire chain at system scope, which also

@@ -64,6 +64,7 @@ class ucx_proxy_path final : public proxy_ops {
   }
   void close(std::string_view call) override { engine_.close(call); }
   std::string describe(int pe) override { return engine_.transports(pe); }
+  proxy_ring* device_ring() override { return engine_.device_ring(); }
 
  private:
   // One UCP atomic on a 4- or 8-byte word. FETCH = OR 0, SET = SWAP, INC = ADD 1.

@@ -1,5 +1,5 @@
 // The proxy path: PEs reached through the UCX engine (another node, or every peer under
-// SHOAL_DISABLE_P2P=1). Host-memory heaps only so far; addresses of proxy peers do not exist here.
+// SHOAL_DISABLE_P2P=1), for host and GPU heaps; addresses of proxy peers do not exist here.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "heap/symmetric_heap.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 #include "shoal/device_world.hpp"
 #include "transport/transport.hpp"
 
@@ -21,6 +22,8 @@ class proxy_ops : public path_ops {
   virtual void heap_grown(std::string_view call) = 0;
   /// Collective: completes everything and closes the endpoints (shoal_finalize).
   virtual void close(std::string_view call) = 0;
+  /// The request ring as kernels see it (GPU heaps), else nullptr (device_world::proxy_ring).
+  virtual proxy_ring* device_ring() = 0;
   /// The UCX transports towards `pe` (empty when none).
   virtual std::string describe(int pe) = 0;
 };

@@ -46,6 +46,10 @@ class ring_consumer {
     if (tail_ != before) ring_atomic::store_release(&ring_->released, tail_);
   }
 
+  /// True when a producer has reserved a ticket not taken yet (its descriptor may still be in the
+  /// making): the proxy's cue, without a doorbell, that work is coming.
+  bool pending() const { return ring_atomic::load_acquire(&ring_->reserved) != head_; }
+
   /// True while some taken descriptor's slot is not free yet (a reply not acknowledged).
   bool holding() const { return tail_ != head_; }
 

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,8 +17,13 @@
 
 #include <ucp/api/ucp.h>
 
+#ifdef SHOAL_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "common/check.hpp"
 #include "common/env.hpp"
+#include "transport/proxy/am_atomics.hpp"
 #include "transport/proxy/ring_consumer.hpp"
 
 namespace shoal::detail {
@@ -65,6 +71,11 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 // longest sleep (a safety net: arming makes the worker's fd report every incoming event).
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr int kSleepMs = 100;
+// With a device-mapped ring (GPU heaps), kernels post without a doorbell: the idle proxy thread
+// checks the ring's ticket counter between short sleeps instead (kRingNap; the thread's timer slack
+// is lowered so that a nap stays close to it).
+constexpr long kRingNapNs = 30'000;
+constexpr unsigned long kTimerSlackNs = 5'000;
 // Descriptors in the request ring (a power of two).
 constexpr uint32_t kRingSlots = 256;
 
@@ -79,6 +90,7 @@ struct ucx_engine::state {
   std::vector<ucp_rkey_h> rkeys;  // per PE, for the current registration
   std::vector<uint64_t> bases;    // per PE: its heap's address in its own process
   ucp_mem_h memh = nullptr;
+  bool gpu_heap = false;  // the heap is CUDA memory (registered as such)
   std::chrono::milliseconds timeout{0};
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
   // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
@@ -90,13 +102,19 @@ struct ucx_engine::state {
     return ucp_worker_fence(worker);
   }
 
-  // The request ring (pinned host memory for device producers once they post): every put, get,
-  // atomic, fence and quiet of this PE, host- or device-initiated, goes through it in ticket order.
+  // The request ring: every put, get, atomic, fence and quiet of this PE, host- or device-initiated,
+  // goes through it in ticket order. GPU heaps: pinned, device-mapped host memory (device_ring is
+  // its address for kernels); host heaps: plain memory (device_ring nullptr).
   std::unique_ptr<char, decltype(&std::free)> ring_memory{nullptr, &std::free};
   proxy_ring* ring = nullptr;
+  proxy_ring* device_ring = nullptr;
+  bool ring_pinned = false;
   std::unique_ptr<ring_consumer> consumer;
   // The first failure of a descriptor nobody waits on: reported by the next quiet.
   ucs_status_t async_error = UCS_OK;
+  // GPU heaps: every AMO (signals included) is applied by the owning PE (am_atomics); nullptr for
+  // host heaps, whose AMOs are UCX atomics.
+  std::unique_ptr<am_atomics> by_owner;
 
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
@@ -128,10 +146,46 @@ struct ucx_engine::state {
       }
       ep = nullptr;
     }
+    by_owner.reset();
     if (memh != nullptr) ucp_mem_unmap(context, memh);
     if (worker != nullptr) ucp_worker_destroy(worker);
     if (context != nullptr) ucp_cleanup(context);
     if (doorbell >= 0) ::close(doorbell);
+#ifdef SHOAL_HAVE_CUDA
+    if (ring_pinned) cudaFreeHost(ring_memory.release());
+#endif
+  }
+
+  // Allocates the zeroed ring; pinned and device-mapped when kernels post into it (`mapped`).
+  void make_ring(bool mapped, int my_pe) {
+    constexpr std::string_view call = "shoal_init";
+    const uint64_t nbytes = proxy_ring::nbytes_for(kRingSlots);
+    if (mapped) {
+#ifdef SHOAL_HAVE_CUDA
+      void* host = nullptr;
+      cudaError_t err = cudaHostAlloc(&host, nbytes, cudaHostAllocMapped | cudaHostAllocPortable);
+      if (err != cudaSuccess)
+        SHOAL_THROW(errc::out_of_memory, call, "PE {}: cudaHostAlloc of the proxy ring ({} bytes) failed: {}", my_pe,
+                    nbytes, cudaGetErrorString(err));
+      ring_memory.reset(static_cast<char*>(host));
+      ring_pinned = true;
+      void* device = nullptr;
+      err = cudaHostGetDevicePointer(&device, host, 0);
+      if (err != cudaSuccess)
+        SHOAL_THROW(errc::system, call, "PE {}: cudaHostGetDevicePointer of the proxy ring failed: {}", my_pe,
+                    cudaGetErrorString(err));
+      device_ring = static_cast<proxy_ring*>(device);
+#else
+      SHOAL_THROW(errc::unsupported, call, "PE {}: a GPU heap needs a CUDA build", my_pe);
+#endif
+    } else {
+      ring_memory.reset(static_cast<char*>(std::aligned_alloc(64, nbytes)));
+      if (ring_memory == nullptr) SHOAL_THROW(errc::out_of_memory, call, "PE {}: no memory for the proxy ring", my_pe);
+    }
+    std::memset(ring_memory.get(), 0, nbytes);
+    ring = reinterpret_cast<proxy_ring*>(ring_memory.get());
+    ring->slots = kRingSlots;
+    consumer = std::make_unique<ring_consumer>(ring);
   }
 
   void post(std::function<void()> task) {
@@ -246,6 +300,41 @@ struct ucx_engine::state {
     if (!UCS_PTR_IS_PTR(request)) complete(op, UCS_PTR_STATUS(request));
   }
 
+  // Progresses until `request` (a UCX request or status) completes, bounded by SHOAL_WAIT_TIMEOUT.
+  ucs_status_t wait_for(ucs_status_ptr_t request) {
+    if (!UCS_PTR_IS_PTR(request)) return UCS_PTR_STATUS(request);
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    ucs_status_t st;
+    while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
+      ucp_worker_progress(worker);
+      if (timeout.count() > 0 && std::chrono::steady_clock::now() > end) {
+        st = UCS_ERR_TIMED_OUT;
+        break;
+      }
+    }
+    ucp_request_free(request);
+    return st;
+  }
+  // Sends an AMO to its owner (GPU heaps). Earlier puts are flushed (complete at the target) first:
+  // the owner applies the atomic outside UCX's ordering, so a fence would not order them.
+  void start_by_owner(in_flight* op, int pe, uint8_t code, uint64_t nbytes, uint64_t offset, uint64_t swap_in) {
+    ucs_status_t st = UCS_OK;
+    if (puts_unfenced) {
+      puts_unfenced = false;
+      ucp_request_param_t param{};
+      st = wait_for(ucp_worker_flush_nbx(worker, &param));
+    }
+    if (st == UCS_OK) st = by_owner->send(pe, reinterpret_cast<uint64_t>(op), code, nbytes, offset, op->value, swap_in);
+    if (st != UCS_OK) complete(op, st);
+  }
+  static void on_owner_reply(void* ctx, uint64_t token, uint64_t value, int64_t status) {
+    auto* op = reinterpret_cast<in_flight*>(token);
+    op->reply = value;
+    static_cast<state*>(ctx)->complete(op, status == 0 ? UCS_OK : static_cast<ucs_status_t>(status));
+  }
+  // Fence and quiet first wait for every owner-applied AMO's answer (it is then applied).
+  ucs_status_t settle_owner_amos() { return by_owner == nullptr ? UCS_OK : by_owner->drain(timeout); }
+
   // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
   void execute(const proxy_desc& d, uint64_t ticket) {
     const bool wait = (d.flags & kProxyWait) != 0;
@@ -272,6 +361,7 @@ struct ucx_engine::state {
         });
         return;
       case proxy_op::amo:
+        if (by_owner != nullptr) return start_by_owner(op, pe, d.amo, d.nbytes, d.offset, d.compare);
         start(op, [&](ucp_request_param_t& param) {
           if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
           param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -284,12 +374,14 @@ struct ucx_engine::state {
       case proxy_op::fence:
         start(op, [&](ucp_request_param_t&) {
           puts_unfenced = false;
+          if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) return UCS_STATUS_PTR(st);
           return UCS_STATUS_PTR(ucp_worker_fence(worker));
         });
         return;
       case proxy_op::quiet:
         start(op, [&](ucp_request_param_t& param) {
           puts_unfenced = false;
+          if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) return UCS_STATUS_PTR(st);
           if (async_error != UCS_OK) return UCS_STATUS_PTR(std::exchange(async_error, UCS_OK));
           return ucp_worker_flush_nbx(worker, &param);
         });
@@ -299,6 +391,10 @@ struct ucx_engine::state {
         start(data, [&](ucp_request_param_t& param) {
           return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, rkeys[pe], &param);
         });
+        if (by_owner != nullptr) {  // the data complete at the target, then the owner applies the signal
+          puts_unfenced = true;
+          return start_by_owner(op, pe, d.amo, 8, d.compare, 0);
+        }
         start(op, [&](ucp_request_param_t& param) {
           if (ucs_status_t st = ucp_worker_fence(worker); st != UCS_OK) return UCS_STATUS_PTR(st);
           puts_unfenced = false;
@@ -348,6 +444,7 @@ struct ucx_engine::state {
 
   // The proxy thread: drain requests, progress, and sleep on the fds when idle for a while.
   void run() {
+    if (device_ring != nullptr) ::prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);
     auto idle_since = std::chrono::steady_clock::now();
     while (!stop.load(std::memory_order_acquire)) {
       drain();
@@ -360,7 +457,15 @@ struct ucx_engine::state {
       if (std::chrono::steady_clock::now() - idle_since < kSpin) continue;
       if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
       pollfd fds[2] = {{worker_fd, POLLIN, 0}, {doorbell, POLLIN, 0}};
-      ::poll(fds, 2, kSleepMs);
+      if (device_ring == nullptr) {
+        ::poll(fds, 2, kSleepMs);
+      } else {
+        // Kernels ring no doorbell: nap until an fd fires or a ticket is reserved (a descriptor on
+        // its way; the drain above waits for its commit).
+        const timespec nap{0, kRingNapNs};
+        while (!consumer->pending() && !stop.load(std::memory_order_acquire))
+          if (::ppoll(fds, 2, &nap, nullptr) != 0) break;
+      }
       if (fds[1].revents & POLLIN) {
         uint64_t count;
         [[maybe_unused]] ssize_t n = ::read(doorbell, &count, sizeof(count));
@@ -385,7 +490,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   if (st != UCS_OK) fail_ucx(call, "ucp_config_read", -1, st);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP | UCP_FEATURE_AM;
   st = ucp_init(&params, config, &s_->context);
   ucp_config_release(config);
   if (st != UCS_OK) fail_ucx(call, "ucp_init", -1, st);
@@ -396,12 +501,11 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   if (st != UCS_OK) fail_ucx(call, "ucp_context_query", -1, st);
   if (gpu_heap && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) == 0)
     SHOAL_THROW(errc::unsupported, call,
-                "PE {}: the UCX in use (version {}) has no CUDA support, so it cannot reach a GPU heap through the "
-                "proxy; use a UCX built with CUDA (e.g. the libucx-cu13 wheel) or SHOAL_BACKEND=host",
+                "PE {}: its heap is GPU memory, which the proxy transport reaches only through a CUDA-capable UCX, "
+                "and the UCX in use (version {}) has no CUDA support; use a UCX built with CUDA (e.g. the "
+                "libucx-cu13 wheel, scripts/ucx_wheel.sh) or SHOAL_BACKEND=host",
                 boot.rank(), ucp_get_version_string());
-  if (gpu_heap)
-    SHOAL_THROW(errc::unsupported, call,
-                "PE {}: the proxy transport serves host heaps only so far (SHOAL_BACKEND=host)", boot.rank());
+  s_->gpu_heap = gpu_heap;
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -428,13 +532,18 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   ucp_worker_release_address(s_->worker, address);
   boot.allgather(padded.data(), all.data(), longest, call);
 
-  s_->ring_memory.reset(static_cast<char*>(std::aligned_alloc(64, proxy_ring::nbytes_for(kRingSlots))));
-  if (s_->ring_memory == nullptr)
-    SHOAL_THROW(errc::out_of_memory, call, "PE {}: no memory for the proxy ring", boot.rank());
-  std::memset(s_->ring_memory.get(), 0, proxy_ring::nbytes_for(kRingSlots));
-  s_->ring = reinterpret_cast<proxy_ring*>(s_->ring_memory.get());
-  s_->ring->slots = kRingSlots;
-  s_->consumer = std::make_unique<ring_consumer>(s_->ring);
+  s_->make_ring(gpu_heap, boot.rank());
+  // GPU heaps: AMOs applied by the owner. SHOAL_TEST_PROXY_AMO_BY_OWNER=1 takes that route on host
+  // heaps too (CPU atomics at the owner), so the CPU suites exercise the protocol.
+  const char* by_owner_test = std::getenv("SHOAL_TEST_PROXY_AMO_BY_OWNER");
+  if (gpu_heap || (by_owner_test != nullptr && std::strcmp(by_owner_test, "1") == 0)) {
+    int device = 0;
+#ifdef SHOAL_HAVE_CUDA
+    if (gpu_heap) cudaGetDevice(&device);
+#endif
+    s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
+                                                &state::on_owner_reply, s_.get());
+  }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
   s_->on_thread([&] {
     for (int pe : peers) {
@@ -462,6 +571,10 @@ void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view cal
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = base;
     mp.length = nbytes;
+    if (s_->gpu_heap) {
+      mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+      mp.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->memh);
     if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the symmetric heap", -1, st);
     void* rkey = nullptr;
@@ -530,6 +643,8 @@ void ucx_engine::close(std::string_view call) {
   }
   boot_.barrier(call);
 }
+
+proxy_ring* ucx_engine::device_ring() const { return s_->device_ring; }
 
 std::string ucx_engine::transports(int pe) {
   std::string text;

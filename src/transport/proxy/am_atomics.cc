@@ -1,0 +1,106 @@
+#include "transport/proxy/am_atomics.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/check.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+enum : unsigned { kAmRequest = 0x5301, kAmReply = 0x5302 };
+
+void free_message(void* request, ucs_status_t, void* message) {
+  delete[] static_cast<char*>(message);
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
+                       const std::vector<uint64_t>& bases, done_fn done, void* ctx)
+    : worker_(worker), my_pe_(my_pe), eps_(eps), bases_(bases), done_(done), ctx_(ctx), owner_(device, host_heap) {
+  for (auto [id, cb] : {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}}) {
+    ucp_am_handler_param_t param{};
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id = id;
+    param.cb = cb;
+    param.arg = this;
+    ucs_status_t st = ucp_worker_set_am_recv_handler(worker_, &param);
+    if (st != UCS_OK)
+      SHOAL_THROW(errc::system, "shoal_init", "PE {}: ucp_worker_set_am_recv_handler failed: {}", my_pe,
+                  ucs_status_string(st));
+  }
+}
+
+// A copy of `message` travels as the AM header (freed when the send completes).
+ucs_status_t am_atomics::post(ucp_ep_h ep, unsigned id, const void* message, size_t nbytes) {
+  if (ep == nullptr) return UCS_ERR_UNREACHABLE;
+  auto* copy = new char[nbytes];
+  std::memcpy(copy, message, nbytes);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = free_message;
+  param.user_data = copy;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, copy, nbytes, nullptr, 0, &param);
+  if (UCS_PTR_IS_PTR(r)) return UCS_OK;
+  delete[] copy;
+  return UCS_PTR_STATUS(r);
+}
+
+ucs_status_t am_atomics::send(int pe, uint64_t token, uint8_t code, uint64_t nbytes, uint64_t offset, uint64_t operand,
+                              uint64_t swap_in) {
+  const request m{token, my_pe_, code, static_cast<uint8_t>(nbytes), {}, offset, operand, swap_in};
+  ucs_status_t st = post(eps_[pe], kAmRequest, &m, sizeof(m));
+  if (st == UCS_OK) ++outstanding_;
+  return st;
+}
+
+ucs_status_t am_atomics::drain(std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (outstanding_ > 0) {
+    ucp_worker_progress(worker_);
+    if (timeout.count() > 0 && std::chrono::steady_clock::now() > end) return UCS_ERR_TIMED_OUT;
+  }
+  return UCS_OK;
+}
+
+// The owner's side: apply on this PE's GPU heap, answer the requester.
+ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                                    const ucp_am_recv_param_t*) {
+  auto* self = static_cast<am_atomics*>(arg);
+  request m;
+  if (header_nbytes != sizeof(m)) return UCS_OK;
+  std::memcpy(&m, header, sizeof(m));
+  reply r{m.token, 0, 0};
+  const std::string err = self->owner_.apply(
+      m.code, m.nbytes, reinterpret_cast<void*>(self->bases_[self->my_pe_] + m.offset), m.operand, m.swap_in, &r.value);
+  if (!err.empty()) {
+    std::fprintf(stderr, "shoal: PE %d: an atomic from PE %d on this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
+                 err.c_str());
+    r.status = UCS_ERR_IO_ERROR;
+  }
+  ucs_status_t st =
+      self->post(m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr, kAmReply,
+                 &r, sizeof(r));
+  if (st != UCS_OK)
+    std::fprintf(stderr, "shoal: PE %d: answering an atomic of PE %d failed: %s\n", self->my_pe_, m.from,
+                 ucs_status_string(st));
+  return UCS_OK;
+}
+
+// The requester's side: the old value is back.
+ucs_status_t am_atomics::on_reply(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                                  const ucp_am_recv_param_t*) {
+  auto* self = static_cast<am_atomics*>(arg);
+  reply r;
+  if (header_nbytes != sizeof(r)) return UCS_OK;
+  std::memcpy(&r, header, sizeof(r));
+  --self->outstanding_;
+  self->done_(self->ctx_, r.token, r.value, r.status);
+  return UCS_OK;
+}
+
+}  // namespace shoal::detail

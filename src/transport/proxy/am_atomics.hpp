@@ -1,0 +1,64 @@
+// AMOs on GPU heap words, applied by the owning PE (UCX's software atomics must not touch device
+// memory): the requesting proxy sends an active message to the owner's proxy, which applies the
+// atomic there (owner_amo: a one-thread kernel on the owner's GPU) and answers with the old value.
+// Proxy thread only (both sides run inside ucp_worker_progress of the single-thread worker).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "transport/proxy/owner_amo.hpp"
+
+namespace shoal::detail {
+
+class am_atomics {
+ public:
+  /// Called on the requester when the owner's answer to `token` arrives (status 0: success).
+  using done_fn = void (*)(void* ctx, uint64_t token, uint64_t value, int64_t status);
+
+  /// Registers the request and reply handlers on `worker` (its context has UCP_FEATURE_AM). `eps`
+  /// (per PE) and `bases` (per PE: its heap's address in its own process) stay owned by the engine.
+  am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
+             const std::vector<uint64_t>& bases, done_fn done, void* ctx);
+
+  /// Sends the ring atomic `code` (proxy_amo) on the nbytes word at heap `offset` of `pe`; `done`
+  /// reports the old value later. Non-OK when the send failed at once (no answer will come).
+  ucs_status_t send(int pe, uint64_t token, uint8_t code, uint64_t nbytes, uint64_t offset, uint64_t operand,
+                    uint64_t swap_in);
+  /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.
+  ucs_status_t drain(std::chrono::milliseconds timeout);
+  uint64_t outstanding() const { return outstanding_; }
+
+ private:
+  struct request {
+    uint64_t token;
+    int32_t from;
+    uint8_t code;
+    uint8_t nbytes;
+    uint8_t pad[2];
+    uint64_t offset, operand, swap_in;
+  };
+  struct reply {
+    uint64_t token, value;
+    int64_t status;
+  };
+  static ucs_status_t on_request(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                                 const ucp_am_recv_param_t*);
+  static ucs_status_t on_reply(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                               const ucp_am_recv_param_t*);
+  ucs_status_t post(ucp_ep_h ep, unsigned id, const void* message, size_t nbytes);
+
+  ucp_worker_h worker_;
+  int my_pe_;
+  const std::vector<ucp_ep_h>& eps_;
+  const std::vector<uint64_t>& bases_;
+  done_fn done_;
+  void* ctx_;
+  owner_amo owner_;
+  uint64_t outstanding_ = 0;
+};
+
+}  // namespace shoal::detail

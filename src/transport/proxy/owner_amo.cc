@@ -1,0 +1,114 @@
+#include "transport/proxy/owner_amo.hpp"
+
+#include "shoal/detail/proxy_ring.hpp"
+
+#ifdef SHOAL_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "transport/amo_kernel.hpp"
+#endif
+
+namespace shoal::detail {
+
+namespace {
+
+template <class T>
+T apply_word(proxy_amo code, T* word, T operand, T swap_in) {
+  switch (code) {
+    case proxy_amo::add:
+      return __atomic_fetch_add(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::swap:
+      return __atomic_exchange_n(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::cswap:
+      __atomic_compare_exchange_n(word, &operand, swap_in, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      return operand;  // the old value either way
+    case proxy_amo::and_:
+      return __atomic_fetch_and(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::or_:
+      return __atomic_fetch_or(word, operand, __ATOMIC_SEQ_CST);
+    case proxy_amo::xor_:
+      return __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string owner_amo::apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                                     uint64_t* old) {
+  if (code > static_cast<uint8_t>(proxy_amo::xor_)) return "unknown atomic opcode " + std::to_string(code);
+  const auto op = static_cast<proxy_amo>(code);
+  if (nbytes == 4)
+    *old =
+        apply_word(op, static_cast<uint32_t*>(target), static_cast<uint32_t>(operand), static_cast<uint32_t>(swap_in));
+  else
+    *old = apply_word(op, static_cast<uint64_t*>(target), operand, swap_in);
+  return {};
+}
+
+#ifdef SHOAL_HAVE_CUDA
+
+owner_amo::~owner_amo() {
+  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  if (fetched_ != nullptr) cudaFreeHost(fetched_);
+}
+
+std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                             uint64_t* old) {
+  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
+  auto failed = [](const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); };
+  if (stream_ == nullptr) {
+    if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
+    cudaStream_t stream = nullptr;
+    if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); err != cudaSuccess)
+      return failed("cudaStreamCreateWithFlags", err);
+    stream_ = stream;
+    void* word = nullptr;
+    if (cudaError_t err = cudaHostAlloc(&word, sizeof(unsigned long long), cudaHostAllocMapped); err != cudaSuccess)
+      return failed("cudaHostAlloc", err);
+    fetched_ = static_cast<unsigned long long*>(word);
+  }
+  amo_args args{amo_op::fetch_add, operand, 0};
+  switch (static_cast<proxy_amo>(code)) {
+    case proxy_amo::add:
+      break;
+    case proxy_amo::swap:
+      args.op = amo_op::swap;
+      break;
+    case proxy_amo::cswap:  // the ring's convention: operand compares, swap_in is written
+      args = {amo_op::compare_swap, swap_in, operand};
+      break;
+    case proxy_amo::and_:
+      args.op = amo_op::fetch_and;
+      break;
+    case proxy_amo::or_:
+      args.op = amo_op::fetch_or;
+      break;
+    case proxy_amo::xor_:
+      args.op = amo_op::fetch_xor;
+      break;
+    default:
+      return "unknown atomic opcode " + std::to_string(code);
+  }
+  const scalar type{scalar_kind::unsigned_int, static_cast<uint8_t>(nbytes)};
+  auto* stream = static_cast<cudaStream_t>(stream_);
+  if (cudaError_t err = launch_amo_kernel(type, target, args, fetched_, stream); err != cudaSuccess)
+    return failed("the atomic kernel's launch", err);
+  if (cudaError_t err = cudaStreamSynchronize(stream); err != cudaSuccess) return failed("the atomic kernel", err);
+  *old = *fetched_;
+  return {};
+}
+
+#else
+
+owner_amo::~owner_amo() = default;
+
+std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                             uint64_t* old) {
+  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
+  return "GPU heap atomics need a CUDA build";
+}
+
+#endif
+
+}  // namespace shoal::detail

@@ -1,0 +1,39 @@
+// Atomics the proxy applies on its own PE's GPU heap for remote PEs: UCX's software atomics cannot
+// touch device memory safely, so an AMO on a GPU heap word travels to the owning PE's proxy as an
+// active message and is applied there by a one-thread kernel (transport/amo_kernel.hpp) on a private
+// stream, atomic with every device atomic on that word (kernels' and the host's, which also run on
+// the owning GPU). Proxy thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace shoal::detail {
+
+class owner_amo {
+ public:
+  /// `device`: the CUDA device of this PE's heap (the proxy thread makes it current on first use).
+  /// `host_heap`: the heap is host memory (tests: SHOAL_TEST_PROXY_AMO_BY_OWNER), applied with CPU
+  /// atomics, which are atomic with the owner's own host AMOs.
+  owner_amo(int device, bool host_heap) : device_(device), host_heap_(host_heap) {}
+  ~owner_amo();
+  owner_amo(const owner_amo&) = delete;
+  owner_amo& operator=(const owner_amo&) = delete;
+
+  /// Applies the ring atomic `code` (proxy_amo; cswap: `operand` is the compare value, `swap_in` the
+  /// new one) to the nbytes (4, 8) word at `target`; the old value into *old. Empty on success, else
+  /// what failed.
+  std::string apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in, uint64_t* old);
+
+ private:
+  std::string apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                            uint64_t* old);
+
+  int device_;
+  bool host_heap_;
+  void* stream_ = nullptr;                 // cudaStream_t, created on first use
+  unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
+};
+
+}  // namespace shoal::detail
