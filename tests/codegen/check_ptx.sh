@@ -78,11 +78,11 @@ forbid probe_signal_wait_until "fence."
 expect probe_wait_until_all "ld.relaxed.sys.global.u32" "fence.acq_rel.sys"
 forbid probe_wait_until_all "ld.acquire"
 expect probe_test_some_vector "ld.relaxed.sys.global.u64" "fence.acq_rel.sys"
-expect probe_atomic_fetch_add "atom.add.relaxed.sys.u64"
+expect probe_atomic_fetch_add "atom.relaxed.sys.global.add.u64"
 expect probe_atomic_add "red.relaxed.sys.global.add.u64"
 forbid probe_atomic_add "atom."
 expect probe_atomic_float_add "red.relaxed.sys.global.add.f32"
-expect probe_atomic_compare_swap "atom.cas.relaxed.sys.b32"
+expect probe_atomic_compare_swap "atom.relaxed.sys.global.cas.b32"
 expect probe_barrier_all_block "bar.sync" "fence.acq_rel.sys" "st.relaxed.sys.global.u64" "st.release.sys.global.u64" "ld.acquire.sys.global.u64"
 forbid probe_barrier_all_block "fence.sc"
 # fast paths (detail/device_copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring
@@ -115,7 +115,7 @@ expect probe_facade_putmem_signal_block "bar.sync" "red.release.sys.global.add.u
 expect probe_facade_signal_wait_until "ld.acquire.sys.global.u64"
 expect probe_facade_quiet "fence.sc.sys"
 expect probe_facade_barrier_all "st.relaxed.sys.global.u64" "fence.acq_rel.sys"
-expect probe_facade_fetch_add "atom.add.relaxed.sys.u64"
+expect probe_facade_fetch_add "atom.relaxed.sys.global.add.u64"
 # the facade's team collectives read the team table through the __constant__ world (team_of)
 for k in probe_facade_team_barrier_block probe_facade_int_sum_reduce probe_facade_half_max_reducescatter_warp \
   probe_facade_bfloat16_sum_reduce_block probe_facade_float_fcollect; do

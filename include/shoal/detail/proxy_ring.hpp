@@ -22,7 +22,6 @@
 #if defined(__CUDA_ARCH__)
 #include "shoal/device/ptx.cuh"
 #else
-#include <atomic>
 #endif
 
 namespace shoal::detail {
@@ -91,17 +90,16 @@ static_assert(sizeof(proxy_ring) == 192);
 
 namespace ring_atomic {
 
-// The ring's atomics: system-scope PTX on the device, std::atomic_ref on the host.
+// The ring's atomics: system-scope PTX on the device, the GCC/Clang __atomic builtins on the host (any
+// C++ standard: device code includes this header from C++17 translation units too).
 #if defined(__CUDA_ARCH__)
 __device__ __forceinline__ uint64_t fetch_add(uint64_t* a, uint64_t v) { return ptx::atom_add_relaxed_sys(a, v); }
 __device__ __forceinline__ uint64_t load_acquire(uint64_t* a) { return ptx::ld_acquire_sys(a); }
 __device__ __forceinline__ void store_release(uint64_t* a, uint64_t v) { ptx::st_release_sys(a, v); }
 #else
-inline uint64_t fetch_add(uint64_t* a, uint64_t v) {
-  return std::atomic_ref(*a).fetch_add(v, std::memory_order_relaxed);
-}
-inline uint64_t load_acquire(uint64_t* a) { return std::atomic_ref(*a).load(std::memory_order_acquire); }
-inline void store_release(uint64_t* a, uint64_t v) { std::atomic_ref(*a).store(v, std::memory_order_release); }
+inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
+inline uint64_t load_acquire(uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
+inline void store_release(uint64_t* a, uint64_t v) { __atomic_store_n(a, v, __ATOMIC_RELEASE); }
 #endif
 
 }  // namespace ring_atomic
