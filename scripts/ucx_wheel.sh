@@ -6,9 +6,9 @@
 #     pip download --no-deps libucx-cu13 -d wheels/
 #   then, on the build machine:
 #     eval "$(scripts/ucx_wheel.sh wheels/libucx_cu13-*.whl /tmp/ucx)"
-#     cmake --preset ci -DSHOAL_WITH_UCX=ON "$UCX_WHEEL_CMAKE_ARGS"
+#     cmake --preset ci -DSHOAL_WITH_UCX=ON "$WHEEL_UCX_CMAKE_ARGS"
 #   (carry the .whl, 43 MB, not the unpacked tree: ~93 MB even without the static archives)
-#   prints `export` lines: UCX_WHEEL_CMAKE_ARGS (-Ducx_DIR=...), PKG_CONFIG_PATH, LD_LIBRARY_PATH,
+#   prints `export` lines: WHEEL_UCX_CMAKE_ARGS (-Ducx_DIR=...), PKG_CONFIG_PATH, LD_LIBRARY_PATH,
 #   UCX_MODULE_DIR, PATH (ucx_info, ucx_perftest). Check CUDA support with `ucx_info -d | grep cuda`.
 #
 # The wheel's layout (libucx-cu13 1.22.0), everything under libucx/:
@@ -54,7 +54,7 @@ done
 version=$(cat "$root/UCX_WHEEL_VERSION.txt" 2>/dev/null || echo unknown)
 echo "# UCX $version from $(basename "$wheel") in $root" >&2
 cat <<EOF
-export UCX_WHEEL_CMAKE_ARGS="-Ducx_DIR=$root/lib/cmake/ucx"
+export WHEEL_UCX_CMAKE_ARGS="-Ducx_DIR=$root/lib/cmake/ucx"
 export PKG_CONFIG_PATH="$root/lib/pkgconfig\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$root/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export UCX_MODULE_DIR="$root/lib/ucx"

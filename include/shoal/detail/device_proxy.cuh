@@ -99,12 +99,46 @@ __device__ __forceinline__ void proxy_check_global(const device_world& w, const 
 #endif
 }
 
+/// Largest put/get whose local buffer may be outside global memory: its bytes travel in p/g descriptors.
+inline constexpr size_t kProxyInlineBytes = 256;
+
+/// put (p pieces, not waiting) or get (g pieces, each waiting for its reply) of nbytes <=
+/// kProxyInlineBytes between the symmetric `remote` and a `local` buffer in any memory space: 8-byte
+/// pieces, then 4, 2, 1 for the tail.
+__device__ __noinline__ inline void proxy_rma_inline(const device_world& w, proxy_op op, const void* remote,
+                                                     void* local, size_t nbytes, int pe, const char* call) {
+  const uint64_t base = proxy_offset(w, remote);
+  size_t at = 0;
+  while (at < nbytes) {
+    const size_t left = nbytes - at;
+    const size_t piece = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
+    proxy_desc d = proxy_make(op == proxy_op::put ? proxy_op::p : proxy_op::g, op != proxy_op::put, pe, base + at);
+    d.nbytes = piece;
+    if (op == proxy_op::put) {
+      memcpy(&d.operand, static_cast<const char*>(local) + at, piece);
+      proxy_post(w.proxy_ring, w, d, call);
+    } else {
+      const uint64_t bits = proxy_post(w.proxy_ring, w, d, call);
+      memcpy(static_cast<char*>(local) + at, &bits, piece);
+    }
+    at += piece;
+  }
+}
+
 /// put/get (op put or get) of nbytes between the symmetric `remote` on pe and the global `local`, at
 /// Scope. Blocking calls wait for the proxy's completion (source reusable, data arrived); _nbi ones
 /// only post (completed by quiet; the local buffer must stay valid until then).
 template <class Scope>
 __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bool nbi, const void* remote,
                                           const void* local, size_t nbytes, int pe, const char* call) {
+  if (!__isGlobal(local) && nbytes <= kProxyInlineBytes) {
+    // A small buffer in registers, local or shared memory (UCX cannot reach it): its bytes travel in
+    // the descriptors themselves, as p/g do (rank 0 of the scope; shared or this thread's memory).
+    Scope::sync();
+    if (Scope::rank() == 0) proxy_rma_inline(w, op, remote, const_cast<void*>(local), nbytes, pe, call);
+    Scope::sync();
+    return;
+  }
   proxy_check_global(w, local, call);
   proxy_desc d = proxy_make(op, !nbi, pe, proxy_offset(w, remote));
   d.local = reinterpret_cast<uint64_t>(local);
