@@ -104,7 +104,7 @@ targets=()
 if [[ $what != tests && $what != all ]]; then
   # Benchmark modes build only the benchmarks and the launcher.
   targets=(--target shoal-bench shoalrun)
-  if cmake --build "$build" --target help 2>/dev/null | grep -q "shoal-bench-nvshmem"; then
+  if cmake --build "$build" --target help 2>/dev/null | grep -c "shoal-bench-nvshmem" >/dev/null; then
     targets+=(shoal-bench-nvshmem)
   fi
 fi

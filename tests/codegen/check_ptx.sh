@@ -142,7 +142,7 @@ printf '%s\n' '#include <shoal/device/facade.cuh>' '#include <shoal/shoal.h>' \
 echo "#include <shoal/shoal.h>" >"$work/alone.cu"
 "$nvcc" "${flags[@]}" -DSHOAL_DETAIL_LIBSHOAL_BUILD -c "$work/alone.cu" -o "$work/alone.o" ||
   bad "shoal/shoal.h with SHOAL_DETAIL_LIBSHOAL_BUILD does not compile under nvcc"
-if nm "$work/alone.o" | grep -q shoal_detail_register_device_facade; then
+if nm "$work/alone.o" | grep -c shoal_detail_register_device_facade >/dev/null; then
   bad "shoal/shoal.h brings the device facade into a libshoal source (SHOAL_DETAIL_LIBSHOAL_BUILD)"
 fi
 echo "#include <shoal/shoal.h>" >"$work/alone.cu"

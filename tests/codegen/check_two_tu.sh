@@ -16,7 +16,7 @@ flags=(-std=c++20 -arch=sm_90 -Werror all-warnings -I"$root/include")
   -Xlinker "$lib" -Xlinker -rpath -Xlinker "$(dirname "$lib")"
 # each unit registered its own update function and owns its own world copy
 for o in facade_tu_a facade_tu_b; do
-  nm "$work/$o.o" | grep -q ' U shoal_detail_register_device_facade' || {
+  nm "$work/$o.o" | grep -c ' U shoal_detail_register_device_facade' >/dev/null || {
     echo "FAIL: $o.o does not register with libshoal"
     exit 1
   }

@@ -137,7 +137,7 @@ if [[ -n $link_down_after ]]; then
 else
   for side in a b; do [[ $(cat "$dir/prog.$side.rc" 2>/dev/null) == 0 ]] || fail "namespace $side: the program failed"; done
 fi
-for re in "${expects[@]}"; do cat "$dir"/prog.a "$dir"/prog.b | grep -Eq -- "$re" || fail "output lacks /$re/"; done
+for re in "${expects[@]}"; do grep -Eqh -- "$re" "$dir"/prog.a "$dir"/prog.b || fail "output lacks /$re/"; done
 
 if ((failures)); then
   echo "netns_test.sh: $failures check(s) failed"
