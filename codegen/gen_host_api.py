@@ -89,9 +89,9 @@ def rma(e):
         al = f"alignof({ct})"
         for nbi in ("", "_nbi"):
             e.fn("void", f"shoal_{tn}_put{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                 f'f::put("shoal_{tn}_put{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+                 f'f::put{nbi}("shoal_{tn}_put{nbi}", dest, source, nelems, {sz}, {al}, pe);')
             e.fn("void", f"shoal_{tn}_get{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                 f'f::get("shoal_{tn}_get{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+                 f'f::get{nbi}("shoal_{tn}_get{nbi}", dest, source, nelems, {sz}, {al}, pe);')
         e.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
              f'f::put("shoal_{tn}_p", dest, &value, 1, {sz}, {al}, pe);')
         e.fn(ct, f"shoal_{tn}_g", f"const {ct}* source, int pe",
@@ -108,9 +108,9 @@ def rma(e):
         nb = bits // 8
         for nbi in ("", "_nbi"):
             e.fn("void", f"shoal_put{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-                 f'f::put("shoal_put{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+                 f'f::put{nbi}("shoal_put{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
             e.fn("void", f"shoal_get{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-                 f'f::get("shoal_get{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+                 f'f::get{nbi}("shoal_get{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
         e.fn("void", f"shoal_iput{bits}",
              "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
              f'f::iput("shoal_iput{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
@@ -119,9 +119,9 @@ def rma(e):
              f'f::iget("shoal_iget{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
     for nbi in ("", "_nbi"):
         e.fn("void", f"shoal_putmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
-             f'f::put("shoal_putmem{nbi}", dest, source, nbytes, 1, 1, pe);')
+             f'f::put{nbi}("shoal_putmem{nbi}", dest, source, nbytes, 1, 1, pe);')
         e.fn("void", f"shoal_getmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
-             f'f::get("shoal_getmem{nbi}", dest, source, nbytes, 1, 1, pe);')
+             f'f::get{nbi}("shoal_getmem{nbi}", dest, source, nbytes, 1, 1, pe);')
 
 
 def signals(e):

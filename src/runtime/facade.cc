@@ -92,6 +92,18 @@ void get(const char* call, void* dest, const void* source, size_t nelems, size_t
   guarded_void(call,
                [&] { current(call).rma().get(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe); });
 }
+void put_nbi(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+             int pe) noexcept {
+  guarded_void(call, [&] {
+    current(call).rma().put(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe, true);
+  });
+}
+void get_nbi(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+             int pe) noexcept {
+  guarded_void(call, [&] {
+    current(call).rma().get(call, dest, source, total_bytes(call, nelems, elem_bytes), align, pe, true);
+  });
+}
 void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
           size_t elem_bytes, int pe) noexcept {
   guarded_void(call, [&] { current(call).rma().iput(call, dest, source, dst, sst, nelems, elem_bytes, pe); });

@@ -48,6 +48,11 @@ void put(const char* call, void* dest, const void* source, size_t nelems, size_t
          int pe) noexcept;
 void get(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
          int pe) noexcept;
+/// The _nbi forms: completion at the next quiet.
+void put_nbi(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+             int pe) noexcept;
+void get_nbi(const char* call, void* dest, const void* source, size_t nelems, size_t elem_bytes, size_t align,
+             int pe) noexcept;
 void iput(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
           size_t elem_bytes, int pe) noexcept;
 void iget(const char* call, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,

@@ -13,208 +13,208 @@ extern "C" {
 // RMA: typed put/get/p/g/iput/iget and _nbi (OpenSHMEM standard RMA types)
 void shoal_float_put(float* dest, const float* source, size_t nelems, int pe) { f::put("shoal_float_put", dest, source, nelems, sizeof(float), alignof(float), pe); }
 void shoal_float_get(float* dest, const float* source, size_t nelems, int pe) { f::get("shoal_float_get", dest, source, nelems, sizeof(float), alignof(float), pe); }
-void shoal_float_put_nbi(float* dest, const float* source, size_t nelems, int pe) { f::put("shoal_float_put_nbi", dest, source, nelems, sizeof(float), alignof(float), pe); }
-void shoal_float_get_nbi(float* dest, const float* source, size_t nelems, int pe) { f::get("shoal_float_get_nbi", dest, source, nelems, sizeof(float), alignof(float), pe); }
+void shoal_float_put_nbi(float* dest, const float* source, size_t nelems, int pe) { f::put_nbi("shoal_float_put_nbi", dest, source, nelems, sizeof(float), alignof(float), pe); }
+void shoal_float_get_nbi(float* dest, const float* source, size_t nelems, int pe) { f::get_nbi("shoal_float_get_nbi", dest, source, nelems, sizeof(float), alignof(float), pe); }
 void shoal_float_p(float* dest, float value, int pe) { f::put("shoal_float_p", dest, &value, 1, sizeof(float), alignof(float), pe); }
 float shoal_float_g(const float* source, int pe) { float value{}; f::get("shoal_float_g", &value, source, 1, sizeof(float), alignof(float), pe); return value; }
 void shoal_float_iput(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_float_iput", dest, source, dst, sst, nelems, sizeof(float), pe); }
 void shoal_float_iget(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_float_iget", dest, source, dst, sst, nelems, sizeof(float), pe); }
 void shoal_double_put(double* dest, const double* source, size_t nelems, int pe) { f::put("shoal_double_put", dest, source, nelems, sizeof(double), alignof(double), pe); }
 void shoal_double_get(double* dest, const double* source, size_t nelems, int pe) { f::get("shoal_double_get", dest, source, nelems, sizeof(double), alignof(double), pe); }
-void shoal_double_put_nbi(double* dest, const double* source, size_t nelems, int pe) { f::put("shoal_double_put_nbi", dest, source, nelems, sizeof(double), alignof(double), pe); }
-void shoal_double_get_nbi(double* dest, const double* source, size_t nelems, int pe) { f::get("shoal_double_get_nbi", dest, source, nelems, sizeof(double), alignof(double), pe); }
+void shoal_double_put_nbi(double* dest, const double* source, size_t nelems, int pe) { f::put_nbi("shoal_double_put_nbi", dest, source, nelems, sizeof(double), alignof(double), pe); }
+void shoal_double_get_nbi(double* dest, const double* source, size_t nelems, int pe) { f::get_nbi("shoal_double_get_nbi", dest, source, nelems, sizeof(double), alignof(double), pe); }
 void shoal_double_p(double* dest, double value, int pe) { f::put("shoal_double_p", dest, &value, 1, sizeof(double), alignof(double), pe); }
 double shoal_double_g(const double* source, int pe) { double value{}; f::get("shoal_double_g", &value, source, 1, sizeof(double), alignof(double), pe); return value; }
 void shoal_double_iput(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_double_iput", dest, source, dst, sst, nelems, sizeof(double), pe); }
 void shoal_double_iget(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_double_iget", dest, source, dst, sst, nelems, sizeof(double), pe); }
 void shoal_longdouble_put(long double* dest, const long double* source, size_t nelems, int pe) { f::put("shoal_longdouble_put", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
 void shoal_longdouble_get(long double* dest, const long double* source, size_t nelems, int pe) { f::get("shoal_longdouble_get", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
-void shoal_longdouble_put_nbi(long double* dest, const long double* source, size_t nelems, int pe) { f::put("shoal_longdouble_put_nbi", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
-void shoal_longdouble_get_nbi(long double* dest, const long double* source, size_t nelems, int pe) { f::get("shoal_longdouble_get_nbi", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
+void shoal_longdouble_put_nbi(long double* dest, const long double* source, size_t nelems, int pe) { f::put_nbi("shoal_longdouble_put_nbi", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
+void shoal_longdouble_get_nbi(long double* dest, const long double* source, size_t nelems, int pe) { f::get_nbi("shoal_longdouble_get_nbi", dest, source, nelems, sizeof(long double), alignof(long double), pe); }
 void shoal_longdouble_p(long double* dest, long double value, int pe) { f::put("shoal_longdouble_p", dest, &value, 1, sizeof(long double), alignof(long double), pe); }
 long double shoal_longdouble_g(const long double* source, int pe) { long double value{}; f::get("shoal_longdouble_g", &value, source, 1, sizeof(long double), alignof(long double), pe); return value; }
 void shoal_longdouble_iput(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_longdouble_iput", dest, source, dst, sst, nelems, sizeof(long double), pe); }
 void shoal_longdouble_iget(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_longdouble_iget", dest, source, dst, sst, nelems, sizeof(long double), pe); }
 void shoal_char_put(char* dest, const char* source, size_t nelems, int pe) { f::put("shoal_char_put", dest, source, nelems, sizeof(char), alignof(char), pe); }
 void shoal_char_get(char* dest, const char* source, size_t nelems, int pe) { f::get("shoal_char_get", dest, source, nelems, sizeof(char), alignof(char), pe); }
-void shoal_char_put_nbi(char* dest, const char* source, size_t nelems, int pe) { f::put("shoal_char_put_nbi", dest, source, nelems, sizeof(char), alignof(char), pe); }
-void shoal_char_get_nbi(char* dest, const char* source, size_t nelems, int pe) { f::get("shoal_char_get_nbi", dest, source, nelems, sizeof(char), alignof(char), pe); }
+void shoal_char_put_nbi(char* dest, const char* source, size_t nelems, int pe) { f::put_nbi("shoal_char_put_nbi", dest, source, nelems, sizeof(char), alignof(char), pe); }
+void shoal_char_get_nbi(char* dest, const char* source, size_t nelems, int pe) { f::get_nbi("shoal_char_get_nbi", dest, source, nelems, sizeof(char), alignof(char), pe); }
 void shoal_char_p(char* dest, char value, int pe) { f::put("shoal_char_p", dest, &value, 1, sizeof(char), alignof(char), pe); }
 char shoal_char_g(const char* source, int pe) { char value{}; f::get("shoal_char_g", &value, source, 1, sizeof(char), alignof(char), pe); return value; }
 void shoal_char_iput(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_char_iput", dest, source, dst, sst, nelems, sizeof(char), pe); }
 void shoal_char_iget(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_char_iget", dest, source, dst, sst, nelems, sizeof(char), pe); }
 void shoal_schar_put(signed char* dest, const signed char* source, size_t nelems, int pe) { f::put("shoal_schar_put", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
 void shoal_schar_get(signed char* dest, const signed char* source, size_t nelems, int pe) { f::get("shoal_schar_get", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
-void shoal_schar_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) { f::put("shoal_schar_put_nbi", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
-void shoal_schar_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) { f::get("shoal_schar_get_nbi", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
+void shoal_schar_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) { f::put_nbi("shoal_schar_put_nbi", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
+void shoal_schar_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) { f::get_nbi("shoal_schar_get_nbi", dest, source, nelems, sizeof(signed char), alignof(signed char), pe); }
 void shoal_schar_p(signed char* dest, signed char value, int pe) { f::put("shoal_schar_p", dest, &value, 1, sizeof(signed char), alignof(signed char), pe); }
 signed char shoal_schar_g(const signed char* source, int pe) { signed char value{}; f::get("shoal_schar_g", &value, source, 1, sizeof(signed char), alignof(signed char), pe); return value; }
 void shoal_schar_iput(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_schar_iput", dest, source, dst, sst, nelems, sizeof(signed char), pe); }
 void shoal_schar_iget(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_schar_iget", dest, source, dst, sst, nelems, sizeof(signed char), pe); }
 void shoal_short_put(short* dest, const short* source, size_t nelems, int pe) { f::put("shoal_short_put", dest, source, nelems, sizeof(short), alignof(short), pe); }
 void shoal_short_get(short* dest, const short* source, size_t nelems, int pe) { f::get("shoal_short_get", dest, source, nelems, sizeof(short), alignof(short), pe); }
-void shoal_short_put_nbi(short* dest, const short* source, size_t nelems, int pe) { f::put("shoal_short_put_nbi", dest, source, nelems, sizeof(short), alignof(short), pe); }
-void shoal_short_get_nbi(short* dest, const short* source, size_t nelems, int pe) { f::get("shoal_short_get_nbi", dest, source, nelems, sizeof(short), alignof(short), pe); }
+void shoal_short_put_nbi(short* dest, const short* source, size_t nelems, int pe) { f::put_nbi("shoal_short_put_nbi", dest, source, nelems, sizeof(short), alignof(short), pe); }
+void shoal_short_get_nbi(short* dest, const short* source, size_t nelems, int pe) { f::get_nbi("shoal_short_get_nbi", dest, source, nelems, sizeof(short), alignof(short), pe); }
 void shoal_short_p(short* dest, short value, int pe) { f::put("shoal_short_p", dest, &value, 1, sizeof(short), alignof(short), pe); }
 short shoal_short_g(const short* source, int pe) { short value{}; f::get("shoal_short_g", &value, source, 1, sizeof(short), alignof(short), pe); return value; }
 void shoal_short_iput(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_short_iput", dest, source, dst, sst, nelems, sizeof(short), pe); }
 void shoal_short_iget(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_short_iget", dest, source, dst, sst, nelems, sizeof(short), pe); }
 void shoal_int_put(int* dest, const int* source, size_t nelems, int pe) { f::put("shoal_int_put", dest, source, nelems, sizeof(int), alignof(int), pe); }
 void shoal_int_get(int* dest, const int* source, size_t nelems, int pe) { f::get("shoal_int_get", dest, source, nelems, sizeof(int), alignof(int), pe); }
-void shoal_int_put_nbi(int* dest, const int* source, size_t nelems, int pe) { f::put("shoal_int_put_nbi", dest, source, nelems, sizeof(int), alignof(int), pe); }
-void shoal_int_get_nbi(int* dest, const int* source, size_t nelems, int pe) { f::get("shoal_int_get_nbi", dest, source, nelems, sizeof(int), alignof(int), pe); }
+void shoal_int_put_nbi(int* dest, const int* source, size_t nelems, int pe) { f::put_nbi("shoal_int_put_nbi", dest, source, nelems, sizeof(int), alignof(int), pe); }
+void shoal_int_get_nbi(int* dest, const int* source, size_t nelems, int pe) { f::get_nbi("shoal_int_get_nbi", dest, source, nelems, sizeof(int), alignof(int), pe); }
 void shoal_int_p(int* dest, int value, int pe) { f::put("shoal_int_p", dest, &value, 1, sizeof(int), alignof(int), pe); }
 int shoal_int_g(const int* source, int pe) { int value{}; f::get("shoal_int_g", &value, source, 1, sizeof(int), alignof(int), pe); return value; }
 void shoal_int_iput(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_int_iput", dest, source, dst, sst, nelems, sizeof(int), pe); }
 void shoal_int_iget(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_int_iget", dest, source, dst, sst, nelems, sizeof(int), pe); }
 void shoal_long_put(long* dest, const long* source, size_t nelems, int pe) { f::put("shoal_long_put", dest, source, nelems, sizeof(long), alignof(long), pe); }
 void shoal_long_get(long* dest, const long* source, size_t nelems, int pe) { f::get("shoal_long_get", dest, source, nelems, sizeof(long), alignof(long), pe); }
-void shoal_long_put_nbi(long* dest, const long* source, size_t nelems, int pe) { f::put("shoal_long_put_nbi", dest, source, nelems, sizeof(long), alignof(long), pe); }
-void shoal_long_get_nbi(long* dest, const long* source, size_t nelems, int pe) { f::get("shoal_long_get_nbi", dest, source, nelems, sizeof(long), alignof(long), pe); }
+void shoal_long_put_nbi(long* dest, const long* source, size_t nelems, int pe) { f::put_nbi("shoal_long_put_nbi", dest, source, nelems, sizeof(long), alignof(long), pe); }
+void shoal_long_get_nbi(long* dest, const long* source, size_t nelems, int pe) { f::get_nbi("shoal_long_get_nbi", dest, source, nelems, sizeof(long), alignof(long), pe); }
 void shoal_long_p(long* dest, long value, int pe) { f::put("shoal_long_p", dest, &value, 1, sizeof(long), alignof(long), pe); }
 long shoal_long_g(const long* source, int pe) { long value{}; f::get("shoal_long_g", &value, source, 1, sizeof(long), alignof(long), pe); return value; }
 void shoal_long_iput(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_long_iput", dest, source, dst, sst, nelems, sizeof(long), pe); }
 void shoal_long_iget(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_long_iget", dest, source, dst, sst, nelems, sizeof(long), pe); }
 void shoal_longlong_put(long long* dest, const long long* source, size_t nelems, int pe) { f::put("shoal_longlong_put", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
 void shoal_longlong_get(long long* dest, const long long* source, size_t nelems, int pe) { f::get("shoal_longlong_get", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
-void shoal_longlong_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) { f::put("shoal_longlong_put_nbi", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
-void shoal_longlong_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) { f::get("shoal_longlong_get_nbi", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
+void shoal_longlong_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) { f::put_nbi("shoal_longlong_put_nbi", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
+void shoal_longlong_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) { f::get_nbi("shoal_longlong_get_nbi", dest, source, nelems, sizeof(long long), alignof(long long), pe); }
 void shoal_longlong_p(long long* dest, long long value, int pe) { f::put("shoal_longlong_p", dest, &value, 1, sizeof(long long), alignof(long long), pe); }
 long long shoal_longlong_g(const long long* source, int pe) { long long value{}; f::get("shoal_longlong_g", &value, source, 1, sizeof(long long), alignof(long long), pe); return value; }
 void shoal_longlong_iput(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_longlong_iput", dest, source, dst, sst, nelems, sizeof(long long), pe); }
 void shoal_longlong_iget(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_longlong_iget", dest, source, dst, sst, nelems, sizeof(long long), pe); }
 void shoal_uchar_put(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::put("shoal_uchar_put", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
 void shoal_uchar_get(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::get("shoal_uchar_get", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
-void shoal_uchar_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::put("shoal_uchar_put_nbi", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
-void shoal_uchar_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::get("shoal_uchar_get_nbi", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
+void shoal_uchar_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::put_nbi("shoal_uchar_put_nbi", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
+void shoal_uchar_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { f::get_nbi("shoal_uchar_get_nbi", dest, source, nelems, sizeof(unsigned char), alignof(unsigned char), pe); }
 void shoal_uchar_p(unsigned char* dest, unsigned char value, int pe) { f::put("shoal_uchar_p", dest, &value, 1, sizeof(unsigned char), alignof(unsigned char), pe); }
 unsigned char shoal_uchar_g(const unsigned char* source, int pe) { unsigned char value{}; f::get("shoal_uchar_g", &value, source, 1, sizeof(unsigned char), alignof(unsigned char), pe); return value; }
 void shoal_uchar_iput(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uchar_iput", dest, source, dst, sst, nelems, sizeof(unsigned char), pe); }
 void shoal_uchar_iget(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uchar_iget", dest, source, dst, sst, nelems, sizeof(unsigned char), pe); }
 void shoal_ushort_put(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::put("shoal_ushort_put", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
 void shoal_ushort_get(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::get("shoal_ushort_get", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
-void shoal_ushort_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::put("shoal_ushort_put_nbi", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
-void shoal_ushort_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::get("shoal_ushort_get_nbi", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
+void shoal_ushort_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::put_nbi("shoal_ushort_put_nbi", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
+void shoal_ushort_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { f::get_nbi("shoal_ushort_get_nbi", dest, source, nelems, sizeof(unsigned short), alignof(unsigned short), pe); }
 void shoal_ushort_p(unsigned short* dest, unsigned short value, int pe) { f::put("shoal_ushort_p", dest, &value, 1, sizeof(unsigned short), alignof(unsigned short), pe); }
 unsigned short shoal_ushort_g(const unsigned short* source, int pe) { unsigned short value{}; f::get("shoal_ushort_g", &value, source, 1, sizeof(unsigned short), alignof(unsigned short), pe); return value; }
 void shoal_ushort_iput(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_ushort_iput", dest, source, dst, sst, nelems, sizeof(unsigned short), pe); }
 void shoal_ushort_iget(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_ushort_iget", dest, source, dst, sst, nelems, sizeof(unsigned short), pe); }
 void shoal_uint_put(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::put("shoal_uint_put", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
 void shoal_uint_get(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::get("shoal_uint_get", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
-void shoal_uint_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::put("shoal_uint_put_nbi", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
-void shoal_uint_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::get("shoal_uint_get_nbi", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
+void shoal_uint_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::put_nbi("shoal_uint_put_nbi", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
+void shoal_uint_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { f::get_nbi("shoal_uint_get_nbi", dest, source, nelems, sizeof(unsigned int), alignof(unsigned int), pe); }
 void shoal_uint_p(unsigned int* dest, unsigned int value, int pe) { f::put("shoal_uint_p", dest, &value, 1, sizeof(unsigned int), alignof(unsigned int), pe); }
 unsigned int shoal_uint_g(const unsigned int* source, int pe) { unsigned int value{}; f::get("shoal_uint_g", &value, source, 1, sizeof(unsigned int), alignof(unsigned int), pe); return value; }
 void shoal_uint_iput(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uint_iput", dest, source, dst, sst, nelems, sizeof(unsigned int), pe); }
 void shoal_uint_iget(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uint_iget", dest, source, dst, sst, nelems, sizeof(unsigned int), pe); }
 void shoal_ulong_put(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::put("shoal_ulong_put", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
 void shoal_ulong_get(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::get("shoal_ulong_get", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
-void shoal_ulong_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::put("shoal_ulong_put_nbi", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
-void shoal_ulong_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::get("shoal_ulong_get_nbi", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
+void shoal_ulong_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::put_nbi("shoal_ulong_put_nbi", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
+void shoal_ulong_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { f::get_nbi("shoal_ulong_get_nbi", dest, source, nelems, sizeof(unsigned long), alignof(unsigned long), pe); }
 void shoal_ulong_p(unsigned long* dest, unsigned long value, int pe) { f::put("shoal_ulong_p", dest, &value, 1, sizeof(unsigned long), alignof(unsigned long), pe); }
 unsigned long shoal_ulong_g(const unsigned long* source, int pe) { unsigned long value{}; f::get("shoal_ulong_g", &value, source, 1, sizeof(unsigned long), alignof(unsigned long), pe); return value; }
 void shoal_ulong_iput(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_ulong_iput", dest, source, dst, sst, nelems, sizeof(unsigned long), pe); }
 void shoal_ulong_iget(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_ulong_iget", dest, source, dst, sst, nelems, sizeof(unsigned long), pe); }
 void shoal_ulonglong_put(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::put("shoal_ulonglong_put", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
 void shoal_ulonglong_get(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::get("shoal_ulonglong_get", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
-void shoal_ulonglong_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::put("shoal_ulonglong_put_nbi", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
-void shoal_ulonglong_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::get("shoal_ulonglong_get_nbi", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
+void shoal_ulonglong_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::put_nbi("shoal_ulonglong_put_nbi", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
+void shoal_ulonglong_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { f::get_nbi("shoal_ulonglong_get_nbi", dest, source, nelems, sizeof(unsigned long long), alignof(unsigned long long), pe); }
 void shoal_ulonglong_p(unsigned long long* dest, unsigned long long value, int pe) { f::put("shoal_ulonglong_p", dest, &value, 1, sizeof(unsigned long long), alignof(unsigned long long), pe); }
 unsigned long long shoal_ulonglong_g(const unsigned long long* source, int pe) { unsigned long long value{}; f::get("shoal_ulonglong_g", &value, source, 1, sizeof(unsigned long long), alignof(unsigned long long), pe); return value; }
 void shoal_ulonglong_iput(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_ulonglong_iput", dest, source, dst, sst, nelems, sizeof(unsigned long long), pe); }
 void shoal_ulonglong_iget(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_ulonglong_iget", dest, source, dst, sst, nelems, sizeof(unsigned long long), pe); }
 void shoal_int8_put(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::put("shoal_int8_put", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
 void shoal_int8_get(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::get("shoal_int8_get", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
-void shoal_int8_put_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::put("shoal_int8_put_nbi", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
-void shoal_int8_get_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::get("shoal_int8_get_nbi", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
+void shoal_int8_put_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::put_nbi("shoal_int8_put_nbi", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
+void shoal_int8_get_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) { f::get_nbi("shoal_int8_get_nbi", dest, source, nelems, sizeof(int8_t), alignof(int8_t), pe); }
 void shoal_int8_p(int8_t* dest, int8_t value, int pe) { f::put("shoal_int8_p", dest, &value, 1, sizeof(int8_t), alignof(int8_t), pe); }
 int8_t shoal_int8_g(const int8_t* source, int pe) { int8_t value{}; f::get("shoal_int8_g", &value, source, 1, sizeof(int8_t), alignof(int8_t), pe); return value; }
 void shoal_int8_iput(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_int8_iput", dest, source, dst, sst, nelems, sizeof(int8_t), pe); }
 void shoal_int8_iget(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_int8_iget", dest, source, dst, sst, nelems, sizeof(int8_t), pe); }
 void shoal_int16_put(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::put("shoal_int16_put", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
 void shoal_int16_get(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::get("shoal_int16_get", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
-void shoal_int16_put_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::put("shoal_int16_put_nbi", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
-void shoal_int16_get_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::get("shoal_int16_get_nbi", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
+void shoal_int16_put_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::put_nbi("shoal_int16_put_nbi", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
+void shoal_int16_get_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) { f::get_nbi("shoal_int16_get_nbi", dest, source, nelems, sizeof(int16_t), alignof(int16_t), pe); }
 void shoal_int16_p(int16_t* dest, int16_t value, int pe) { f::put("shoal_int16_p", dest, &value, 1, sizeof(int16_t), alignof(int16_t), pe); }
 int16_t shoal_int16_g(const int16_t* source, int pe) { int16_t value{}; f::get("shoal_int16_g", &value, source, 1, sizeof(int16_t), alignof(int16_t), pe); return value; }
 void shoal_int16_iput(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_int16_iput", dest, source, dst, sst, nelems, sizeof(int16_t), pe); }
 void shoal_int16_iget(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_int16_iget", dest, source, dst, sst, nelems, sizeof(int16_t), pe); }
 void shoal_int32_put(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::put("shoal_int32_put", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
 void shoal_int32_get(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::get("shoal_int32_get", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
-void shoal_int32_put_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::put("shoal_int32_put_nbi", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
-void shoal_int32_get_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::get("shoal_int32_get_nbi", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
+void shoal_int32_put_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::put_nbi("shoal_int32_put_nbi", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
+void shoal_int32_get_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) { f::get_nbi("shoal_int32_get_nbi", dest, source, nelems, sizeof(int32_t), alignof(int32_t), pe); }
 void shoal_int32_p(int32_t* dest, int32_t value, int pe) { f::put("shoal_int32_p", dest, &value, 1, sizeof(int32_t), alignof(int32_t), pe); }
 int32_t shoal_int32_g(const int32_t* source, int pe) { int32_t value{}; f::get("shoal_int32_g", &value, source, 1, sizeof(int32_t), alignof(int32_t), pe); return value; }
 void shoal_int32_iput(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_int32_iput", dest, source, dst, sst, nelems, sizeof(int32_t), pe); }
 void shoal_int32_iget(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_int32_iget", dest, source, dst, sst, nelems, sizeof(int32_t), pe); }
 void shoal_int64_put(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::put("shoal_int64_put", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
 void shoal_int64_get(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::get("shoal_int64_get", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
-void shoal_int64_put_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::put("shoal_int64_put_nbi", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
-void shoal_int64_get_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::get("shoal_int64_get_nbi", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
+void shoal_int64_put_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::put_nbi("shoal_int64_put_nbi", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
+void shoal_int64_get_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) { f::get_nbi("shoal_int64_get_nbi", dest, source, nelems, sizeof(int64_t), alignof(int64_t), pe); }
 void shoal_int64_p(int64_t* dest, int64_t value, int pe) { f::put("shoal_int64_p", dest, &value, 1, sizeof(int64_t), alignof(int64_t), pe); }
 int64_t shoal_int64_g(const int64_t* source, int pe) { int64_t value{}; f::get("shoal_int64_g", &value, source, 1, sizeof(int64_t), alignof(int64_t), pe); return value; }
 void shoal_int64_iput(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_int64_iput", dest, source, dst, sst, nelems, sizeof(int64_t), pe); }
 void shoal_int64_iget(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_int64_iget", dest, source, dst, sst, nelems, sizeof(int64_t), pe); }
 void shoal_uint8_put(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::put("shoal_uint8_put", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
 void shoal_uint8_get(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::get("shoal_uint8_get", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
-void shoal_uint8_put_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::put("shoal_uint8_put_nbi", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
-void shoal_uint8_get_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::get("shoal_uint8_get_nbi", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
+void shoal_uint8_put_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::put_nbi("shoal_uint8_put_nbi", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
+void shoal_uint8_get_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { f::get_nbi("shoal_uint8_get_nbi", dest, source, nelems, sizeof(uint8_t), alignof(uint8_t), pe); }
 void shoal_uint8_p(uint8_t* dest, uint8_t value, int pe) { f::put("shoal_uint8_p", dest, &value, 1, sizeof(uint8_t), alignof(uint8_t), pe); }
 uint8_t shoal_uint8_g(const uint8_t* source, int pe) { uint8_t value{}; f::get("shoal_uint8_g", &value, source, 1, sizeof(uint8_t), alignof(uint8_t), pe); return value; }
 void shoal_uint8_iput(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uint8_iput", dest, source, dst, sst, nelems, sizeof(uint8_t), pe); }
 void shoal_uint8_iget(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uint8_iget", dest, source, dst, sst, nelems, sizeof(uint8_t), pe); }
 void shoal_uint16_put(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::put("shoal_uint16_put", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
 void shoal_uint16_get(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::get("shoal_uint16_get", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
-void shoal_uint16_put_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::put("shoal_uint16_put_nbi", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
-void shoal_uint16_get_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::get("shoal_uint16_get_nbi", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
+void shoal_uint16_put_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::put_nbi("shoal_uint16_put_nbi", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
+void shoal_uint16_get_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { f::get_nbi("shoal_uint16_get_nbi", dest, source, nelems, sizeof(uint16_t), alignof(uint16_t), pe); }
 void shoal_uint16_p(uint16_t* dest, uint16_t value, int pe) { f::put("shoal_uint16_p", dest, &value, 1, sizeof(uint16_t), alignof(uint16_t), pe); }
 uint16_t shoal_uint16_g(const uint16_t* source, int pe) { uint16_t value{}; f::get("shoal_uint16_g", &value, source, 1, sizeof(uint16_t), alignof(uint16_t), pe); return value; }
 void shoal_uint16_iput(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uint16_iput", dest, source, dst, sst, nelems, sizeof(uint16_t), pe); }
 void shoal_uint16_iget(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uint16_iget", dest, source, dst, sst, nelems, sizeof(uint16_t), pe); }
 void shoal_uint32_put(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::put("shoal_uint32_put", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
 void shoal_uint32_get(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::get("shoal_uint32_get", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
-void shoal_uint32_put_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::put("shoal_uint32_put_nbi", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
-void shoal_uint32_get_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::get("shoal_uint32_get_nbi", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
+void shoal_uint32_put_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::put_nbi("shoal_uint32_put_nbi", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
+void shoal_uint32_get_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { f::get_nbi("shoal_uint32_get_nbi", dest, source, nelems, sizeof(uint32_t), alignof(uint32_t), pe); }
 void shoal_uint32_p(uint32_t* dest, uint32_t value, int pe) { f::put("shoal_uint32_p", dest, &value, 1, sizeof(uint32_t), alignof(uint32_t), pe); }
 uint32_t shoal_uint32_g(const uint32_t* source, int pe) { uint32_t value{}; f::get("shoal_uint32_g", &value, source, 1, sizeof(uint32_t), alignof(uint32_t), pe); return value; }
 void shoal_uint32_iput(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uint32_iput", dest, source, dst, sst, nelems, sizeof(uint32_t), pe); }
 void shoal_uint32_iget(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uint32_iget", dest, source, dst, sst, nelems, sizeof(uint32_t), pe); }
 void shoal_uint64_put(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::put("shoal_uint64_put", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
 void shoal_uint64_get(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::get("shoal_uint64_get", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
-void shoal_uint64_put_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::put("shoal_uint64_put_nbi", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
-void shoal_uint64_get_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::get("shoal_uint64_get_nbi", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
+void shoal_uint64_put_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::put_nbi("shoal_uint64_put_nbi", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
+void shoal_uint64_get_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { f::get_nbi("shoal_uint64_get_nbi", dest, source, nelems, sizeof(uint64_t), alignof(uint64_t), pe); }
 void shoal_uint64_p(uint64_t* dest, uint64_t value, int pe) { f::put("shoal_uint64_p", dest, &value, 1, sizeof(uint64_t), alignof(uint64_t), pe); }
 uint64_t shoal_uint64_g(const uint64_t* source, int pe) { uint64_t value{}; f::get("shoal_uint64_g", &value, source, 1, sizeof(uint64_t), alignof(uint64_t), pe); return value; }
 void shoal_uint64_iput(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_uint64_iput", dest, source, dst, sst, nelems, sizeof(uint64_t), pe); }
 void shoal_uint64_iget(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_uint64_iget", dest, source, dst, sst, nelems, sizeof(uint64_t), pe); }
 void shoal_size_put(size_t* dest, const size_t* source, size_t nelems, int pe) { f::put("shoal_size_put", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
 void shoal_size_get(size_t* dest, const size_t* source, size_t nelems, int pe) { f::get("shoal_size_get", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
-void shoal_size_put_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) { f::put("shoal_size_put_nbi", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
-void shoal_size_get_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) { f::get("shoal_size_get_nbi", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
+void shoal_size_put_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) { f::put_nbi("shoal_size_put_nbi", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
+void shoal_size_get_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) { f::get_nbi("shoal_size_get_nbi", dest, source, nelems, sizeof(size_t), alignof(size_t), pe); }
 void shoal_size_p(size_t* dest, size_t value, int pe) { f::put("shoal_size_p", dest, &value, 1, sizeof(size_t), alignof(size_t), pe); }
 size_t shoal_size_g(const size_t* source, int pe) { size_t value{}; f::get("shoal_size_g", &value, source, 1, sizeof(size_t), alignof(size_t), pe); return value; }
 void shoal_size_iput(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_size_iput", dest, source, dst, sst, nelems, sizeof(size_t), pe); }
 void shoal_size_iget(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_size_iget", dest, source, dst, sst, nelems, sizeof(size_t), pe); }
 void shoal_ptrdiff_put(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::put("shoal_ptrdiff_put", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
 void shoal_ptrdiff_get(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::get("shoal_ptrdiff_get", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
-void shoal_ptrdiff_put_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::put("shoal_ptrdiff_put_nbi", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
-void shoal_ptrdiff_get_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::get("shoal_ptrdiff_get_nbi", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
+void shoal_ptrdiff_put_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::put_nbi("shoal_ptrdiff_put_nbi", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
+void shoal_ptrdiff_get_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { f::get_nbi("shoal_ptrdiff_get_nbi", dest, source, nelems, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
 void shoal_ptrdiff_p(ptrdiff_t* dest, ptrdiff_t value, int pe) { f::put("shoal_ptrdiff_p", dest, &value, 1, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); }
 ptrdiff_t shoal_ptrdiff_g(const ptrdiff_t* source, int pe) { ptrdiff_t value{}; f::get("shoal_ptrdiff_g", &value, source, 1, sizeof(ptrdiff_t), alignof(ptrdiff_t), pe); return value; }
 void shoal_ptrdiff_iput(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_ptrdiff_iput", dest, source, dst, sst, nelems, sizeof(ptrdiff_t), pe); }
 void shoal_ptrdiff_iget(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_ptrdiff_iget", dest, source, dst, sst, nelems, sizeof(ptrdiff_t), pe); }
 void shoal_half_put(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::put("shoal_half_put", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
 void shoal_half_get(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::get("shoal_half_get", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
-void shoal_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::put("shoal_half_put_nbi", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
-void shoal_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::get("shoal_half_get_nbi", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
+void shoal_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::put_nbi("shoal_half_put_nbi", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
+void shoal_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { f::get_nbi("shoal_half_get_nbi", dest, source, nelems, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
 void shoal_half_p(shoal_half_t* dest, shoal_half_t value, int pe) { f::put("shoal_half_p", dest, &value, 1, sizeof(shoal_half_t), alignof(shoal_half_t), pe); }
 shoal_half_t shoal_half_g(const shoal_half_t* source, int pe) { shoal_half_t value{}; f::get("shoal_half_g", &value, source, 1, sizeof(shoal_half_t), alignof(shoal_half_t), pe); return value; }
 void shoal_half_iput(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_half_iput", dest, source, dst, sst, nelems, sizeof(shoal_half_t), pe); }
 void shoal_half_iget(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_half_iget", dest, source, dst, sst, nelems, sizeof(shoal_half_t), pe); }
 void shoal_bfloat16_put(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::put("shoal_bfloat16_put", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
 void shoal_bfloat16_get(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::get("shoal_bfloat16_get", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
-void shoal_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::put("shoal_bfloat16_put_nbi", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
-void shoal_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::get("shoal_bfloat16_get_nbi", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
+void shoal_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::put_nbi("shoal_bfloat16_put_nbi", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
+void shoal_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { f::get_nbi("shoal_bfloat16_get_nbi", dest, source, nelems, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
 void shoal_bfloat16_p(shoal_bfloat16_t* dest, shoal_bfloat16_t value, int pe) { f::put("shoal_bfloat16_p", dest, &value, 1, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); }
 shoal_bfloat16_t shoal_bfloat16_g(const shoal_bfloat16_t* source, int pe) { shoal_bfloat16_t value{}; f::get("shoal_bfloat16_g", &value, source, 1, sizeof(shoal_bfloat16_t), alignof(shoal_bfloat16_t), pe); return value; }
 void shoal_bfloat16_iput(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_bfloat16_iput", dest, source, dst, sst, nelems, sizeof(shoal_bfloat16_t), pe); }
@@ -223,38 +223,38 @@ void shoal_bfloat16_iget(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source,
 // RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem)
 void shoal_put8(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put8", dest, source, nelems, 1, 1, pe); }
 void shoal_get8(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get8", dest, source, nelems, 1, 1, pe); }
-void shoal_put8_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put8_nbi", dest, source, nelems, 1, 1, pe); }
-void shoal_get8_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get8_nbi", dest, source, nelems, 1, 1, pe); }
+void shoal_put8_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put_nbi("shoal_put8_nbi", dest, source, nelems, 1, 1, pe); }
+void shoal_get8_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get_nbi("shoal_get8_nbi", dest, source, nelems, 1, 1, pe); }
 void shoal_iput8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput8", dest, source, dst, sst, nelems, 1, pe); }
 void shoal_iget8(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget8", dest, source, dst, sst, nelems, 1, pe); }
 void shoal_put16(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put16", dest, source, nelems, 2, 2, pe); }
 void shoal_get16(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get16", dest, source, nelems, 2, 2, pe); }
-void shoal_put16_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put16_nbi", dest, source, nelems, 2, 2, pe); }
-void shoal_get16_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get16_nbi", dest, source, nelems, 2, 2, pe); }
+void shoal_put16_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put_nbi("shoal_put16_nbi", dest, source, nelems, 2, 2, pe); }
+void shoal_get16_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get_nbi("shoal_get16_nbi", dest, source, nelems, 2, 2, pe); }
 void shoal_iput16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput16", dest, source, dst, sst, nelems, 2, pe); }
 void shoal_iget16(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget16", dest, source, dst, sst, nelems, 2, pe); }
 void shoal_put32(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put32", dest, source, nelems, 4, 4, pe); }
 void shoal_get32(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get32", dest, source, nelems, 4, 4, pe); }
-void shoal_put32_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put32_nbi", dest, source, nelems, 4, 4, pe); }
-void shoal_get32_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get32_nbi", dest, source, nelems, 4, 4, pe); }
+void shoal_put32_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put_nbi("shoal_put32_nbi", dest, source, nelems, 4, 4, pe); }
+void shoal_get32_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get_nbi("shoal_get32_nbi", dest, source, nelems, 4, 4, pe); }
 void shoal_iput32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput32", dest, source, dst, sst, nelems, 4, pe); }
 void shoal_iget32(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget32", dest, source, dst, sst, nelems, 4, pe); }
 void shoal_put64(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put64", dest, source, nelems, 8, 8, pe); }
 void shoal_get64(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get64", dest, source, nelems, 8, 8, pe); }
-void shoal_put64_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put64_nbi", dest, source, nelems, 8, 8, pe); }
-void shoal_get64_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get64_nbi", dest, source, nelems, 8, 8, pe); }
+void shoal_put64_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put_nbi("shoal_put64_nbi", dest, source, nelems, 8, 8, pe); }
+void shoal_get64_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get_nbi("shoal_get64_nbi", dest, source, nelems, 8, 8, pe); }
 void shoal_iput64(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput64", dest, source, dst, sst, nelems, 8, pe); }
 void shoal_iget64(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget64", dest, source, dst, sst, nelems, 8, pe); }
 void shoal_put128(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put128", dest, source, nelems, 16, 8, pe); }
 void shoal_get128(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get128", dest, source, nelems, 16, 8, pe); }
-void shoal_put128_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put("shoal_put128_nbi", dest, source, nelems, 16, 8, pe); }
-void shoal_get128_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get("shoal_get128_nbi", dest, source, nelems, 16, 8, pe); }
+void shoal_put128_nbi(void* dest, const void* source, size_t nelems, int pe) { f::put_nbi("shoal_put128_nbi", dest, source, nelems, 16, 8, pe); }
+void shoal_get128_nbi(void* dest, const void* source, size_t nelems, int pe) { f::get_nbi("shoal_get128_nbi", dest, source, nelems, 16, 8, pe); }
 void shoal_iput128(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iput("shoal_iput128", dest, source, dst, sst, nelems, 16, pe); }
 void shoal_iget128(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { f::iget("shoal_iget128", dest, source, dst, sst, nelems, 16, pe); }
 void shoal_putmem(void* dest, const void* source, size_t nbytes, int pe) { f::put("shoal_putmem", dest, source, nbytes, 1, 1, pe); }
 void shoal_getmem(void* dest, const void* source, size_t nbytes, int pe) { f::get("shoal_getmem", dest, source, nbytes, 1, 1, pe); }
-void shoal_putmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::put("shoal_putmem_nbi", dest, source, nbytes, 1, 1, pe); }
-void shoal_getmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::get("shoal_getmem_nbi", dest, source, nbytes, 1, 1, pe); }
+void shoal_putmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::put_nbi("shoal_putmem_nbi", dest, source, nbytes, 1, 1, pe); }
+void shoal_getmem_nbi(void* dest, const void* source, size_t nbytes, int pe) { f::get_nbi("shoal_getmem_nbi", dest, source, nbytes, 1, 1, pe); }
 
 // put-with-signal: typed, sized and untyped, blocking and _nbi
 void shoal_float_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_float_put_signal", dest, source, nelems, sizeof(float), alignof(float), sig_addr, signal, sig_op, pe); }

@@ -26,16 +26,26 @@ std::optional<uint64_t> check_contiguous(const symmetric_memory& memory, const p
   return memory.check(call, symmetric.name, symmetric.addr, nbytes, elem_align);
 }
 
-void host_rma::put(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe) {
+void host_rma::put(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe,
+                   bool nbi) {
   if (auto off =
-          check_contiguous(memory_, transport_, call, pe, nbytes, elem_align, {source, "source"}, {dest, "dest"}))
-    transport_.put(call, pe, *off, source, nbytes);
+          check_contiguous(memory_, transport_, call, pe, nbytes, elem_align, {source, "source"}, {dest, "dest"})) {
+    if (nbi)
+      transport_.put_nbi(call, pe, *off, source, nbytes);
+    else
+      transport_.put(call, pe, *off, source, nbytes);
+  }
 }
 
-void host_rma::get(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe) {
+void host_rma::get(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe,
+                   bool nbi) {
   if (auto off =
-          check_contiguous(memory_, transport_, call, pe, nbytes, elem_align, {dest, "dest"}, {source, "source"}))
-    transport_.get(call, dest, pe, *off, nbytes);
+          check_contiguous(memory_, transport_, call, pe, nbytes, elem_align, {dest, "dest"}, {source, "source"})) {
+    if (nbi)
+      transport_.get_nbi(call, dest, pe, *off, nbytes);
+    else
+      transport_.get(call, dest, pe, *off, nbytes);
+  }
 }
 
 namespace {

@@ -37,8 +37,11 @@ class host_rma {
       : my_pe_(my_pe), memory_(memory), transport_(transport), wait_timeout_(wait_timeout) {}
 
   // RMA: `elem_align` is the alignment the typed call requires (1 for *mem).
-  void put(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe);
-  void get(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe);
+  /// `nbi`: the _nbi forms (completion at the next quiet; the proxy path then returns before it).
+  void put(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe,
+           bool nbi = false);
+  void get(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe,
+           bool nbi = false);
   void iput(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride,
             size_t nelems, size_t elem_bytes, int pe);
   void iget(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride, ptrdiff_t source_stride,

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/progress.hpp"
 #include "shoal/error.hpp"
 
 namespace shoal::detail {
@@ -47,20 +48,27 @@ class backoff {
   /// has failed (job_failure).
   bool pause() {
     ++rounds_;
+    // Progress of engines this thread can help (progress_hooks): while it moves traffic the wait
+    // stays in its fast phase, and polls without sleeping for kHotWindow after the last progress,
+    // since a peer may be waiting for this PE's answers and the engine's thread relies on it.
+    if (progress_hooks::run()) {
+      rounds_ = 1, sleep_ns_ = 1000;
+      hot_until_ = std::chrono::steady_clock::now() + progress_hooks::kHotWindow;
+    }
     if (rounds_ < 64) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #else
       sched_yield();
 #endif
-    } else if (rounds_ < 256) {
+    } else if (rounds_ < 256 || std::chrono::steady_clock::now() < hot_until_) {
       sched_yield();
     } else {
       timespec ts{0, sleep_ns_};
       nanosleep(&ts, nullptr);
       if (sleep_ns_ < 100'000) sleep_ns_ *= 2;
     }
-    if ((rounds_ & 15) == 0) {
+    if ((++checks_ & 15) == 0) {
       if (const std::string* why = job_failure::cause())
         throw shoal::error(errc::peer_failure, std::string(call_), "the job failed while waiting: " + *why);
       return std::chrono::steady_clock::now() < deadline_;
@@ -72,6 +80,8 @@ class backoff {
   std::chrono::steady_clock::time_point deadline_;
   std::string_view call_;
   unsigned rounds_ = 0;
+  unsigned checks_ = 0;
+  std::chrono::steady_clock::time_point hot_until_{};
   long sleep_ns_ = 1000;
 };
 

@@ -34,6 +34,14 @@ class path_ops {
   virtual char* address(std::string_view call, int pe, uint64_t offset) = 0;
   virtual void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) = 0;
   virtual void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) = 0;
+  /// Non-blocking forms: `source` must stay unchanged, and `dest` is defined, only after the next
+  /// quiet. Paths that complete at once use the blocking forms.
+  virtual void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+    put(call, pe, offset, source, nbytes);
+  }
+  virtual void get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+    get(call, dest, pe, offset, nbytes);
+  }
   /// nelems elements of elem_bytes; strides in elements (>= 1).
   virtual void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
                     ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) = 0;
@@ -84,6 +92,12 @@ class peer_transport {
   }
   void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
     path(pe).get(call, dest, pe, offset, nbytes);
+  }
+  void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+    path(pe).put_nbi(call, pe, offset, source, nbytes);
+  }
+  void get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+    path(pe).get_nbi(call, dest, pe, offset, nbytes);
   }
   void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
             ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) {

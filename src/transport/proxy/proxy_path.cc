@@ -32,6 +32,12 @@ class ucx_proxy_path final : public proxy_ops {
   void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) override {
     if (nbytes != 0) engine_.get(call, dest, pe, offset, nbytes);
   }
+  void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) override {
+    if (nbytes != 0) engine_.put_nbi(call, pe, offset, source, nbytes);
+  }
+  void get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) override {
+    if (nbytes != 0) engine_.get_nbi(call, dest, pe, offset, nbytes);
+  }
   void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
             ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) override {
     const auto* from = static_cast<const char*>(source);

@@ -23,6 +23,7 @@
 
 #include "common/check.hpp"
 #include "common/env.hpp"
+#include "common/progress.hpp"
 #include "transport/proxy/am_atomics.hpp"
 #include "transport/proxy/ring_consumer.hpp"
 
@@ -67,10 +68,21 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
   return UCP_ATOMIC_OP_LAST;
 }
 
-// How long the proxy thread spins on an idle worker before it sleeps on the event fds, and the
-// longest sleep (a safety net: arming makes the worker's fd report every incoming event).
+// How long the proxy thread spins on an idle worker after work before it sleeps on the event fds,
+// and the longest sleep (a safety net: arming makes the worker's fd report every incoming event);
+// 1 ms while UCX requests are in flight.
+// Past kSpin it keeps polling with a sched_yield between rounds up to kSpinYield: a wake-up from
+// poll() costs tens of microseconds on a virtual machine, more than a round trip, so requests
+// arriving every few tens of microseconds would otherwise each pay one.
 constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
+constexpr int kSleepInFlightMs = 1;
+// While host threads drive the worker themselves (their own requests, or progress from a wait,
+// which then polls for progress_hooks::kHotWindow), the proxy thread stays out of their way: it
+// naps this long on the doorbell only, without watching the worker's fd, and looks again.
+constexpr auto kDrivenRecently = progress_hooks::kHotWindow;
+constexpr long kDrivenNapNs = 50'000;
 // With a device-mapped ring (GPU heaps), kernels post without a doorbell: the idle proxy thread
 // checks the ring's ticket counter between short sleeps instead (kRingNap; the thread's timer slack
 // is lowered so that a nap stays close to it).
@@ -90,7 +102,8 @@ struct ucx_engine::state {
   std::vector<ucp_rkey_h> rkeys;  // per PE, for the current registration
   std::vector<uint64_t> bases;    // per PE: its heap's address in its own process
   ucp_mem_h memh = nullptr;
-  bool gpu_heap = false;  // the heap is CUDA memory (registered as such)
+  uint64_t heap_base = 0, heap_nbytes = 0;  // this PE's registered heap
+  bool gpu_heap = false;                    // the heap is CUDA memory (registered as such)
   std::chrono::milliseconds timeout{0};
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
   // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
@@ -121,9 +134,55 @@ struct ucx_engine::state {
   std::atomic<bool> stop{false};
   std::thread thread;
 
+  // Who may touch the worker (UCS_THREAD_MODE_SERIALIZED) and consume the ring: the holder of
+  // `driving` -- the proxy thread, a host thread driving its own request (call()), or a host thread
+  // progressing from a wait (progress_hooks). Taken with try_drive() only, never waited for: a
+  // thread that cannot take it knows the holder drains the ring, its descriptor included.
+  std::atomic<bool> driving{false};
+  // steady_clock nanoseconds of the last drive by a host thread (the proxy thread naps meanwhile).
+  std::atomic<int64_t> host_drove_ns{0};
+  // UCX requests issued and not completed (under `driving`): the proxy thread sleeps shorter then.
+  int64_t requests_in_flight = 0;
+  bool hooked = false;  // registered with progress_hooks
+
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  bool try_lock() {
+    return !driving.load(std::memory_order_relaxed) && !driving.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() { driving.store(false, std::memory_order_release); }
+  // Under `driving`: issues every committed descriptor and progresses the worker until it is idle;
+  // true when anything happened.
+  bool drive() {
+    bool any = drain_ring();
+    while (ucp_worker_progress(worker) != 0) any = true;
+    return any;
+  }
+  // A host thread's drive: false when another thread holds the worker (it drains the ring too).
+  // `progressed` (optional) says whether anything happened. `polling`: the caller polls without
+  // pause until its request is answered (call()), so the proxy thread may leave the worker to it;
+  // so does a host wait that moved traffic (progress_hook: its backoff then stays in its fast phase).
+  // A wait that found nothing pauses between rounds and leaves the proxy thread watching.
+  bool try_drive(bool* progressed = nullptr, bool polling = false) {
+    if (!try_lock()) return false;
+    const bool any = drive();
+    if (polling || any) host_drove_ns.store(now_ns(), std::memory_order_relaxed);
+    unlock();
+    if (progressed != nullptr) *progressed = any;
+    return true;
+  }
+  static bool progress_hook(void* self) {
+    bool progressed = false;
+    static_cast<state*>(self)->try_drive(&progressed);
+    return progressed;
+  }
+
   // Stops the proxy thread, then releases the UCX objects on this thread: endpoints still open
   // (close() not reached: an error or an exit without finalize) are closed forcibly, bounded.
   ~state() {
+    if (hooked) progress_hooks::remove(this);
     if (thread.joinable()) {
       stop.store(true, std::memory_order_release);
       uint64_t one = 1;
@@ -286,9 +345,22 @@ struct ucx_engine::state {
   }
   static void on_complete(void* request, ucs_status_t status, void* user_data) {
     auto* op = static_cast<in_flight*>(user_data);
+    --op->owner->requests_in_flight;
     op->owner->complete(op, status);
     ucp_request_free(request);
   }
+  // A put's source or a get's destination: when it lies in this PE's registered heap, hand UCX the
+  // heap's memory handle and type (GPU heaps are VMM allocations, which UCX's own detection may take
+  // for host memory); other buffers (p/g values, user buffers) are left to UCX's detection.
+  void describe_local(ucp_request_param_t& param, uint64_t local, uint64_t nbytes) const {
+    if (memh == nullptr || local < heap_base || local - heap_base > heap_nbytes ||
+        nbytes > heap_nbytes - (local - heap_base))
+      return;
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memh = memh;
+    param.memory_type = gpu_heap ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  }
+
   // Starts one UCX request for `op`; its completion (now or later) answers the descriptor.
   template <class Start>
   void start(in_flight* op, Start&& begin) {
@@ -297,7 +369,10 @@ struct ucx_engine::state {
     param.cb.send = on_complete;
     param.user_data = op;
     ucs_status_ptr_t request = begin(param);
-    if (!UCS_PTR_IS_PTR(request)) complete(op, UCS_PTR_STATUS(request));
+    if (UCS_PTR_IS_PTR(request))
+      ++requests_in_flight;
+    else
+      complete(op, UCS_PTR_STATUS(request));
   }
 
   // Progresses until `request` (a UCX request or status) completes, bounded by SHOAL_WAIT_TIMEOUT.
@@ -349,6 +424,7 @@ struct ucx_engine::state {
         start(op, [&](ucp_request_param_t& param) {
           const void* from =
               d.op == proxy_op::p ? static_cast<const void*>(&op->value) : reinterpret_cast<void*>(d.local);
+          if (d.op == proxy_op::put) describe_local(param, d.local, d.nbytes);
           return ucp_put_nbx(eps[pe], from, d.nbytes, remote, rkeys[pe], &param);
         });
         return;
@@ -357,6 +433,7 @@ struct ucx_engine::state {
         start(op, [&](ucp_request_param_t& param) {
           if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
           void* to = d.op == proxy_op::g ? static_cast<void*>(&op->reply) : reinterpret_cast<void*>(d.local);
+          if (d.op == proxy_op::get) describe_local(param, d.local, d.nbytes);
           return ucp_get_nbx(eps[pe], to, d.nbytes, remote, rkeys[pe], &param);
         });
         return;
@@ -389,6 +466,7 @@ struct ucx_engine::state {
       case proxy_op::put_signal: {  // put, fence, then the 8-byte signal update (ucx_amo add or swap)
         auto* data = new in_flight{this, ticket, false, 0, 0};
         start(data, [&](ucp_request_param_t& param) {
+          describe_local(param, d.local, d.nbytes);
           return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, rkeys[pe], &param);
         });
         if (by_owner != nullptr) {  // the data complete at the target, then the owner applies the signal
@@ -410,25 +488,31 @@ struct ucx_engine::state {
     complete(op, UCS_ERR_UNSUPPORTED);
   }
 
-  // Posts `d` as a waiting descriptor from a host thread, wakes the proxy thread and returns the
-  // reply; throws on a UCX failure or when no credit or reply comes within SHOAL_WAIT_TIMEOUT.
+  // Posts `d` as a waiting descriptor from a host thread and returns the reply; throws on a UCX
+  // failure or when no credit or reply comes within SHOAL_WAIT_TIMEOUT. The caller drives the
+  // worker itself whenever no other thread holds it (issuing its descriptor, and progressing until
+  // the answer arrives: no hand-off to the proxy thread and back); otherwise the holder drains the
+  // ring, this descriptor included, and the caller polls for its turn.
   uint64_t call(std::string_view call_name, std::string_view what, proxy_desc d) {
     d.flags |= kProxyWait;
     const auto end =
         timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
-    // Yield for the first polls (a reply usually comes within microseconds), then sleep 20 us per
-    // poll, so a caller waiting on a slow peer does not keep a core busy.
-    uint32_t polls = 0;
+    // Poll at full speed while driving moves things; after 512 idle polls yield, after 4096 sleep
+    // 20 us per poll, so a caller waiting on a slow peer does not keep a core busy.
+    uint32_t idle = 0;
     auto expired = [&] {
-      if (++polls < 256)
-        std::this_thread::yield();
-      else
+      bool progressed = false;
+      try_drive(&progressed, idle < 512);
+      if (progressed) {
+        idle = 0;
+      } else if (++idle >= 4096) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
-      return std::chrono::steady_clock::now() > end;
+      } else if (idle >= 512) {
+        std::this_thread::yield();
+      }
+      return (idle & 63) == 0 && std::chrono::steady_clock::now() > end;
     };
     const uint64_t ticket = ring_post(ring, d, expired);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
     uint64_t reply = 0;
     int64_t status = 0;
     if (ticket == ~uint64_t{0} || !ring_wait(ring, ticket, &reply, &status, expired)) {
@@ -442,37 +526,96 @@ struct ucx_engine::state {
     return reply;
   }
 
-  // The proxy thread: drain requests, progress, and sleep on the fds when idle for a while.
+  // Posts `d` as a non-waiting descriptor (nbi: its completion is the next quiet's business) and
+  // issues it at once when the worker is free.
+  void post_nbi(std::string_view call_name, std::string_view what, proxy_desc d) {
+    const auto end =
+        timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
+    uint32_t idle = 0;
+    auto expired = [&] {
+      bool progressed = false;
+      try_drive(&progressed);
+      if (progressed)
+        idle = 0;
+      else if (++idle >= 512)
+        std::this_thread::yield();
+      return (idle & 63) == 0 && std::chrono::steady_clock::now() > end;
+    };
+    if (ring_post(ring, d, expired) == ~uint64_t{0}) {
+      if (d.pe >= 0)
+        SHOAL_THROW(errc::timeout, call_name, "{} to PE {}: no ring slot within {} ms (SHOAL_WAIT_TIMEOUT)", what, d.pe,
+                    timeout.count());
+      SHOAL_THROW(errc::timeout, call_name, "{}: no ring slot within {} ms (SHOAL_WAIT_TIMEOUT)", what,
+                  timeout.count());
+    }
+    try_drive();
+  }
+
+  // Sleeps on the doorbell (and the worker's fd when `watch_worker`) for at most `nap_ns`, or until
+  // a kernel reserves a ticket when the ring is device-mapped.
+  void nap(bool watch_worker, long nap_ns) {
+    pollfd fds[2] = {{doorbell, POLLIN, 0}, {worker_fd, POLLIN, 0}};
+    const nfds_t n = watch_worker ? 2 : 1;
+    if (device_ring == nullptr) {
+      const timespec span{nap_ns / 1'000'000'000, nap_ns % 1'000'000'000};
+      ::ppoll(fds, n, &span, nullptr);
+    } else {
+      // Kernels ring no doorbell: nap in short steps until an fd fires or a ticket is reserved (a
+      // descriptor on its way; the drain waits for its commit).
+      const timespec step{0, std::min(kRingNapNs, nap_ns)};
+      for (long slept = 0; slept < nap_ns && !consumer->pending() && !stop.load(std::memory_order_acquire);
+           slept += kRingNapNs)
+        if (::ppoll(fds, n, &step, nullptr) != 0) break;
+    }
+    if (fds[0].revents & POLLIN) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t r = ::read(doorbell, &count, sizeof(count));
+    }
+  }
+
+  // The proxy thread: runs posted tasks, drains the ring and progresses the worker while nobody
+  // else does, spins briefly after work, then sleeps on the worker's fd and the doorbell. While
+  // host threads drive the worker themselves it naps on the doorbell only.
   void run() {
     if (device_ring != nullptr) ::prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);
-    auto idle_since = std::chrono::steady_clock::now();
+    auto last_work = std::chrono::steady_clock::now();
     while (!stop.load(std::memory_order_acquire)) {
-      drain();
-      bool busy = drain_ring();
-      while (ucp_worker_progress(worker) != 0) busy = true;
-      if (busy || !queue_empty()) {
-        idle_since = std::chrono::steady_clock::now();
+      if (!try_lock()) {  // a host thread drives
+        nap(false, kDrivenNapNs);
         continue;
       }
-      if (std::chrono::steady_clock::now() - idle_since < kSpin) continue;
-      if (ucp_worker_arm(worker) == UCS_ERR_BUSY) continue;
-      pollfd fds[2] = {{worker_fd, POLLIN, 0}, {doorbell, POLLIN, 0}};
-      if (device_ring == nullptr) {
-        ::poll(fds, 2, kSleepMs);
-      } else {
-        // Kernels ring no doorbell: nap until an fd fires or a ticket is reserved (a descriptor on
-        // its way; the drain above waits for its commit).
-        const timespec nap{0, kRingNapNs};
-        while (!consumer->pending() && !stop.load(std::memory_order_acquire))
-          if (::ppoll(fds, 2, &nap, nullptr) != 0) break;
+      drain();
+      const bool busy = drive();
+      const auto now = std::chrono::steady_clock::now();
+      if (busy || !queue_empty()) {
+        last_work = now;
+        unlock();
+        continue;
       }
-      if (fds[1].revents & POLLIN) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t n = ::read(doorbell, &count, sizeof(count));
+      const bool host_drives =
+          now_ns() - host_drove_ns.load(std::memory_order_relaxed) < std::chrono::nanoseconds(kDrivenRecently).count();
+      if (host_drives) {
+        unlock();
+        nap(false, kDrivenNapNs);
+        continue;
       }
-      idle_since = std::chrono::steady_clock::now();
+      if (now - last_work < kSpinYield) {
+        unlock();
+        if (now - last_work >= kSpin) std::this_thread::yield();
+        continue;
+      }
+      if (ucp_worker_arm(worker) == UCS_ERR_BUSY) {
+        unlock();
+        continue;
+      }
+      const long sleep_ns = (requests_in_flight > 0 ? kSleepInFlightMs : kSleepMs) * 1'000'000L;
+      unlock();
+      nap(true, sleep_ns);
+      last_work = std::chrono::steady_clock::now() - kSpinYield;  // a wake-up with nothing to do sleeps again
     }
+    while (!try_lock()) std::this_thread::yield();
     drain();
+    unlock();
   }
 };
 
@@ -509,7 +652,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // one thread at a time: state::driving
   st = ucp_worker_create(s_->context, &wparams, &s_->worker);
   if (st != UCS_OK) fail_ucx(call, "ucp_worker_create", -1, st);
   st = ucp_worker_get_efd(s_->worker, &s_->worker_fd);
@@ -545,6 +688,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
                                                 &state::on_owner_reply, s_.get());
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
+  s_->hooked = progress_hooks::add(&state::progress_hook, s_.get());
   s_->on_thread([&] {
     for (int pe : peers) {
       ucp_ep_params_t ep{};
@@ -577,6 +721,7 @@ void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view cal
     }
     ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->memh);
     if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the symmetric heap", -1, st);
+    s_->heap_base = reinterpret_cast<uint64_t>(base), s_->heap_nbytes = nbytes;
     void* rkey = nullptr;
     size_t rkey_nbytes = 0;
     st = ucp_rkey_pack(s_->context, s_->memh, &rkey, &rkey_nbytes);
@@ -613,6 +758,18 @@ void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset,
   proxy_desc d{};
   d.op = proxy_op::get, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(dest), d.nbytes = nbytes;
   s_->call(call, "ucp_get_nbx", d);
+}
+
+void ucx_engine::put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+  proxy_desc d{};
+  d.op = proxy_op::put, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes;
+  s_->post_nbi(call, "ucp_put_nbx", d);
+}
+
+void ucx_engine::get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+  proxy_desc d{};
+  d.op = proxy_op::get, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(dest), d.nbytes = nbytes;
+  s_->post_nbi(call, "ucp_get_nbx", d);
 }
 
 void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,

@@ -43,6 +43,10 @@ class ucx_engine {
   // Blocking until complete (put/atomic without fetch: source reusable; get/fetch: value arrived).
   void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes);
   void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes);
+  // Non-blocking: posted (and issued when the worker is free) and complete at the next flush;
+  // `source` must stay unchanged and `dest` is undefined until then.
+  void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes);
+  void get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes);
   /// One 4- or 8-byte atomic. cswap (UCP's convention): `value` is the compare value, `reply` holds
   /// the new value in and the old value out. swap needs `reply`; other ops fetch when it is non-null.
   void atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
