@@ -1,9 +1,8 @@
 // Host side of the low-latency EP layer: the buffer layout and the default world's device handle.
-#include <mutex>
 #include <string>
 
-#include "shoal/detail/device_registry.h"
 #include "shoal/error.hpp"
+#include "shoal/world.hpp"
 #include "shoal_ep_ll/low_latency.hpp"
 
 namespace shoal::ep_ll {
@@ -16,28 +15,16 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
   throw shoal::error(errc::invalid_argument, "shoal::ep_ll::make_layout", what);
 }
 
-// libshoal hands every registered function the default world's handle when that world is created
-// or finalized (the same hook the device facade uses); this keeps a host copy for kernel arguments.
-std::mutex world_mutex;
-device_world world_copy;
-void capture_world(const void* world, size_t bytes) {
-  if (bytes != sizeof(device_world)) return;
-  const std::lock_guard<std::mutex> lock(world_mutex);
-  world_copy = *static_cast<const device_world*>(world);
-}
-struct world_registrar {
-  world_registrar() { shoal_detail_register_device_facade(&capture_world); }
-};
-
 }  // namespace
 
 device_world default_world() {
-  static const world_registrar registrar;  // registers on first use: the current world is delivered at once
-  const std::lock_guard<std::mutex> lock(world_mutex);
-  if (world_copy.n_pes <= 0 || world_copy.heap_base == nullptr) {
-    throw shoal::error(errc::not_initialized, "shoal::ep_ll", "the default world is not initialized (call init)");
+  const device_world w = shoal::default_world_device_handle();  // throws not_initialized before init
+  if (w.heap_base == nullptr) {
+    throw shoal::error(errc::unsupported, "shoal::ep_ll",
+                       "the default world has no GPU heap (SHOAL_BACKEND=host?): low-latency EP needs the cuda "
+                       "backend");
   }
-  return world_copy;
+  return w;
 }
 
 size_t workspace_nbytes(int num_experts) {

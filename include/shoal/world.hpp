@@ -40,6 +40,13 @@ SHOAL_API const char* version() noexcept;
 /// Where a peer PE is reached from this one: shoal::peer_path (<shoal/device_world.hpp>).
 SHOAL_API const char* to_string(peer_path path) noexcept;
 
+/// The device handle of the default world (the one shoal_init creates and the C API drives), by value,
+/// for kernels that take a handle (<shoal/device/*.cuh>): the same handle that facade kernels read as
+/// shoal::device::facade_world(). Set once at init, valid until shoal_finalize. On the host backend
+/// only my_pe and n_pes are set (heap_base is null). Not collective; thread-safe. Throws shoal::error
+/// (errc::not_initialized, naming this call) before shoal_init and after shoal_finalize.
+SHOAL_API device_world default_world_device_handle();
+
 class SHOAL_API world {
  public:
   /// Collective over every PE of the job: bootstrap, heap reservation, liveness monitor.

@@ -159,11 +159,11 @@ def _need_init(call: str) -> None:
         raise _fail(call, "shoal is not initialized (call shoal.core.init() first, under shoalrun)")
 
 
-def _check_team(call: str, team: Any) -> int:
-    try:
-        return int(team)
-    except (TypeError, ValueError):
-        raise _fail(call, f"team={team!r} is not a team handle") from None
+def _check_team(call: str, team: Any, name: str = "team") -> int:
+    """A team handle: an int (Teams member, or one team_split_strided returned); not a bool, float or str."""
+    if not isinstance(team, (int, np.integer)) or isinstance(team, bool):
+        raise _fail(call, f"{name}={team!r} is not a team handle (an int: Teams.* or from team_split_strided)")
+    return int(team)
 
 
 def _check_pe(call: str, name: str, pe: Any) -> int:
@@ -593,12 +593,16 @@ def reduce(team: Any, dst: Any, src: Any, op: str = "sum", stream: Any = None) -
 def broadcast(team: Any, dst: Any, src: Any, root: int = 0, stream: Any = None) -> None:
     """Copies the team root's ``src`` into every member's ``dst`` (root is a number in the team)."""
     t, d, s, h = _coll_args("broadcast", team, dst, src, stream)
+    root = _check_int("broadcast", "root", root)
+    n = _core.team_n_pes(t)
+    if not 0 <= root < n:
+        raise _fail("broadcast", f"root={root} is out of range [0, {n}) (a PE number in the team)")
     if d.nbytes < s.nbytes:
         raise _fail("broadcast", f"dst has {d.nbytes} bytes, fewer than src's {s.nbytes}")
     if h is None:
-        _core.broadcastmem(t, d.addr, s.addr, s.nbytes, int(root))
+        _core.broadcastmem(t, d.addr, s.addr, s.nbytes, root)
     else:
-        _core.broadcastmem_on_stream(t, d.addr, s.addr, s.nbytes, int(root), h)
+        _core.broadcastmem_on_stream(t, d.addr, s.addr, s.nbytes, root, h)
 
 
 def fcollect(team: Any, dst: Any, src: Any, stream: Any = None) -> None:
@@ -643,18 +647,20 @@ def team_n_pes(team: Any) -> int:
 
 def team_translate_pe(src_team: Any, src_pe: int, dest_team: Any) -> int:
     """The number in ``dest_team`` of ``src_team``'s PE ``src_pe``; -1 when it is not a member."""
-    _need_init("team_translate_pe")
-    return _core.team_translate_pe(_check_team("team_translate_pe", src_team), int(src_pe),
-                                   _check_team("team_translate_pe", dest_team))
+    call = "team_translate_pe"
+    _need_init(call)
+    return _core.team_translate_pe(_check_team(call, src_team, "src_team"), _check_int(call, "src_pe", src_pe),
+                                   _check_team(call, dest_team, "dest_team"))
 
 
 def team_split_strided(parent_team: Any, start: int, stride: int, size: int) -> int:
     """The team of parent PEs start, start+stride, ... (size of them). Collective over the parent team's members
     (on GPU heaps: over every PE, non-members of the parent passing TEAM_INVALID); the parent's other PEs get
     TEAM_INVALID."""
-    _need_init("team_split_strided")
-    return _core.team_split_strided(_check_team("team_split_strided", parent_team), int(start), int(stride),
-                                    int(size))
+    call = "team_split_strided"
+    _need_init(call)
+    return _core.team_split_strided(_check_team(call, parent_team, "parent_team"), _check_int(call, "start", start),
+                                    _check_int(call, "stride", stride), _check_int(call, "size", size))
 
 
 def team_destroy(team: Any) -> None:

@@ -90,11 +90,18 @@ const cuda_probe& probe() noexcept {
 
 // Makes `want` current on this thread for the span of one backend call and restores the caller's
 // context after, so the backend works from any thread and never leaves the user's current device
-// changed behind their back.
+// changed behind their back. With `driver_gone` (release steps), a driver that is already
+// deinitialized sets it and leaves the scope inert instead of throwing (see driver_deinitialized).
 class context_scope {
  public:
-  context_scope(const cuda_driver& drv, CUcontext want, std::string_view call) : drv_(drv) {
-    SHOAL_CU_CHECK(call, drv.cuCtxGetCurrent(&previous_));
+  context_scope(const cuda_driver& drv, CUcontext want, std::string_view call, bool* driver_gone = nullptr)
+      : drv_(drv) {
+    const CUresult r = drv.cuCtxGetCurrent(&previous_);
+    if (r == CUDA_ERROR_DEINITIALIZED && driver_gone != nullptr) {
+      *driver_gone = true;
+      return;
+    }
+    SHOAL_CU_CHECK(call, r);
     if (previous_ != want) {
       SHOAL_CU_CHECK(call, drv.cuCtxSetCurrent(want));
       switched_ = true;
@@ -111,6 +118,13 @@ class context_scope {
   CUcontext previous_ = nullptr;
   bool switched_ = false;
 };
+
+// At process exit the CUDA driver may be shut down before shoal's teardown runs: the CUDA runtime's own
+// exit handler (torch's, at Python interpreter exit) deinitializes it first, and from then on every
+// driver call returns CUDA_ERROR_DEINITIALIZED. The driver has then released every context, mapping
+// and allocation of the process itself, so a release step that meets this code has nothing left to
+// free: it stops without an error or a warning.
+bool driver_deinitialized(CUresult result) noexcept { return result == CUDA_ERROR_DEINITIALIZED; }
 
 CUdeviceptr to_device_ptr(const void* addr) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(addr)); }
 
@@ -240,8 +254,10 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
   }
 
   ~cuda_backend() override {
+    if (driver_gone_) return;  // the driver freed the stream and the context (driver_deinitialized)
     try {
-      context_scope scope(drv_, context_, kReleaseCall);
+      context_scope scope(drv_, context_, kReleaseCall, &driver_gone_);
+      if (driver_gone_) return;
       if (zero_stream_ != nullptr) (void)drv_.cuStreamDestroy(zero_stream_);
     } catch (const std::exception& e) {
       SHOAL_LOG(warn, heap, "destroying the cuda backend's stream: {}", e.what());
@@ -271,10 +287,12 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
   }
 
   void release(void* base, size_t bytes) override {
-    if (base == nullptr || bytes == 0) return;
-    context_scope scope(drv_, context_, kReleaseCall);
-    SHOAL_CU_CHECK_MSG(kReleaseCall, drv_.cuMemAddressFree(to_device_ptr(base), bytes),
-                       "cuMemAddressFree({}, {} bytes)", base, bytes);
+    if (base == nullptr || bytes == 0 || driver_gone_) return;
+    context_scope scope(drv_, context_, kReleaseCall, &driver_gone_);
+    if (driver_gone_) return;
+    const CUresult r = drv_.cuMemAddressFree(to_device_ptr(base), bytes);
+    if (gone(r)) return;
+    SHOAL_CU_CHECK_MSG(kReleaseCall, r, "cuMemAddressFree({}, {} bytes)", base, bytes);
   }
 
   chunk create(size_t bytes) override {
@@ -369,9 +387,12 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
 
   void unmap(void* addr, size_t bytes) override {
     // The range stays reserved (cuMemAddressReserve) after this, as the host backend keeps its hole.
-    context_scope scope(drv_, context_, kReleaseCall);
-    SHOAL_CU_CHECK_MSG(kReleaseCall, drv_.cuMemUnmap(to_device_ptr(addr), bytes), "cuMemUnmap({} bytes at {})", bytes,
-                       addr);
+    if (driver_gone_) return;
+    context_scope scope(drv_, context_, kReleaseCall, &driver_gone_);
+    if (driver_gone_) return;
+    const CUresult r = drv_.cuMemUnmap(to_device_ptr(addr), bytes);
+    if (gone(r)) return;
+    SHOAL_CU_CHECK_MSG(kReleaseCall, r, "cuMemUnmap({} bytes at {})", bytes, addr);
   }
 
   void destroy(chunk& c) override {
@@ -387,9 +408,15 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
         unzeroed_.erase(handle);
       }
       // The physical memory goes when the last reference does: this handle and every mapping of it
-      // (a chunk is unmapped before it is destroyed, so normally that is now).
-      context_scope scope(drv_, context_, kReleaseCall);
-      SHOAL_CU_CHECK(kReleaseCall, drv_.cuMemRelease(handle));
+      // (a chunk is unmapped before it is destroyed, so normally that is now). The fd above is closed
+      // in any case: it is the process's, not the driver's.
+      if (!driver_gone_) {
+        context_scope scope(drv_, context_, kReleaseCall, &driver_gone_);
+        if (!driver_gone_) {
+          const CUresult r = drv_.cuMemRelease(handle);
+          if (!gone(r)) SHOAL_CU_CHECK(kReleaseCall, r);
+        }
+      }
     }
     if (close_errno != 0)
       SHOAL_THROW(errc::system, kReleaseCall, "close(chunk fd {}) failed: {} (errno {})", fd,
@@ -408,6 +435,12 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
     SHOAL_CU_CHECK_MSG(call, drv_.cuDeviceGetAttribute(&value, which, device_),
                        "cuDeviceGetAttribute(attribute {}, GPU {})", static_cast<int>(which), ordinal_);
     return value;
+  }
+
+  // True (and from then on for every release step) when `result` says the driver is deinitialized.
+  bool gone(CUresult result) {
+    if (driver_deinitialized(result)) driver_gone_ = true;
+    return driver_gone_;
   }
 
   void check_multiple(size_t bytes, const char* what, const char* call) const {
@@ -441,6 +474,10 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
   CUmemAllocationProp prop_{};      // every chunk: pinned, on device_, exportable as a POSIX fd
   CUmemAccessDesc access_{};        // every mapping: read/write for device_
   size_t granularity_ = 0;
+  // Set by the first release step that finds the driver deinitialized (process exit, driver_deinitialized);
+  // then every later release step returns at once. Only release steps touch it, and the heap runs them
+  // one at a time (its teardown, or the roll-back of a failed growth).
+  bool driver_gone_ = false;
   std::mutex mutex_;  // guards unzeroed_ (the heap serializes growth; this keeps the backend safe alone)
   std::unordered_set<CUmemGenericAllocationHandle> unzeroed_;  // created here, not yet mapped and zeroed
 };

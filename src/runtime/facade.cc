@@ -12,6 +12,7 @@
 #include "common/check.hpp"
 #include "shoal/detail/device_registry.h"
 #include "shoal/shoal.h"
+#include "shoal/world.hpp"
 
 namespace shoal::detail::facade {
 
@@ -163,6 +164,11 @@ int last_code_or(int fallback) { return t_last_code != SHOAL_OK ? t_last_code : 
 
 namespace f = shoal::detail::facade;
 using shoal::errc;
+
+// <shoal/world.hpp>: the C++ entry to the default world's device handle (throws, as the C++ API does).
+shoal::device_world shoal::default_world_device_handle() {
+  return f::current("shoal::default_world_device_handle").device_handle();
+}
 
 extern "C" {
 

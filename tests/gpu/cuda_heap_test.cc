@@ -1,7 +1,9 @@
 // The cuda chunk backend on a real GPU, in one process: reserve, create + map (zero-filled), export the
 // chunk's fd and import + map it at a second address (both views are one memory), errors, context
-// hygiene, two GPUs mapping each other's chunks, and the footprint/timing figures of issue 3.
+// hygiene, two GPUs mapping each other's chunks, the footprint/timing figures of issue 3, and (fake driver
+// only) a silent teardown after the driver was deinitialized.
 // Exits 77 (ctest: skipped) when no GPU is usable.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -351,6 +353,53 @@ TEST(cuda_heap, footprint_and_time_to_first_chunk) {
   backend->unmap(base, kChunk);
   backend->destroy(c);
   backend->release(base, 2 * kReservePerPe);
+}
+
+// At process exit the CUDA runtime's exit handler (torch's, at Python interpreter exit) may deinitialize
+// the driver before shoal's teardown runs; every release step then has nothing left to free and must
+// neither throw nor warn (it warned "cuCtxGetCurrent ... CUresult 4"). Only the fake driver can be shut
+// down on demand (shoal_fake_cuda_shutdown, fake_libcuda.cc), so this runs in CPU CI and skips on a GPU.
+TEST(cuda_heap, teardown_after_driver_deinit_is_silent) {
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  auto* shutdown = lib != nullptr ? reinterpret_cast<void (*)(int)>(dlsym(lib, "shoal_fake_cuda_shutdown")) : nullptr;
+  if (lib != nullptr) dlclose(lib);
+  if (shutdown == nullptr) GTEST_SKIP() << "a real driver cannot be deinitialized on demand (fake driver only)";
+  auto backend = make_cuda_backend("cuda_heap_test");
+  const size_t g = backend->granularity();
+  char* base = static_cast<char*>(backend->reserve(4 * g));
+  chunk first = backend->create(g);
+  chunk second = backend->create(g);
+  backend->map(base, first);
+  backend->map(base + g, second);
+  const int first_fd = first.fd;
+  ASSERT_GE(first_fd, 0);
+
+  shutdown(1);
+  testing::internal::CaptureStderr();
+  std::string failure;
+  try {
+    backend->unmap(base, g);
+    backend->destroy(first);
+    backend->unmap(base + g, g);
+    backend->destroy(second);
+    backend->release(base, 4 * g);
+    backend.reset();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const std::string printed = testing::internal::GetCapturedStderr();
+  shutdown(0);
+  EXPECT_EQ(failure, "") << "a release step threw after the driver was deinitialized";
+  EXPECT_EQ(printed, "") << "the teardown printed after the driver was deinitialized";
+  // The chunk's fd is the process's, not the driver's: it is closed all the same.
+  EXPECT_EQ(fcntl(first_fd, F_GETFD), -1);
+  EXPECT_EQ(first.fd, -1);
+
+  // Other failures of a release step still throw (a range that is not a reservation); then the fake's
+  // reservation, which the skipped release left behind, is freed.
+  auto again = make_cuda_backend("cuda_heap_test");
+  EXPECT_THROW(again->release(base + g, g), error);
+  EXPECT_NO_THROW(again->release(base, 4 * g));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -24,6 +25,10 @@ constexpr size_t kTotalBytes = size_t{8} << 30;  // what cuMemGetInfo reports; l
 
 std::mutex g_mutex;
 bool g_initialized = false;
+// Set by shoal_fake_cuda_shutdown(1): the driver is deinitialized (as after the CUDA runtime's exit
+// handler ran) and every call that needs it returns CUDA_ERROR_DEINITIALIZED; cuGetErrorName cannot
+// name it either, as with the real driver, so messages read "CUresult 4".
+std::atomic<bool> g_deinitialized{false};
 int g_primary_refs = 0;
 thread_local CUcontext t_current = nullptr;
 CUcontext const kPrimary = reinterpret_cast<CUcontext>(uintptr_t{0x1000});
@@ -42,6 +47,10 @@ bool inside_reservation(uintptr_t addr, size_t bytes) {
 CUresult fake_not_supported() { return CUDA_ERROR_NOT_SUPPORTED; }
 
 CUresult fake_cuGetErrorName(CUresult error, const char** out) {
+  if (g_deinitialized) {
+    *out = nullptr;
+    return CUDA_ERROR_DEINITIALIZED;
+  }
   switch (error) {
     case CUDA_SUCCESS:
       *out = "CUDA_SUCCESS";
@@ -85,7 +94,10 @@ CUresult fake_cuGetErrorString(CUresult error, const char** out) {
 
 // Every call below but the device queries needs cuInit; memory calls also need a current context,
 // which the real driver does not always insist on, so the backend is checked for it here.
+#define FAKE_NEED_ALIVE() \
+  if (g_deinitialized) return CUDA_ERROR_DEINITIALIZED
 #define FAKE_NEED_INIT() \
+  FAKE_NEED_ALIVE();     \
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED
 #define FAKE_NEED_CONTEXT() \
   FAKE_NEED_INIT();         \
@@ -139,14 +151,17 @@ CUresult fake_cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult fake_cuDevicePrimaryCtxRelease(CUdevice) {
+  FAKE_NEED_ALIVE();
   std::lock_guard lock(g_mutex);
   return g_primary_refs-- > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult fake_cuCtxGetCurrent(CUcontext* ctx) {
+  FAKE_NEED_ALIVE();
   *ctx = t_current;
   return CUDA_SUCCESS;
 }
 CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
+  FAKE_NEED_ALIVE();
   if (ctx != nullptr && ctx != kPrimary) return CUDA_ERROR_INVALID_CONTEXT;
   t_current = ctx;
   return CUDA_SUCCESS;
@@ -301,6 +316,7 @@ CUresult fake_cuStreamCreate(CUstream* stream, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult fake_cuStreamDestroy(CUstream stream) {
+  FAKE_NEED_ALIVE();
   delete reinterpret_cast<int*>(stream);
   return CUDA_SUCCESS;
 }
@@ -355,6 +371,12 @@ const entry kEntries[] = {
 };
 
 }  // namespace
+
+// Test hook, not a driver entry (cuda_heap_test finds it with dlsym): down = 1 deinitializes the driver,
+// down = 0 brings it back. What the backend left allocated meanwhile stays allocated (a test-only leak).
+extern "C" __attribute__((visibility("default"))) void shoal_fake_cuda_shutdown(int down) {
+  g_deinitialized = down != 0;
+}
 
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* symbol, void** pfn,
                                                                                int version, cuuint64_t flags,

@@ -1,7 +1,8 @@
 // The device facade in two translation units of one program, built without -rdc: each unit has its
 // own __constant__ copy of the world, registered at static init and filled by shoal_init. Kernels
 // in both units must see the right my_pe/n_pes and be able to put to the peer (and ptr must agree).
-// This unit holds the test; multi_tu_gpu_test_b.cu holds the second unit's kernel.
+// This unit holds the test; multi_tu_gpu_test_b.cu holds the second unit's kernel. Also: the host's
+// shoal::default_world_device_handle() is the handle the facade kernels read (what ep/ passes to kernels).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "gpu_test.hpp"
 #include "multi_tu_gpu_test.hpp"
 #include "shoal/shoal.h"
+#include "shoal/world.hpp"
 
 namespace shoal_test {
 
@@ -66,6 +68,45 @@ GPU_TEST(facade_in_two_translation_units) {
   GT_CUDA(cudaFree(identity));
   shoal_free(src);
   shoal_free(dst);
+}
+
+/// Copies this translation unit's facade world (the __constant__ copy) to `out`.
+__global__ void facade_world_kernel(shoal::device_world* out) { *out = shoal::device::facade_world(); }
+
+/// Field by field (the struct has padding): records a failure naming `what` and the first field that differs.
+void expect_same_world(const char* what, const shoal::device_world& a, const shoal::device_world& b) {
+  const char* field = nullptr;
+  if (a.my_pe != b.my_pe || a.n_pes != b.n_pes)
+    field = "my_pe/n_pes";
+  else if (a.heap_base != b.heap_base || a.region != b.region || a.stride != b.stride)
+    field = "heap";
+  else if (a.local_of_pe != b.local_of_pe || a.path_of_pe != b.path_of_pe)
+    field = "peer tables";
+  else if (a.sync_offset != b.sync_offset || a.wait_timeout_ns != b.wait_timeout_ns || a.flags != b.flags)
+    field = "sync_offset/wait_timeout_ns/flags";
+  else if (a.teams != b.teams || a.max_teams != b.max_teams || a.n_local != b.n_local)
+    field = "teams/n_local";
+  else if (a.coll_offset != b.coll_offset || a.coll_channels != b.coll_channels || a.coll_ll_bytes != b.coll_ll_bytes)
+    field = "collective workspace";
+  else if (a.proxy_ring != b.proxy_ring)
+    field = "proxy_ring";
+  if (field != nullptr) fail("%s: %s differ", what, field);
+}
+
+GPU_TEST(default_world_device_handle_is_the_facade_world) {
+  const shoal::device_world host = shoal::default_world_device_handle();
+  if (host.my_pe != me() || host.n_pes != npes() || host.heap_base == nullptr)
+    fail("default_world_device_handle: my_pe=%d n_pes=%d heap_base=%p; expected my_pe=%d n_pes=%d and a GPU heap",
+         host.my_pe, host.n_pes, static_cast<void*>(host.heap_base), me(), npes());
+  shoal::device_world* dev = nullptr;
+  GT_CUDA(cudaMalloc(&dev, sizeof(shoal::device_world)));
+  facade_world_kernel<<<1, 1>>>(dev);
+  GT_LAUNCHED("facade_world kernel");
+  shoal::device_world seen{};
+  GT_CUDA(cudaMemcpy(&seen, dev, sizeof(seen), cudaMemcpyDeviceToHost));
+  GT_CUDA(cudaFree(dev));
+  expect_same_world("default_world_device_handle() vs the facade's __constant__ world", host, seen);
+  expect_same_world("default_world_device_handle() vs the registry's copy", host, device_handle());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "shoal/shoal.h"
+#include "shoal/world.hpp"
 
 namespace {
 
@@ -23,6 +24,18 @@ void expect_error(int code, const std::string& call, const std::string& part) {
   EXPECT_NE(msg.find(call), std::string::npos) << "'" << msg << "' lacks '" << call << "'";
   EXPECT_NE(msg.find(part), std::string::npos) << "'" << msg << "' lacks '" << part << "'";
   shoal_clear_error();
+}
+
+// shoal::default_world_device_handle() throws errc::not_initialized naming itself and `when`.
+void expect_no_device_handle(const std::string& when) {
+  try {
+    (void)shoal::default_world_device_handle();
+    ADD_FAILURE() << "default_world_device_handle returned " << when;
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.code(), shoal::errc::not_initialized) << e.what();
+    EXPECT_EQ(e.call(), "shoal::default_world_device_handle") << e.what();
+    EXPECT_NE(e.message().find(when), std::string::npos) << "'" << e.what() << "' lacks '" << when << "'";
+  }
 }
 
 // A PE-private word to aim at: not symmetric, but the not-initialized check must come first.
@@ -59,6 +72,7 @@ TEST(Lifecycle, A_CallsBeforeInitFailWithNotInitialized) {
   shoal_finalize();
   expect_error(SHOAL_ERR_NOT_INITIALIZED, "shoal_finalize", "not initialized");
   EXPECT_EQ(g_word, 0);
+  expect_no_device_handle("shoal_init");
 }
 
 TEST(Lifecycle, B_InitThreadGivesMultipleAndWorks) {
@@ -71,6 +85,11 @@ TEST(Lifecycle, B_InitThreadGivesMultipleAndWorks) {
   const int me = shoal_my_pe(), n = shoal_n_pes();
   ASSERT_GE(me, 0);
   ASSERT_GE(n, 1);
+  // The default world's device handle: this PE and size; a host heap has no device view (heap_base null).
+  const shoal::device_world w = shoal::default_world_device_handle();
+  EXPECT_EQ(w.my_pe, me);
+  EXPECT_EQ(w.n_pes, n);
+  EXPECT_EQ(w.heap_base, nullptr);
 
   // a second init is refused and does not disturb the first
   shoal_init();
@@ -116,6 +135,7 @@ TEST(Lifecycle, C_CallsAfterFinalizeFailWithNotInitialized) {
   EXPECT_STREQ(shoalx_backend_name(), "");
   EXPECT_EQ(g_word, 0);
   EXPECT_EQ(sig, 0u);
+  expect_no_device_handle("finalize");
 }
 
 }  // namespace

@@ -252,6 +252,96 @@ def test_weighted_combine(buffer):
     assert calc_diff(combined.cpu().float(), expected.to(torch.bfloat16).float()) < 5e-6
 
 
+# --- CUDA graphs: what is capturable is exactly the path without a host wait ---
+
+def test_graph_capture(buffer):
+    """get_dispatch_layout + dispatch (num_worst_tokens: no host wait for the counts) + combine captured in
+    one CUDA graph, then replayed with new tokens AND new routings copied into the static inputs: the
+    layout and the count exchange run on the device, so every replay is checked against the reference."""
+    R, me, dev = buffer.group_size, buffer.rank, buffer.device
+    num_tokens, hidden, num_topk = 96, 2048, 8
+    worst = num_tokens * R
+    x, topk_idx, weights = (t.to(dev) for t in make_inputs(20, me, num_tokens, hidden, num_topk, R))
+
+    def step():
+        per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+        recv_x, recv_idx, recv_w, per_expert_list, handle, _ = buffer.dispatch(
+            x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+            topk_idx=topk_idx, topk_weights=weights, num_worst_tokens=worst)
+        combined, combined_w, _ = buffer.combine(recv_x, handle, topk_weights=recv_w)
+        return recv_x, recv_idx, recv_w, per_expert_list, handle, combined, combined_w
+
+    step()  # eager warm-up: loads the kernels and runs one round (every rank makes the same calls)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream(device=dev)
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        recv_x, recv_idx, recv_w, per_expert_list, handle, combined, combined_w = step()
+    assert per_expert_list == []
+    for rnd, mode in enumerate(["random", "mask", "one_rank", "random"]):
+        inputs = [make_inputs(40 + rnd, r, num_tokens, hidden, num_topk, R, mode) for r in range(R)]
+        x.copy_(inputs[me][0].to(dev))
+        topk_idx.copy_(inputs[me][1].to(dev))
+        weights.copy_(inputs[me][2].to(dev))
+        g.replay()
+        torch.cuda.synchronize()
+        exp_x, exp_idx, exp_w, exp_src = ref_received(inputs, me, R)
+        n = exp_x.shape[0]
+        assert torch.equal(recv_x[:n].cpu(), exp_x), f"replay {rnd} ({mode}): recv_x"
+        assert torch.equal(recv_idx[:n].cpu(), exp_idx), f"replay {rnd}: recv_topk_idx"
+        assert torch.equal(recv_w[:n].cpu(), exp_w), f"replay {rnd}: recv_topk_weights"
+        assert (recv_idx[n:] == -1).all(), f"replay {rnd}: rows past the received ones"
+        assert torch.equal(handle[3][:n].cpu(), exp_src), f"replay {rnd}: recv_src_idx"
+        sent = torch.stack([ref_layout(inp[1], R)[0] for inp in inputs])
+        assert torch.equal(handle[0].cpu(), sent.cumsum(dim=0).to(torch.int32)), f"replay {rnd}: rank_prefix_matrix"
+        count = ref_layout(inputs[me][1], R)[2].sum(dim=1, keepdim=True).float()
+        expected = (inputs[me][0].float() * count).to(torch.bfloat16)
+        assert torch.equal(combined.cpu(), expected), f"replay {rnd}: combined_x"
+        exp_weights = torch.where(inputs[me][1] >= 0, inputs[me][2], torch.zeros_like(inputs[me][2]))
+        assert torch.equal(combined_w.cpu(), exp_weights), f"replay {rnd}: combined_topk_weights"
+    del g
+
+
+def test_graph_capture_cached_dispatch(buffer):
+    """A cached dispatch (handle of an eager dispatch: known counts) + combine, captured and replayed with
+    new tokens on the same routing."""
+    handle, x, recv_x, _ = run_round(buffer, 21, 160, 4096, 8)
+    torch.cuda.synchronize()
+    xs = x.clone()
+    s = torch.cuda.Stream(device=buffer.device)
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        got, _, _, _, _, _ = buffer.dispatch(xs, handle=handle)
+        combined, _, _ = buffer.combine(got, handle)
+    count = handle[4].sum(dim=1, keepdim=True).float()
+    for rnd in range(3):
+        xs.copy_((x.float() * (rnd + 2)).to(torch.bfloat16))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(got, (recv_x.float() * (rnd + 2)).to(torch.bfloat16)), f"replay {rnd}: recv_x"
+        assert calc_diff(combined.float(), xs.float() * count) < 5e-6, f"replay {rnd}: combined_x"
+    del g
+
+
+def test_graph_capture_needs_worst_tokens(buffer):
+    """Without num_worst_tokens (or a handle) dispatch would wait on the host for the counts: while a graph is
+    being captured it raises before anything is recorded."""
+    dev = buffer.device
+    x, topk_idx, weights = (t.to(dev) for t in make_inputs(22, buffer.rank, 32, 2048, 8, buffer.group_size))
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream(device=dev)
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="num_worst_tokens"):
+        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+            buffer.dispatch(x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank,
+                            num_tokens_per_expert=per_expert, topk_idx=topk_idx, topk_weights=weights)
+    del g
+
+
 # --- bad input raises before anything is launched (the same on every rank, so nothing hangs) ---
 
 def test_bad_input(buffer):

@@ -143,3 +143,34 @@ def test_init_argument_errors(me):
     assert "init: initializer_method='mpi'" in text, text
     assert "uid has 5 bytes, not 128" in text, text
     assert text.rstrip().endswith("False"), text
+
+
+def test_team_arguments_must_be_ints(sym):
+    a, _ = sym
+    for bad in (True, 0.0, "0", None):
+        with pytest.raises(sc.ShoalError, match=r"shoal\.core\.team_n_pes: team=.* is not a team handle"):
+            sc.team_n_pes(bad)
+    with pytest.raises(sc.ShoalError, match=r"shoal\.core\.barrier: team=1\.5 is not a team handle"):
+        sc.barrier(1.5)
+    with pytest.raises(sc.ShoalError, match=r"shoal\.core\.fcollect: team='world' is not a team handle"):
+        sc.fcollect("world", a, a)
+    with pytest.raises(sc.ShoalError, match=r"team_translate_pe: src_pe='0' must be an int"):
+        sc.team_translate_pe(WORLD, "0", WORLD)
+    with pytest.raises(sc.ShoalError, match=r"team_translate_pe: dest_team=None is not a team handle"):
+        sc.team_translate_pe(WORLD, 0, None)
+    with pytest.raises(sc.ShoalError, match=r"team_split_strided: stride=1\.0 must be an int"):
+        sc.team_split_strided(WORLD, 0, 1.0, 1)
+    with pytest.raises(sc.ShoalError, match=r"team_split_strided: parent_team=False is not a team handle"):
+        sc.team_split_strided(False, 0, 1, 1)
+    assert sc.team_n_pes(np.int64(0)) == sc.n_pes()  # numpy ints and Teams members are handles
+
+
+def test_broadcast_root_is_checked(sym, npes):
+    a, _ = sym
+    with pytest.raises(sc.ShoalError, match=rf"shoal\.core\.broadcast: root={npes} is out of range \[0, {npes}\)"):
+        sc.broadcast(WORLD, a, a, root=npes)
+    with pytest.raises(sc.ShoalError, match=r"shoal\.core\.broadcast: root=-1 is out of range"):
+        sc.broadcast(WORLD, a, a, root=-1)
+    with pytest.raises(sc.ShoalError, match=r"shoal\.core\.broadcast: root='0' must be an int"):
+        sc.broadcast(WORLD, a, a, root="0")
+    sc.barrier_all()  # nothing collective was started: the job goes on

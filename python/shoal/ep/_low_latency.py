@@ -4,7 +4,7 @@
 heap and drives the kernels of ``shoal._ep_ll`` (ep/low_latency): device-initiated stores per
 (token, expert) into per-expert receive slots on the owner PE, a tagged count signal per
 (expert, source rank) after the data, no CPU synchronization, two-phase receive hooks and CUDA-graph
-capture. Shapes and dtypes are DeepEP's; see docs/ep-low-latency.md.
+capture. Shapes and dtypes are DeepEP's; see docs/ep.md (low-latency mode).
 """
 
 from __future__ import annotations

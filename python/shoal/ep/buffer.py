@@ -218,7 +218,9 @@ class Buffer:
         check_tensor(call, "topk_idx", topk_idx, torch.int64, 2, self.device)
         if not isinstance(num_experts, int) or num_experts <= 0 or num_experts % R:
             raise ValueError(f"{call}: num_experts={num_experts!r} must be a positive multiple of the {R} ranks")
-        if topk_idx.numel():
+        # The range check reads topk_idx on the host: skipped while a CUDA graph is captured (the layout
+        # kernel ignores entries outside [0, num_experts), like -1).
+        if topk_idx.numel() and not torch.cuda.is_current_stream_capturing():
             lo, hi = int(topk_idx.min()), int(topk_idx.max())
             if hi >= num_experts or lo < -1:
                 raise ValueError(f"{call}: topk_idx holds {hi if hi >= num_experts else lo}, outside [-1, {num_experts})")
@@ -249,7 +251,9 @@ class Buffer:
         Returns (recv_x (or (recv_x, recv_x_scales) for FP8), recv_topk_idx [N, k] int64 (local expert or -1),
         recv_topk_weights [N, k] float32, num_recv_tokens_per_expert_list (aligned to expert_alignment; empty
         when num_worst_tokens > 0), handle, event). Received rows are ordered by source rank, then by token.
-        With `handle` (from an earlier dispatch) the layout is reused: no count exchange, no top-k."""
+        With `handle` (from an earlier dispatch) the layout is reused: no count exchange, no top-k.
+        CUDA-graph capturable with num_worst_tokens > 0 or a handle (no host wait); without either,
+        dispatch raises RuntimeError while a graph is being captured."""
         call = "dispatch"
         torch = torch_module()
         ep = self._need_normal(call)
@@ -274,6 +278,9 @@ class Buffer:
             raise ValueError(f"{call}: num_worst_tokens must be a non-negative int, got {num_worst_tokens!r}")
         if not isinstance(expert_alignment, int) or expert_alignment < 1:
             raise ValueError(f"{call}: expert_alignment must be a positive int, got {expert_alignment!r}")
+        if handle is None and num_worst_tokens == 0 and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"{call}: a CUDA graph is being captured and num_worst_tokens=0: the host would wait "
+                               "for the receive counts, which a graph cannot; give num_worst_tokens (or a handle)")
         if handle is not None:
             return self._cached_dispatch(x, x_scales, handle, topk_idx, topk_weights, num_worst_tokens, config,
                                          previous_event, async_finish, allocate_on_comm_stream)

@@ -1,6 +1,6 @@
 // shoal's low-latency expert-parallel (EP) layer: DeepEP-style low-latency dispatch/combine built on
 // shoal's public device API only. Plain C++ (no CUDA types): the nanobind module shoal._ep_ll and
-// C++ users call these; the kernels live in ep/low_latency/*.cu. See docs/ep-low-latency.md.
+// C++ users call these; the kernels live in ep/low_latency/*.cu. See docs/ep.md (low-latency mode).
 #pragma once
 
 #include <cstddef>
@@ -42,8 +42,8 @@ size_t workspace_nbytes(int num_experts);
 /// The layout for these shapes; throws shoal::error on bad shapes (names the argument).
 layout make_layout(int max_tokens, int hidden, int num_ranks, int num_experts);
 
-/// The default world's device handle (captured from libshoal when the world is created).
-/// Throws shoal::error (not_initialized) before shoal_init.
+/// The default world's device handle (shoal::default_world_device_handle, <shoal/world.hpp>).
+/// Throws shoal::error: not_initialized before shoal_init, unsupported on a host-memory heap.
 device_world default_world();
 
 /// Pointers and shapes of one dispatch (both kernels). Device pointers unless said otherwise.
