@@ -31,7 +31,8 @@
 # folder (build/gpu). SHOAL_NVSHMEM_HOME: the NVSHMEM to compare with (default: python3's nvidia.nvshmem). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
 # (SHOAL_GPU_TEST_SHARE_GPUS=1) under a private MPS daemon that this script starts and stops
 # (scripts/mps.sh); SHOAL_GPU_MPS=0 leaves MPS off, so the PEs are time-sliced (slow, the harshest
-# interleaving).
+# interleaving). SHOAL_UCX_WHEEL: a libucx-cu13 wheel to build the proxy transport with (its GPU tests skip
+# without UCX). SHOAL_GPU_RISKY: tests run last, one at a time (see the tests step).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
@@ -92,8 +93,19 @@ nvsh=${SHOAL_NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as m; print(list(
 log "nvshmem: ${nvsh:-not found}"
 
 # --- build ---------------------------------------------------------------------------------------------------------
+# UCX with CUDA for the proxy transport (the GPU machine has no UCX headers): SHOAL_UCX_WHEEL names a carried
+# libucx-cu13 wheel (scripts/ucx_wheel.sh unpacks it); without one the proxy tests skip.
+ucx_args=()
+if [[ -n ${SHOAL_UCX_WHEEL:-} && -f ${SHOAL_UCX_WHEEL} ]]; then
+  if eval "$(scripts/ucx_wheel.sh "$SHOAL_UCX_WHEEL" "${TMPDIR:-/tmp}/shoal-ucx" 2>"$logs/ucx_wheel.log")"; then
+    ucx_args=(-DSHOAL_WITH_UCX=ON "$WHEEL_UCX_CMAKE_ARGS")
+    log "ucx: $(ucx_info -v 2>/dev/null | head -1) from $(basename "$SHOAL_UCX_WHEEL")"
+  else
+    log "ucx: unpacking $SHOAL_UCX_WHEEL failed (logs/ucx_wheel.log); building without the proxy"
+  fi
+fi
 t0=$(date +%s)
-if ! timeout "$build_limit" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+if ! timeout "$build_limit" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ucx_args[@]}" \
     "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} \
     $(python3 -c "import nanobind" 2>/dev/null && echo -DSHOAL_BUILD_PYTHON=ON) >"$logs/configure.log" 2>&1; then
   tail -40 "$logs/configure.log" | tee -a "$summary"
@@ -128,7 +140,17 @@ run_bounded() {
 # --- tests ---------------------------------------------------------------------------------------------------------
 if [[ $what == tests || $what == all ]]; then
   t0=$(date +%s)
-  timeout -k 15 900 ctest --test-dir "$build" -L gpu -V --timeout 240 >"$logs/ctest_gpu.log" 2>&1
+  # Tests that may crash or be killed with a kernel running (which can leave a shared GPU unusable for the
+  # tests after them) run last, one ctest call each: SHOAL_GPU_RISKY (a regex; "" runs everything at once).
+  risky=${SHOAL_GPU_RISKY-proxy|nv_device_all|nv_rdc|dead_peer|wait_timeout|torchrun}
+  if [[ -n $risky ]]; then
+    timeout -k 15 900 ctest --test-dir "$build" -L gpu -E "$risky" -V --timeout 240 >"$logs/ctest_gpu.log" 2>&1
+    for t in $(ctest --test-dir "$build" -L gpu -R "$risky" -N | sed -n 's/^ *Test *#[0-9]*: *//p'); do
+      timeout -k 15 300 ctest --test-dir "$build" -R "^${t//./\\.}\$" -V --timeout 240 >>"$logs/ctest_gpu.log" 2>&1
+    done
+  else
+    timeout -k 15 900 ctest --test-dir "$build" -L gpu -V --timeout 240 >"$logs/ctest_gpu.log" 2>&1
+  fi
   grep -E "Test +#|tests passed|FAILED|Skipped|\*\*\*" "$logs/ctest_gpu.log" | tee -a "$summary"
   grep -hE "init_ms=|extra_device_mib=|litmus |footprint|MiB|first chunk" "$logs/ctest_gpu.log" | head -60 |
     tee -a "$summary"
