@@ -650,8 +650,7 @@ def team_translate_pe(src_team: Any, src_pe: int, dest_team: Any) -> int:
 
 def team_split_strided(parent_team: Any, start: int, stride: int, size: int) -> int:
     """The team of parent PEs start, start+stride, ... (size of them). Collective over the parent team's members
-    (on GPU heaps: over every PE, non-members of the parent passing TEAM_INVALID); the parent's other PEs get
-    TEAM_INVALID."""
+    only (other PEs do not call); the parent's other PEs get TEAM_INVALID."""
     _need_init("team_split_strided")
     return _core.team_split_strided(_check_team("team_split_strided", parent_team), int(start), int(stride),
                                     int(size))

@@ -25,6 +25,7 @@ struct team {
   int32_t stride = 0;
   int32_t my_rank = -1;  // this PE's rank (always a member: the table holds only its own teams)
   shoal_team_config_t config{};
+  uint32_t splits = 0;  // splits of this team this PE has entered: numbers each split's exchange
 
   bool strided() const { return start >= 0; }
   int32_t n_pes() const { return static_cast<int32_t>(members.size()); }
@@ -35,14 +36,12 @@ class team_table {
  public:
   static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
   static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
-  /// The all-gather a split runs. parent_only: among the parent team's members only, `members`
-  /// (world PEs in parent-rank order; records land in that order). Otherwise (GPU heaps, whose team
-  /// layer has no host words to exchange through) over every world PE, members ignored: non-members
-  /// then take part by passing SHOAL_TEAM_INVALID. Throws errc::mismatch when the PEs disagree.
+  /// The all-gather a split runs among the parent team's members only: `members` (world PEs in
+  /// parent-rank order; records land in that order). `split_number` counts the parent's splits (the
+  /// same on every member: each enters every split of its team), so back-to-back splits are told apart.
   struct split_exchange {
-    bool parent_only = true;
-    std::function<void(shoal_team_t parent, const std::vector<int32_t>& members, const void* mine, void* all,
-                       size_t bytes_per_pe)>
+    std::function<void(shoal_team_t parent, const std::vector<int32_t>& members, uint32_t split_number,
+                       const void* mine, void* all, size_t bytes_per_pe)>
         gather;
   };
 

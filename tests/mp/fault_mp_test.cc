@@ -4,6 +4,8 @@
 //   exit_in_barrier  PE 1 exit(0)s (destructors run: the implicit finalize) while the others sit in
 //                  shoal_barrier_all: the finalize must be seen as a mismatch, not waited for
 //   finalize_vs_barrier  PE 0 calls shoal_finalize while the others make an extra shoal_barrier_all
+//   exit_in_split  PE 1 _exit(0)s while the other odd PEs split the odd PEs' team (collective over its
+//                  members only) and the even PEs wait on a word nobody sets
 //   sigkill        PE 1 raises SIGKILL while the others sit in shoal_barrier_all
 //   freeze         PE 1 stops itself (SIGSTOP): alive but silent; the heartbeat timeout must catch it
 //   global_exit    the last PE calls shoal_global_exit(3) while the others sit in shoal_barrier_all
@@ -104,6 +106,15 @@ int main(int argc, char** argv) {
     if (me == 1) _exit(0);
     if (mode == "exit_early") {
       shoal_barrier_all();
+    } else {
+      shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
+    }
+  } else if (mode == "exit_in_split") {
+    shoal_team_t odds = SHOAL_TEAM_INVALID, sub = SHOAL_TEAM_INVALID;
+    if (shoal_team_split_strided(SHOAL_TEAM_WORLD, 1, 2, n / 2, nullptr, 0, &odds) != 0) return 1;
+    if (me == 1) _exit(0);
+    if (odds != SHOAL_TEAM_INVALID) {
+      shoal_team_split_strided(odds, 0, 1, n / 2, nullptr, 0, &sub);
     } else {
       shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
     }
