@@ -32,9 +32,20 @@ const char* predefined_name(shoal_team_t handle) {
   }
 }
 
-// Builds a team from world PEs in team-rank order; this PE (my_pe) must be among them.
+// splitmix64's finalizer: a 64-bit mix for team ids and split tags.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Builds a team from world PEs in team-rank order; this PE (my_pe) must be among them. Its id is a
+// hash of the members until the caller names it better (splits do).
 team make_team(std::vector<int32_t> members, int my_pe, const shoal_team_config_t& config) {
   team t;
+  t.id = mix(members.size());
+  for (int32_t pe : members) t.id = mix(t.id ^ static_cast<uint32_t>(pe));
   t.members = std::move(members);
   t.config = config;
   t.my_rank = static_cast<int32_t>(std::find(t.members.begin(), t.members.end(), my_pe) - t.members.begin());
@@ -88,6 +99,7 @@ team_table::team_table(int my_pe, int n_pes, std::vector<int32_t> node_pes, std:
   slots_[SHOAL_TEAM_WORLD] = make_team(std::move(world), my_pe, {});
   slots_[SHOAL_TEAM_SHARED] = make_team(std::move(shared_pes), my_pe, {});
   slots_[SHOALX_TEAM_NODE] = make_team(std::move(node_pes), my_pe, {});
+  for (int s = 0; s < kPredefined; ++s) slots_[s]->id = mix(slots_[s]->id ^ s);  // WORLD, SHARED, NODE may be alike
 }
 
 const team* team_table::find(shoal_team_t handle) const {
@@ -248,7 +260,7 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   mine.bad_local = args.bad_local;
   mine.bad_arg = bad_arg_index(args.bad_arg);
   std::vector<int32_t> members;  // world PE of each record: the parent's members
-  uint32_t split_number = 0;
+  uint64_t tag = 0;
   {
     std::unique_lock lock(mutex_);
     team* p = slots_[args.parent] ? &*slots_[args.parent] : nullptr;
@@ -258,14 +270,14 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
     mine.parent_first = p->members[0];
     mine.parent_size = p->n_pes();
     members = p->members;
-    split_number = p->splits++;
+    tag = mix(p->id ^ mix(p->splits++));
     for (int s = 0; s < kMaxTeams; ++s)
       if (slots_[s]) mine.live[s / 64] |= uint64_t{1} << (s % 64);
   }
 
   const int n = static_cast<int>(members.size());
   std::vector<split_record> all(n);
-  exchange.gather(args.parent, members, split_number, &mine, all.data(), sizeof(split_record));
+  exchange.gather(args.parent, members, tag, &mine, all.data(), sizeof(split_record));
 
   // From here on every caller runs the same decision over the same records: all throw the same
   // error, or all reach the same slots. Errors name world PEs.
@@ -347,6 +359,7 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
       if (start + i * (size == 1 ? 0 : stride) == parent->my_rank) my_index = i;
     if (my_index < 0) return out;
     slots_[slot[0]] = make_team(members_of(start, size == 1 ? 0 : stride, size), my_pe_, args.config[0]);
+    slots_[slot[0]]->id = mix(tag ^ 1);
     out[0] = slot[0];
   } else {
     int32_t xr = std::min(args.arg[0], psize);
@@ -355,6 +368,8 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
     int32_t column = (psize - x + xr - 1) / xr;
     team xteam = make_team(members_of(y * xr, 1, row), my_pe_, args.config[0]);
     team yteam = make_team(members_of(x, xr, column), my_pe_, args.config[1]);
+    xteam.id = mix(tag ^ 1);  // every row alike: the rows are disjoint, and so are the columns
+    yteam.id = mix(tag ^ 2);
     slots_[slot[0]] = std::move(xteam);
     slots_[slot[1]] = std::move(yteam);
     out = {slot[0], slot[1]};

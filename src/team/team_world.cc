@@ -34,13 +34,6 @@ bool split_through_words() {
   return how == "auto";
 }
 
-// The bootstrap tag of a split's exchange: the parent's slot, its first member and its split number
-// name one split of one team (the teams that share a slot are disjoint, so their first members differ).
-uint64_t split_tag(shoal_team_t parent, int32_t first, uint32_t split_number) {
-  static_assert(SHOAL_MAX_TEAMS <= 64);
-  return uint64_t{split_number} << 32 | uint64_t(static_cast<uint32_t>(first)) << 6 | static_cast<uint32_t>(parent);
-}
-
 }  // namespace
 
 world_teams& world_teams::of(world_impl& world) { return static_cast<world_teams&>(world.extension(kTeamsKey)); }
@@ -88,8 +81,8 @@ void world_teams::zero_free_slots() {
 
 team_table::split_exchange world_teams::exchange(const char* call) {
   team_table::split_exchange out;
-  out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, uint32_t split_number,
-                            const void* mine, void* all, size_t bytes_per_pe) {
+  out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, uint64_t tag, const void* mine,
+                            void* all, size_t bytes_per_pe) {
     SHOAL_ASSERT(bytes_per_pe <= team_sync::kPostBytes);
     zero_free_slots();
     // Every member takes the same way: whether a heap is mapped is symmetric (same node, P2P allowed
@@ -97,8 +90,8 @@ team_table::split_exchange world_teams::exchange(const char* call) {
     bool through_words = split_through_words_;
     for (size_t i = 0; through_words && i < members.size(); ++i) through_words = sync_of(members[i], parent) != nullptr;
     if (!through_words) {
-      world_.boot().allgather_among(std::vector<int>(members.begin(), members.end()),
-                                    split_tag(parent, members[0], split_number), mine, all, bytes_per_pe, call);
+      world_.boot().allgather_among(std::vector<int>(members.begin(), members.end()), tag, mine, all, bytes_per_pe,
+                                    call);
       return;
     }
     std::memcpy(sync_of(world_.my_pe(), parent)->split_post, mine, bytes_per_pe);

@@ -51,8 +51,8 @@ class world_teams final : public world_extension {
   /// words are load/store-addressable here (host heaps, one node, P2P allowed), through them: each
   /// writes its record into its split_post of the parent's slot, team barrier, each reads every
   /// member's, team barrier. Otherwise (GPU heaps, proxy peers), or under
-  /// SHOAL_TEAM_SPLIT_EXCHANGE=bootstrap, through the bootstrap (allgather_among, tagged with the
-  /// parent's slot, first member and split number). Either first zeroes this PE's words of every
+  /// SHOAL_TEAM_SPLIT_EXCHANGE=bootstrap, through the bootstrap (allgather_among, with the split's
+  /// tag). Either first zeroes this PE's words of every
   /// slot it is not a member of, so no new member can have written into them yet.
   team_table::split_exchange exchange(const char* call);
 
