@@ -3,7 +3,8 @@
 // memory PEs on a machine with no GPU). PE 0 drives, PE 1 is the target; other PEs idle.
 //
 //   shoalrun -n 2 shoal-bench [put_bw get_bw p_ping_pong put_signal_ping_pong put_quiet_latency
-//                              atomic_latency barrier_latency] -b 8 -e 64M -f 2 -n 100 -w 10 --csv out.csv
+//                              atomic_latency barrier_latency team_split_latency] -b 8 -e 64M -f 2 -n 100
+//                              -w 10 --csv out.csv
 //
 // When the job's heap is on GPUs (backend "cuda"), the device-initiated set runs instead
 // (bench/device/: put_bw, get_bw, put_bw_bidir, p_ping_pong, put_signal_ping_pong,
@@ -299,6 +300,20 @@ void barrier_latency(context& ctx) {
   if (ctx.me == 0) ctx.rows.push_back(ctx.make("barrier_latency", "shoal", 0, iters, us));
 }
 
+// team_split_latency: every PE splits the whole world off SHOAL_TEAM_WORLD and destroys it; the
+// figure is PE 0's median time per split (the destroy is local).
+void team_split_latency(context& ctx) {
+  int iters = ctx.cfg.iterations;
+  double us = time_per_iter(ctx.cfg, iters, [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      shoal_team_t team = SHOAL_TEAM_INVALID;
+      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 1, ctx.npes, nullptr, 0, &team) != 0) return;
+      shoal_team_destroy(team);
+    }
+  });
+  if (ctx.me == 0) ctx.rows.push_back(ctx.make("team_split_latency", "shoal", 0, iters, us));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -306,8 +321,8 @@ int main(int argc, char** argv) {
   shoal::bench::options opts;
   shoal::bench::add_options(app, opts);
   const std::vector<std::string> host_set = {
-      "put_bw",         "get_bw",         "p_ping_pong", "put_signal_ping_pong", "put_quiet_latency",
-      "atomic_latency", "barrier_latency"};
+      "put_bw",         "get_bw",          "p_ping_pong",       "put_signal_ping_pong", "put_quiet_latency",
+      "atomic_latency", "barrier_latency", "team_split_latency"};
   const std::vector<std::string> device_set = shoal::bench::device_benchmark_names();
   auto wrapped = [](const std::vector<std::string>& names) {  // indented lines of at most ~96 characters
     std::string text = "   ";
@@ -400,6 +415,8 @@ int main(int argc, char** argv) {
         atomic_latency(ctx);
       else if (w == "barrier_latency")
         barrier_latency(ctx);
+      else if (w == "team_split_latency")
+        team_split_latency(ctx);
     }
   }
   if (ctx.me == 0) {

@@ -41,11 +41,11 @@ SHOAL_API int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_t
 
 /** Makes the team of parent PEs start, start+stride, …, start+(size-1)*stride (numbers in parent_team; stride
  * may be negative, or anything when size is 1). Collective over the members of parent_team only, with identical
- * arguments (other PEs do not call; on GPU heaps every world PE still calls, the others passing SHOAL_TEAM_INVALID).
- * parent_team == SHOAL_TEAM_INVALID gives SHOAL_TEAM_INVALID at once, with no communication. PEs of the new team get
- * its handle (the same on all), the parent's other PEs SHOAL_TEAM_INVALID. config (may be NULL when config_mask
- * is 0) sets the fields named in config_mask. Returns 0, or a SHOAL_ERR_* code on every member when any member
- * passed a bad or mismatched argument (the job stays usable). */
+ * arguments; other PEs do not call and may do anything meanwhile (on any heap and transport). A member that does
+ * not call makes the others fail after SHOAL_WAIT_TIMEOUT. parent_team == SHOAL_TEAM_INVALID gives SHOAL_TEAM_INVALID
+ * at once, with no communication. PEs of the new team get its handle (the same on all), the parent's other PEs
+ * SHOAL_TEAM_INVALID. config (may be NULL when config_mask is 0) sets the fields named in config_mask. Returns 0, or a
+ * SHOAL_ERR_* code on every member when any member passed a bad or mismatched argument (the job stays usable). */
 SHOAL_API int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
                                        const shoal_team_config_t* config, long config_mask, shoal_team_t* new_team);
 /** Splits parent_team into a grid of xrange columns: parent PE r is at x = r % xrange, y = r / xrange. Each PE

@@ -655,8 +655,7 @@ def team_translate_pe(src_team: Any, src_pe: int, dest_team: Any) -> int:
 
 def team_split_strided(parent_team: Any, start: int, stride: int, size: int) -> int:
     """The team of parent PEs start, start+stride, ... (size of them). Collective over the parent team's members
-    (on GPU heaps: over every PE, non-members of the parent passing TEAM_INVALID); the parent's other PEs get
-    TEAM_INVALID."""
+    only (other PEs do not call); the parent's other PEs get TEAM_INVALID."""
     call = "team_split_strided"
     _need_init(call)
     return _core.team_split_strided(_check_team(call, parent_team, "parent_team"), _check_int(call, "start", start),

@@ -1,14 +1,17 @@
-// The bootstrap composes its three parts: the rendezvous makes the star of connections, the
-// collective relay runs all-gathers, barriers and broadcasts over the collective connections, and
-// the liveness monitor watches the monitor connections. This file owns their lifetime and the
-// orderly end (finalize).
+// The bootstrap composes its parts: the rendezvous makes the star of connections, the collective
+// relay runs all-gathers, barriers and broadcasts over the collective connections, the liveness
+// monitor watches the monitor connections and carries mail into the mailbox. This file owns their
+// lifetime, the orderly end (finalize), and allgather_among (on mail).
 #include "bootstrap/bootstrap.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "bootstrap/liveness.hpp"
+#include "bootstrap/mailbox.hpp"
 #include "bootstrap/relay.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "common/check.hpp"
@@ -21,13 +24,19 @@ using link::finalize_call;
 using link::init_call;
 using net::unique_fd;
 
+// The first 8 bytes of the first member's answer in allgather_among: {u32 errc (0: ok), u32 0}, then
+// the result, or the text of the error every member then throws.
+constexpr size_t kAnswerHead = 8;
+
 class tcp_bootstrap final : public bootstrap {
  public:
   tcp_bootstrap(const bootstrap_options& options, star_links links, failure_handler on_failure)
       : rank_(options.rank),
         size_(options.size),
+        collective_timeout_(options.collective_timeout),
         relay_(options, std::move(links.coll), state_),
-        monitor_(options, std::move(links.mon), state_, std::move(on_failure)) {
+        mailbox_(state_),
+        monitor_(options, std::move(links.mon), state_, mailbox_, std::move(on_failure)) {
     if (size_ > 1) monitor_.start();
   }
   ~tcp_bootstrap() override { shutdown(); }
@@ -42,6 +51,8 @@ class tcp_bootstrap final : public bootstrap {
   void broadcast(void* data, size_t bytes, int root, std::string_view call) override {
     relay_.broadcast(data, bytes, root, call);
   }
+  void allgather_among(const std::vector<int>& members, uint64_t tag, const void* mine, void* all, size_t bytes_per_pe,
+                       std::string_view call) override;
   void abort_job(int status, const std::string& why) override { monitor_.abort_job(status, why); }
   void finalize() override;
 
@@ -53,8 +64,10 @@ class tcp_bootstrap final : public bootstrap {
 
   const int rank_;
   const int size_;
+  const std::chrono::milliseconds collective_timeout_;
   link::job_state state_;  // declared before the parts that share it
   collective_relay relay_;
+  mailbox mailbox_;  // before the monitor, which delivers into it
   liveness_monitor monitor_;
 };
 
@@ -77,7 +90,103 @@ void tcp_bootstrap::finalize() {
   shutdown();
 }
 
+void tcp_bootstrap::allgather_among(const std::vector<int>& members, uint64_t tag, const void* mine, void* all,
+                                    size_t bytes_per_pe, std::string_view call) {
+  const auto me = std::find(members.begin(), members.end(), rank_);
+  SHOAL_CHECK_ARG(me != members.end(), call, "PE {} is not among the PEs of its own exchange", rank_);
+  for (size_t i = 0; i < members.size(); ++i) {
+    SHOAL_CHECK_ARG(members[i] >= 0 && members[i] < size_, call, "member {} is PE {}, not a PE (0..{})", i, members[i],
+                    size_ - 1);
+    SHOAL_CHECK_ARG(std::find(members.begin(), members.begin() + i, members[i]) == members.begin() + i, call,
+                    "PE {} is listed twice among the members", members[i]);
+  }
+  SHOAL_CHECK_ARG(bytes_per_pe == 0 || (mine != nullptr && all != nullptr), call, "null buffer for {} bytes",
+                  bytes_per_pe);
+  if (relay_.closed()) SHOAL_THROW(errc::not_initialized, call, "the bootstrap was finalized");
+  if (state_.broken())
+    SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable since an earlier failure: {}", state_.broken_reason());
+  const size_t n = members.size();
+  const size_t my_index = static_cast<size_t>(me - members.begin());
+  if (bytes_per_pe > 0) std::memmove(static_cast<uint8_t*>(all) + my_index * bytes_per_pe, mine, bytes_per_pe);
+  if (n == 1) return;
+  const auto started = link::clock::now();
+  const auto deadline = collective_timeout_.count() > 0 ? started + collective_timeout_ : net::forever;
+  const int first = members[0];
+  auto waited_ms = [&] { return link::count_ms(link::clock::now() - started); };
+
+  if (rank_ != first) {
+    monitor_.send_mail(first, tag, {static_cast<const uint8_t*>(mine), bytes_per_pe}, call);
+    // The first member answers with some slack: it times out at its own deadline, and tells us why.
+    auto slack = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(1000), collective_timeout_ / 2);
+    auto answer = mailbox_.take(first, tag, deadline == net::forever ? deadline : deadline + slack, call);
+    if (!answer)
+      SHOAL_THROW(errc::timeout, call,
+                  "PE {} had no answer in {} ms from PE {}, the first of PEs {} (the collective "
+                  "timeout is {} ms)",
+                  rank_, waited_ms(), first, link::rank_list(members), collective_timeout_.count());
+    if (answer->size() < kAnswerHead) SHOAL_THROW(errc::internal, call, "malformed answer from PE {}", first);
+    auto code = static_cast<errc>(wire::get_le<uint32_t>(answer->data()));
+    if (code != errc::ok)
+      SHOAL_THROW(
+          code, call, "{}",
+          std::string_view(reinterpret_cast<const char*>(answer->data()) + kAnswerHead, answer->size() - kAnswerHead));
+    if (answer->size() != kAnswerHead + n * bytes_per_pe)
+      SHOAL_THROW(errc::internal, call, "PE {} answered {} bytes for {} PEs of {} bytes", first,
+                  answer->size() - kAnswerHead, n, bytes_per_pe);
+    if (bytes_per_pe > 0) std::memcpy(all, answer->data() + kAnswerHead, n * bytes_per_pe);
+    return;
+  }
+
+  // The first member: gather, then answer every member that sent something.
+  std::vector<int> late, heard;
+  std::string differ;
+  for (size_t i = 1; i < n; ++i) {
+    auto got = mailbox_.take(members[i], tag, deadline, call);
+    if (!got) {
+      late.push_back(members[i]);
+      continue;
+    }
+    heard.push_back(members[i]);
+    if (got->size() != bytes_per_pe) {
+      if (differ.empty())
+        differ = fmt::format("PE {} sent {} bytes while PE {} sent {}", members[i], got->size(), rank_, bytes_per_pe);
+      continue;
+    }
+    if (bytes_per_pe > 0) std::memcpy(static_cast<uint8_t*>(all) + i * bytes_per_pe, got->data(), bytes_per_pe);
+  }
+  errc code = errc::ok;
+  std::string why;
+  if (!late.empty()) {
+    std::sort(late.begin(), late.end());
+    code = errc::timeout;
+    why = fmt::format("PE(s) {} did not enter {} within {} ms (the collective timeout) among PEs {}",
+                      link::rank_list(late), call, collective_timeout_.count(), link::rank_list(members));
+  } else if (!differ.empty()) {
+    code = errc::mismatch;
+    why = fmt::format("the members of {} disagree on its size: {}", call, differ);
+  }
+  std::vector<uint8_t> answer(kAnswerHead + (code == errc::ok ? n * bytes_per_pe : why.size()));
+  wire::put_le(answer.data(), static_cast<uint32_t>(code));
+  if (code == errc::ok) {
+    if (bytes_per_pe > 0) std::memcpy(answer.data() + kAnswerHead, all, n * bytes_per_pe);
+  } else {
+    std::memcpy(answer.data() + kAnswerHead, why.data(), why.size());
+  }
+  for (int pe : heard) monitor_.send_mail(pe, tag, answer, call);
+  if (code != errc::ok) SHOAL_THROW(code, call, "{}", why);
+}
+
 }  // namespace
+
+void bootstrap::allgather_among(const std::vector<int>& members, uint64_t, const void* mine, void* all,
+                                size_t bytes_per_pe, std::string_view call) {
+  // One PE alone needs no messages; other bootstraps (test doubles) do not carry mail.
+  if (members.size() == 1 && members[0] == rank()) {
+    if (bytes_per_pe > 0) std::memmove(all, mine, bytes_per_pe);
+    return;
+  }
+  SHOAL_THROW(errc::unsupported, call, "this bootstrap has no exchange among a subset of the PEs");
+}
 
 std::unique_ptr<bootstrap> bootstrap::connect(const bootstrap_options& options, failure_handler on_failure) {
   unique_fd listener(options.listen_fd);

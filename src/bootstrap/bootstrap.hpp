@@ -1,7 +1,8 @@
 // Bootstrap: how PEs find each other and exchange small host blobs before (and beside) the
 // symmetric heap. A TCP star around PE 0: every other PE connects to PE 0's listener and proves
 // it knows the job's 128-bit secret; PE 0 relays all-gathers, barriers and broadcasts.
-// A second connection per PE carries heartbeats so a dead or silent PE stops the whole job.
+// A second connection per PE carries heartbeats so a dead or silent PE stops the whole job, and the
+// mail of all-gathers among a subset of the PEs (allgather_among), which PE 0's monitor thread forwards.
 #pragma once
 
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shoal::detail {
 
@@ -84,6 +86,19 @@ class bootstrap {
   virtual void barrier(std::string_view call) = 0;
   /// Collective: `bytes` at `data` on `root` are copied to `data` on every PE.
   virtual void broadcast(void* data, size_t bytes, int root, std::string_view call) = 0;
+  /// Collective over `members` only: distinct ranks, this PE among them, the same list in the same
+  /// order on every member; the other PEs take no part and may be anywhere (in another collective,
+  /// computing). Each member contributes `bytes_per_pe` bytes at `mine`; `all` receives
+  /// members.size()*bytes_per_pe bytes in list order. `tag` names the exchange: the same on every
+  /// member, never the same for two exchanges a member may be in at once or one after the other
+  /// (disjoint groups may use one tag only if their first members differ: mail is keyed by sender).
+  /// Runs as mail through PE 0 (gathered by members[0], which sends the result to each member), so
+  /// it does not disturb the collective rounds. Bounded by the collective timeout: errc::timeout on
+  /// the first member, naming the members it never heard from, and on the others with its message;
+  /// the bootstrap stays usable. A member that dies or goes silent fails it with errc::peer_failure.
+  /// Contributions of different sizes fail every member that sent one with errc::mismatch.
+  virtual void allgather_among(const std::vector<int>& members, uint64_t tag, const void* mine, void* all,
+                               size_t bytes_per_pe, std::string_view call);
 
   /// Tells every PE to stop with `status` (shoal_global_exit, or a PE stopping on an error); `why` is
   /// what every PE reports. The handler runs everywhere, this PE included: on the monitor threads, or

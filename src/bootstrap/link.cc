@@ -80,7 +80,7 @@ std::optional<error_reply> parse_error(const message& m) {
 std::vector<uint8_t> status_message(wire::msg type, int status, std::string_view why) {
   uint8_t body[wire::status_body_bytes] = {};
   wire::put_le(body, static_cast<int32_t>(status));
-  std::string_view text = why.substr(0, max_monitor_payload - wire::status_body_bytes);
+  std::string_view text = why.substr(0, max_reason_bytes - wire::status_body_bytes);
   return wire::build(type, 0, {}, {body, wire::as_bytes(text)});
 }
 

@@ -27,8 +27,11 @@ inline constexpr std::string_view init_call = "shoal_init";
 inline constexpr std::string_view finalize_call = "shoal_finalize";
 /// How long a PE spends telling the others about a failure before it gives up on a stuck one.
 inline constexpr milliseconds notify_budget{500};
-/// Monitor messages are tiny; anything bigger means the stream is corrupt.
-inline constexpr uint64_t max_monitor_payload = 64 * 1024;
+/// Monitor messages are tiny, except mail (one contribution to, or the result of, an allgather_among);
+/// anything bigger means the stream is corrupt.
+inline constexpr uint64_t max_monitor_payload = uint64_t{64} << 20;
+/// A stop reason is cut to this many bytes.
+inline constexpr size_t max_reason_bytes = 64 * 1024;
 
 inline int64_t count_ms(clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 

@@ -33,11 +33,12 @@ milliseconds heartbeat_period(milliseconds peer_timeout) {
 }  // namespace
 
 liveness_monitor::liveness_monitor(const bootstrap_options& options, std::vector<net::unique_fd> mon,
-                                   link::job_state& state, failure_handler on_failure)
+                                   link::job_state& state, mailbox& mail, failure_handler on_failure)
     : rank_(options.rank),
       size_(options.size),
       peer_timeout_(options.peer_timeout),
       state_(state),
+      mail_(mail),
       on_failure_(std::move(on_failure)),
       peers_(mon.size()),
       wake_fd_(link::make_eventfd()) {
@@ -72,7 +73,10 @@ void liveness_monitor::main() {
 void liveness_monitor::beat_if_due(clock::time_point now, clock::time_point& next_beat) {
   if (now < next_beat) return;
   const auto heartbeat = wire::build(wire::msg::heartbeat, 0, {}, {});
-  std::lock_guard lock(write_mutex_);
+  // A thread sending mail holds the lock, maybe waiting for room that only our reading makes; its
+  // bytes tell the other side this PE lives. Try again soon.
+  std::unique_lock lock(write_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   for (const peer_link& p : peers_)
     if (p.fd.valid() && !p.closed)  // a full socket buffer means a stopped PE; silence detection handles it
       ::send(p.fd.get(), heartbeat.data(), heartbeat.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -133,6 +137,7 @@ void liveness_monitor::root_loop() {
       p.last_heard = clock::now();
       for (const message& m : msgs) {
         if (m.head.type == wire::msg::bye) p.said_bye = true;
+        if (m.head.type == wire::msg::mail && !route_mail(r, m)) return;
         if (m.head.type == wire::msg::abort) {
           auto [status, why] = parse_status(m);
           fail_job(status, why, -1, r);
@@ -189,6 +194,17 @@ void liveness_monitor::peer_loop() {
     last_heard = clock::now();
     for (const message& m : msgs) {
       if (m.head.type == wire::msg::bye) root_said_bye = true;
+      if (m.head.type == wire::msg::mail) {
+        std::optional<wire::mail_body> body;
+        if (m.payload.size() >= wire::mail_body_bytes)
+          body = wire::decode_mail(
+              std::span<const uint8_t, wire::mail_body_bytes>(m.payload.data(), wire::mail_body_bytes));
+        if (!body || body->to != rank_ || body->from < 0 || body->from >= size_) {
+          report_failure(peer_failure_status, "PE 0 sent malformed mail on the bootstrap monitor connection");
+          return;
+        }
+        mail_.deliver(body->from, body->tag, {m.payload.begin() + wire::mail_body_bytes, m.payload.end()});
+      }
       if (m.head.type == wire::msg::failure) {
         auto [status, why] = parse_status(m);
         report_failure(status, why);
@@ -205,6 +221,80 @@ void liveness_monitor::peer_loop() {
       return;
     }
   }
+}
+
+bool liveness_monitor::route_mail(int from, const message& m) {
+  std::optional<wire::mail_body> body;
+  if (m.payload.size() >= wire::mail_body_bytes)
+    body = wire::decode_mail(std::span<const uint8_t, wire::mail_body_bytes>(m.payload.data(), wire::mail_body_bytes));
+  if (!body || body->from != from || body->to < 0 || body->to >= size_ || body->to == from) {
+    fail_job(peer_failure_status, fmt::format("PE {} sent malformed mail on its bootstrap monitor connection", from),
+             from);
+    return false;
+  }
+  if (body->to == 0) {
+    mail_.deliver(from, body->tag, {m.payload.begin() + wire::mail_body_bytes, m.payload.end()});
+    return true;
+  }
+  peer_link& to = peers_[body->to];
+  if (to.closed) {
+    fail_job(
+        peer_failure_status,
+        fmt::format("PE {} sent mail to PE {}, which has left (its bootstrap connection is closed)", from, body->to),
+        -1);
+    return false;
+  }
+  auto msg = wire::build(wire::msg::mail, 0, {}, {m.payload});
+  // The receiver's monitor thread reads all the time; one that takes nothing for this long has stopped.
+  io_status st;
+  {
+    std::lock_guard lock(write_mutex_);
+    st = net::send_all(to.fd.get(), msg.data(), msg.size(), clock::now() + peer_timeout_ / 2, -1);
+  }
+  if (st != io_status::ok) {
+    fail_job(peer_failure_status,
+             st == io_status::closed
+                 ? fmt::format("PE {} died: its bootstrap connection closed while PE 0 forwarded mail to it", body->to)
+                 : fmt::format("PE {} took no mail from PE 0 for {} ms (its bootstrap monitor connection is full)",
+                               body->to, count_ms(peer_timeout_ / 2)),
+             body->to);
+    return false;
+  }
+  return true;
+}
+
+void liveness_monitor::send_mail(int to, uint64_t tag, std::span<const uint8_t> data, std::string_view call) {
+  SHOAL_ASSERT(to >= 0 && to < size_ && to != rank_);
+  if (state_.broken())
+    SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable since an earlier failure: {}", state_.broken_reason());
+  wire::mail_body body;
+  body.from = rank_;
+  body.to = to;
+  body.tag = tag;
+  uint8_t head[wire::mail_body_bytes];
+  wire::encode(body, std::span<uint8_t, wire::mail_body_bytes>(head));
+  auto msg = wire::build(wire::msg::mail, 0, {}, {head, data});
+  const int via = rank_ == 0 ? to : 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!running_)
+      SHOAL_THROW(errc::peer_failure, call, "the bootstrap monitor of PE {} is not running (finalized or failed)",
+                  rank_);
+  }
+  io_status st;
+  {
+    std::lock_guard lock(write_mutex_);
+    if (!peers_[via].fd.valid())
+      SHOAL_THROW(errc::peer_failure, call, "PE {}'s bootstrap monitor connection is closed", via);
+    st = net::send_all(peers_[via].fd.get(), msg.data(), msg.size(), clock::now() + peer_timeout_, state_.broken_fd());
+  }
+  if (st == io_status::ok) return;
+  if (st == io_status::woken) SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable: {}", state_.broken_reason());
+  // Part of a message may be on the wire: the stream is out of step for good.
+  state_.mark_broken(fmt::format("PE {} could not send mail to PE {} during {}: the connection {}", rank_, via, call,
+                                 st == io_status::closed ? "closed" : "took nothing for SHOAL_PEER_TIMEOUT"));
+  SHOAL_THROW(st == io_status::closed ? errc::peer_failure : errc::timeout, call, "bootstrap unusable: {}",
+              state_.broken_reason());
 }
 
 void liveness_monitor::fail_job(int status, const std::string& why, int except, int last) {
@@ -227,6 +317,7 @@ void liveness_monitor::fail_job(int status, const std::string& why, int except, 
 void liveness_monitor::report_failure(int status, const std::string& why) {
   if (failure_reported_.exchange(true)) return;
   state_.mark_broken(why);
+  mail_.wake();
   SHOAL_LOG(info, bootstrap, "job failure (status {}): {}", status, why);
   if (!on_failure_) {
     std::fprintf(stderr, "[shoal pe %d] stopping: %s\n", rank_, why.c_str());

@@ -19,7 +19,7 @@ namespace shoal::detail::wire {
 
 inline constexpr uint32_t magic = 0x54424853;  // "SHBT" as little-endian bytes
 /// Bumped whenever a layout below changes; PEs of different versions refuse each other.
-inline constexpr uint32_t protocol_version = 1;
+inline constexpr uint32_t protocol_version = 2;
 inline constexpr size_t header_bytes = 24;
 inline constexpr uint32_t max_call_bytes = 256;
 /// Larger messages are treated as corruption: bootstrap blobs are small (handles, addresses).
@@ -35,8 +35,9 @@ enum class msg : uint16_t {
   bye = 7,         ///< both directions on the monitor connection: finalize started, EOF is orderly now
   abort = 8,       ///< PE k -> PE 0 on the monitor connection: status_body + reason (abort_job)
   failure = 9,     ///< PE 0 -> PE k on the monitor connection: status_body + reason; the job must stop
+  mail = 10,       ///< monitor connections, both ways: mail_body + data, from one PE to another through PE 0
 };
-inline constexpr uint16_t msg_max = 9;
+inline constexpr uint16_t msg_max = 10;
 
 /// Which of a PE's two connections a hello opens.
 enum class channel : uint32_t { collective = 0, monitor = 1 };
@@ -74,6 +75,16 @@ struct coll_desc {
   uint32_t reserved = 0;
 };
 static_assert(sizeof(coll_desc) == coll_desc_bytes);
+
+/// A point-to-point message of allgather_among: PE `from` -> PE 0 -> PE `to` (PE 0's monitor
+/// thread forwards it, or keeps it when `to` is 0); `tag` names the exchange it belongs to.
+inline constexpr size_t mail_body_bytes = 16;
+struct mail_body {
+  int32_t from = -1;
+  int32_t to = -1;
+  uint64_t tag = 0;
+};
+static_assert(sizeof(mail_body) == mail_body_bytes);
 
 inline constexpr size_t error_body_bytes = 8;   ///< {u32 errc, u32 fatal} then the message text
 inline constexpr size_t status_body_bytes = 8;  ///< {i32 status, u32 reserved} then the reason text
@@ -169,6 +180,20 @@ inline coll_desc decode_coll_desc(std::span<const uint8_t, coll_desc_bytes> in) 
   d.flags = get_le<uint32_t>(in.data() + 16);
   d.reserved = get_le<uint32_t>(in.data() + 20);
   return d;
+}
+
+inline void encode(const mail_body& b, std::span<uint8_t, mail_body_bytes> out) {
+  put_le(out.data() + 0, b.from);
+  put_le(out.data() + 4, b.to);
+  put_le(out.data() + 8, b.tag);
+}
+
+inline mail_body decode_mail(std::span<const uint8_t, mail_body_bytes> in) {
+  mail_body b;
+  b.from = get_le<int32_t>(in.data() + 0);
+  b.to = get_le<int32_t>(in.data() + 4);
+  b.tag = get_le<uint64_t>(in.data() + 8);
+  return b;
 }
 
 /// A whole message: header, call name, then the payload pieces back to back.

@@ -71,6 +71,10 @@ constexpr std::array kTable = {
              "(SHOAL_COLL_ALGO=auto); 0: never"},
     variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
              "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
+    variable{"SHOAL_TEAM_SPLIT_EXCHANGE", kind::string, "auto",
+             "how the members of a parent team exchange a split's records: auto (through their host team words when "
+             "every member's are load/store-addressable, else through the bootstrap), bootstrap (always through the "
+             "bootstrap; tests); the same on every PE"},
     // diagnostics
     variable{"SHOAL_DEBUG", kind::string, "warn", "log level: none, warn, info, trace"},
     variable{"SHOAL_DEBUG_SUBSYS", kind::string, "all",

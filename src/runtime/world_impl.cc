@@ -77,6 +77,7 @@ bootstrap_options options_for(const init_options& options) {
   }
   boot.connect_timeout = env::get_ms("SHOAL_BOOTSTRAP_TIMEOUT");
   boot.peer_timeout = env::get_ms("SHOAL_PEER_TIMEOUT");
+  boot.collective_timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");  // shoal_init_attr too, as resolve_bootstrap does
   return boot;
 }
 

@@ -47,6 +47,8 @@ class world_impl {
   symmetric_memory& memory() { return *memory_; }
   host_rma& rma() { return *rma_; }
   collective_sync& sync() { return *sync_; }
+  /// The job's bootstrap (for exchanges among some PEs only: bootstrap::allgather_among).
+  bootstrap& boot() { return *boot_; }
   stream_ops& streams() { return *streams_; }
   /// The instance of extension `key` (register_world_extension) this world made at init.
   world_extension& extension(size_t key) { return *extensions_.at(key); }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
-#include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -33,9 +32,20 @@ const char* predefined_name(shoal_team_t handle) {
   }
 }
 
-// Builds a team from world PEs in team-rank order; this PE (my_pe) must be among them.
+// splitmix64's finalizer: a 64-bit mix for team ids and split tags.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Builds a team from world PEs in team-rank order; this PE (my_pe) must be among them. Its id is a
+// hash of the members until the caller names it better (splits do).
 team make_team(std::vector<int32_t> members, int my_pe, const shoal_team_config_t& config) {
   team t;
+  t.id = mix(members.size());
+  for (int32_t pe : members) t.id = mix(t.id ^ static_cast<uint32_t>(pe));
   t.members = std::move(members);
   t.config = config;
   t.my_rank = static_cast<int32_t>(std::find(t.members.begin(), t.members.end(), my_pe) - t.members.begin());
@@ -89,6 +99,7 @@ team_table::team_table(int my_pe, int n_pes, std::vector<int32_t> node_pes, std:
   slots_[SHOAL_TEAM_WORLD] = make_team(std::move(world), my_pe, {});
   slots_[SHOAL_TEAM_SHARED] = make_team(std::move(shared_pes), my_pe, {});
   slots_[SHOALX_TEAM_NODE] = make_team(std::move(node_pes), my_pe, {});
+  for (int s = 0; s < kPredefined; ++s) slots_[s]->id = mix(slots_[s]->id ^ s);  // WORLD, SHARED, NODE may be alike
 }
 
 const team* team_table::find(shoal_team_t handle) const {
@@ -189,9 +200,8 @@ namespace {
 /// One PE's contribution to a split's all-gather. Fixed size, no pointers.
 struct split_record {
   int32_t parent;        // the handle as passed
-  int32_t parent_state;  // 0: SHOAL_TEAM_INVALID, 1: a live team of this PE, 2: not live here, 3: out of range
   int32_t parent_first;  // world PE of the parent's rank 0 as this PE sees it (tells apart the disjoint teams that
-                         // share one slot, e.g. the rows of a split_2d); -1 when not live
+                         // share one slot, e.g. the rows of a split_2d)
   int32_t parent_size;
   int32_t arg[3];
   int32_t config[4];  // mask and num_contexts of the (x-axis, y-axis) configs
@@ -230,9 +240,17 @@ std::string describe(split_kind kind, const split_record& r) {
 
 std::vector<shoal_team_t> team_table::split(std::string_view call, const split_args& args,
                                             const split_exchange& exchange) {
+  int needed = args.kind == split_kind::strided ? 1 : 2;
+  std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
+  // Only the parent's members call (OpenSHMEM 1.5): a bad parent is this PE's own error, and
+  // SHOAL_TEAM_INVALID makes no team without any communication (9.4.4).
+  if (args.parent == SHOAL_TEAM_INVALID) return out;
+  SHOAL_CHECK_ARG(args.parent >= 0 && args.parent < kMaxTeams, call,
+                  "parent_team={} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", args.parent,
+                  kMaxTeams - 1);
+
   split_record mine{};
   mine.parent = args.parent;
-  mine.parent_first = -1;
   mine.kind = static_cast<int32_t>(args.kind);
   std::copy(std::begin(args.arg), std::end(args.arg), mine.arg);
   for (int i = 0; i < 2; ++i) {
@@ -241,44 +259,25 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   }
   mine.bad_local = args.bad_local;
   mine.bad_arg = bad_arg_index(args.bad_arg);
-  std::vector<int32_t> members;  // world PE of each record (parent_only: the parent's members)
+  std::vector<int32_t> members;  // world PE of each record: the parent's members
+  uint64_t tag = 0;
   {
-    std::shared_lock lock(mutex_);
-    if (args.parent == SHOAL_TEAM_INVALID) {
-      mine.parent_state = 0;
-    } else if (args.parent < 0 || args.parent >= kMaxTeams) {
-      mine.parent_state = 3;
-    } else if (const team* p = find(args.parent)) {
-      mine.parent_state = 1;
-      mine.parent_first = p->members[0];
-      mine.parent_size = p->n_pes();
-      members = p->members;
-    } else {
-      mine.parent_state = 2;
-    }
-    for (int s = 0; s < kMaxTeams; ++s)
-      if (slots_[s]) mine.live[s / 64] |= uint64_t{1} << (s % 64);
-  }
-  int needed = args.kind == split_kind::strided ? 1 : 2;
-  std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
-  if (exchange.parent_only) {
-    // Only the parent's members call: a bad parent is this PE's own error, and SHOAL_TEAM_INVALID
-    // makes no team without any communication (OpenSHMEM 1.5, 9.4.4).
-    if (mine.parent_state == 0) return out;
-    SHOAL_CHECK_ARG(mine.parent_state != 3, call,
-                    "parent_team={} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", args.parent,
-                    kMaxTeams - 1);
-    SHOAL_CHECK_ARG(mine.parent_state != 2, call,
+    std::unique_lock lock(mutex_);
+    team* p = slots_[args.parent] ? &*slots_[args.parent] : nullptr;
+    SHOAL_CHECK_ARG(p != nullptr, call,
                     "parent_team={} is not a team of PE {} (destroyed, never created, or this PE is not a member)",
                     args.parent, my_pe_);
-  } else {
-    members.resize(n_pes_);
-    for (int pe = 0; pe < n_pes_; ++pe) members[pe] = pe;
+    mine.parent_first = p->members[0];
+    mine.parent_size = p->n_pes();
+    members = p->members;
+    tag = mix(p->id ^ mix(p->splits++));
+    for (int s = 0; s < kMaxTeams; ++s)
+      if (slots_[s]) mine.live[s / 64] |= uint64_t{1} << (s % 64);
   }
 
   const int n = static_cast<int>(members.size());
   std::vector<split_record> all(n);
-  exchange.gather(args.parent, members, &mine, all.data(), sizeof(split_record));
+  exchange.gather(args.parent, members, tag, &mine, all.data(), sizeof(split_record));
 
   // From here on every caller runs the same decision over the same records: all throw the same
   // error, or all reach the same slots. Errors name world PEs.
@@ -303,57 +302,37 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   }
   for (int i = 0; i < n; ++i) {
     const split_record& r = all[i];
-    SHOAL_CHECK_ARG(r.parent_state != 3, call,
-                    "parent_team={} on PE {} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", r.parent,
-                    members[i], kMaxTeams - 1);
-    SHOAL_CHECK_ARG(r.parent_state != 2, call,
-                    "parent_team={} on PE {} is not a team of that PE (destroyed, never created, or the PE is not a "
-                    "member: non-members pass SHOAL_TEAM_INVALID)",
-                    r.parent, members[i]);
     if (r.kind != mine.kind)
       SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}, PE {} called {}", args.parent,
                   my_pe_, call, members[i], kind_call(r.kind));
-    SHOAL_CHECK_ARG(!exchange.parent_only || (r.parent == args.parent && r.parent_first == mine.parent_first), call,
-                    "PEs of parent_team={} disagree: PE {} passed parent_team={}", args.parent, members[i], r.parent);
+    // A member that passed another handle is in another exchange (and this one times out), so these
+    // cannot differ here; checked all the same, the records being other PEs' word.
+    SHOAL_CHECK_ARG(r.parent == args.parent && r.parent_first == mine.parent_first && r.parent_size == mine.parent_size,
+                    call, "PEs of parent_team={} disagree: PE {} passed parent_team={}", args.parent, members[i],
+                    r.parent);
+  }
+  const split_record& lead = all[0];
+  for (int i = 0; i < n; ++i) {
+    const split_record& r = all[i];
+    if (std::memcmp(r.arg, lead.arg, sizeof r.arg) != 0 || std::memcmp(r.config, lead.config, sizeof r.config) != 0)
+      SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}{}, PE {} called {}{}",
+                  args.parent, members[0], call, describe(args.kind, lead), members[i], call, describe(args.kind, r));
+  }
+  const int32_t psize = lead.parent_size;
+  if (args.kind == split_kind::strided) {
+    int64_t start = lead.arg[0], stride = lead.arg[1], size = lead.arg[2];
+    SHOAL_CHECK_ARG(size >= 1, call, "size={} must be at least 1", size);
+    SHOAL_CHECK_ARG(start >= 0 && start < psize, call, "start={} is out of range [0, {}) of parent_team={}", start,
+                    psize, args.parent);
+    SHOAL_CHECK_ARG(size == 1 || stride != 0, call, "stride=0 with size={} names one PE several times", size);
+    int64_t last = start + (size - 1) * (size == 1 ? 0 : stride);
+    SHOAL_CHECK_ARG(last >= 0 && last < psize, call,
+                    "stride={} with start={} and size={} leaves parent_team={}: its last PE would be {} of {}", stride,
+                    start, size, args.parent, last, psize);
+  } else {
+    SHOAL_CHECK_ARG(lead.arg[0] >= 1, call, "xrange={} must be at least 1", lead.arg[0]);
   }
 
-  // Group the callers by parent team: (slot, first member) names one team, since the teams that
-  // share a slot are disjoint.
-  std::map<std::pair<int32_t, int32_t>, std::vector<int>> groups;
-  for (int i = 0; i < n; ++i)
-    if (all[i].parent_state == 1) groups[{all[i].parent, all[i].parent_first}].push_back(i);
-
-  for (const auto& [key, pes] : groups) {
-    const split_record& lead = all[pes[0]];
-    for (int i : pes) {
-      const split_record& r = all[i];
-      if (std::memcmp(r.arg, lead.arg, sizeof r.arg) != 0 || std::memcmp(r.config, lead.config, sizeof r.config) != 0)
-        SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}{}, PE {} called {}{}",
-                    key.first, members[pes[0]], call, describe(args.kind, lead), members[i], call,
-                    describe(args.kind, r));
-    }
-    if (static_cast<int32_t>(pes.size()) != lead.parent_size)
-      SHOAL_THROW(errc::mismatch, call,
-                  "parent_team={} (first PE {}) has {} PEs but {} of them called with it; every member must call "
-                  "(and every other PE, with SHOAL_TEAM_INVALID)",
-                  key.first, key.second, lead.parent_size, pes.size());
-    int32_t psize = lead.parent_size;
-    if (args.kind == split_kind::strided) {
-      int64_t start = lead.arg[0], stride = lead.arg[1], size = lead.arg[2];
-      SHOAL_CHECK_ARG(size >= 1, call, "size={} must be at least 1", size);
-      SHOAL_CHECK_ARG(start >= 0 && start < psize, call, "start={} is out of range [0, {}) of parent_team={}", start,
-                      psize, key.first);
-      SHOAL_CHECK_ARG(size == 1 || stride != 0, call, "stride=0 with size={} names one PE several times", size);
-      int64_t last = start + (size - 1) * (size == 1 ? 0 : stride);
-      SHOAL_CHECK_ARG(last >= 0 && last < psize, call,
-                      "stride={} with start={} and size={} leaves parent_team={}: its last PE would be {} of {}",
-                      stride, start, size, key.first, last, psize);
-    } else {
-      SHOAL_CHECK_ARG(lead.arg[0] >= 1, call, "xrange={} must be at least 1", lead.arg[0]);
-    }
-  }
-
-  if (groups.empty()) return out;  // every PE passed SHOAL_TEAM_INVALID: no team is made
   uint64_t used[kWords] = {};
   for (const split_record& r : all)
     for (int w = 0; w < kWords; ++w) used[w] |= r.live[w];
@@ -365,11 +344,9 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
                 "the team table is full: {} handles (SHOAL_MAX_TEAMS) are in use on some PE; destroy teams first",
                 kMaxTeams);
 
-  if (mine.parent_state != 1) return out;
   std::unique_lock lock(mutex_);
   const team* parent = find(args.parent);
-  SHOAL_ASSERT(parent != nullptr);
-  int32_t psize = parent->n_pes();
+  SHOAL_ASSERT(parent != nullptr && parent->n_pes() == psize);
   auto members_of = [&](int32_t first, int32_t step, int32_t count) {
     std::vector<int32_t> m;
     for (int32_t i = 0; i < count; ++i) m.push_back(parent->members[first + i * step]);
@@ -382,6 +359,7 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
       if (start + i * (size == 1 ? 0 : stride) == parent->my_rank) my_index = i;
     if (my_index < 0) return out;
     slots_[slot[0]] = make_team(members_of(start, size == 1 ? 0 : stride, size), my_pe_, args.config[0]);
+    slots_[slot[0]]->id = mix(tag ^ 1);
     out[0] = slot[0];
   } else {
     int32_t xr = std::min(args.arg[0], psize);
@@ -390,6 +368,8 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
     int32_t column = (psize - x + xr - 1) / xr;
     team xteam = make_team(members_of(y * xr, 1, row), my_pe_, args.config[0]);
     team yteam = make_team(members_of(x, xr, column), my_pe_, args.config[1]);
+    xteam.id = mix(tag ^ 1);  // every row alike: the rows are disjoint, and so are the columns
+    yteam.id = mix(tag ^ 2);
     slots_[slot[0]] = std::move(xteam);
     slots_[slot[1]] = std::move(yteam);
     out = {slot[0], slot[1]};

@@ -25,6 +25,11 @@ struct team {
   int32_t stride = 0;
   int32_t my_rank = -1;  // this PE's rank (always a member: the table holds only its own teams)
   shoal_team_config_t config{};
+  /// Names this team among all teams of the job, the same on every member: a hash of the member list
+  /// (predefined teams), or of the split that made it. With `splits` it tags a split's exchange, so
+  /// that no two splits a PE takes part in share a tag, even after a slot is reused.
+  uint64_t id = 0;
+  uint32_t splits = 0;  // splits of this team this PE has entered (the same count on every member)
 
   bool strided() const { return start >= 0; }
   int32_t n_pes() const { return static_cast<int32_t>(members.size()); }
@@ -35,14 +40,13 @@ class team_table {
  public:
   static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
   static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
-  /// The all-gather a split runs. parent_only: among the parent team's members only, `members`
-  /// (world PEs in parent-rank order; records land in that order). Otherwise (GPU heaps, whose team
-  /// layer has no host words to exchange through) over every world PE, members ignored: non-members
-  /// then take part by passing SHOAL_TEAM_INVALID. Throws errc::mismatch when the PEs disagree.
+  /// The all-gather a split runs among the parent team's members only: `members` (world PEs in
+  /// parent-rank order; records land in that order). `tag` names this split of this parent, the same
+  /// on every member (the parent's id and split count, hashed): back-to-back splits of one team,
+  /// splits of disjoint teams and splits of a later team in the same slot all differ.
   struct split_exchange {
-    bool parent_only = true;
-    std::function<void(shoal_team_t parent, const std::vector<int32_t>& members, const void* mine, void* all,
-                       size_t bytes_per_pe)>
+    std::function<void(shoal_team_t parent, const std::vector<int32_t>& members, uint64_t tag, const void* mine,
+                       void* all, size_t bytes_per_pe)>
         gather;
   };
 

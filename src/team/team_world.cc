@@ -2,9 +2,11 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/check.hpp"
+#include "common/env.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal::detail {
@@ -25,12 +27,22 @@ team_table make_table(world_impl& world) {
   return team_table(world.my_pe(), world.n_pes(), std::vector<int32_t>(node.begin(), node.end()), std::move(shared));
 }
 
+bool split_through_words() {
+  const std::string how = env::get_string("SHOAL_TEAM_SPLIT_EXCHANGE");
+  SHOAL_CHECK_ARG(how == "auto" || how == "bootstrap", "shoal_init",
+                  "SHOAL_TEAM_SPLIT_EXCHANGE={} is not auto or bootstrap", how);
+  return how == "auto";
+}
+
 }  // namespace
 
 world_teams& world_teams::of(world_impl& world) { return static_cast<world_teams&>(world.extension(kTeamsKey)); }
 
 world_teams::world_teams(world_impl& world, uint64_t words_offset)
-    : world_(world), table_(make_table(world)), words_offset_(words_offset) {
+    : world_(world),
+      table_(make_table(world)),
+      words_offset_(words_offset),
+      split_through_words_(split_through_words()) {
   publish_device();
 }
 
@@ -69,21 +81,19 @@ void world_teams::zero_free_slots() {
 
 team_table::split_exchange world_teams::exchange(const char* call) {
   team_table::split_exchange out;
-  // Parent-only needs every member's team words in reach; decided on the whole world so that every
-  // PE takes the same path (a job with a PE behind the proxy falls back to the world-wide protocol).
-  out.parent_only = true;
-  for (int pe = 0; pe < world_.n_pes(); ++pe) out.parent_only &= sync_of(pe, SHOAL_TEAM_WORLD) != nullptr;
-  if (!out.parent_only) {
-    out.gather = [this, call](shoal_team_t, const std::vector<int32_t>&, const void* mine, void* all,
-                              size_t bytes_per_pe) {
-      world_.sync().allgather(call, collective_kind::team, mine, all, bytes_per_pe, [this] { zero_free_slots(); });
-    };
-    return out;
-  }
-  out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, const void* mine, void* all,
-                            size_t bytes_per_pe) {
+  out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, uint64_t tag, const void* mine,
+                            void* all, size_t bytes_per_pe) {
     SHOAL_ASSERT(bytes_per_pe <= team_sync::kPostBytes);
     zero_free_slots();
+    // Every member takes the same way: whether a heap is mapped is symmetric (same node, P2P allowed
+    // by the job-wide SHOAL_DISABLE_P2P), and so is the job-wide SHOAL_TEAM_SPLIT_EXCHANGE.
+    bool through_words = split_through_words_;
+    for (size_t i = 0; through_words && i < members.size(); ++i) through_words = sync_of(members[i], parent) != nullptr;
+    if (!through_words) {
+      world_.boot().allgather_among(std::vector<int>(members.begin(), members.end()), tag, mine, all, bytes_per_pe,
+                                    call);
+      return;
+    }
     std::memcpy(sync_of(world_.my_pe(), parent)->split_post, mine, bytes_per_pe);
     // The parent's own team barrier (release/acquire): every member's record and zeroed words are
     // visible after the first; nobody rewrites a record before every member read it after the second.

@@ -47,11 +47,13 @@ class world_teams final : public world_extension {
   /// Writes every live slot's device handle into the device team table (device_world::teams) after
   /// teams are created or destroyed. No-op on host-memory heaps.
   void publish_device();
-  /// The all-gather a split runs. Host heaps with every PE's words in reach (one node): among the parent team's members
-  /// only (each writes its record into its split_post of the parent's slot, team barrier, each reads every member's,
-  /// team barrier). GPU heaps: over every world PE through the bootstrap, posted as a team collective
-  /// (a PE waiting in a barrier meanwhile reports the mismatch). Either first zeroes this PE's words
-  /// of every slot it is not a member of, so no new member can have written into them yet.
+  /// The all-gather a split runs, among the parent team's members only. When every member's team
+  /// words are load/store-addressable here (host heaps, one node, P2P allowed), through them: each
+  /// writes its record into its split_post of the parent's slot, team barrier, each reads every
+  /// member's, team barrier. Otherwise (GPU heaps, proxy peers), or under
+  /// SHOAL_TEAM_SPLIT_EXCHANGE=bootstrap, through the bootstrap (allgather_among, with the split's
+  /// tag). Either first zeroes this PE's words of every
+  /// slot it is not a member of, so no new member can have written into them yet.
   team_table::split_exchange exchange(const char* call);
 
  private:
@@ -60,6 +62,7 @@ class world_teams final : public world_extension {
   world_impl& world_;
   team_table table_;
   uint64_t words_offset_;
+  bool split_through_words_;  // SHOAL_TEAM_SPLIT_EXCHANGE=auto: through the team words where they are in reach
 };
 
 }  // namespace shoal::detail

@@ -4,6 +4,8 @@
 //   exit_in_barrier  PE 1 exit(0)s (destructors run: the implicit finalize) while the others sit in
 //                  shoal_barrier_all: the finalize must be seen as a mismatch, not waited for
 //   finalize_vs_barrier  PE 0 calls shoal_finalize while the others make an extra shoal_barrier_all
+//   exit_in_split  PE 1 _exit(0)s while the other odd PEs split the odd PEs' team (collective over its
+//                  members only) and the even PEs wait on a word nobody sets
 //   sigkill        PE 1 raises SIGKILL while the others sit in shoal_barrier_all
 //   freeze         PE 1 stops itself (SIGSTOP): alive but silent; the heartbeat timeout must catch it
 //   global_exit    the last PE calls shoal_global_exit(3) while the others sit in shoal_barrier_all
@@ -11,13 +13,18 @@
 //   wait_timeout   (SHOAL_WAIT_TIMEOUT=1s) every PE waits on a word nobody sets, in RETURN mode: the
 //                  call must fail with SHOAL_ERR_TIMEOUT and a message with the address, the value
 //                  seen and the value expected; then the job goes on (barrier, put) and exits 0
+//   split_timeout  (SHOAL_WAIT_TIMEOUT=1s, RETURN mode, 4 PEs) the odd PEs' team is split by PE 3 while
+//                  PE 1, also a member, never calls: PE 3 must fail with SHOAL_ERR_TIMEOUT naming PE 1;
+//                  then the team is made again in the same slot and split by both, which must work
+//                  (nothing of the failed split may be taken for the new one), and the job exits 0
 //   mismatch_barrier_vs_malloc  (RETURN mode) PE 0 calls shoal_barrier_all, the others shoal_malloc:
 //                  every PE must get an error promptly and print "mismatch reported"
-// Every mode but wait_timeout and mismatch_barrier_vs_malloc must not reach its end; if it does, it prints UNREACHABLE
-// and exits 0 so the driver sees the wrong status.
+// Every mode but wait_timeout, split_timeout and mismatch_barrier_vs_malloc must not reach its end; if it does, it
+// prints UNREACHABLE and exits 0 so the driver sees the wrong status.
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -85,6 +92,54 @@ int wait_timeout_mode() {
   return check_failures == 0 ? 0 : 1;
 }
 
+int split_timeout_mode() {
+  shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  const int me = shoal_my_pe(), n = shoal_n_pes();
+  CHECK_THAT(n == 4, "split_timeout needs 4 PEs, not %d", n);
+  auto* done = static_cast<int*>(shoal_calloc(1, sizeof(int)));  // PE 3 sets everyone's once it gave up
+  shoal_team_t odds = SHOAL_TEAM_INVALID;
+  CHECK_THAT(shoal_team_split_strided(SHOAL_TEAM_WORLD, 1, 2, 2, nullptr, 0, &odds) == 0, "split of the odd PEs");
+  if (me == 3) {
+    shoal_team_t t = 12345;
+    int rc = shoal_team_split_strided(odds, 0, 1, 2, nullptr, 0, &t);
+    const char* msg = nullptr;
+    int code = shoal_last_error(&msg);
+    std::string text = msg != nullptr ? msg : "";
+    std::printf("PE 3: rc %d: %s\n", rc, text.c_str());
+    CHECK_THAT(rc == SHOAL_ERR_TIMEOUT && code == SHOAL_ERR_TIMEOUT && t == SHOAL_TEAM_INVALID, "rc %d code %d team %d",
+               rc, code, t);
+    CHECK_THAT(text.find("shoal_team_split_strided") != std::string::npos, "'%s' lacks the call", text.c_str());
+    CHECK_THAT(text.find("PE 1") != std::string::npos, "'%s' does not name PE 1", text.c_str());
+    shoal_clear_error();
+    for (int pe = 0; pe < n; ++pe) shoal_int_p(done, 1, pe);
+    shoal_quiet();
+  } else {
+    // Not in a wait bounded by SHOAL_WAIT_TIMEOUT: PE 3 takes up to 2 s (the bootstrap allows the
+    // first member some slack).
+    while (std::atomic_ref<int>(*done).load(std::memory_order_acquire) == 0) usleep(1000);
+  }
+  shoal_barrier_all();
+  shoal_team_destroy(odds);
+  // The same team again, in the same slot, split (differently) by both members.
+  shoal_team_t again = SHOAL_TEAM_INVALID, first = 12345;
+  CHECK_THAT(shoal_team_split_strided(SHOAL_TEAM_WORLD, 1, 2, 2, nullptr, 0, &again) == 0, "split of the odd PEs");
+  CHECK_THAT(again == odds, "the odd PEs' team is %d, not %d as before", again, odds);
+  if (again != SHOAL_TEAM_INVALID) {
+    CHECK_THAT(shoal_team_split_strided(again, 0, 1, 1, nullptr, 0, &first) == 0, "split of the new odd team");
+    CHECK_THAT((first != SHOAL_TEAM_INVALID) == (me == 1), "PE %d got team %d", me, first);
+    shoal_team_destroy(first);
+  }
+  shoal_team_destroy(again);
+  const char* msg = nullptr;
+  int code = shoal_last_error(&msg);
+  CHECK_THAT(code == SHOAL_OK, "unexpected error %d '%s'", code, msg ? msg : "");
+  shoal_barrier_all();
+  shoal_free(done);
+  shoal_finalize();
+  if (me == 0) std::printf("split_timeout: %s\n", check_failures == 0 ? "ok" : "FAILED");
+  return check_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +151,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   shoal_init();
   if (mode == "wait_timeout") return wait_timeout_mode();
+  if (mode == "split_timeout") return split_timeout_mode();
   const int me = shoal_my_pe(), n = shoal_n_pes();
   auto* word = static_cast<int*>(shoal_calloc(1, sizeof(int)));
   shoal_barrier_all();
@@ -104,6 +160,15 @@ int main(int argc, char** argv) {
     if (me == 1) _exit(0);
     if (mode == "exit_early") {
       shoal_barrier_all();
+    } else {
+      shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
+    }
+  } else if (mode == "exit_in_split") {
+    shoal_team_t odds = SHOAL_TEAM_INVALID, sub = SHOAL_TEAM_INVALID;
+    if (shoal_team_split_strided(SHOAL_TEAM_WORLD, 1, 2, n / 2, nullptr, 0, &odds) != 0) return 1;
+    if (me == 1) _exit(0);
+    if (odds != SHOAL_TEAM_INVALID) {
+      shoal_team_split_strided(odds, 0, 1, n / 2, nullptr, 0, &sub);
     } else {
       shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
     }

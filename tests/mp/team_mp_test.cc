@@ -1,15 +1,21 @@
 // Teams on N host PEs through the C API: the predefined teams; split_strided (evens, odds,
 // stride 3, one PE, the whole world, reversed) and split_2d (xrange 1, 2, 3, > n_pes) checked
 // against the formulas, with translate_pe both ways and the device handle; splits of splits called
-// by the parent's members only, while the other PEs split and reduce on their own team;
-// destroy and re-create reusing handles identically on every PE; bad and mismatched splits each
-// failing with the right code and a message naming the call and the argument, the job still usable.
+// by the parent's members only, while the other PEs split, reduce, put and sleep on their own;
+// concurrent and back-to-back splits of disjoint parents; destroy and re-create reusing handles
+// identically on every PE; bad and mismatched splits each failing with the right code and a message
+// naming the call and the argument, on the whole world and on a sub-team, the job still usable.
+// Also run with every peer behind the proxy (_proxy), on two "nodes" (two_nodes.sh) and with
+// SHOAL_TEAM_SPLIT_EXCHANGE=bootstrap (_bootstrap_split): the split exchange goes through the
+// bootstrap there, among the parent's members only all the same.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shoal/device_team.hpp"
@@ -19,15 +25,10 @@ namespace {
 
 int me() { return shoal_my_pe(); }
 
-// Under SHOAL_DISABLE_P2P=1 every peer is a proxy peer: splits fall back to every world PE calling.
+// Under SHOAL_DISABLE_P2P=1 every peer is a proxy peer (SHOAL_TEAM_SHARED is this PE alone).
 bool proxy() {
   const char* no_p2p = std::getenv("SHOAL_DISABLE_P2P");
   return no_p2p != nullptr && std::string(no_p2p) == "1";
-}
-// Under two_nodes.sh (MP_TWO_NODES=1) some peers are proxy peers: splits fall back there too.
-bool some_proxy() {
-  const char* two = std::getenv("MP_TWO_NODES");
-  return proxy() || (two != nullptr && std::string(two) == "1");
 }
 int npes() { return shoal_n_pes(); }
 
@@ -204,7 +205,6 @@ TEST(Teams, Split2d) {
 }
 
 TEST(Teams, SplitOfSplit) {
-  if (some_proxy()) GTEST_SKIP() << "PEs behind the proxy: splits are collective over every world PE there";
   int n = npes();
   shoal_team_t evens = SHOAL_TEAM_INVALID, quarter = SHOAL_TEAM_INVALID, single = SHOAL_TEAM_INVALID;
   ASSERT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 2, (n + 1) / 2, nullptr, 0, &evens), 0);
@@ -243,7 +243,6 @@ TEST(Teams, SplitOfSplit) {
 // The evens split a sub-team of their sub-team, use it and destroy it, while the odds at the same
 // time split their own team in two dimensions and run collectives on it: no PE waits for the other half.
 TEST(Teams, SplitsOfSubTeamsWhileOthersWork) {
-  if (some_proxy()) GTEST_SKIP() << "PEs behind the proxy: splits are collective over every world PE there";
   int n = npes();
   int* buf = static_cast<int*>(shoal_calloc(2, sizeof(int)));  // [0]: source, [1]: dest of the reductions
   shoal_team_t row = SHOAL_TEAM_INVALID, half = SHOAL_TEAM_INVALID;
@@ -289,6 +288,136 @@ TEST(Teams, SplitsOfSubTeamsWhileOthersWork) {
   EXPECT_EQ(again, 3);
   shoal_team_destroy(again);
   shoal_free(buf);
+}
+
+// The odd PEs (PE 0, which relays the bootstrap's mail, is not one of them) split a sub-team of a
+// sub-team and use it, while the even PEs put to each other and run barriers on their own team, PE 0
+// sleeping first: a split needs nothing from the parent's non-members.
+TEST(Teams, SubSubTeamOfTheOddsWhileTheEvensPutAndWait) {
+  int* buf = static_cast<int*>(shoal_calloc(4, sizeof(int)));
+  shoal_team_t row = SHOAL_TEAM_INVALID, half = SHOAL_TEAM_INVALID;
+  ASSERT_EQ(shoal_team_split_2d(SHOAL_TEAM_WORLD, 2, nullptr, 0, &row, nullptr, 0, &half), 0);
+  const int size = shoal_team_n_pes(half), rank = shoal_team_my_pe(half);
+  if (me() % 2 == 1) {
+    shoal_team_t sub = SHOAL_TEAM_INVALID, subsub = SHOAL_TEAM_INVALID, last = SHOAL_TEAM_INVALID;
+    ASSERT_EQ(shoal_team_split_strided(half, 0, 1, size, nullptr, 0, &sub), 0);
+    ASSERT_EQ(shoal_team_split_strided(sub, size - 1, -1, size, nullptr, 0, &subsub), 0);
+    expect_layout(subsub, size, [&](int r) { return 2 * (size - 1 - r) + 1; });
+    // A third level: the first PE of the reversed team alone (the other members get no team).
+    ASSERT_EQ(shoal_team_split_strided(subsub, 0, 1, 1, nullptr, 0, &last), 0);
+    EXPECT_EQ(last != SHOAL_TEAM_INVALID, me() == 2 * size - 1);
+    EXPECT_EQ(shoal_team_sync(subsub), 0);
+    buf[0] = me();
+    ASSERT_EQ(shoal_int_max_reduce(subsub, &buf[1], &buf[0], 1), 0);
+    EXPECT_EQ(buf[1], 2 * size - 1);
+    shoal_team_destroy(last);
+    shoal_team_destroy(subsub);
+    shoal_team_destroy(sub);
+  } else {
+    if (me() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Ten rounds of a put to the next even PE and a barrier of the evens' team.
+    const int next = shoal_team_translate_pe(half, (rank + 1) % size, SHOAL_TEAM_WORLD);
+    for (int round = 1; round <= 10; ++round) {
+      shoal_int_p(&buf[2 + round % 2], 100 * round + me(), next);
+      ASSERT_EQ(shoal_barrier(half), 0);
+      const int prev = shoal_team_translate_pe(half, (rank + size - 1) % size, SHOAL_TEAM_WORLD);
+      EXPECT_EQ(buf[2 + round % 2], 100 * round + prev) << "round " << round;
+    }
+  }
+  shoal_team_destroy(row);
+  shoal_team_destroy(half);
+  shoal_barrier_all();
+  shoal_free(buf);
+}
+
+// Disjoint parents split at once, back to back without a barrier between: the rows of an xrange-2
+// grid (pairs of PEs, one handle) each split their row twenty times, alternating split_strided and
+// split_2d, while the columns (evens, odds; another handle) split theirs. Every split is told apart by
+// its parent, the parent's first member and the parent's split count.
+TEST(Teams, ConcurrentAndBackToBackSplitsOfDisjointParents) {
+  int n = npes();
+  shoal_team_t row = SHOAL_TEAM_INVALID, column = SHOAL_TEAM_INVALID;
+  ASSERT_EQ(shoal_team_split_2d(SHOAL_TEAM_WORLD, 2, nullptr, 0, &row, nullptr, 0, &column), 0);
+  const int row_n = shoal_team_n_pes(row), column_n = shoal_team_n_pes(column);
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    shoal_team_t parent = round % 3 == 2 ? column : row;
+    const int psize = parent == row ? row_n : column_n;
+    const int prank = shoal_team_my_pe(parent);
+    if (round % 2 == 0) {
+      // The parent's last PE, or its members from `round % psize` on.
+      const int start = round % psize, size = psize - start;
+      shoal_team_t t = 12345;
+      ASSERT_EQ(shoal_team_split_strided(parent, start, 1, size, nullptr, 0, &t), 0);
+      EXPECT_EQ(t != SHOAL_TEAM_INVALID, prank >= start);
+      if (t != SHOAL_TEAM_INVALID) {
+        EXPECT_EQ(shoal_team_n_pes(t), size);
+        EXPECT_EQ(shoal_team_translate_pe(t, shoal_team_my_pe(t), parent), prank);
+      }
+      shoal_team_destroy(t);
+    } else {
+      shoal_team_t x = 12345, y = 12345;
+      ASSERT_EQ(shoal_team_split_2d(parent, 1 + round / 2 % 3, nullptr, 0, &x, nullptr, 0, &y), 0);
+      EXPECT_EQ(shoal_team_translate_pe(x, shoal_team_my_pe(x), parent), prank);
+      EXPECT_EQ(shoal_team_translate_pe(y, shoal_team_my_pe(y), parent), prank);
+      shoal_team_destroy(x);
+      shoal_team_destroy(y);
+    }
+  }
+  shoal_team_destroy(row);
+  shoal_team_destroy(column);
+  shoal_barrier_all();
+  // Nothing is left anywhere: a world split takes the lowest handle.
+  shoal_team_t again = SHOAL_TEAM_INVALID;
+  ASSERT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 1, n, nullptr, 0, &again), 0);
+  EXPECT_EQ(again, 3);
+  shoal_team_destroy(again);
+}
+
+// Bad splits of a sub-team fail on all its members alike, naming the PE, while the other PEs do not
+// take part; the sub-team and the job go on.
+TEST(Teams, BadSplitsOfASubTeamFailOnItsMembersOnly) {
+  int n = npes();
+  if (n < 4) GTEST_SKIP() << "needs an odd team of at least 2 PEs";
+  // parity: the odd PEs' team on the odd PEs, the even PEs' team on the even ones (one handle).
+  shoal_team_t row = SHOAL_TEAM_INVALID, parity = SHOAL_TEAM_INVALID;
+  ASSERT_EQ(shoal_team_split_2d(SHOAL_TEAM_WORLD, 2, nullptr, 0, &row, nullptr, 0, &parity), 0);
+  if (me() % 2 == 1) {
+    const shoal_team_t odds = parity;
+    int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+    const int size = shoal_team_n_pes(odds), rank = shoal_team_my_pe(odds);
+    shoal_team_t t = 12345;
+    // One member disagrees on size: every member fails with a mismatch naming both calls.
+    EXPECT_EQ(shoal_team_split_strided(odds, 0, 1, rank == size - 1 ? 1 : size, nullptr, 0, &t), SHOAL_ERR_MISMATCH);
+    EXPECT_EQ(t, SHOAL_TEAM_INVALID);
+    EXPECT_SHOAL_ERROR(SHOAL_ERR_MISMATCH,
+                       {"shoal_team_split_strided", "disagree", "size=1", "size=" + std::to_string(size)});
+    // A null output on world PE 3 only: every member fails, naming PE 3.
+    EXPECT_EQ(shoal_team_split_strided(odds, 0, 1, size, nullptr, 0, me() == 3 ? nullptr : &t),
+              SHOAL_ERR_INVALID_ARGUMENT);
+    EXPECT_SHOAL_ERROR(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_team_split_strided", "new_team is null on PE 3"});
+    // Arguments that leave the parent.
+    EXPECT_EQ(shoal_team_split_strided(odds, 0, 1, size + 1, nullptr, 0, &t), SHOAL_ERR_INVALID_ARGUMENT);
+    EXPECT_SHOAL_ERROR(SHOAL_ERR_INVALID_ARGUMENT,
+                       {"shoal_team_split_strided", "leaves parent_team=" + std::to_string(odds)});
+    shoal_team_t x = 12345, y = 12345;
+    EXPECT_EQ(shoal_team_split_2d(odds, rank == 0 ? 2 : 1, nullptr, 0, &x, nullptr, 0, &y), SHOAL_ERR_MISMATCH);
+    EXPECT_SHOAL_ERROR(SHOAL_ERR_MISMATCH, {"shoal_team_split_2d", "xrange=2", "xrange=1"});
+    shoal_set_error_mode(old_mode);
+    // The sub-team still works, and a good split of it takes the lowest free handle.
+    ASSERT_EQ(shoal_team_split_strided(odds, 0, 1, size, nullptr, 0, &t), 0);
+    EXPECT_EQ(t, 5);
+    EXPECT_EQ(shoal_team_sync(t), 0);
+    shoal_team_destroy(t);
+  } else {
+    // Meanwhile the evens run barriers on their own team.
+    for (int i = 0; i < 20; ++i) ASSERT_EQ(shoal_team_sync(parity), 0);
+  }
+  const char* msg = nullptr;
+  EXPECT_EQ(shoal_last_error(&msg), SHOAL_OK) << (msg != nullptr ? msg : "");
+  shoal_team_destroy(row);
+  shoal_team_destroy(parity);
+  shoal_barrier_all();
 }
 
 TEST(Teams, DestroyAndRecreateReuseHandles) {
@@ -382,7 +511,7 @@ TEST(Teams, BadSplitsFailEverywhereAndLeaveTheJobUsable) {
   EXPECT_SHOAL_ERROR(SHOAL_ERR_MISMATCH,
                      {"shoal_team_split_strided", "disagree", "size=1", "size=" + std::to_string(n)});
   // SHOAL_TEAM_INVALID as the parent is no team and no communication, on one PE alone.
-  if (me() == 0 && !some_proxy()) {
+  if (me() == 0) {
     EXPECT_EQ(split(SHOAL_TEAM_INVALID, 0, 1, 1), 0);
   }
   // split_2d
