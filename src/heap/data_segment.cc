@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <type_traits>
 
 #include "common/check.hpp"
@@ -51,12 +52,10 @@ int read_main_program(dl_phdr_info* info, size_t, void* data) {
   return 1;  // the first object is the main program: stop there
 }
 
-// The protection find_program_data saw (share_program_data maps the memfd with it).
-int g_data_prot = PROT_READ | PROT_WRITE;
-
 // The process-wide outcome. Written once under g_share_once (and reset in a forked child), read by
-// every world's symmetric_data.
+// every world's symmetric_data. g_data_prot: the segment's protection, which the memfd mapping keeps.
 shared_data_segment g_shared;
+int g_data_prot = PROT_READ | PROT_WRITE;
 std::once_flag g_share_once;
 
 // In a forked child (only the forking thread exists): copy the shared data into private anonymous
@@ -91,9 +90,12 @@ void privatize_in_child() {
   new (&g_share_once) std::once_flag;
 }
 
+// find_program_data, with the segment's protection.
+data_segment_span find_program_data(std::string* why_not, int* prot);
+
 void share_once() {
   std::string why;
-  const data_segment_span span = find_program_data(&why);
+  const data_segment_span span = find_program_data(&why, &g_data_prot);
   if (span.base == nullptr) {
     g_shared.why_not = why;
     return;
@@ -142,9 +144,7 @@ struct data_status {
 };
 static_assert(std::is_trivially_copyable_v<data_status>);
 
-}  // namespace
-
-data_segment_span find_program_data(std::string* why_not) {
+data_segment_span find_program_data(std::string* why_not, int* prot) {
   program_headers ph;
   dl_iterate_phdr(read_main_program, &ph);
   const uintptr_t page = page_bytes();
@@ -156,7 +156,7 @@ data_segment_span find_program_data(std::string* why_not) {
     *why_not = fmt::format("the program has {} writable segments (one is supported)", ph.writable);
     return {};
   }
-  g_data_prot = ph.prot;
+  *prot = ph.prot;
   // The kernel mapped the segment from its first page; the dynamic linker made the RELRO pages
   // (rounded down at their end, as it does) read-only again: they stay as they are.
   uintptr_t start = ph.start & ~(page - 1);
@@ -167,6 +167,13 @@ data_segment_span find_program_data(std::string* why_not) {
     return {};
   }
   return {reinterpret_cast<char*>(start), end - start};
+}
+
+}  // namespace
+
+data_segment_span find_program_data(std::string* why_not) {
+  int prot = 0;
+  return find_program_data(why_not, &prot);
 }
 
 const shared_data_segment& share_program_data() {
