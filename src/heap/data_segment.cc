@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -58,6 +59,13 @@ shared_data_segment g_shared;
 int g_data_prot = PROT_READ | PROT_WRITE;
 std::once_flag g_share_once;
 
+bool all_zero(const char* p, size_t num_bytes) {
+  const auto* w = reinterpret_cast<const uint64_t*>(p);
+  uint64_t acc = 0;
+  for (size_t i = 0; i < num_bytes / sizeof(uint64_t); ++i) acc |= w[i];
+  return acc == 0;
+}
+
 // In a forked child (only the forking thread exists): copy the shared data into private anonymous
 // memory and move that over the program's data in one step (mremap), so the child neither shares
 // its globals with the parent nor ever sees them unmapped. Then forget the segment: a shoal_init in
@@ -68,7 +76,10 @@ void privatize_in_child() {
   void* copy = mmap(nullptr, span.num_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   bool moved = false;
   if (copy != MAP_FAILED) {
-    std::memcpy(copy, span.base, span.num_bytes);
+    auto* to = static_cast<char*>(copy);
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (size_t at = 0; at < span.num_bytes; at += page)  // zero pages stay untouched (no memory)
+      if (!all_zero(span.base + at, page)) std::memcpy(to + at, span.base + at, page);
     if (g_data_prot != (PROT_READ | PROT_WRITE)) mprotect(copy, span.num_bytes, g_data_prot);
     // The system call itself: UCX's memory hooks (libucm, loaded with the proxy) replace mremap()
     // and drop its fifth argument, which would move the copy to address 0.
@@ -78,26 +89,55 @@ void privatize_in_child() {
     if (!moved) munmap(copy, span.num_bytes);
   }
   if (!moved) {
-    // Nothing logs safely here; the child keeps sharing its parent's globals. Say so once.
+    // Nothing logs safely here; the child keeps sharing its parent's globals. Say so.
     static const char line[] = "shoal: warning: a forked child could not get a private copy of its globals\n";
     (void)!::write(STDERR_FILENO, line, sizeof(line) - 1);
     return;
   }
   close(g_shared.fd);
-  // Placement-new rather than assignment: no allocation in a forked child (the strings are empty).
   g_shared.span = {};
   g_shared.fd = -1;
-  new (&g_share_once) std::once_flag;
+  new (&g_share_once) std::once_flag;  // not assignable: a fresh one in place, for a shoal_init here
 }
 
 // find_program_data, with the segment's protection.
 data_segment_span find_program_data(std::string* why_not, int* prot);
+
+// Whether [start, end) is covered by private writable mappings (/proc/self/maps), as a program's data
+// is: anything else (already shared, read-only, a hole) is not remapped. nullptr when it is, or when
+// /proc cannot be read (best effort); else why not.
+const char* not_private_data(uintptr_t start, uintptr_t end) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return nullptr;
+  uintptr_t covered = start;
+  const char* why = nullptr;
+  char line[512];
+  while (why == nullptr && covered < end && std::fgets(line, sizeof(line), maps) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= covered) continue;
+    if (lo > covered)
+      why = "the program's data range has a hole";
+    else if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+      why = "the program's data range is not all private read-write memory";
+    else
+      covered = hi;
+  }
+  std::fclose(maps);
+  if (why == nullptr && covered < end) why = "the program's data range runs past its mappings";
+  return why;
+}
 
 void share_once() {
   std::string why;
   const data_segment_span span = find_program_data(&why, &g_data_prot);
   if (span.base == nullptr) {
     g_shared.why_not = why;
+    return;
+  }
+  const auto start = reinterpret_cast<uintptr_t>(span.base);
+  if (const char* odd = not_private_data(start, start + span.num_bytes)) {
+    g_shared.why_not = odd;
     return;
   }
   const auto fail = [&](const char* what) {
@@ -111,23 +151,36 @@ void share_once() {
     return;
   }
   // Copy through a second mapping of the memfd, then swap it in with MAP_FIXED (atomic for readers).
-  void* staging = mmap(nullptr, span.num_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  auto* staging = static_cast<char*>(mmap(nullptr, span.num_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   if (staging == MAP_FAILED) {
     fail("mmap(data segment memfd)");
     close(fd);
     return;
   }
-  std::memcpy(staging, span.base, span.num_bytes);
+  // Page by page, leaving zero pages out: the memfd reads as zero already, and a large .bss that
+  // was never written costs no memory (reading untouched pages maps the kernel's zero page).
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t at = 0; at < span.num_bytes; at += page)
+    if (!all_zero(span.base + at, page)) std::memcpy(staging + at, span.base + at, page);
   void* got = mmap(span.base, span.num_bytes, g_data_prot, MAP_SHARED | MAP_FIXED, fd, 0);
-  const int e = errno;
-  munmap(staging, span.num_bytes);
   if (got != span.base) {
-    // MAP_FIXED fails before it unmaps anything, so the program's data is as it was.
+    const int e = errno;
+    // The kernel checks before it replaces the old mapping, so the data is normally as it was; if
+    // the range was unmapped anyway, put a private copy back from the staging mapping.
+    unsigned char resident = 0;
+    if (mincore(span.base, 1, &resident) != 0 && errno == ENOMEM &&
+        mmap(span.base, span.num_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+            span.base) {
+      std::memcpy(span.base, staging, span.num_bytes);
+      mprotect(span.base, span.num_bytes, g_data_prot);
+    }
+    munmap(staging, span.num_bytes);
     errno = e;
     fail("mmap(MAP_SHARED|MAP_FIXED over the program's data)");
     close(fd);
     return;
   }
+  munmap(staging, span.num_bytes);
   g_shared.span = span;
   g_shared.fd = fd;
   static const bool handler = pthread_atfork(nullptr, nullptr, privatize_in_child) == 0;
