@@ -241,7 +241,10 @@ symmetric_data::symmetric_data(bootstrap& boot, symmetric_heap& heap, bool wante
   const shared_data_segment* shared = nullptr;
   if (wanted) {
     shared = &share_program_data();
-    if (shared->span.base == nullptr) why_not = shared->why_not;
+    if (shared->span.base == nullptr) {
+      why_not = shared->why_not;
+      SHOAL_LOG(warn, heap, "global and static variables cannot be made symmetric: {}; going on without", why_not);
+    }
   }
   if (shared != nullptr && shared->span.base != nullptr) {
     mine.num_bytes = shared->span.num_bytes;

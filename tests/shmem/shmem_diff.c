@@ -124,6 +124,7 @@ static void amo(void) {
     shmem_barrier_all();
   }
   int* all_wins = (int*)shmem_calloc(n, sizeof(int));
+  shmem_barrier_all(); /* OSHMEM's calloc zeroes after its barrier: no p before PE 0 is done */
   shmem_int_p(&all_wins[me], wins, 0);
   long swapped = shmem_long_atomic_swap(&counter[1], 1000 + me, me);
   shmem_long_atomic_set(&counter[2], 7, me);
