@@ -166,8 +166,8 @@ path_ops& peer_transport::data_path(std::string_view call, int pe) const {
   if (is_load_store(p) && data_.data_of(pe) != nullptr) return *data_ops_;
   if (p == peer_path::proxy)
     SHOAL_THROW(errc::unsupported, call,
-                "PE {} is reached through the proxy transport: a global/static variable over the proxy transport: "
-                "not yet (allocate it with shoal_malloc)",
+                "PE {} is reached through the proxy (another node, or SHOAL_DISABLE_P2P=1): global/static variable "
+                "over the proxy transport: not yet (allocate it with shoal_malloc)",
                 pe);
   if (!is_load_store(p)) return path(pe);  // none: its path's own error
   SHOAL_THROW(errc::internal, call, "PE {}'s data segment is not mapped in this process", pe);

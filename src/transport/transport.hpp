@@ -1,10 +1,10 @@
 // The transport layer: how bytes and atomics reach PE p. Each peer's path (shoal::peer_path) is
 // chosen once at init and stored here, once; host-issued operations are addressed by (PE, heap
-// offset) and dispatched through the path_ops of that peer's path; an offset with kDataOffsetBit set
-// is in the program's data segment instead (global and static variables, heap/data_segment.hpp). Load/store paths
-// (self, shared memory, NVLink/PCIe P2P) go through the peer's heap mapped into this process; the proxy path (a PE on
-// another node) is the slot the scale-out transport fills; today it throws errc::unsupported. Below the runtime:
-// includes only common, bootstrap and heap headers.
+// offset) and dispatched through the path_ops of that peer's path; an offset with kDataOffsetBit is
+// in the program's data segment instead (global and static variables, heap/data_segment.hpp).
+// Load/store paths (self, shared memory, NVLink/PCIe P2P) go through the peer's memory mapped into
+// this process; the proxy path (a PE on another node) is the slot the scale-out transport fills.
+// Below the runtime: includes only common, bootstrap and heap headers.
 #pragma once
 
 #include <array>
@@ -33,7 +33,8 @@ struct proxy_ring;
 inline constexpr uint64_t kDataOffsetBit = uint64_t{1} << 63;
 
 /// The host-side operations of one kind of path. `offset` is a heap offset (validated by the
-/// caller); `call` names the public call in errors.
+/// caller), or a data-segment offset with kDataOffsetBit for the path that takes those (today only
+/// load/store: peer_transport::data_path); `call` names the public call in errors.
 class path_ops {
  public:
   virtual ~path_ops() = default;
@@ -60,9 +61,9 @@ class peer_transport {
   static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
 
   /// Collective. `paths`: from discover(); `heap`, `data` (global and static variables; may be
-  /// disabled) and `boot` outlive this object. Host heaps use
-  /// plain loads/stores, GPU heaps copies and one-thread atomic kernels (memory_ops); when any PE has
-  /// a proxy peer, every PE starts the proxy engine (throws errc::unsupported without UCX).
+  /// disabled) and `boot` outlive this object. Host heaps use plain loads/stores, GPU heaps copies
+  /// and one-thread atomic kernels (memory_ops); when any PE has a proxy peer, every PE starts the
+  /// proxy engine (throws errc::unsupported without UCX).
   peer_transport(bootstrap& boot, symmetric_heap& heap, const symmetric_data& data, std::vector<peer_path> paths);
   ~peer_transport();
 
