@@ -44,6 +44,9 @@ constexpr std::array kTable = {
              "GPU ordinal for this PE; -1: the current CUDA context's device if one is current, else local rank modulo "
              "the visible GPUs",
              "-1"},
+    variable{"SHOAL_SYMMETRIC_DATA", kind::boolean, "1",
+             "1: the program's global and static variables are symmetric (RMA, atomics, signals, waits) between "
+             "same-node PEs of a host heap; 0: only shoal_malloc memory is (docs/openshmem.md)"},
     variable{"SHOAL_DISABLE_P2P", kind::boolean, "0",
              "1: reach every other PE through the UCX proxy transport, even same-node PEs whose heap could be "
              "mapped (tests, debugging); UCX's own variables (UCX_TLS, UCX_NET_DEVICES) pick its transports"},

@@ -53,6 +53,9 @@ struct chunk_header {
   std::array<uint8_t, 16> key{};  ///< the heap's job key (exchange_auth::key); never logged
 };
 inline constexpr uint32_t kChunkMagic = 0x53484c43;  // "SHLC"
+/// chunk_header::offset of an fd that is no heap chunk but the program's data segment
+/// (symmetric_heap::exchange_fd), so that it can never be taken for one.
+inline constexpr uint64_t kDataSegmentOffset = UINT64_MAX;
 
 /// Pure: whether a datagram's bytes can be a chunk message. Returns nullptr and fills `out` when the
 /// payload is exactly one header with the magic and the datagram carried exactly one fd and was not

@@ -393,6 +393,54 @@ void symmetric_heap::grow_to(uint64_t num_bytes, std::string_view call) {
             chunks_[static_cast<size_t>(me)].size());
 }
 
+std::vector<unique_fd> symmetric_heap::exchange_fd(int fd, uint64_t num_bytes, std::string_view call) {
+  // Stamped like a growth (grow_sequence_ moves on every PE together), with the data-segment offset
+  // marker, so that neither this exchange nor a growth can take the other's messages.
+  const uint64_t sequence = ++grow_sequence_;
+  const int me = nodes_.my_local;
+  const size_t num_local = chunks_.size();
+  std::vector<unique_fd> by_local(num_local);
+  std::exception_ptr failure;
+  try {
+    std::vector<outgoing_chunk> out;
+    for (size_t local = 0; local < num_local; ++local) {
+      if (static_cast<int>(local) == me) continue;
+      out.push_back(outgoing_chunk{auth_.peers[local].name,
+                                   chunk_header{kChunkMagic, me, sequence, kDataSegmentOffset, num_bytes, auth_.key},
+                                   fd});
+    }
+    // Only messages that pass auth_ (sender's socket, pid, uid and the job key) come back.
+    std::vector<received_chunk> in = exchange_chunks(*channel_, out, num_local - 1, auth_, exchange_timeout_, call);
+    for (received_chunk& r : in) {
+      const chunk_header& h = r.header;
+      if (h.sequence != sequence || h.offset != kDataSegmentOffset || h.bytes != num_bytes)
+        SHOAL_THROW(errc::internal, call,
+                    "local PE {} sent an fd for exchange #{} at offset {} of {} bytes; expected the data segment "
+                    "(exchange #{}) of {} bytes",
+                    h.sender_local, h.sequence, h.offset, h.bytes, sequence, num_bytes);
+      unique_fd& slot = by_local[static_cast<size_t>(h.sender_local)];
+      if (slot.get() >= 0)
+        SHOAL_THROW(errc::internal, call, "local PE {} sent two fds for exchange #{}", h.sender_local, sequence);
+      slot = std::move(r.fd);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  try {
+    // Doubles as the closing barrier, as in grow_to.
+    agree(failure, call, "exchange data segment fds", num_bytes, sequence);
+  } catch (...) {
+    by_local.clear();
+    try {
+      for (int i = 0; i < 1024; ++i)
+        if (!channel_->try_receive(call)) break;
+    } catch (...) {
+    }
+    throw;
+  }
+  return by_local;
+}
+
 char* symmetric_heap::heap_of(int pe) const {
   if (pe < 0 || static_cast<size_t>(pe) >= nodes_.local_of_pe.size()) return nullptr;
   const int local = nodes_.local_of_pe[static_cast<size_t>(pe)];

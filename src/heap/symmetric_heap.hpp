@@ -47,6 +47,13 @@ class symmetric_heap {
   /// the others' gets shoal::error(mismatch), as do they.
   void grow_to(uint64_t num_bytes, std::string_view call);
 
+  /// Collective: sends `fd` (the caller keeps it) to every same-node peer and returns each peer's fd
+  /// by local index (this PE's slot empty), authenticated like heap chunks (docs/security.md). For
+  /// memory shared beside the heap (the program's data segment: heap/data_segment.hpp); every PE
+  /// passes the same `num_bytes`, the size each fd covers. Any failure (any PE) makes every PE throw
+  /// naming `call`, and no fd stays open.
+  std::vector<unique_fd> exchange_fd(int fd, uint64_t num_bytes, std::string_view call);
+
   char* base() const { return heap_of_local(nodes_.my_local); }  ///< this PE's heap
   char* heap_of(int pe) const;  ///< PE's heap in this process, or nullptr when not mapped here
   char* heap_of_local(int local) const { return region_ + static_cast<uint64_t>(local) * stride_; }

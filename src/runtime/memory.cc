@@ -36,7 +36,7 @@ uint64_t symmetric_memory::check(std::string_view call, const char* arg, const v
                                  size_t align) const {
   SHOAL_CHECK_ARG(addr != nullptr, call, "{} is null", arg);
   int64_t off = heap_.offset_of(addr);
-  SHOAL_CHECK_ARG(off >= 0, call, "{}={} is not in the symmetric heap (allocate it with shoal_malloc)", arg, addr);
+  if (off < 0) not_symmetric(call, arg, addr, false);
   SHOAL_CHECK_ARG(align <= 1 || reinterpret_cast<uintptr_t>(addr) % align == 0, call,
                   "{}={} is not aligned to {} bytes, as its type requires", arg, addr, align);
   std::shared_lock lock(alloc_mutex_);
@@ -47,6 +47,42 @@ uint64_t symmetric_memory::check(std::string_view call, const char* arg, const v
                   "{}={} + {} bytes runs {} bytes past the end of its {}-byte allocation", arg, addr, nbytes,
                   end - (block->offset + block->num_bytes), block->num_bytes);
   return static_cast<uint64_t>(off);
+}
+
+uint64_t symmetric_memory::check_rma(std::string_view call, const char* arg, const void* addr, size_t nbytes,
+                                     size_t align) const {
+  if (addr == nullptr || heap_.offset_of(addr) >= 0) [[likely]]
+    return check(call, arg, addr, nbytes, align);
+  const symmetric_data& data = transport_.data();
+  const int64_t off = data.offset_of(addr);
+  if (off < 0) not_symmetric(call, arg, addr, true);
+  SHOAL_CHECK_ARG(align <= 1 || reinterpret_cast<uintptr_t>(addr) % align == 0, call,
+                  "{}={} is not aligned to {} bytes, as its type requires", arg, addr, align);
+  const uint64_t room = data.num_bytes() - static_cast<uint64_t>(off);
+  SHOAL_CHECK_ARG(nbytes <= room, call,
+                  "{}={} + {} bytes runs {} bytes past the end of the program's global and static variables (its "
+                  "{}-byte data segment)",
+                  arg, addr, nbytes, nbytes - room, data.num_bytes());
+  return static_cast<uint64_t>(off) | kDataOffsetBit;
+}
+
+void symmetric_memory::not_symmetric(std::string_view call, const char* arg, const void* addr, bool rma) const {
+  const symmetric_data& data = transport_.data();
+  if (data.offset_of(addr) >= 0)
+    SHOAL_THROW(errc::invalid_argument, call,
+                "{}={} is a global/static variable: those are symmetric for RMA, atomics, signals and waits, not for "
+                "{} (allocate it with shoal_malloc)",
+                arg, addr, call);
+  std::string why;
+  const data_segment_span program = find_program_data(&why);
+  const auto a = reinterpret_cast<uintptr_t>(addr), start = reinterpret_cast<uintptr_t>(program.base);
+  if (rma && program.base != nullptr && a >= start && a - start < program.num_bytes)
+    SHOAL_THROW(errc::invalid_argument, call,
+                "{}={} is a global/static variable, and those are not symmetric in this job: {} (allocate it with "
+                "shoal_malloc)",
+                arg, addr, data.why_not());
+  SHOAL_THROW(errc::invalid_argument, call, "{}={} is not in the symmetric heap{} (allocate it with shoal_malloc)", arg,
+              addr, rma ? " nor a global/static variable of the program" : "");
 }
 
 void* symmetric_memory::malloc(std::string_view call, size_t nbytes, size_t alignment, bool zero) {
@@ -165,6 +201,10 @@ int64_t symmetric_memory::live_offset(const void* addr) const {
 
 void* symmetric_memory::ptr(const void* addr, int pe) const {
   if (pe < 0 || pe >= transport_.n_pes()) return nullptr;
+  if (const int64_t data_off = transport_.data().offset_of(addr); data_off >= 0) {
+    char* base = transport_.data_of(pe);
+    return base == nullptr ? nullptr : base + data_off;
+  }
   const int64_t off = live_offset(addr);
   if (off < 0) return nullptr;
   char* base = transport_.base_of(pe);
@@ -173,7 +213,9 @@ void* symmetric_memory::ptr(const void* addr, int pe) const {
 }
 
 bool symmetric_memory::accessible(const void* addr, int pe) const {
-  return pe >= 0 && pe < transport_.n_pes() && transport_.accessible(pe) && live_offset(addr) >= 0;
+  if (pe < 0 || pe >= transport_.n_pes()) return false;
+  if (transport_.data().offset_of(addr) >= 0) return transport_.data_of(pe) != nullptr;  // not over the proxy yet
+  return transport_.accessible(pe) && live_offset(addr) >= 0;
 }
 
 }  // namespace shoal::detail

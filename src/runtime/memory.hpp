@@ -29,20 +29,31 @@ class symmetric_memory {
   void* malloc(std::string_view call, size_t nbytes, size_t alignment, bool zero);
   void* realloc(std::string_view call, void* ptr, size_t nbytes);
   void free(std::string_view call, void* ptr);
-  /// `addr` on `pe` in this process, when it is symmetric and `pe`'s heap is load/store-mapped; else null.
+  /// `addr` on `pe` in this process, when it is symmetric (heap or global) and `pe`'s memory is
+  /// load/store-mapped; else null.
   void* ptr(const void* addr, int pe) const;
-  /// addr is in a live symmetric allocation and pe is reachable by RMA (any path, the proxy too).
+  /// addr is in a live symmetric allocation and pe is reachable by RMA (any path, the proxy too), or
+  /// addr is a symmetric global/static variable and pe's copy is load/store-mapped here.
   bool accessible(const void* addr, int pe) const;
 
   /// Validates that [addr, addr+nbytes) lies inside one live allocation and is aligned to `align`;
-  /// returns its heap offset. Errors name `call` and the argument `arg`.
+  /// returns its heap offset. Errors name `call` and the argument `arg`. For the calls that take heap
+  /// memory only (collectives, the *_on_stream family).
   uint64_t check(std::string_view call, const char* arg, const void* addr, size_t nbytes, size_t align) const;
+  /// check() for RMA, atomics, signals and waits, which also take global and static variables: an
+  /// address in the program's data segment (when shared: transport().data()) gives its segment offset
+  /// with kDataOffsetBit set, once [addr, addr+nbytes) is inside the segment and aligned. Heap
+  /// addresses cost what check() costs.
+  uint64_t check_rma(std::string_view call, const char* arg, const void* addr, size_t nbytes, size_t align) const;
   uint64_t in_use_bytes() const;
   symmetric_heap& heap() { return heap_; }
 
  private:
   /// addr's heap offset when it is inside a live allocation (not the reserved block), else -1.
   int64_t live_offset(const void* addr) const;
+  /// Throws the invalid_argument error for `addr` (not null) outside the heap: a global or static
+  /// variable where globals are not symmetric (saying why), or memory that is not symmetric at all.
+  [[noreturn]] void not_symmetric(std::string_view call, const char* arg, const void* addr, bool rma) const;
   bootstrap& boot_;
   symmetric_heap& heap_;
   peer_transport& transport_;

@@ -23,7 +23,7 @@ std::optional<uint64_t> check_contiguous(const symmetric_memory& memory, const p
   check_pe(call, pe, transport.n_pes());
   if (nbytes == 0) return std::nullopt;
   SHOAL_CHECK_ARG(local.addr != nullptr, call, "{} is null", local.name);
-  return memory.check(call, symmetric.name, symmetric.addr, nbytes, elem_align);
+  return memory.check_rma(call, symmetric.name, symmetric.addr, nbytes, elem_align);
 }
 
 void host_rma::put(std::string_view call, void* dest, const void* source, size_t nbytes, size_t elem_align, int pe,
@@ -69,8 +69,8 @@ std::optional<uint64_t> host_rma::strided_args(std::string_view call, int pe, pt
   SHOAL_CHECK_ARG(source_stride >= 1, call, "sst={} must be at least 1", source_stride);
   if (nelems == 0) return std::nullopt;
   SHOAL_CHECK_ARG(local.addr != nullptr, call, "{} is null", local.name);
-  return memory_.check(call, symmetric.name, symmetric.addr, strided_extent(symmetric_stride, nelems, elem_bytes),
-                       elem_bytes);
+  return memory_.check_rma(call, symmetric.name, symmetric.addr, strided_extent(symmetric_stride, nelems, elem_bytes),
+                           elem_bytes);
 }
 
 void host_rma::iput(std::string_view call, void* dest, const void* source, ptrdiff_t dest_stride,
@@ -90,7 +90,7 @@ void host_rma::iget(std::string_view call, void* dest, const void* source, ptrdi
 void host_rma::atomic(std::string_view call, amo_op op, scalar type, void* dest, const void* operand,
                       const void* compare_value, void* fetched, int pe) {
   check_pe(call, pe, transport_.n_pes());
-  uint64_t off = memory_.check(call, "dest", dest, type.bytes, type.bytes);
+  uint64_t off = memory_.check_rma(call, "dest", dest, type.bytes, type.bytes);
   transport_.atomic(call, pe, off, op, type, operand, compare_value, fetched);
 }
 
@@ -101,10 +101,10 @@ void host_rma::put_signal(std::string_view call, void* dest, const void* source,
                           uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   check_pe(call, pe, transport_.n_pes());
   check_sig_op(call, sig_op);
-  uint64_t sig_off = memory_.check(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
+  uint64_t sig_off = memory_.check_rma(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
   if (nbytes > 0) {
     SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-    uint64_t off = memory_.check(call, "dest", dest, nbytes, elem_align);
+    uint64_t off = memory_.check_rma(call, "dest", dest, nbytes, elem_align);
     transport_.put(call, pe, off, source, nbytes);
   }
   // The signal update is sequentially consistent, so it is ordered after the data above.
@@ -117,7 +117,7 @@ void host_rma::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t sig
 }
 
 uint64_t host_rma::signal_fetch(std::string_view call, const uint64_t* sig_addr) {
-  memory_.check(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
+  memory_.check_rma(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
   uint64_t v;
   transport_.ops().load(scalar_of<uint64_t>(), sig_addr, &v);
   return v;
@@ -136,7 +136,7 @@ size_t host_rma::wait(std::string_view call, scalar type, void* ivars, size_t ne
   size_t ivars_bytes = 0;
   SHOAL_CHECK_ARG(!__builtin_mul_overflow(nelems, size_t{type.bytes}, &ivars_bytes), call,
                   "ivars={} with nelems={} x {} bytes overflows size_t", ivars, nelems, type.bytes);
-  memory_.check(call, "ivars", ivars, ivars_bytes, type.bytes);
+  memory_.check_rma(call, "ivars", ivars, ivars_bytes, type.bytes);
   SHOAL_CHECK_ARG(mode != wait_mode::some || indices != nullptr, call, "indices is null");
   auto* base = static_cast<char*>(ivars);
   auto value_of = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * type.bytes : 0); };

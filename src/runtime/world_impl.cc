@@ -88,6 +88,19 @@ world_impl::world_impl(const init_options& options) {
   const bool check_collectives = env::get_bool("SHOAL_CHECK_COLLECTIVES");
   const std::chrono::milliseconds wait_timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");
   auto backend = choose_backend(options.backend);  // before the rendezvous: a bad name fails alone
+  // Global and static variables are symmetric on host heaps: share the program's data now, before
+  // the bootstrap starts its threads (a global written by another thread during the copy is lost).
+  std::string data_why_not;
+  bool share_data = env::get_bool("SHOAL_SYMMETRIC_DATA");
+  if (!share_data) {
+    data_why_not = "SHOAL_SYMMETRIC_DATA=0";
+  } else if (!backend->host_accessible()) {
+    share_data = false;
+    data_why_not = fmt::format(
+        "the heap is GPU memory (backend {}) and peers' GPUs cannot reach a process's host globals", backend->name());
+  } else {
+    share_program_data();
+  }
 
   auto start = std::chrono::steady_clock::now();
   job_failure::reset();
@@ -102,7 +115,8 @@ world_impl::world_impl(const init_options& options) {
   node_map nodes = node_map::discover(*boot_);
   std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
-  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, std::move(paths));
+  data_ = std::make_unique<symmetric_data>(*boot_, *heap_, share_data, std::move(data_why_not));
+  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, *data_, std::move(paths));
   sync_ = std::make_unique<collective_sync>(*boot_, *transport_, check_collectives, wait_timeout);
   memory_ = std::make_unique<symmetric_memory>(*boot_, *heap_, *transport_, *sync_);
   rma_ = std::make_unique<host_rma>(my_pe_, *memory_, *transport_, wait_timeout);
@@ -218,6 +232,7 @@ void world_impl::finalize() {
   rma_.reset();
   memory_.reset();
   transport_.reset();
+  data_.reset();  // drops the peers' copies; the program's own data stays shared (data_segment.hpp)
   heap_.reset();
   boot_->finalize();
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "heap/data_segment.hpp"
 #include "heap/symmetric_heap.hpp"
 #include "runtime/extension.hpp"
 #include "runtime/memory.hpp"
@@ -38,6 +39,8 @@ class world_impl {
   const char* backend_name() const { return heap_->backend().name(); }
   peer_path path_to(int pe) const { return transport_->path_to(pe); }
   symmetric_heap& heap() { return *heap_; }
+  /// The program's global and static variables as symmetric data (maybe disabled: why_not()).
+  symmetric_data& data() { return *data_; }
   /// The handle kernels receive (valid for GPU heaps; for the host backend only my_pe/n_pes are set).
   const device_world& device_handle() const { return device_; }
   uint64_t heap_in_use_bytes() const { return memory_->in_use_bytes(); }
@@ -70,6 +73,7 @@ class world_impl {
   bool finalized_ = false;
   std::unique_ptr<bootstrap> boot_;
   std::unique_ptr<symmetric_heap> heap_;
+  std::unique_ptr<symmetric_data> data_;       // after heap_ (uses its fd exchange), before transport_
   std::unique_ptr<peer_transport> transport_;  // the path to every PE, and how host operations take it
   std::unique_ptr<collective_sync> sync_;
   std::unique_ptr<symmetric_memory> memory_;

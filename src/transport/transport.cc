@@ -14,12 +14,24 @@ namespace shoal::detail {
 
 namespace {
 
-// self, shared memory, NVLink/PCIe P2P: the peer's heap is mapped here; reach it through memory_ops.
+// Where a load/store path finds offset `offset` of PE `pe`: in its heap mapped here.
+struct heap_region {
+  const symmetric_heap& heap;
+  char* at(int pe, uint64_t offset) const { return heap.heap_of(pe) + offset; }
+};
+// ... or in its data segment mapped here (offsets carry kDataOffsetBit).
+struct data_region {
+  const symmetric_data& data;
+  char* at(int pe, uint64_t offset) const { return data.data_of(pe) + (offset & ~kDataOffsetBit); }
+};
+
+// self, shared memory, NVLink/PCIe P2P: the peer's memory is mapped here; reach it through memory_ops.
+template <typename Region>
 class load_store_path final : public path_ops {
  public:
-  load_store_path(symmetric_heap& heap, memory_ops& ops) : heap_(heap), ops_(ops) {}
+  load_store_path(Region region, memory_ops& ops) : region_(region), ops_(ops) {}
 
-  char* address(std::string_view, int pe, uint64_t offset) override { return heap_.heap_of(pe) + offset; }
+  char* address(std::string_view, int pe, uint64_t offset) override { return region_.at(pe, offset); }
   void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) override {
     ops_.copy(address(call, pe, offset), source, nbytes);
   }
@@ -49,7 +61,7 @@ class load_store_path final : public path_ops {
       ops_.copy(to + i * dest_stride * elem_bytes, from + i * source_stride * elem_bytes, elem_bytes);
   }
 
-  symmetric_heap& heap_;
+  Region region_;
   memory_ops& ops_;
 };
 
@@ -121,12 +133,16 @@ std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_bac
   return paths;
 }
 
-peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, std::vector<peer_path> paths)
+peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, const symmetric_data& data,
+                               std::vector<peer_path> paths)
     : heap_(heap),
+      data_(data),
       paths_(std::move(paths)),
       ops_(heap.backend().host_accessible() ? make_host_memory_ops() : make_cuda_memory_ops()) {
   for (peer_path p : {peer_path::self, peer_path::shared_memory, peer_path::p2p_nvlink, peer_path::p2p_pcie})
-    by_kind_[static_cast<size_t>(p)] = std::make_unique<load_store_path>(heap_, *ops_);
+    by_kind_[static_cast<size_t>(p)] = std::make_unique<load_store_path<heap_region>>(heap_region{heap_}, *ops_);
+  // Only host heaps share the data segment (symmetric_data is disabled otherwise): plain loads/stores.
+  data_ops_ = std::make_unique<load_store_path<data_region>>(data_region{data_}, *ops_);
   by_kind_[static_cast<size_t>(peer_path::none)] = std::make_unique<unbuilt_path>("cannot be reached from this PE");
   for (peer_path p : paths_) all_load_store_ &= is_load_store(p);
   // Starting the engine is collective: every PE starts it when any PE has a proxy peer.
@@ -143,6 +159,18 @@ peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, std::vecto
   } else {
     by_kind_[static_cast<size_t>(peer_path::proxy)] = std::make_unique<unbuilt_path>("has no proxy engine");
   }
+}
+
+path_ops& peer_transport::data_path(std::string_view call, int pe) const {
+  const peer_path p = paths_[pe];
+  if (is_load_store(p) && data_.data_of(pe) != nullptr) return *data_ops_;
+  if (p == peer_path::proxy)
+    SHOAL_THROW(errc::unsupported, call,
+                "PE {} is reached through the proxy (another node, or SHOAL_DISABLE_P2P=1): global/static variable "
+                "over the proxy transport: not yet (allocate it with shoal_malloc)",
+                pe);
+  if (!is_load_store(p)) return path(pe);  // none: its path's own error
+  SHOAL_THROW(errc::internal, call, "PE {}'s data segment is not mapped in this process", pe);
 }
 
 void peer_transport::heap_grown(std::string_view call) {

@@ -1,8 +1,9 @@
 // The transport layer: how bytes and atomics reach PE p. Each peer's path (shoal::peer_path) is
 // chosen once at init and stored here, once; host-issued operations are addressed by (PE, heap
-// offset) and dispatched through the path_ops of that peer's path. Load/store paths (self, shared
-// memory, NVLink/PCIe P2P) go through the peer's heap mapped into this process; the proxy path (a
-// PE on another node) is the slot the scale-out transport fills; today it throws errc::unsupported.
+// offset) and dispatched through the path_ops of that peer's path; an offset with kDataOffsetBit is
+// in the program's data segment instead (global and static variables, heap/data_segment.hpp).
+// Load/store paths (self, shared memory, NVLink/PCIe P2P) go through the peer's memory mapped into
+// this process; the proxy path (a PE on another node) is the slot the scale-out transport fills.
 // Below the runtime: includes only common, bootstrap and heap headers.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "heap/data_segment.hpp"
 #include "heap/symmetric_heap.hpp"
 #include "shoal/device_world.hpp"
 #include "transport/memory_ops.hpp"
@@ -25,8 +27,14 @@ namespace shoal::detail {
 class proxy_ops;
 struct proxy_ring;
 
+/// Set in an offset that is not a heap offset but an offset in the program's data segment (a global
+/// or static variable): symmetric_memory::check_rma makes such offsets, peer_transport routes them to
+/// the peer's data segment. Heap offsets stay below 2^46 (symmetric_heap's largest reservation).
+inline constexpr uint64_t kDataOffsetBit = uint64_t{1} << 63;
+
 /// The host-side operations of one kind of path. `offset` is a heap offset (validated by the
-/// caller); `call` names the public call in errors.
+/// caller), or a data-segment offset with kDataOffsetBit for the path that takes those (today only
+/// load/store: peer_transport::data_path); `call` names the public call in errors.
 class path_ops {
  public:
   virtual ~path_ops() = default;
@@ -60,10 +68,11 @@ class peer_transport {
   /// errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
   static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
 
-  /// Collective. `paths`: from discover(); `heap` and `boot` outlive this object. Host heaps use
-  /// plain loads/stores, GPU heaps copies and one-thread atomic kernels (memory_ops); when any PE has
-  /// a proxy peer, every PE starts the proxy engine (throws errc::unsupported without UCX).
-  peer_transport(bootstrap& boot, symmetric_heap& heap, std::vector<peer_path> paths);
+  /// Collective. `paths`: from discover(); `heap`, `data` (global and static variables; may be
+  /// disabled) and `boot` outlive this object. Host heaps use plain loads/stores, GPU heaps copies
+  /// and one-thread atomic kernels (memory_ops); when any PE has a proxy peer, every PE starts the
+  /// proxy engine (throws errc::unsupported without UCX).
+  peer_transport(bootstrap& boot, symmetric_heap& heap, const symmetric_data& data, std::vector<peer_path> paths);
   ~peer_transport();
 
   int n_pes() const { return static_cast<int>(paths_.size()); }
@@ -86,12 +95,20 @@ class peer_transport {
   /// PE's heap in this process when its path is load/store, else nullptr.
   char* base_of(int pe) const { return reachable(pe) ? heap_.heap_of(pe) : nullptr; }
 
-  char* address(std::string_view call, int pe, uint64_t offset) { return path(pe).address(call, pe, offset); }
+  /// This PE's data segment, and the peers' copies mapped here (global and static variables).
+  const symmetric_data& data() const { return data_; }
+  /// `pe`'s copy of the data segment in this process when its path is load/store, else nullptr.
+  char* data_of(int pe) const { return reachable(pe) ? data_.data_of(pe) : nullptr; }
+
+  // `offset`: a heap offset, or a data-segment offset with kDataOffsetBit (see path()).
+  char* address(std::string_view call, int pe, uint64_t offset) {
+    return path(call, pe, offset).address(call, pe, offset);
+  }
   void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-    path(pe).put(call, pe, offset, source, nbytes);
+    path(call, pe, offset).put(call, pe, offset, source, nbytes);
   }
   void get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-    path(pe).get(call, dest, pe, offset, nbytes);
+    path(call, pe, offset).get(call, dest, pe, offset, nbytes);
   }
   void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
     path(pe).put_nbi(call, pe, offset, source, nbytes);
@@ -101,15 +118,15 @@ class peer_transport {
   }
   void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
             ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) {
-    path(pe).iput(call, pe, offset, source, dest_stride, source_stride, nelems, elem_bytes);
+    path(call, pe, offset).iput(call, pe, offset, source, dest_stride, source_stride, nelems, elem_bytes);
   }
   void iget(std::string_view call, void* dest, int pe, uint64_t offset, ptrdiff_t dest_stride, ptrdiff_t source_stride,
             size_t nelems, size_t elem_bytes) {
-    path(pe).iget(call, dest, pe, offset, dest_stride, source_stride, nelems, elem_bytes);
+    path(call, pe, offset).iget(call, dest, pe, offset, dest_stride, source_stride, nelems, elem_bytes);
   }
   void atomic(std::string_view call, int pe, uint64_t offset, amo_op op, scalar type, const void* operand,
               const void* compare_value, void* fetched) {
-    path(pe).atomic(call, pe, offset, op, type, operand, compare_value, fetched);
+    path(call, pe, offset).atomic(call, pe, offset, op, type, operand, compare_value, fetched);
   }
   /// Completes every operation issued through every path (fence and quiet: host calls complete in order).
   void quiet();
@@ -125,9 +142,20 @@ class peer_transport {
 
  private:
   path_ops& path(int pe) const { return *by_kind_[static_cast<size_t>(paths_[pe])]; }
+  // Heap offsets take the peer's path; data-segment offsets (rare) go through data_path.
+  path_ops& path(std::string_view call, int pe, uint64_t offset) const {
+    if ((offset & kDataOffsetBit) != 0) [[unlikely]]
+      return data_path(call, pe);
+    return path(pe);
+  }
+  // The path of a data-segment offset to `pe`: load/store through the peer's mapped copy; throws
+  // errc::unsupported for other paths (the proxy does not carry the data segment yet).
+  path_ops& data_path(std::string_view call, int pe) const;
 
   symmetric_heap& heap_;
-  std::vector<peer_path> paths_;  // per PE, chosen once by discover()
+  const symmetric_data& data_;
+  std::unique_ptr<path_ops> data_ops_;  // load/store into peers' data segments
+  std::vector<peer_path> paths_;        // per PE, chosen once by discover()
   bool all_load_store_ = true;
   std::unique_ptr<memory_ops> ops_;
   std::array<std::unique_ptr<path_ops>, 6> by_kind_;  // indexed by peer_path

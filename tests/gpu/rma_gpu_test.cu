@@ -1,12 +1,14 @@
 // Device RMA on 2 GPUs, both API forms (explicit handle and facade), data checked on the host:
 // putmem/getmem at thread, warp and block scope, blocking and _nbi (+ quiet), at sizes 1 B .. 1 MiB+5
 // with unaligned and mis-co-aligned offsets (the vector head/tail paths); the block TMA put; puts
-// from and gets into non-symmetric memory; typed put/get; p/g; iput/iget; ptr on the device.
+// from and gets into non-symmetric memory; typed put/get; p/g; iput/iget; ptr on the device; a
+// global refused by the host API (globals are not symmetric on GPU heaps).
 // Every destination is poisoned first and checked byte for byte, including guard bytes around it.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "facade_api.cuh"
@@ -417,6 +419,28 @@ void ptr_case(Api api) {
 
 GPU_TEST(ptr_handle) { ptr_case(handle_api{device_handle()}); }
 GPU_TEST(ptr_facade) { ptr_case(facade_api{}); }
+
+// A global is host memory, which the peers' GPUs cannot reach: on a GPU heap the host API refuses it,
+// naming the call and the argument and saying why, and nothing is written.
+long g_not_symmetric_here = 3;
+
+GPU_TEST(global_variable_is_refused_on_gpu_heaps) {
+  const int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  shoal_clear_error();
+  const long value = 5;
+  shoal_long_put(&g_not_symmetric_here, &value, 1, peer());
+  const char* msg = nullptr;
+  const int code = shoal_last_error(&msg);
+  const std::string text = msg != nullptr ? msg : "";
+  if (code != SHOAL_ERR_INVALID_ARGUMENT || text.find("shoal_long_put") == std::string::npos ||
+      text.find("global/static variable") == std::string::npos || text.find("GPU memory") == std::string::npos)
+    fail("a put to a global on a GPU heap gave code %d, '%s'; expected invalid_argument saying the heap is GPU memory",
+         code, text.c_str());
+  shoal_clear_error();
+  shoal_set_error_mode(old_mode);
+  sync_all_pes();
+  if (g_not_symmetric_here != 3) fail("a refused put changed the global to %ld", g_not_symmetric_here);
+}
 
 }  // namespace
 }  // namespace shoal_test

@@ -16,7 +16,8 @@ run_shoal() {  # strip shoalrun's "[pe] " prefix; the program prints from PE 0 o
 }
 run_shoal "$exe" >"$tmp/shoal.txt"
 cat "$tmp/shoal.txt"
-grep -q '^1.5 teams and collectives ok$' "$tmp/shoal.txt" && grep -q '^1.5 signals and multi-waits ok$' "$tmp/shoal.txt" ||
+grep -q '^1.5 teams and collectives ok$' "$tmp/shoal.txt" && grep -q '^1.5 signals and multi-waits ok$' "$tmp/shoal.txt" &&
+  grep -q '^1.5 globals: put_signal ok$' "$tmp/shoal.txt" ||
   { echo "FAIL: shoal's build skipped or failed the OpenSHMEM 1.5 families"; exit 1; }
 grep -q '^done$' "$tmp/shoal.txt" || { echo "FAIL: no 'done' line"; exit 1; }
 if [[ -n "$cxx_exe" ]]; then

@@ -4,7 +4,7 @@
  * contention, fetch-AMO storms, waits on values other PEs put); the 1.5 families (teams, team
  * collectives, signals, wait_until_all/any/some) run where the header says 1.5, check themselves
  * and print lines starting "1.5 " that the comparison leaves out. Any failed check prints FAIL and
- * exits nonzero. */
+ * exits nonzero. Globals and statics are symmetric data objects (globals()), as the standard says. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +124,7 @@ static void amo(void) {
     shmem_barrier_all();
   }
   int* all_wins = (int*)shmem_calloc(n, sizeof(int));
+  shmem_barrier_all(); /* OSHMEM's calloc zeroes after its barrier: no p before PE 0 is done */
   shmem_int_p(&all_wins[me], wins, 0);
   long swapped = shmem_long_atomic_swap(&counter[1], 1000 + me, me);
   shmem_long_atomic_set(&counter[2], 7, me);
@@ -292,6 +293,73 @@ static void signals_and_multi_waits(void) {
 }
 #endif
 
+/* Symmetric data objects: the program's globals and statics, initialized (.data) and zero (.bss). */
+long g_initialized = 5;
+static int s_ring[64];
+static long s_counter;
+static long s_lock; /* a lock in a static, as OpenSHMEM programs usually write it */
+static long s_under_lock;
+static long s_flag;
+struct pair {
+  int id;
+  double value;
+};
+static struct pair s_pair = {3, 0.5};
+#if V15
+static uint64_t s_signal;
+static long s_signalled[4];
+#endif
+
+static void globals(void) {
+  int left = (me + n - 1) % n, right = (me + 1) % n;
+  shmem_barrier_all();
+  /* p into every PE's static array; g of the right's initialized global */
+  for (int pe = 0; pe < n; ++pe) shmem_int_p(&s_ring[me], 10 * me + 1, pe);
+  CHECK_EQ(shmem_long_g(&g_initialized, right), 5, "g of an initialized global");
+  shmem_barrier_all();
+  int sum = 0;
+  for (int pe = 0; pe < n; ++pe) sum += s_ring[pe];
+  CHECK_EQ(sum, 5 * n * (n - 1) + n, "p into a static array");
+  /* put/get of a struct; strided put into the right's array (every other int from index 32) */
+  s_pair.id = 100 + me;
+  shmem_barrier_all();
+  struct pair got;
+  shmem_getmem(&got, &s_pair, sizeof(s_pair), right);
+  CHECK_EQ(got.id, 100 + right, "getmem of a static struct");
+  CHECK_EQ(got.value * 2, 1, "getmem of a static struct");
+  int column[8];
+  for (int i = 0; i < 8; ++i) column[i] = 1000 * me + i;
+  shmem_int_iput(&s_ring[32], column, 2, 1, 8, right);
+  shmem_barrier_all();
+  CHECK_EQ(s_ring[32 + 14], 1000 * left + 7, "iput into a static array");
+  CHECK_EQ(s_ring[33], 0, "iput leaves the gaps");
+  /* fetch_add storm and a lock on statics of PE 0 */
+  for (int i = 0; i < K; ++i) shmem_long_atomic_fetch_add(&s_counter, 1, 0);
+  for (int i = 0; i < K; ++i) {
+    shmem_set_lock(&s_lock);
+    shmem_long_p(&s_under_lock, shmem_long_g(&s_under_lock, 0) + 1, 0);
+    shmem_quiet();
+    shmem_clear_lock(&s_lock);
+  }
+  /* wait_until on a static flag that the left neighbour sets */
+  shmem_long_p(&s_flag, 7 + me, right);
+  shmem_long_wait_until(&s_flag, SHMEM_CMP_NE, 0);
+  CHECK_EQ(s_flag, 7 + left, "wait_until on a static");
+  shmem_barrier_all();
+  SAY("globals: ring sum %d, right's g %ld, struct %d, storm %ld of %d, lock %ld of %d\n", sum,
+      shmem_long_g(&g_initialized, right), got.id - 100 - right, s_counter, K * n, s_under_lock, K * n);
+#if V15
+  /* put_signal into statics; the right waits on its static signal word */
+  long data[4] = {me, me + 1, me + 2, me + 3};
+  shmem_long_put_signal(s_signalled, data, 4, &s_signal, 1, SHMEM_SIGNAL_ADD, right);
+  shmem_signal_wait_until(&s_signal, SHMEM_CMP_EQ, 1);
+  CHECK_EQ(s_signalled[3], left + 3, "put_signal into a static");
+  shmem_barrier_all();
+  SAY("1.5 globals: put_signal ok\n");
+#endif
+  shmem_barrier_all();
+}
+
 int main(void) {
   shmem_init();
   me = shmem_my_pe();
@@ -301,6 +369,7 @@ int main(void) {
   amo();
   waits_and_locks();
   contexts_and_memory();
+  globals();
 #if V15
   teams_and_collectives();
   signals_and_multi_waits();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "heap/data_segment.hpp"
 #include "heap/fd_exchange.hpp"
 #include "shoal/error.hpp"
 
@@ -437,6 +438,90 @@ TEST(heap, node_map_discover_sees_one_node) {
     REQUIRE(nodes.my_local == boot.rank(), "");
     REQUIRE((nodes.pe_of_local == std::vector<int>{0, 1, 2}), "");
     REQUIRE((nodes.local_of_pe == std::vector<int>{0, 1, 2}), "");
+  });
+  EXPECT_TRUE(failures.empty()) << joined(failures);
+}
+
+// ---- the program's data segment (globals and statics) ----------------------------------------------
+
+}  // namespace
+}  // namespace shoal::detail
+
+// Objects of this program: initialized and zero globals (shared) and a table of pointers to constant
+// strings, which a PIE keeps in .data.rel.ro (RELRO: must stay out of the shared range).
+long g_heap_test_initialized = 17;
+long g_heap_test_zero[1000];
+const char* const g_heap_test_relro[] = {"a", "b"};
+
+namespace shoal::detail {
+namespace {
+
+bool inside(const data_segment_span& span, const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p), start = reinterpret_cast<uintptr_t>(span.base);
+  return a >= start && a - start < span.num_bytes;
+}
+
+TEST(data_segment, finds_data_and_bss_but_not_relro) {
+  std::string why;
+  const data_segment_span span = find_program_data(&why);
+  ASSERT_NE(span.base, nullptr) << why;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(span.base) % page, 0u);
+  EXPECT_EQ(span.num_bytes % page, 0u);
+  EXPECT_TRUE(inside(span, &g_heap_test_initialized));
+  EXPECT_TRUE(inside(span, &g_heap_test_zero[0]));
+  EXPECT_TRUE(inside(span, &g_heap_test_zero[999]));
+  EXPECT_FALSE(inside(span, &g_heap_test_relro[0])) << "RELRO data in the shared range";
+  EXPECT_FALSE(inside(span, "a string literal"));
+  long on_stack = 0;
+  EXPECT_FALSE(inside(span, &on_stack));
+}
+
+// N thread-PEs of one process share one data segment: each PE's "peer copy" is another mapping of
+// the same memfd, so a write through any PE's view of any peer lands in the program's own global.
+TEST(data_segment, shared_and_mapped_for_every_peer) {
+  g_heap_test_initialized = 17;
+  const shared_data_segment& shared = share_program_data();
+  ASSERT_GE(shared.fd, 0) << shared.why_not;
+  EXPECT_EQ(g_heap_test_initialized, 17) << "the value did not survive the move onto the memfd";
+  EXPECT_TRUE(inside(shared.span, &g_heap_test_initialized));
+  EXPECT_EQ(&share_program_data(), &shared);  // once per process
+  constexpr int kPes = 3;
+  auto failures = run_pes(kPes, [&](fake_bootstrap& boot) {
+    const int me = boot.rank();
+    auto heap = make_heap(boot);
+    symmetric_data data(boot, *heap, true, "");
+    REQUIRE(data.enabled() && data.why_not().empty(), "disabled: {}", data.why_not());
+    const int64_t off = data.offset_of(&g_heap_test_zero[me]);
+    REQUIRE(off >= 0, "a global is outside the segment");
+    REQUIRE(data.offset_of(&off) == -1 && data.offset_of(&g_heap_test_relro[0]) == -1, "");
+    REQUIRE(data.data_of(me) == data.local_span().base && data.local_span().num_bytes == shared.span.num_bytes, "");
+    // PE me writes its slot of g_heap_test_zero through its view of its right neighbour.
+    const int right = (me + 1) % kPes;
+    REQUIRE(data.data_of(right) != nullptr && data.data_of(kPes) == nullptr, "");
+    REQUIRE(right == me || data.data_of(right) != data.data_of(me), "a peer's view is the program's own");
+    *reinterpret_cast<long*>(data.data_of(right) + off) = 1000 + me;
+    boot.barrier("test");
+    REQUIRE(g_heap_test_zero[me] == 1000 + me, "the write through PE {}'s view is not in the global", right);
+    // The fd exchange went through the heap's authenticated channel; growth still works after it.
+    heap->grow_to(kChunk, "test grow");
+    boot.barrier("test");
+  });
+  EXPECT_TRUE(failures.empty()) << joined(failures);
+  for (int pe = 0; pe < kPes; ++pe) EXPECT_EQ(g_heap_test_zero[pe], 1000 + pe);
+}
+
+// A PE that does not share (here: PE 1 says so) makes every PE go without, each able to say why.
+TEST(data_segment, one_pe_without_makes_everyone_go_without) {
+  auto failures = run_pes(2, [&](fake_bootstrap& boot) {
+    auto heap = make_heap(boot);
+    symmetric_data data(boot, *heap, boot.rank() != 1, "SHOAL_SYMMETRIC_DATA=0");
+    REQUIRE(!data.enabled() && data.offset_of(&g_heap_test_initialized) == -1, "");
+    const std::string want = boot.rank() == 1 ? "SHOAL_SYMMETRIC_DATA=0"
+                                              : "PE 1 does not share its globals: "
+                                                "SHOAL_SYMMETRIC_DATA=0";
+    REQUIRE(data.why_not() == want, "why_not '{}'", data.why_not());
+    REQUIRE(data.data_of(0) == nullptr && data.local_span().num_bytes == 0, "");
   });
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }

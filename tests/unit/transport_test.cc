@@ -1,6 +1,8 @@
 // The transport layer on its own (no runtime): path discovery puts a PE of another node on the proxy
 // path, and host operations are dispatched per path: load/store reaches the mapped heap; the proxy
 // path goes through the UCX engine (looped back to this process) or, without UCX, fails at init.
+// Offsets tagged kDataOffsetBit reach the program's globals on load/store paths and are refused on
+// the proxy path.
 #include "transport/transport.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,9 @@
 #include "heap/chunk_backend.hpp"
 #include "shoal/error.hpp"
 #include "transport/proxy/proxy_path.hpp"
+
+// A global of this program, reached through the data segment.
+uint64_t g_transport_test_word = 7;
 
 namespace shoal::detail {
 namespace {
@@ -51,12 +56,19 @@ class TransportDispatch : public ::testing::Test {
   TransportDispatch() : heap_(boot_, node_map::discover(boot_), make_host_backend(), kReserve, kReserve) {
     heap_.grow_to(4096, "test");
   }
+  // The tagged offset of g_transport_test_word.
+  uint64_t global_offset() const {
+    const int64_t off = data_.offset_of(&g_transport_test_word);
+    EXPECT_GE(off, 0) << "globals are not symmetric: " << data_.why_not();
+    return static_cast<uint64_t>(off) | kDataOffsetBit;
+  }
   mirror_bootstrap boot_{1};
   symmetric_heap heap_;
+  symmetric_data data_{boot_, heap_, true, ""};
 };
 
 TEST_F(TransportDispatch, LoadStorePathReachesTheMappedHeap) {
-  peer_transport transport_(boot_, heap_, {peer_path::self});
+  peer_transport transport_(boot_, heap_, data_, {peer_path::self});
   EXPECT_TRUE(transport_.reachable(0));
   EXPECT_TRUE(transport_.all_load_store());
   EXPECT_EQ(transport_.base_of(0), heap_.base());
@@ -71,6 +83,17 @@ TEST_F(TransportDispatch, LoadStorePathReachesTheMappedHeap) {
   transport_.get("shoal_getmem", &seen, 0, 64, sizeof seen);
   EXPECT_EQ(seen, value + 8);
   EXPECT_TRUE(transport_.device_table().empty());
+  // The same operations on a global, through its tagged data-segment offset.
+  g_transport_test_word = 7;
+  transport_.put("shoal_putmem", 0, global_offset(), &value, sizeof value);
+  EXPECT_EQ(g_transport_test_word, value);
+  transport_.atomic("shoal_atomic_fetch_add", 0, global_offset(), amo_op::fetch_add, scalar_of<uint64_t>(), &add,
+                    nullptr, &fetched);
+  EXPECT_EQ(fetched, value);
+  transport_.get("shoal_getmem", &seen, 0, global_offset(), sizeof seen);
+  EXPECT_EQ(seen, value + 8);
+  EXPECT_EQ(transport_.address("shoal_ptr", 0, global_offset()), reinterpret_cast<char*>(&g_transport_test_word));
+  EXPECT_EQ(transport_.data_of(0), data_.local_span().base);
 }
 
 // This PE's view of a two-PE job whose PE 1 is on another node; the mirror bootstrap hands this
@@ -79,7 +102,7 @@ TEST_F(TransportDispatch, ProxyPathLoopsBackThroughTheEngineOrNamesUcx) {
   mirror_bootstrap net(2);
   if (!proxy_built()) {
     try {
-      peer_transport t(net, heap_, {peer_path::self, peer_path::proxy});
+      peer_transport t(net, heap_, data_, {peer_path::self, peer_path::proxy});
       FAIL() << "a proxy peer without UCX did not fail at init";
     } catch (const error& e) {
       EXPECT_EQ(e.code(), errc::unsupported);
@@ -87,7 +110,7 @@ TEST_F(TransportDispatch, ProxyPathLoopsBackThroughTheEngineOrNamesUcx) {
     }
     return;
   }
-  peer_transport transport_(net, heap_, {peer_path::self, peer_path::proxy});
+  peer_transport transport_(net, heap_, data_, {peer_path::self, peer_path::proxy});
   EXPECT_EQ(transport_.path_to(1), peer_path::proxy);
   EXPECT_FALSE(transport_.reachable(1));
   EXPECT_TRUE(transport_.accessible(1));
@@ -123,6 +146,20 @@ TEST_F(TransportDispatch, ProxyPathLoopsBackThroughTheEngineOrNamesUcx) {
     EXPECT_EQ(e.code(), errc::unsupported);
     EXPECT_NE(std::string(e.what()).find("PE 1 is reached through the proxy transport"), std::string::npos) << e.what();
   }
+  // A global over the proxy: refused, naming the call and the PE, and nothing written.
+  g_transport_test_word = 7;
+  try {
+    transport_.put("shoal_uint64_put", 1, global_offset(), &value, sizeof value);
+    FAIL() << "a global reached a proxy peer";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::unsupported);
+    EXPECT_EQ(e.call(), "shoal_uint64_put");
+    EXPECT_NE(e.message().find("PE 1"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("global/static variable over the proxy transport: not yet"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(g_transport_test_word, 7u);
+  EXPECT_EQ(transport_.data_of(1), nullptr);
   transport_.close("test");
 }
 
