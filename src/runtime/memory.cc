@@ -214,7 +214,9 @@ void* symmetric_memory::ptr(const void* addr, int pe) const {
 
 bool symmetric_memory::accessible(const void* addr, int pe) const {
   if (pe < 0 || pe >= transport_.n_pes()) return false;
-  if (transport_.data().offset_of(addr) >= 0) return transport_.data_of(pe) != nullptr;  // not over the proxy yet
+  if (transport_.data().offset_of(addr) >= 0)  // mapped here, or registered with the proxy's engine
+    return transport_.data_of(pe) != nullptr ||
+           (transport_.path_to(pe) == peer_path::proxy && transport_.accessible(pe));
   return transport_.accessible(pe) && live_offset(addr) >= 0;
 }
 

@@ -153,7 +153,7 @@ peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, const symm
   bool any = false;
   for (char c : all) any |= c != 0;
   if (any) {
-    auto proxy = make_proxy_path(boot, heap_, paths_);
+    auto proxy = make_proxy_path(boot, heap_, paths_, data_.local_span());
     proxy_ = proxy.get();
     by_kind_[static_cast<size_t>(peer_path::proxy)] = std::move(proxy);
   } else {
@@ -164,11 +164,7 @@ peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, const symm
 path_ops& peer_transport::data_path(std::string_view call, int pe) const {
   const peer_path p = paths_[pe];
   if (is_load_store(p) && data_.data_of(pe) != nullptr) return *data_ops_;
-  if (p == peer_path::proxy)
-    SHOAL_THROW(errc::unsupported, call,
-                "PE {} is reached through the proxy (another node, or SHOAL_DISABLE_P2P=1): global/static variable "
-                "over the proxy transport: not yet (allocate it with shoal_malloc)",
-                pe);
+  if (p == peer_path::proxy) return path(pe);  // the engine registered every PE's data segment
   if (!is_load_store(p)) return path(pe);  // none: its path's own error
   SHOAL_THROW(errc::internal, call, "PE {}'s data segment is not mapped in this process", pe);
 }

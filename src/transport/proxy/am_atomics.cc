@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/check.hpp"
+#include "transport/transport.hpp"
 
 namespace shoal::detail {
 
@@ -20,8 +21,15 @@ void free_message(void* request, ucs_status_t, void* message) {
 }  // namespace
 
 am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
-                       const std::vector<uint64_t>& bases, done_fn done, void* ctx)
-    : worker_(worker), my_pe_(my_pe), eps_(eps), bases_(bases), done_(done), ctx_(ctx), owner_(device, host_heap) {
+                       const std::vector<uint64_t>& bases, const uint64_t* data_base, done_fn done, void* ctx)
+    : worker_(worker),
+      my_pe_(my_pe),
+      eps_(eps),
+      bases_(bases),
+      data_base_(data_base),
+      done_(done),
+      ctx_(ctx),
+      owner_(device, host_heap) {
   for (auto [id, cb] : {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}}) {
     ucp_am_handler_param_t param{};
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -75,8 +83,10 @@ ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header
   if (header_nbytes != sizeof(m)) return UCS_OK;
   std::memcpy(&m, header, sizeof(m));
   reply r{m.token, 0, 0};
-  const std::string err = self->owner_.apply(
-      m.code, m.nbytes, reinterpret_cast<void*>(self->bases_[self->my_pe_] + m.offset), m.operand, m.swap_in, &r.value);
+  const uint64_t address = (m.offset & kDataOffsetBit) != 0 ? *self->data_base_ + (m.offset & ~kDataOffsetBit)
+                                                             : self->bases_[self->my_pe_] + m.offset;
+  const std::string err =
+      self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(address), m.operand, m.swap_in, &r.value);
   if (!err.empty()) {
     std::fprintf(stderr, "shoal: PE %d: an atomic from PE %d on this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
                  err.c_str());

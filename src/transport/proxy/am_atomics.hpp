@@ -20,9 +20,10 @@ class am_atomics {
   using done_fn = void (*)(void* ctx, uint64_t token, uint64_t value, int64_t status);
 
   /// Registers the request and reply handlers on `worker` (its context has UCP_FEATURE_AM). `eps`
-  /// (per PE) and `bases` (per PE: its heap's address in its own process) stay owned by the engine.
+  /// (per PE), `bases` (per PE: its heap's address in its own process) and `data_base` (this PE's
+  /// shared data segment, for offsets with kDataOffsetBit) stay owned by the engine.
   am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
-             const std::vector<uint64_t>& bases, done_fn done, void* ctx);
+             const std::vector<uint64_t>& bases, const uint64_t* data_base, done_fn done, void* ctx);
 
   /// Sends the ring atomic `code` (proxy_amo) on the nbytes word at heap `offset` of `pe`; `done`
   /// reports the old value later. Non-OK when the send failed at once (no answer will come).
@@ -55,6 +56,7 @@ class am_atomics {
   int my_pe_;
   const std::vector<ucp_ep_h>& eps_;
   const std::vector<uint64_t>& bases_;
+  const uint64_t* data_base_;
   done_fn done_;
   void* ctx_;
   owner_amo owner_;

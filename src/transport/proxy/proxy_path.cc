@@ -15,9 +15,10 @@ bool arithmetic(amo_op op) {
 
 class ucx_proxy_path final : public proxy_ops {
  public:
-  ucx_proxy_path(bootstrap& boot, symmetric_heap& heap, std::vector<int> peers)
+  ucx_proxy_path(bootstrap& boot, symmetric_heap& heap, std::vector<int> peers, data_segment_span data)
       : heap_(heap), engine_(boot, peers, !heap.backend().host_accessible()) {
     heap_grown("shoal_init");
+    engine_.register_data(data.base, data.num_bytes, "shoal_init");
   }
 
   char* address(std::string_view call, int pe, uint64_t) override {
@@ -153,11 +154,12 @@ class ucx_proxy_path final : public proxy_ops {
 
 }  // namespace
 
-std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap& heap, const std::vector<peer_path>& paths) {
+std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap& heap, const std::vector<peer_path>& paths,
+                                           data_segment_span data) {
   std::vector<int> peers;
   for (size_t pe = 0; pe < paths.size(); ++pe)
     if (paths[pe] == peer_path::proxy) peers.push_back(static_cast<int>(pe));
-  return std::make_unique<ucx_proxy_path>(boot, heap, std::move(peers));
+  return std::make_unique<ucx_proxy_path>(boot, heap, std::move(peers), data);
 }
 
 bool proxy_built() { return true; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "heap/data_segment.hpp"
 #include "heap/symmetric_heap.hpp"
 #include "shoal/detail/proxy_ring.hpp"
 #include "shoal/device_world.hpp"
@@ -28,8 +29,11 @@ class proxy_ops : public path_ops {
   virtual std::string describe(int pe) = 0;
 };
 
-/// Collective over every PE. Throws errc::unsupported naming this PE when the build has no UCX.
-std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap& heap, const std::vector<peer_path>& paths);
+/// Collective over every PE. `data`: this PE's shared data segment (global and static variables;
+/// empty when they are not symmetric), registered beside the heap. Throws errc::unsupported naming
+/// this PE when the build has no UCX.
+std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap& heap, const std::vector<peer_path>& paths,
+                                           data_segment_span data);
 
 /// True when this build has the UCX engine.
 bool proxy_built();

@@ -5,7 +5,8 @@
 
 namespace shoal::detail {
 
-std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap&, const std::vector<peer_path>&) {
+std::unique_ptr<proxy_ops> make_proxy_path(bootstrap& boot, symmetric_heap&, const std::vector<peer_path>&,
+                                           data_segment_span) {
   SHOAL_THROW(errc::unsupported, "shoal_init",
               "PE {} reaches some peers only through the proxy transport (another node, or SHOAL_DISABLE_P2P=1), "
               "but this shoal was built without UCX; install libucx-dev (scripts/install_deps.sh) and rebuild "

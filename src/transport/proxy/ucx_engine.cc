@@ -26,6 +26,7 @@
 #include "common/progress.hpp"
 #include "transport/proxy/am_atomics.hpp"
 #include "transport/proxy/ring_consumer.hpp"
+#include "transport/transport.hpp"
 
 namespace shoal::detail {
 
@@ -103,6 +104,11 @@ struct ucx_engine::state {
   std::vector<uint64_t> bases;    // per PE: its heap's address in its own process
   ucp_mem_h memh = nullptr;
   uint64_t heap_base = 0, heap_nbytes = 0;  // this PE's registered heap
+  // The shared data segments (global and static variables; register_data): per PE, like the heap's.
+  std::vector<ucp_rkey_h> data_rkeys;
+  std::vector<uint64_t> data_bases;
+  ucp_mem_h data_memh = nullptr;
+  uint64_t data_base = 0, data_nbytes = 0;  // this PE's
   bool gpu_heap = false;                    // the heap is CUDA memory (registered as such)
   std::chrono::milliseconds timeout{0};
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
@@ -189,8 +195,9 @@ struct ucx_engine::state {
       [[maybe_unused]] ssize_t n = ::write(doorbell, &one, sizeof(one));
       thread.join();
     }
-    for (ucp_rkey_h& k : rkeys)
-      if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
+    for (auto* keys : {&rkeys, &data_rkeys})
+      for (ucp_rkey_h& k : *keys)
+        if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
     for (ucp_ep_h& ep : eps) {
       if (ep == nullptr) continue;
       ucp_request_param_t param{};
@@ -207,6 +214,7 @@ struct ucx_engine::state {
     }
     by_owner.reset();
     if (memh != nullptr) ucp_mem_unmap(context, memh);
+    if (data_memh != nullptr) ucp_mem_unmap(context, data_memh);
     if (worker != nullptr) ucp_worker_destroy(worker);
     if (context != nullptr) ucp_cleanup(context);
     if (doorbell >= 0) ::close(doorbell);
@@ -353,6 +361,13 @@ struct ucx_engine::state {
   // heap's memory handle and type (GPU heaps are VMM allocations, which UCX's own detection may take
   // for host memory); other buffers (p/g values, user buffers) are left to UCX's detection.
   void describe_local(ucp_request_param_t& param, uint64_t local, uint64_t nbytes) const {
+    if (data_memh != nullptr && local >= data_base && local - data_base <= data_nbytes &&
+        nbytes <= data_nbytes - (local - data_base)) {
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+      param.memh = data_memh;
+      param.memory_type = UCS_MEMORY_TYPE_HOST;
+      return;
+    }
     if (memh == nullptr || local < heap_base || local - heap_base > heap_nbytes ||
         nbytes > heap_nbytes - (local - heap_base))
       return;
@@ -410,13 +425,26 @@ struct ucx_engine::state {
   // Fence and quiet first wait for every owner-applied AMO's answer (it is then applied).
   ucs_status_t settle_owner_amos() { return by_owner == nullptr ? UCS_OK : by_owner->drain(timeout); }
 
+  // Where `offset` of `pe` lives for UCX: its heap, or with kDataOffsetBit its data segment (a null
+  // rkey when that PE registered none).
+  struct remote_word {
+    uint64_t address;
+    ucp_rkey_h rkey;
+  };
+  remote_word remote_of(int pe, uint64_t offset) const {
+    if ((offset & kDataOffsetBit) != 0) return {data_bases[pe] + (offset & ~kDataOffsetBit), data_rkeys[pe]};
+    return {bases[pe] + offset, rkeys[pe]};
+  }
+
   // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
   void execute(const proxy_desc& d, uint64_t ticket) {
     const bool wait = (d.flags & kProxyWait) != 0;
     auto* op = new in_flight{this, ticket, wait, d.operand, d.compare};
     if (!wait) consumer->finish(ticket);
     const int pe = d.pe;
-    const uint64_t remote = pe >= 0 ? bases[pe] + d.offset : 0;
+    const remote_word target = pe >= 0 ? remote_of(pe, d.offset) : remote_word{0, nullptr};
+    const uint64_t remote = target.address;
+    if (pe >= 0 && target.rkey == nullptr) return complete(op, UCS_ERR_INVALID_ADDR);
     switch (d.op) {
       case proxy_op::put:
       case proxy_op::p:
@@ -425,7 +453,7 @@ struct ucx_engine::state {
           const void* from =
               d.op == proxy_op::p ? static_cast<const void*>(&op->value) : reinterpret_cast<void*>(d.local);
           if (d.op == proxy_op::put) describe_local(param, d.local, d.nbytes);
-          return ucp_put_nbx(eps[pe], from, d.nbytes, remote, rkeys[pe], &param);
+          return ucp_put_nbx(eps[pe], from, d.nbytes, remote, target.rkey, &param);
         });
         return;
       case proxy_op::get:
@@ -434,7 +462,7 @@ struct ucx_engine::state {
           if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
           void* to = d.op == proxy_op::g ? static_cast<void*>(&op->reply) : reinterpret_cast<void*>(d.local);
           if (d.op == proxy_op::get) describe_local(param, d.local, d.nbytes);
-          return ucp_get_nbx(eps[pe], to, d.nbytes, remote, rkeys[pe], &param);
+          return ucp_get_nbx(eps[pe], to, d.nbytes, remote, target.rkey, &param);
         });
         return;
       case proxy_op::amo:
@@ -444,7 +472,7 @@ struct ucx_engine::state {
           param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
           param.datatype = ucp_dt_make_contig(d.nbytes);
           param.reply_buffer = &op->reply;  // cswap: holds the new value in (descriptor's compare)
-          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, remote, rkeys[pe],
+          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, remote, target.rkey,
                                    &param);
         });
         return;
@@ -467,7 +495,7 @@ struct ucx_engine::state {
         auto* data = new in_flight{this, ticket, false, 0, 0};
         start(data, [&](ucp_request_param_t& param) {
           describe_local(param, d.local, d.nbytes);
-          return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, rkeys[pe], &param);
+          return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, target.rkey, &param);
         });
         if (by_owner != nullptr) {  // the data complete at the target, then the owner applies the signal
           puts_unfenced = true;
@@ -479,8 +507,10 @@ struct ucx_engine::state {
           param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
           param.datatype = ucp_dt_make_contig(8);
           param.reply_buffer = &op->reply;
-          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, bases[pe] + d.compare,
-                                   rkeys[pe], &param);
+          const remote_word signal = remote_of(pe, d.compare);
+          if (signal.rkey == nullptr) return UCS_STATUS_PTR(UCS_ERR_INVALID_ADDR);
+          return ucp_atomic_op_nbx(eps[pe], to_ucp(static_cast<ucx_amo>(d.amo)), &op->value, 1, signal.address,
+                                   signal.rkey, &param);
         });
         return;
       }
@@ -685,6 +715,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     if (gpu_heap) cudaGetDevice(&device);
 #endif
     s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
+                                                &s_->data_base,
                                                 &state::on_owner_reply, s_.get());
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
@@ -744,6 +775,49 @@ void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view cal
       if (s_->eps[pe] == nullptr) continue;
       ucs_status_t st = ucp_ep_rkey_unpack(s_->eps[pe], all.data() + pe * longest, &s_->rkeys[pe]);
       if (st != UCS_OK) fail_ucx(call, "ucp_ep_rkey_unpack", pe, st);
+    }
+  });
+}
+
+void ucx_engine::register_data(const void* base, uint64_t nbytes, std::string_view call) {
+  const int n_pes = boot_.size();
+  s_->data_rkeys.assign(n_pes, nullptr);
+  s_->data_bases.assign(n_pes, 0);
+  std::vector<char> packed;
+  s_->on_thread([&] {
+    if (nbytes == 0) return;
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.address = const_cast<void*>(base);
+    mp.length = nbytes;
+    mp.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->data_memh);
+    if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the data segment (global and static variables)", -1, st);
+    s_->data_base = reinterpret_cast<uint64_t>(base), s_->data_nbytes = nbytes;
+    void* rkey = nullptr;
+    size_t rkey_nbytes = 0;
+    st = ucp_rkey_pack(s_->context, s_->data_memh, &rkey, &rkey_nbytes);
+    if (st != UCS_OK) fail_ucx(call, "ucp_rkey_pack", -1, st);
+    packed.assign(static_cast<char*>(rkey), static_cast<char*>(rkey) + rkey_nbytes);
+    ucp_rkey_buffer_release(rkey);
+  });
+  // As register_heap: base address and rkey length, then the rkeys padded to the longest (a PE
+  // without a shared data segment sends length 0 and gets no rkey).
+  uint64_t mine[2] = {reinterpret_cast<uint64_t>(base), packed.size()};
+  std::vector<uint64_t> heads(2 * n_pes);
+  boot_.allgather(mine, heads.data(), sizeof(mine), call);
+  uint64_t longest = 1;
+  for (int pe = 0; pe < n_pes; ++pe) longest = std::max(longest, heads[2 * pe + 1]);
+  packed.resize(longest);
+  std::vector<char> all(longest * n_pes);
+  boot_.allgather(packed.data(), all.data(), longest, call);
+  s_->on_thread([&] {
+    for (int pe = 0; pe < n_pes; ++pe) {
+      s_->data_bases[pe] = heads[2 * pe];
+      if (s_->eps[pe] == nullptr || heads[2 * pe + 1] == 0) continue;
+      ucs_status_t st = ucp_ep_rkey_unpack(s_->eps[pe], all.data() + pe * longest, &s_->data_rkeys[pe]);
+      if (st != UCS_OK) fail_ucx(call, "ucp_ep_rkey_unpack (data segment)", pe, st);
     }
   });
 }

@@ -39,6 +39,10 @@ class ucx_engine {
   /// Collective: (re-)registers this PE's heap [base, base + nbytes) and all-gathers base addresses
   /// and rkeys. Completes outstanding operations first.
   void register_heap(char* base, uint64_t nbytes, std::string_view call);
+  /// Collective, once: registers this PE's shared data segment (global and static variables; host
+  /// memory; nbytes 0 when they are not symmetric) and all-gathers base addresses and rkeys. Offsets
+  /// with kProxyDataOffset then address it instead of the heap.
+  void register_data(const void* base, uint64_t nbytes, std::string_view call);
 
   // Blocking until complete (put/atomic without fetch: source reusable; get/fetch: value arrived).
   void put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes);
