@@ -10,7 +10,8 @@
 
 #include "shmem.h"
 
-namespace legacy {
+namespace {
+namespace legacy {  // internal to this file and legacy_gen.inc
 
 struct active_set {
   int start, log_stride, size;
@@ -32,7 +33,7 @@ int g_n_pes = 0;
 // Reports a bad argument per shoal's error mode: by default prints "<call>: <what>" and stops every
 // PE; under SHOAL_ERRORS_RETURN the call returns without doing anything (the legacy calls return
 // void; shoal_last_error does not see it).
-bool fail(const char* call, const char* format, ...) {
+__attribute__((format(printf, 2, 3))) bool fail(const char* call, const char* format, ...) {
   int mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);  // the mode, read by a swap and back
   shoal_set_error_mode(mode);
   if (mode == SHOAL_ERRORS_RETURN) return false;
@@ -257,6 +258,7 @@ void detach() {
 }
 
 }  // namespace legacy
+}  // namespace
 
 extern "C" {
 

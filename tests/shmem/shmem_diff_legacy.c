@@ -34,7 +34,7 @@ static int me, n;
 static long* report; /* report[p] on PE 0: PE p's checksum of the last step */
 /* Legacy programs keep pSync in static arrays: these are never written by the calls (see docs). */
 static long psync_a[SHMEM_SYNC_SIZE], psync_b[SHMEM_SYNC_SIZE];
-static int pwrk_i[N / 2 + 1 + SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+static int pwrk_i[N / 2 + 1 + _SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 
 static void check(int ok, const char* what, long got, long want) {
   if (ok) return;
@@ -339,7 +339,8 @@ int main(void) {
   shmem_init();
   me = shmem_my_pe();
   n = shmem_n_pes();
-  for (int i = 0; i < SHMEM_SYNC_SIZE; ++i) psync_a[i] = psync_b[i] = SHMEM_SYNC_VALUE;
+  for (int i = 0; i < SHMEM_SYNC_SIZE; ++i)
+    psync_a[i] = SHMEM_SYNC_VALUE, psync_b[i] = _SHMEM_SYNC_VALUE; /* old name */
   report = (long*)shmem_calloc(n, sizeof(long));
   long* counter = (long*)shmem_calloc(2 + n, sizeof(long));
   shmem_barrier_all(); /* every pSync is initialized and every calloc is zero before the first call */
