@@ -4,10 +4,14 @@
 Every public `SHOAL_API <ret> shoal_<name>(<params>);` of shoal's host headers (shoal.h, team.h,
 detail/host_api.h; not the shoalx_ extensions, the on-stream calls nor shoal's error calls) becomes
 `shmem_<name>`, declared with an asm label that binds it to the shoal_ symbol, so no wrapper code
-runs. Then, from the same table: the context forms (shmem_ctx_<name>, the default ordering), the
-C11 _Generic interfaces and the C++ overloads of the typed families. Output split in files of at
-most 700 lines once clang-formatted. Run: python3 codegen/gen_shmem_api.py; --check (ctest
-codegen_shmem_up_to_date) fails when the files are stale.
+runs (except shmem_init, _init_thread and _finalize: libshoal_shmem's own, which set up the
+legacy collectives' workspace around shoal's). Then, from the same table: the context forms
+(shmem_ctx_<name>, the default ordering), the C11 _Generic interfaces (with their context forms,
+selected on a first argument of type shmem_ctx_t) and the C++ overloads of the typed families. Last,
+the legacy active-set collectives of OpenSHMEM 1.5 (shmem_barrier, shmem_broadcast32/64 & co.,
+shmem_<TYPE>_<OP>_to_all): declarations here, definitions in src/shmem/legacy_gen.inc (forwarding to
+src/shmem/shmem_legacy.cc). Output split in files of at most 700 lines once clang-formatted. Run:
+python3 codegen/gen_shmem_api.py; --check (ctest codegen_shmem_up_to_date) fails when stale.
 """
 import filecmp
 import pathlib
@@ -20,7 +24,11 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCES = ["include/shoal/shoal.h", "include/shoal/team.h", "include/shoal/detail/host_api.h"]
 OUT = ROOT / "include/compat/shmem/shoal_shmem"
-SKIP = {"set_error_mode", "last_error", "clear_error", "get_uniqueid", "init_attr"}
+LEGACY_OUT = ROOT / "src/shmem/legacy_gen.inc"
+# Declared here without an asm label: libshoal_shmem defines them (src/shmem/shmem_legacy.cc).
+OWN = {"init", "init_thread", "finalize"}
+# shoal_barrier(team) is not OpenSHMEM's: shmem_barrier is the legacy active-set barrier (below).
+SKIP = {"set_error_mode", "last_error", "clear_error", "get_uniqueid", "init_attr", "barrier"}
 # The standard C types of the typed families, OpenSHMEM's TYPENAME first. Only these get generic
 # selections (the stdint typedefs alias them, and _Generic rejects compatible duplicates).
 GENERIC_TYPES = [("float", "float"), ("double", "double"), ("longdouble", "long double"), ("char", "char"),
@@ -43,6 +51,24 @@ GENERIC = {"put": 0, "get": 0, "p": 0, "g": 0, "iput": 0, "iget": 0, "put_nbi": 
            "test_some_vector": 0, "broadcast": 1, "collect": 1, "fcollect": 1, "alltoall": 1}
 for op in ["and", "or", "xor", "max", "min", "sum", "prod"]:
     GENERIC[op + "_reduce"] = 1
+# The legacy active-set collectives (OpenSHMEM 1.5 section 9.9.x, deprecated): the sized data movers,
+# and the reductions with their types (the spec's table: and/or/xor integers, min/max adding the real
+# floating types, sum/prod adding the complex ones).
+ACTIVE_SET = "int PE_start, int logPE_stride, int PE_size"
+LEGACY_SIZED = {
+    "broadcast": f"void* dest, const void* source, size_t nelems, int PE_root, {ACTIVE_SET}, long* pSync",
+    "collect": f"void* dest, const void* source, size_t nelems, {ACTIVE_SET}, long* pSync",
+    "fcollect": f"void* dest, const void* source, size_t nelems, {ACTIVE_SET}, long* pSync",
+    "alltoall": f"void* dest, const void* source, size_t nelems, {ACTIVE_SET}, long* pSync",
+    "alltoalls": f"void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, {ACTIVE_SET}, "
+                 "long* pSync",
+}
+TO_ALL_INT = [("short", "short"), ("int", "int"), ("long", "long"), ("longlong", "long long")]
+TO_ALL_REAL = [("float", "float"), ("double", "double"), ("longdouble", "long double")]
+TO_ALL_COMPLEX = [("complexf", "shoal_shmem_complexf"), ("complexd", "shoal_shmem_complexd")]
+TO_ALL = [("and", TO_ALL_INT), ("or", TO_ALL_INT), ("xor", TO_ALL_INT), ("max", TO_ALL_INT + TO_ALL_REAL),
+          ("min", TO_ALL_INT + TO_ALL_REAL), ("sum", TO_ALL_INT + TO_ALL_REAL + TO_ALL_COMPLEX),
+          ("prod", TO_ALL_INT + TO_ALL_REAL + TO_ALL_COMPLEX)]
 DECL = re.compile(r"SHOAL_API\s+([^;()]*?)\s*\b(shoal_\w+)\s*\(([^)]*)\)\s*;")
 
 
@@ -90,33 +116,76 @@ def write_chunks(out, stem, guard, lines, head=""):
     return names
 
 
+def legacy():
+    """Declarations (header lines) and definitions (src/shmem lines) of the legacy collectives."""
+    decls, defs = [], []
+
+    def add(name, params, body):
+        decls.append(f"SHOAL_API void shmem_{name}({params});")
+        defs.append(f"void shmem_{name}({params}) {{ {body}; }}")
+
+    add("barrier", f"{ACTIVE_SET}, long* pSync",
+        'legacy::barrier("shmem_barrier", {PE_start, logPE_stride, PE_size}, pSync)')
+    for bits in (32, 64):
+        for family, params in LEGACY_SIZED.items():
+            args = ", ".join(a for a in arg_names(params) if a not in ("PE_start", "logPE_stride", "PE_size"))
+            add(f"{family}{bits}", params, f'legacy::{family}("shmem_{family}{bits}", {bits // 8}, '
+                f'{{PE_start, logPE_stride, PE_size}}, {args})')
+    for op, types in TO_ALL:
+        for t, c in types:
+            params = (f"{c}* dest, const {c}* source, int nreduce, {ACTIVE_SET}, {c}* pWrk, long* pSync")
+            add(f"{t}_{op}_to_all", params, f'legacy::to_all<legacy::op_{op}>("shmem_{t}_{op}_to_all", '
+                f'{{PE_start, logPE_stride, PE_size}}, dest, source, nreduce, pWrk, pSync)')
+    return decls, defs
+
+
+def c11_generic(family, by_type, ctx_names):
+    """The _Generic selection of one family; with a context form, on shmem_ctx_t first as the spec's."""
+    const = family in ("g", "atomic_fetch")  # source is const
+
+    def cases(prefix):
+        out = []
+        for t, c in GENERIC_TYPES:
+            if t in by_type and (prefix == "shmem_" or "ctx_" + by_type[t][2] in ctx_names):
+                f = prefix + by_type[t][2]
+                out.append(f"const {c}*: {f}, {c}*: {f}" if const else f"{c}*: {f}")
+        return ", ".join(out)
+
+    plain = cases("shmem_")
+    if not plain:
+        return None
+    sel = GENERIC[family]
+    with_ctx = cases("shmem_ctx_") if sel == 0 else ""
+    if with_ctx:
+        return (f"#define shmem_{family}(...) _Generic(SHOAL_SHMEM_ARG0(__VA_ARGS__, 0), shmem_ctx_t: "
+                f"_Generic(SHOAL_SHMEM_ARG1(__VA_ARGS__, 0), {with_ctx}, default: shoal_shmem_no_such_form), "
+                f"{plain})(__VA_ARGS__)")
+    first = ", ".join(["ARG_" + str(i) for i in range(sel)] + ["dest"])
+    return f"#define shmem_{family}({first}, ...) _Generic((dest), {plain})({first}, __VA_ARGS__)"
+
+
 def main():
     decls = read_decls()
     api, ctx, c11, cxx = [], [], [], []
-    generic = {}
+    generic, ctx_names = {}, set()
     for ret, short, params in decls:
         sparams, sret = shmem_types(params), shmem_types(ret)
-        api.append(f'SHOAL_API {sret} shmem_{short}({sparams}) __asm__("shoal_{short}");')
+        label = "" if short in OWN else f' __asm__("shoal_{short}")'
+        api.append(f"SHOAL_API {sret} shmem_{short}({sparams}){label};")
         typename, family = split_type(short)
         if CTX_FAMILY.match(("T_" + family) if typename else short):
             args = ", ".join(arg_names(params))
             ret_kw = "" if sret == "void" else "return "
             ctx.append(f"static inline {sret} shmem_ctx_{short}(shmem_ctx_t ctx, {sparams}) "
                        f"{{ (void)ctx; {ret_kw}shmem_{short}({args}); }}")
+            ctx_names.add("ctx_" + short)
         if typename and family in GENERIC:
             generic.setdefault(family, {})[typename] = (sret, sparams, short)
     for family, by_type in sorted(generic.items()):
-        sel = GENERIC[family]
-        cases = [f"{c}*: shmem_{by_type[t][2]}" for t, c in GENERIC_TYPES if t in by_type]
-        if family in ("g", "atomic_fetch"):  # source is const
-            cases = [f"const {c}*: shmem_{by_type[t][2]}, {c}*: shmem_{by_type[t][2]}" for t, c in GENERIC_TYPES
-                     if t in by_type]
-        if not cases:
+        line = c11_generic(family, by_type, ctx_names)
+        if line is None:
             continue
-        first = ", ".join(["ARG_" + str(i) for i in range(sel)] + ["dest"])
-        c11.append(f"#define shmem_{family}({first}, ...) _Generic((dest), {', '.join(cases)})"
-                   f"({first}, __VA_ARGS__)" if family not in ("g", "atomic_fetch") else
-                   f"#define shmem_{family}(dest, ...) _Generic((dest), {', '.join(cases)})(dest, __VA_ARGS__)")
+        c11.append(line)
         for t, c in GENERIC_TYPES:
             if t not in by_type:
                 continue
@@ -124,10 +193,19 @@ def main():
             args = ", ".join(arg_names(sparams))
             ret_kw = "" if sret == "void" else "return "
             cxx.append(f"inline {sret} shmem_{family}({sparams}) {{ {ret_kw}shmem_{short}({args}); }}")
+            if GENERIC[family] == 0 and "ctx_" + short in ctx_names:
+                cxx.append(f"inline {sret} shmem_{family}(shmem_ctx_t ctx, {sparams}) "
+                           f"{{ {ret_kw}shmem_ctx_{short}(ctx, {args}); }}")
+    legacy_decls, legacy_defs = legacy()
     out = pathlib.Path(tempfile.mkdtemp(prefix="gen_shmem_"))
     files = write_chunks(out, "api", "API", api)
     files += write_chunks(out, "ctx", "CTX", ctx)
-    c11_files = write_chunks(out, "generic_c11", "C11", c11)
+    files += write_chunks(out, "legacy", "LEGACY", legacy_decls)
+    c11_head = ("\n/* The spec's selection of a context form: the first argument, then the second. */\n"
+                "#define SHOAL_SHMEM_ARG0(a, ...) a\n#define SHOAL_SHMEM_ARG1(a, b, ...) b\n"
+                "/* Never defined: the unselected branch of a context-form selection names it. */\n"
+                "SHOAL_API void shoal_shmem_no_such_form(void);")
+    c11_files = write_chunks(out, "generic_c11", "C11", c11, c11_head)
     cxx_files = write_chunks(out, "generic_cxx", "CXX", cxx)
     incl = lambda fs: "\n".join(f'#include "shoal_shmem/{f}"' for f in fs)
     (out / "all.h").write_text(
@@ -136,26 +214,33 @@ def main():
         "\nSHOAL_EXTERN_C_END\n#if defined(__cplusplus)\n" + incl(cxx_files) +
         "\n#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n" + incl(c11_files) +
         "\n#endif\n#endif /* SHOAL_SHMEM_ALL_H_ */\n")
+    (out / "legacy_gen.inc").write_text(
+        "// Generated by codegen/gen_shmem_api.py: do not edit. The legacy active-set collectives'\n"
+        "// entry points, included by shmem_legacy.cc inside extern \"C\".\n" + "\n".join(legacy_defs) + "\n")
     print(f"gen_shmem_api: {len(api)} functions, {len(ctx)} context forms, {len(c11)} generic families, "
-          f"{len(cxx)} C++ overloads", file=sys.stderr)
+          f"{len(cxx)} C++ overloads, {len(legacy_defs)} legacy collectives", file=sys.stderr)
     generated = sorted(out.glob("*.h"))
-    subprocess.run(["clang-format", "-i", f"--style=file:{ROOT / '.clang-format'}"] + [str(f) for f in generated],
-                   check=True)
+    inc = out / "legacy_gen.inc"
+    subprocess.run(["clang-format", "-i", f"--style=file:{ROOT / '.clang-format'}"] + [str(f) for f in generated] +
+                   [str(inc)], check=True)
     for f in generated:
         if len(f.read_text().splitlines()) > 700:
             sys.exit(f"gen_shmem_api: {f.name} is over 700 lines; make the chunks smaller")
     same = sorted(p.name for p in OUT.glob("*.h")) == [f.name for f in generated] and all(
-        filecmp.cmp(f, OUT / f.name, shallow=False) for f in generated)
+        filecmp.cmp(f, OUT / f.name, shallow=False) for f in generated) and LEGACY_OUT.exists() and filecmp.cmp(
+            inc, LEGACY_OUT, shallow=False)
     if "--check" in sys.argv:
         shutil.rmtree(out)
         if not same:
-            sys.exit("gen_shmem_api: include/compat/shmem/shoal_shmem is stale; run codegen/gen_shmem_api.py")
+            sys.exit("gen_shmem_api: include/compat/shmem/shoal_shmem or src/shmem/legacy_gen.inc is stale; run "
+                     "codegen/gen_shmem_api.py")
         return
     OUT.mkdir(parents=True, exist_ok=True)
     for old in OUT.glob("*.h"):
         old.unlink()
     for f in generated:
         shutil.copy(f, OUT / f.name)
+    shutil.copy(inc, LEGACY_OUT)
     shutil.rmtree(out)
 
 

@@ -261,7 +261,10 @@ static void signals_and_multi_waits(void) {
   memset(ivars, 0, n * sizeof(long));
   shmem_barrier_all();
   long v = 1000 + me;
-  shmem_long_put_signal(&data[me], &v, 1, sig, 1, SHMEM_SIGNAL_ADD, 0);
+  if (me % 2) /* typed, and generic with a context first */
+    shmem_long_put_signal(&data[me], &v, 1, sig, 1, SHMEM_SIGNAL_ADD, 0);
+  else
+    shmem_put_signal(SHMEM_CTX_DEFAULT, &data[me], &v, 1, sig, 1, SHMEM_SIGNAL_ADD, 0);
   if (me == 0) {
     shmem_signal_wait_until(sig, SHMEM_CMP_EQ, (uint64_t)n);
     for (int p = 0; p < n; ++p) CHECK_EQ(data[p], 1000 + p, "put_signal data");

@@ -2,10 +2,10 @@
 #ifndef SHOAL_SHMEM_API_0_H_
 #define SHOAL_SHMEM_API_0_H_
 
-SHOAL_API void shmem_init(void) __asm__("shoal_init");
-SHOAL_API int shmem_init_thread(int requested, int* provided) __asm__("shoal_init_thread");
+SHOAL_API void shmem_init(void);
+SHOAL_API int shmem_init_thread(int requested, int* provided);
 SHOAL_API void shmem_query_thread(int* provided) __asm__("shoal_query_thread");
-SHOAL_API void shmem_finalize(void) __asm__("shoal_finalize");
+SHOAL_API void shmem_finalize(void);
 SHOAL_API void shmem_global_exit(int status) __asm__("shoal_global_exit");
 SHOAL_API int shmem_my_pe(void) __asm__("shoal_my_pe");
 SHOAL_API int shmem_n_pes(void) __asm__("shoal_n_pes");

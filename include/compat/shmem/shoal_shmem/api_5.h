@@ -162,7 +162,6 @@ SHOAL_API size_t shmem_ptrdiff_test_some_vector(ptrdiff_t* ivars, size_t nelems,
                                                 int cmp,
                                                 ptrdiff_t* cmp_values) __asm__("shoal_ptrdiff_test_some_vector");
 SHOAL_API int shmem_team_sync(shmem_team_t team) __asm__("shoal_team_sync");
-SHOAL_API int shmem_barrier(shmem_team_t team) __asm__("shoal_barrier");
 SHOAL_API int shmem_broadcastmem(shmem_team_t team, void* dest, const void* source, size_t nbytes,
                                  int PE_root) __asm__("shoal_broadcastmem");
 SHOAL_API int shmem_fcollectmem(shmem_team_t team, void* dest, const void* source,
@@ -239,5 +238,7 @@ SHOAL_API int shmem_longlong_broadcast(shmem_team_t team, long long* dest, const
                                        int PE_root) __asm__("shoal_longlong_broadcast");
 SHOAL_API int shmem_longlong_fcollect(shmem_team_t team, long long* dest, const long long* source,
                                       size_t nelems) __asm__("shoal_longlong_fcollect");
+SHOAL_API int shmem_longlong_collect(shmem_team_t team, long long* dest, const long long* source,
+                                     size_t nelems) __asm__("shoal_longlong_collect");
 
 #endif /* SHOAL_SHMEM_API_5_H_ */

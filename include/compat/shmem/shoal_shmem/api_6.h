@@ -2,8 +2,6 @@
 #ifndef SHOAL_SHMEM_API_6_H_
 #define SHOAL_SHMEM_API_6_H_
 
-SHOAL_API int shmem_longlong_collect(shmem_team_t team, long long* dest, const long long* source,
-                                     size_t nelems) __asm__("shoal_longlong_collect");
 SHOAL_API int shmem_longlong_alltoall(shmem_team_t team, long long* dest, const long long* source,
                                       size_t nelems) __asm__("shoal_longlong_alltoall");
 SHOAL_API int shmem_uchar_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
@@ -242,5 +240,7 @@ SHOAL_API int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char* dest, co
                                       size_t nreduce) __asm__("shoal_uchar_prod_reduce");
 SHOAL_API int shmem_ushort_and_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
                                       size_t nreduce) __asm__("shoal_ushort_and_reduce");
+SHOAL_API int shmem_ushort_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                     size_t nreduce) __asm__("shoal_ushort_or_reduce");
 
 #endif /* SHOAL_SHMEM_API_6_H_ */

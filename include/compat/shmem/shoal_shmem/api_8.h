@@ -2,8 +2,6 @@
 #ifndef SHOAL_SHMEM_API_8_H_
 #define SHOAL_SHMEM_API_8_H_
 
-SHOAL_API int shmem_schar_and_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_and_reducescatter");
 SHOAL_API int shmem_schar_or_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
                                            size_t nreduce) __asm__("shoal_schar_or_reducescatter");
 SHOAL_API int shmem_schar_xor_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
@@ -249,5 +247,7 @@ SHOAL_API int shmem_uint32_prod_reducescatter(shmem_team_t team, uint32_t* dest,
                                               size_t nreduce) __asm__("shoal_uint32_prod_reducescatter");
 SHOAL_API int shmem_uint64_and_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
                                              size_t nreduce) __asm__("shoal_uint64_and_reducescatter");
+SHOAL_API int shmem_uint64_or_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
+                                            size_t nreduce) __asm__("shoal_uint64_or_reducescatter");
 
 #endif /* SHOAL_SHMEM_API_8_H_ */

@@ -2,8 +2,6 @@
 #ifndef SHOAL_SHMEM_API_9_H_
 #define SHOAL_SHMEM_API_9_H_
 
-SHOAL_API int shmem_uint64_or_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                            size_t nreduce) __asm__("shoal_uint64_or_reducescatter");
 SHOAL_API int shmem_uint64_xor_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
                                              size_t nreduce) __asm__("shoal_uint64_xor_reducescatter");
 SHOAL_API int shmem_uint64_min_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,

@@ -80,229 +80,262 @@ inline int shmem_and_reduce(shmem_team_t team, unsigned long long* dest, const u
   return shmem_ulonglong_and_reduce(team, dest, source, nreduce);
 }
 inline void shmem_atomic_add(float* dest, float value, int pe) { shmem_float_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  shmem_ctx_float_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(double* dest, double value, int pe) { shmem_double_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  shmem_ctx_double_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(int* dest, int value, int pe) { shmem_int_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  shmem_ctx_int_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(long* dest, long value, int pe) { shmem_long_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  shmem_ctx_long_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(long long* dest, long long value, int pe) { shmem_longlong_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_add(dest, value, pe); }
+inline void shmem_atomic_add(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_add(unsigned long* dest, unsigned long value, int pe) {
   shmem_ulong_atomic_add(dest, value, pe);
+}
+inline void shmem_atomic_add(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_add(ctx, dest, value, pe);
 }
 inline void shmem_atomic_add(unsigned long long* dest, unsigned long long value, int pe) {
   shmem_ulonglong_atomic_add(dest, value, pe);
 }
+inline void shmem_atomic_add(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_add(ctx, dest, value, pe);
+}
 inline void shmem_atomic_and(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_and(dest, value, pe); }
+inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_and(ctx, dest, value, pe);
+}
 inline void shmem_atomic_and(unsigned long* dest, unsigned long value, int pe) {
   shmem_ulong_atomic_and(dest, value, pe);
+}
+inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_and(ctx, dest, value, pe);
 }
 inline void shmem_atomic_and(unsigned long long* dest, unsigned long long value, int pe) {
   shmem_ulonglong_atomic_and(dest, value, pe);
 }
+inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_and(ctx, dest, value, pe);
+}
 inline int shmem_atomic_compare_swap(int* dest, int cond, int value, int pe) {
   return shmem_int_atomic_compare_swap(dest, cond, value, pe);
+}
+inline int shmem_atomic_compare_swap(shmem_ctx_t ctx, int* dest, int cond, int value, int pe) {
+  return shmem_ctx_int_atomic_compare_swap(ctx, dest, cond, value, pe);
 }
 inline long shmem_atomic_compare_swap(long* dest, long cond, long value, int pe) {
   return shmem_long_atomic_compare_swap(dest, cond, value, pe);
 }
+inline long shmem_atomic_compare_swap(shmem_ctx_t ctx, long* dest, long cond, long value, int pe) {
+  return shmem_ctx_long_atomic_compare_swap(ctx, dest, cond, value, pe);
+}
 inline long long shmem_atomic_compare_swap(long long* dest, long long cond, long long value, int pe) {
   return shmem_longlong_atomic_compare_swap(dest, cond, value, pe);
+}
+inline long long shmem_atomic_compare_swap(shmem_ctx_t ctx, long long* dest, long long cond, long long value, int pe) {
+  return shmem_ctx_longlong_atomic_compare_swap(ctx, dest, cond, value, pe);
 }
 inline unsigned int shmem_atomic_compare_swap(unsigned int* dest, unsigned int cond, unsigned int value, int pe) {
   return shmem_uint_atomic_compare_swap(dest, cond, value, pe);
 }
+inline unsigned int shmem_atomic_compare_swap(shmem_ctx_t ctx, unsigned int* dest, unsigned int cond,
+                                              unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_compare_swap(ctx, dest, cond, value, pe);
+}
 inline unsigned long shmem_atomic_compare_swap(unsigned long* dest, unsigned long cond, unsigned long value, int pe) {
   return shmem_ulong_atomic_compare_swap(dest, cond, value, pe);
+}
+inline unsigned long shmem_atomic_compare_swap(shmem_ctx_t ctx, unsigned long* dest, unsigned long cond,
+                                               unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_compare_swap(ctx, dest, cond, value, pe);
 }
 inline unsigned long long shmem_atomic_compare_swap(unsigned long long* dest, unsigned long long cond,
                                                     unsigned long long value, int pe) {
   return shmem_ulonglong_atomic_compare_swap(dest, cond, value, pe);
 }
+inline unsigned long long shmem_atomic_compare_swap(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long cond,
+                                                    unsigned long long value, int pe) {
+  return shmem_ctx_ulonglong_atomic_compare_swap(ctx, dest, cond, value, pe);
+}
 inline float shmem_atomic_fetch(const float* source, int pe) { return shmem_float_atomic_fetch(source, pe); }
+inline float shmem_atomic_fetch(shmem_ctx_t ctx, const float* source, int pe) {
+  return shmem_ctx_float_atomic_fetch(ctx, source, pe);
+}
 inline double shmem_atomic_fetch(const double* source, int pe) { return shmem_double_atomic_fetch(source, pe); }
+inline double shmem_atomic_fetch(shmem_ctx_t ctx, const double* source, int pe) {
+  return shmem_ctx_double_atomic_fetch(ctx, source, pe);
+}
 inline int shmem_atomic_fetch(const int* source, int pe) { return shmem_int_atomic_fetch(source, pe); }
+inline int shmem_atomic_fetch(shmem_ctx_t ctx, const int* source, int pe) {
+  return shmem_ctx_int_atomic_fetch(ctx, source, pe);
+}
 inline long shmem_atomic_fetch(const long* source, int pe) { return shmem_long_atomic_fetch(source, pe); }
+inline long shmem_atomic_fetch(shmem_ctx_t ctx, const long* source, int pe) {
+  return shmem_ctx_long_atomic_fetch(ctx, source, pe);
+}
 inline long long shmem_atomic_fetch(const long long* source, int pe) { return shmem_longlong_atomic_fetch(source, pe); }
+inline long long shmem_atomic_fetch(shmem_ctx_t ctx, const long long* source, int pe) {
+  return shmem_ctx_longlong_atomic_fetch(ctx, source, pe);
+}
 inline unsigned int shmem_atomic_fetch(const unsigned int* source, int pe) {
   return shmem_uint_atomic_fetch(source, pe);
+}
+inline unsigned int shmem_atomic_fetch(shmem_ctx_t ctx, const unsigned int* source, int pe) {
+  return shmem_ctx_uint_atomic_fetch(ctx, source, pe);
 }
 inline unsigned long shmem_atomic_fetch(const unsigned long* source, int pe) {
   return shmem_ulong_atomic_fetch(source, pe);
 }
+inline unsigned long shmem_atomic_fetch(shmem_ctx_t ctx, const unsigned long* source, int pe) {
+  return shmem_ctx_ulong_atomic_fetch(ctx, source, pe);
+}
 inline unsigned long long shmem_atomic_fetch(const unsigned long long* source, int pe) {
   return shmem_ulonglong_atomic_fetch(source, pe);
+}
+inline unsigned long long shmem_atomic_fetch(shmem_ctx_t ctx, const unsigned long long* source, int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch(ctx, source, pe);
 }
 inline float shmem_atomic_fetch_add(float* dest, float value, int pe) {
   return shmem_float_atomic_fetch_add(dest, value, pe);
 }
+inline float shmem_atomic_fetch_add(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  return shmem_ctx_float_atomic_fetch_add(ctx, dest, value, pe);
+}
 inline double shmem_atomic_fetch_add(double* dest, double value, int pe) {
   return shmem_double_atomic_fetch_add(dest, value, pe);
 }
+inline double shmem_atomic_fetch_add(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  return shmem_ctx_double_atomic_fetch_add(ctx, dest, value, pe);
+}
 inline int shmem_atomic_fetch_add(int* dest, int value, int pe) { return shmem_int_atomic_fetch_add(dest, value, pe); }
+inline int shmem_atomic_fetch_add(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  return shmem_ctx_int_atomic_fetch_add(ctx, dest, value, pe);
+}
 inline long shmem_atomic_fetch_add(long* dest, long value, int pe) {
   return shmem_long_atomic_fetch_add(dest, value, pe);
+}
+inline long shmem_atomic_fetch_add(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  return shmem_ctx_long_atomic_fetch_add(ctx, dest, value, pe);
 }
 inline long long shmem_atomic_fetch_add(long long* dest, long long value, int pe) {
   return shmem_longlong_atomic_fetch_add(dest, value, pe);
 }
+inline long long shmem_atomic_fetch_add(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  return shmem_ctx_longlong_atomic_fetch_add(ctx, dest, value, pe);
+}
 inline unsigned int shmem_atomic_fetch_add(unsigned int* dest, unsigned int value, int pe) {
   return shmem_uint_atomic_fetch_add(dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_add(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_add(ctx, dest, value, pe);
 }
 inline unsigned long shmem_atomic_fetch_add(unsigned long* dest, unsigned long value, int pe) {
   return shmem_ulong_atomic_fetch_add(dest, value, pe);
 }
+inline unsigned long shmem_atomic_fetch_add(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_add(ctx, dest, value, pe);
+}
 inline unsigned long long shmem_atomic_fetch_add(unsigned long long* dest, unsigned long long value, int pe) {
   return shmem_ulonglong_atomic_fetch_add(dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_add(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                 int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_add(ctx, dest, value, pe);
 }
 inline unsigned int shmem_atomic_fetch_and(unsigned int* dest, unsigned int value, int pe) {
   return shmem_uint_atomic_fetch_and(dest, value, pe);
 }
+inline unsigned int shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe);
+}
 inline unsigned long shmem_atomic_fetch_and(unsigned long* dest, unsigned long value, int pe) {
   return shmem_ulong_atomic_fetch_and(dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe);
 }
 inline unsigned long long shmem_atomic_fetch_and(unsigned long long* dest, unsigned long long value, int pe) {
   return shmem_ulonglong_atomic_fetch_and(dest, value, pe);
 }
+inline unsigned long long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                 int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe);
+}
 inline int shmem_atomic_fetch_inc(int* dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
+inline int shmem_atomic_fetch_inc(shmem_ctx_t ctx, int* dest, int pe) {
+  return shmem_ctx_int_atomic_fetch_inc(ctx, dest, pe);
+}
 inline long shmem_atomic_fetch_inc(long* dest, int pe) { return shmem_long_atomic_fetch_inc(dest, pe); }
+inline long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long* dest, int pe) {
+  return shmem_ctx_long_atomic_fetch_inc(ctx, dest, pe);
+}
 inline long long shmem_atomic_fetch_inc(long long* dest, int pe) { return shmem_longlong_atomic_fetch_inc(dest, pe); }
+inline long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long long* dest, int pe) {
+  return shmem_ctx_longlong_atomic_fetch_inc(ctx, dest, pe);
+}
 inline unsigned int shmem_atomic_fetch_inc(unsigned int* dest, int pe) { return shmem_uint_atomic_fetch_inc(dest, pe); }
+inline unsigned int shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned int* dest, int pe) {
+  return shmem_ctx_uint_atomic_fetch_inc(ctx, dest, pe);
+}
 inline unsigned long shmem_atomic_fetch_inc(unsigned long* dest, int pe) {
   return shmem_ulong_atomic_fetch_inc(dest, pe);
+}
+inline unsigned long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_inc(ctx, dest, pe);
 }
 inline unsigned long long shmem_atomic_fetch_inc(unsigned long long* dest, int pe) {
   return shmem_ulonglong_atomic_fetch_inc(dest, pe);
 }
+inline unsigned long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_inc(ctx, dest, pe);
+}
 inline unsigned int shmem_atomic_fetch_or(unsigned int* dest, unsigned int value, int pe) {
   return shmem_uint_atomic_fetch_or(dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe);
 }
 inline unsigned long shmem_atomic_fetch_or(unsigned long* dest, unsigned long value, int pe) {
   return shmem_ulong_atomic_fetch_or(dest, value, pe);
 }
+inline unsigned long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe);
+}
 inline unsigned long long shmem_atomic_fetch_or(unsigned long long* dest, unsigned long long value, int pe) {
   return shmem_ulonglong_atomic_fetch_or(dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe);
 }
 inline unsigned int shmem_atomic_fetch_xor(unsigned int* dest, unsigned int value, int pe) {
   return shmem_uint_atomic_fetch_xor(dest, value, pe);
 }
+inline unsigned int shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe);
+}
 inline unsigned long shmem_atomic_fetch_xor(unsigned long* dest, unsigned long value, int pe) {
   return shmem_ulong_atomic_fetch_xor(dest, value, pe);
 }
+inline unsigned long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe);
+}
 inline unsigned long long shmem_atomic_fetch_xor(unsigned long long* dest, unsigned long long value, int pe) {
   return shmem_ulonglong_atomic_fetch_xor(dest, value, pe);
-}
-inline void shmem_atomic_inc(int* dest, int pe) { shmem_int_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(long* dest, int pe) { shmem_long_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(long long* dest, int pe) { shmem_longlong_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(unsigned int* dest, int pe) { shmem_uint_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(unsigned long* dest, int pe) { shmem_ulong_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(unsigned long long* dest, int pe) { shmem_ulonglong_atomic_inc(dest, pe); }
-inline void shmem_atomic_or(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
-inline void shmem_atomic_or(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_or(dest, value, pe);
-}
-inline void shmem_atomic_or(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_or(dest, value, pe);
-}
-inline void shmem_atomic_set(float* dest, float value, int pe) { shmem_float_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(double* dest, double value, int pe) { shmem_double_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(int* dest, int value, int pe) { shmem_int_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(long* dest, long value, int pe) { shmem_long_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(long long* dest, long long value, int pe) { shmem_longlong_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_set(dest, value, pe);
-}
-inline void shmem_atomic_set(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_set(dest, value, pe);
-}
-inline float shmem_atomic_swap(float* dest, float value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
-inline double shmem_atomic_swap(double* dest, double value, int pe) {
-  return shmem_double_atomic_swap(dest, value, pe);
-}
-inline int shmem_atomic_swap(int* dest, int value, int pe) { return shmem_int_atomic_swap(dest, value, pe); }
-inline long shmem_atomic_swap(long* dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
-inline long long shmem_atomic_swap(long long* dest, long long value, int pe) {
-  return shmem_longlong_atomic_swap(dest, value, pe);
-}
-inline unsigned int shmem_atomic_swap(unsigned int* dest, unsigned int value, int pe) {
-  return shmem_uint_atomic_swap(dest, value, pe);
-}
-inline unsigned long shmem_atomic_swap(unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ulong_atomic_swap(dest, value, pe);
-}
-inline unsigned long long shmem_atomic_swap(unsigned long long* dest, unsigned long long value, int pe) {
-  return shmem_ulonglong_atomic_swap(dest, value, pe);
-}
-inline void shmem_atomic_xor(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
-inline void shmem_atomic_xor(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_xor(dest, value, pe);
-}
-inline void shmem_atomic_xor(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_xor(dest, value, pe);
-}
-inline int shmem_broadcast(shmem_team_t team, float* dest, const float* source, size_t nelems, int PE_root) {
-  return shmem_float_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, double* dest, const double* source, size_t nelems, int PE_root) {
-  return shmem_double_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long double* dest, const long double* source, size_t nelems,
-                           int PE_root) {
-  return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, char* dest, const char* source, size_t nelems, int PE_root) {
-  return shmem_char_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems,
-                           int PE_root) {
-  return shmem_schar_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, short* dest, const short* source, size_t nelems, int PE_root) {
-  return shmem_short_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, int* dest, const int* source, size_t nelems, int PE_root) {
-  return shmem_int_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long* dest, const long* source, size_t nelems, int PE_root) {
-  return shmem_long_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) {
-  return shmem_longlong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
-                           int PE_root) {
-  return shmem_uchar_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ushort_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
-                           int PE_root) {
-  return shmem_uint_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ulong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_collect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
-  return shmem_float_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
-  return shmem_double_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
-  return shmem_longdouble_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
-  return shmem_char_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
-  return shmem_schar_collect(team, dest, source, nelems);
 }
 
 #endif /* SHOAL_SHMEM_CXX_0_H_ */

@@ -2,6 +2,201 @@
 #ifndef SHOAL_SHMEM_CXX_1_H_
 #define SHOAL_SHMEM_CXX_1_H_
 
+inline unsigned long long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                 int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline void shmem_atomic_inc(int* dest, int pe) { shmem_int_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, int* dest, int pe) { shmem_ctx_int_atomic_inc(ctx, dest, pe); }
+inline void shmem_atomic_inc(long* dest, int pe) { shmem_long_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, long* dest, int pe) { shmem_ctx_long_atomic_inc(ctx, dest, pe); }
+inline void shmem_atomic_inc(long long* dest, int pe) { shmem_longlong_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, long long* dest, int pe) { shmem_ctx_longlong_atomic_inc(ctx, dest, pe); }
+inline void shmem_atomic_inc(unsigned int* dest, int pe) { shmem_uint_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned int* dest, int pe) { shmem_ctx_uint_atomic_inc(ctx, dest, pe); }
+inline void shmem_atomic_inc(unsigned long* dest, int pe) { shmem_ulong_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
+  shmem_ctx_ulong_atomic_inc(ctx, dest, pe);
+}
+inline void shmem_atomic_inc(unsigned long long* dest, int pe) { shmem_ulonglong_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
+  shmem_ctx_ulonglong_atomic_inc(ctx, dest, pe);
+}
+inline void shmem_atomic_or(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_or(ctx, dest, value, pe);
+}
+inline void shmem_atomic_or(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_or(dest, value, pe);
+}
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_or(ctx, dest, value, pe);
+}
+inline void shmem_atomic_or(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_or(dest, value, pe);
+}
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(float* dest, float value, int pe) { shmem_float_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  shmem_ctx_float_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(double* dest, double value, int pe) { shmem_double_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  shmem_ctx_double_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(int* dest, int value, int pe) { shmem_int_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  shmem_ctx_int_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(long* dest, long value, int pe) { shmem_long_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  shmem_ctx_long_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(long long* dest, long long value, int pe) { shmem_longlong_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_set(dest, value, pe);
+}
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_set(ctx, dest, value, pe);
+}
+inline void shmem_atomic_set(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_set(dest, value, pe);
+}
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_set(ctx, dest, value, pe);
+}
+inline float shmem_atomic_swap(float* dest, float value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
+inline float shmem_atomic_swap(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  return shmem_ctx_float_atomic_swap(ctx, dest, value, pe);
+}
+inline double shmem_atomic_swap(double* dest, double value, int pe) {
+  return shmem_double_atomic_swap(dest, value, pe);
+}
+inline double shmem_atomic_swap(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  return shmem_ctx_double_atomic_swap(ctx, dest, value, pe);
+}
+inline int shmem_atomic_swap(int* dest, int value, int pe) { return shmem_int_atomic_swap(dest, value, pe); }
+inline int shmem_atomic_swap(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  return shmem_ctx_int_atomic_swap(ctx, dest, value, pe);
+}
+inline long shmem_atomic_swap(long* dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
+inline long shmem_atomic_swap(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  return shmem_ctx_long_atomic_swap(ctx, dest, value, pe);
+}
+inline long long shmem_atomic_swap(long long* dest, long long value, int pe) {
+  return shmem_longlong_atomic_swap(dest, value, pe);
+}
+inline long long shmem_atomic_swap(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  return shmem_ctx_longlong_atomic_swap(ctx, dest, value, pe);
+}
+inline unsigned int shmem_atomic_swap(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_atomic_swap(dest, value, pe);
+}
+inline unsigned int shmem_atomic_swap(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_swap(ctx, dest, value, pe);
+}
+inline unsigned long shmem_atomic_swap(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_atomic_swap(dest, value, pe);
+}
+inline unsigned long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_swap(ctx, dest, value, pe);
+}
+inline unsigned long long shmem_atomic_swap(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_atomic_swap(dest, value, pe);
+}
+inline unsigned long long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                            int pe) {
+  return shmem_ctx_ulonglong_atomic_swap(ctx, dest, value, pe);
+}
+inline void shmem_atomic_xor(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_xor(ctx, dest, value, pe);
+}
+inline void shmem_atomic_xor(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_xor(dest, value, pe);
+}
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe);
+}
+inline void shmem_atomic_xor(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_xor(dest, value, pe);
+}
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe);
+}
+inline int shmem_broadcast(shmem_team_t team, float* dest, const float* source, size_t nelems, int PE_root) {
+  return shmem_float_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, double* dest, const double* source, size_t nelems, int PE_root) {
+  return shmem_double_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, long double* dest, const long double* source, size_t nelems,
+                           int PE_root) {
+  return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, char* dest, const char* source, size_t nelems, int PE_root) {
+  return shmem_char_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems,
+                           int PE_root) {
+  return shmem_schar_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, short* dest, const short* source, size_t nelems, int PE_root) {
+  return shmem_short_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, int* dest, const int* source, size_t nelems, int PE_root) {
+  return shmem_int_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, long* dest, const long* source, size_t nelems, int PE_root) {
+  return shmem_long_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) {
+  return shmem_longlong_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
+                           int PE_root) {
+  return shmem_uchar_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ushort_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
+                           int PE_root) {
+  return shmem_uint_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ulong_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root);
+}
+inline int shmem_collect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
+  return shmem_float_collect(team, dest, source, nelems);
+}
+inline int shmem_collect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
+  return shmem_double_collect(team, dest, source, nelems);
+}
+inline int shmem_collect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
+  return shmem_longdouble_collect(team, dest, source, nelems);
+}
+inline int shmem_collect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
+  return shmem_char_collect(team, dest, source, nelems);
+}
+inline int shmem_collect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
+  return shmem_schar_collect(team, dest, source, nelems);
+}
 inline int shmem_collect(shmem_team_t team, short* dest, const short* source, size_t nelems) {
   return shmem_short_collect(team, dest, source, nelems);
 }
@@ -73,281 +268,33 @@ inline int shmem_fcollect(shmem_team_t team, unsigned long long* dest, const uns
   return shmem_ulonglong_fcollect(team, dest, source, nelems);
 }
 inline float shmem_g(const float* source, int pe) { return shmem_float_g(source, pe); }
+inline float shmem_g(shmem_ctx_t ctx, const float* source, int pe) { return shmem_ctx_float_g(ctx, source, pe); }
 inline double shmem_g(const double* source, int pe) { return shmem_double_g(source, pe); }
+inline double shmem_g(shmem_ctx_t ctx, const double* source, int pe) { return shmem_ctx_double_g(ctx, source, pe); }
 inline long double shmem_g(const long double* source, int pe) { return shmem_longdouble_g(source, pe); }
+inline long double shmem_g(shmem_ctx_t ctx, const long double* source, int pe) {
+  return shmem_ctx_longdouble_g(ctx, source, pe);
+}
 inline char shmem_g(const char* source, int pe) { return shmem_char_g(source, pe); }
+inline char shmem_g(shmem_ctx_t ctx, const char* source, int pe) { return shmem_ctx_char_g(ctx, source, pe); }
 inline signed char shmem_g(const signed char* source, int pe) { return shmem_schar_g(source, pe); }
+inline signed char shmem_g(shmem_ctx_t ctx, const signed char* source, int pe) {
+  return shmem_ctx_schar_g(ctx, source, pe);
+}
 inline short shmem_g(const short* source, int pe) { return shmem_short_g(source, pe); }
+inline short shmem_g(shmem_ctx_t ctx, const short* source, int pe) { return shmem_ctx_short_g(ctx, source, pe); }
 inline int shmem_g(const int* source, int pe) { return shmem_int_g(source, pe); }
+inline int shmem_g(shmem_ctx_t ctx, const int* source, int pe) { return shmem_ctx_int_g(ctx, source, pe); }
 inline long shmem_g(const long* source, int pe) { return shmem_long_g(source, pe); }
+inline long shmem_g(shmem_ctx_t ctx, const long* source, int pe) { return shmem_ctx_long_g(ctx, source, pe); }
 inline long long shmem_g(const long long* source, int pe) { return shmem_longlong_g(source, pe); }
+inline long long shmem_g(shmem_ctx_t ctx, const long long* source, int pe) {
+  return shmem_ctx_longlong_g(ctx, source, pe);
+}
 inline unsigned char shmem_g(const unsigned char* source, int pe) { return shmem_uchar_g(source, pe); }
+inline unsigned char shmem_g(shmem_ctx_t ctx, const unsigned char* source, int pe) {
+  return shmem_ctx_uchar_g(ctx, source, pe);
+}
 inline unsigned short shmem_g(const unsigned short* source, int pe) { return shmem_ushort_g(source, pe); }
-inline unsigned int shmem_g(const unsigned int* source, int pe) { return shmem_uint_g(source, pe); }
-inline unsigned long shmem_g(const unsigned long* source, int pe) { return shmem_ulong_g(source, pe); }
-inline unsigned long long shmem_g(const unsigned long long* source, int pe) { return shmem_ulonglong_g(source, pe); }
-inline void shmem_get(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_get(dest, source, nelems, pe);
-}
-inline void shmem_get(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_get(dest, source, nelems, pe);
-}
-inline void shmem_get(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_get(dest, source, nelems, pe);
-}
-inline void shmem_get(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_get(dest, source, nelems, pe);
-}
-inline void shmem_get(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_get(dest, source, nelems, pe);
-}
-inline void shmem_get(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_get(dest, source, nelems, pe);
-}
-inline void shmem_get(int* dest, const int* source, size_t nelems, int pe) { shmem_int_get(dest, source, nelems, pe); }
-inline void shmem_get(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_get(dest, source, nelems, pe);
-}
-inline void shmem_get(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_get(dest, source, nelems, pe);
-}
-inline void shmem_get(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_get(dest, source, nelems, pe);
-}
-inline void shmem_get(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_get(dest, source, nelems, pe);
-}
-inline void shmem_get(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_get(dest, source, nelems, pe);
-}
-inline void shmem_get(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_get(dest, source, nelems, pe);
-}
-inline void shmem_get(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_get(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(int* dest, const int* source, size_t nelems, int pe) {
-  shmem_int_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_get_nbi(dest, source, nelems, pe);
-}
-inline void shmem_iget(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_float_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_double_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_longdouble_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_char_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_schar_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_short_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_int_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_long_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_longlong_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uchar_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ushort_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uint_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ulong_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iget(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ulonglong_iget(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_float_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_double_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_longdouble_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_char_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_schar_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_short_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_int_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_long_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_longlong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uchar_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ushort_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uint_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ulong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ulonglong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline int shmem_max_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_max_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                            size_t nreduce) {
-  return shmem_ulonglong_max_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_min_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                            size_t nreduce) {
-  return shmem_ulonglong_min_reduce(team, dest, source, nreduce);
-}
-inline int shmem_or_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_or_reduce(team, dest, source, nreduce);
-}
 
 #endif /* SHOAL_SHMEM_CXX_1_H_ */
