@@ -165,7 +165,7 @@ path_ops& peer_transport::data_path(std::string_view call, int pe) const {
   const peer_path p = paths_[pe];
   if (is_load_store(p) && data_.data_of(pe) != nullptr) return *data_ops_;
   if (p == peer_path::proxy) return path(pe);  // the engine registered every PE's data segment
-  if (!is_load_store(p)) return path(pe);  // none: its path's own error
+  if (!is_load_store(p)) return path(pe);      // none: its path's own error
   SHOAL_THROW(errc::internal, call, "PE {}'s data segment is not mapped in this process", pe);
 }
 

@@ -111,10 +111,10 @@ class peer_transport {
     path(call, pe, offset).get(call, dest, pe, offset, nbytes);
   }
   void put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-    path(pe).put_nbi(call, pe, offset, source, nbytes);
+    path(call, pe, offset).put_nbi(call, pe, offset, source, nbytes);
   }
   void get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-    path(pe).get_nbi(call, dest, pe, offset, nbytes);
+    path(call, pe, offset).get_nbi(call, dest, pe, offset, nbytes);
   }
   void iput(std::string_view call, int pe, uint64_t offset, const void* source, ptrdiff_t dest_stride,
             ptrdiff_t source_stride, size_t nelems, size_t elem_bytes) {

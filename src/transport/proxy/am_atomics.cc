@@ -84,7 +84,7 @@ ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header
   std::memcpy(&m, header, sizeof(m));
   reply r{m.token, 0, 0};
   const uint64_t address = (m.offset & kDataOffsetBit) != 0 ? *self->data_base_ + (m.offset & ~kDataOffsetBit)
-                                                             : self->bases_[self->my_pe_] + m.offset;
+                                                            : self->bases_[self->my_pe_] + m.offset;
   const std::string err =
       self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(address), m.operand, m.swap_in, &r.value);
   if (!err.empty()) {

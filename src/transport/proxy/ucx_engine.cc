@@ -715,8 +715,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     if (gpu_heap) cudaGetDevice(&device);
 #endif
     s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
-                                                &s_->data_base,
-                                                &state::on_owner_reply, s_.get());
+                                                &s_->data_base, &state::on_owner_reply, s_.get());
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
   s_->hooked = progress_hooks::add(&state::progress_hook, s_.get());
@@ -787,8 +786,8 @@ void ucx_engine::register_data(const void* base, uint64_t nbytes, std::string_vi
   s_->on_thread([&] {
     if (nbytes == 0) return;
     ucp_mem_map_params_t mp{};
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                    UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
     mp.address = const_cast<void*>(base);
     mp.length = nbytes;
     mp.memory_type = UCS_MEMORY_TYPE_HOST;
