@@ -1,8 +1,10 @@
 // The proxy thread's side of the request ring (shoal/detail/proxy_ring.hpp): takes committed
 // descriptors in ticket order, answers waiting ones, and hands credits back to the producers.
-// Single-threaded (the proxy thread); no UCX here, so CPU tests drive it with a stand-in engine.
+// Used by one thread at a time (whoever holds the engine's worker); pending() may be asked by any
+// thread. No UCX here, so CPU tests drive it with a stand-in engine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "shoal/detail/proxy_ring.hpp"
@@ -17,10 +19,12 @@ class ring_consumer {
   /// Every descriptor taken must be finished exactly once: reply() for waiting ones (kProxyWait),
   /// finish() for the others, in any order.
   bool take(proxy_desc* out, uint64_t* ticket) {
-    proxy_desc* s = ring_->slot(head_);
-    if (ring_atomic::load_acquire(&s->state) != head_ * 4 + kSlotCommitted) return false;
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    proxy_desc* s = ring_->slot(head);
+    if (ring_atomic::load_acquire(&s->state) != head * 4 + kSlotCommitted) return false;
     *out = *s;
-    *ticket = head_++;
+    *ticket = head;
+    head_.store(head + 1, std::memory_order_relaxed);
     return true;
   }
 
@@ -42,21 +46,22 @@ class ring_consumer {
   /// Advances `released` over consecutive freed slots (producers' acknowledgements included).
   void reclaim() {
     const uint64_t before = tail_;
-    while (tail_ < head_ && ring_atomic::load_acquire(&ring_->slot(tail_)->state) == tail_ * 4 + kSlotDone) ++tail_;
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    while (tail_ < head && ring_atomic::load_acquire(&ring_->slot(tail_)->state) == tail_ * 4 + kSlotDone) ++tail_;
     if (tail_ != before) ring_atomic::store_release(&ring_->released, tail_);
   }
 
   /// True when a producer has reserved a ticket not taken yet (its descriptor may still be in the
   /// making): the proxy's cue, without a doorbell, that work is coming.
-  bool pending() const { return ring_atomic::load_acquire(&ring_->reserved) != head_; }
+  bool pending() const { return ring_atomic::load_acquire(&ring_->reserved) != head_.load(std::memory_order_relaxed); }
 
   /// True while some taken descriptor's slot is not free yet (a reply not acknowledged).
-  bool holding() const { return tail_ != head_; }
+  bool holding() const { return tail_ != head_.load(std::memory_order_relaxed); }
 
  private:
   proxy_ring* ring_;
-  uint64_t head_ = 0;  // next ticket to take
-  uint64_t tail_ = 0;  // every ticket below is free (published as ring->released)
+  std::atomic<uint64_t> head_{0};  // next ticket to take (written by the holder, read by pending())
+  uint64_t tail_ = 0;              // every ticket below is free (published as ring->released)
 };
 
 }  // namespace shoal::detail
