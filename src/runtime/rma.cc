@@ -102,14 +102,12 @@ void host_rma::put_signal(std::string_view call, void* dest, const void* source,
   check_pe(call, pe, transport_.n_pes());
   check_sig_op(call, sig_op);
   uint64_t sig_off = memory_.check_rma(call, "sig_addr", sig_addr, sizeof(uint64_t), alignof(uint64_t));
+  uint64_t off = 0;
   if (nbytes > 0) {
     SHOAL_CHECK_ARG(source != nullptr, call, "source is null");
-    uint64_t off = memory_.check_rma(call, "dest", dest, nbytes, elem_align);
-    transport_.put(call, pe, off, source, nbytes);
+    off = memory_.check_rma(call, "dest", dest, nbytes, elem_align);
   }
-  // The signal update is sequentially consistent, so it is ordered after the data above.
-  amo_op op = sig_op == SHOAL_SIGNAL_SET ? amo_op::set : amo_op::add;
-  transport_.atomic(call, pe, sig_off, op, scalar_of<uint64_t>(), &signal, nullptr, nullptr);
+  transport_.put_signal(call, pe, off, source, nbytes, sig_off, signal, sig_op == SHOAL_SIGNAL_ADD);
 }
 
 void host_rma::signal_op(std::string_view call, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {

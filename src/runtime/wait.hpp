@@ -48,20 +48,25 @@ class backoff {
   /// has failed (job_failure).
   bool pause() {
     ++rounds_;
-    // Progress of engines this thread can help (progress_hooks): while it moves traffic the wait
-    // stays in its fast phase, and polls without sleeping for kHotWindow after the last progress,
-    // since a peer may be waiting for this PE's answers and the engine's thread relies on it.
+    // Progress of engines this thread can help (progress_hooks): for kHotWindow after the last
+    // progress the wait polls without yielding or sleeping, since a peer may be waiting for this
+    // PE's answers and the engine's thread relies on this one meanwhile (a yield on a busy core
+    // gives the CPU away for a whole time slice).
+    bool hot = false;
     if (progress_hooks::run()) {
       rounds_ = 1, sleep_ns_ = 1000;
       hot_until_ = std::chrono::steady_clock::now() + progress_hooks::kHotWindow;
+      hot = true;
+    } else if (rounds_ >= 64 && hot_until_ != std::chrono::steady_clock::time_point{}) {
+      hot = std::chrono::steady_clock::now() < hot_until_;
     }
-    if (rounds_ < 64) {
+    if (rounds_ < 64 || hot) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #else
       sched_yield();
 #endif
-    } else if (rounds_ < 256 || std::chrono::steady_clock::now() < hot_until_) {
+    } else if (rounds_ < 256) {
       sched_yield();
     } else {
       timespec ts{0, sleep_ns_};

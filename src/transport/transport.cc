@@ -191,6 +191,17 @@ std::string peer_transport::proxy_transports(int pe) {
 
 peer_transport::~peer_transport() = default;
 
+void peer_transport::put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                                uint64_t sig_offset, uint64_t signal, bool add) {
+  if (paths_[pe] == peer_path::proxy && proxy_ != nullptr) {
+    proxy_->put_signal(call, pe, offset, source, nbytes, sig_offset, signal, add);
+    return;
+  }
+  if (nbytes > 0) put(call, pe, offset, source, nbytes);
+  // The signal update is sequentially consistent, so it is ordered after the data above.
+  atomic(call, pe, sig_offset, add ? amo_op::add : amo_op::set, scalar_of<uint64_t>(), &signal, nullptr, nullptr);
+}
+
 void peer_transport::quiet() {
   // The load/store paths share one memory_ops: quiet it once, then every other path in use.
   ops_->quiet();

@@ -128,6 +128,10 @@ class peer_transport {
               const void* compare_value, void* fetched) {
     path(call, pe, offset).atomic(call, pe, offset, op, type, operand, compare_value, fetched);
   }
+  /// Put-with-signal: the put (nbytes may be 0), then the signal update (`add`, else set) on the
+  /// 8-byte word at `sig_offset`, ordered after it; one descriptor on the proxy path.
+  void put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                  uint64_t sig_offset, uint64_t signal, bool add);
   /// Completes every operation issued through every path (fence and quiet: host calls complete in order).
   void quiet();
 

@@ -71,6 +71,10 @@ class ucx_proxy_path final : public proxy_ops {
   }
   void close(std::string_view call) override { engine_.close(call); }
   std::string describe(int pe) override { return engine_.transports(pe); }
+  void put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                  uint64_t sig_offset, uint64_t signal, bool add) override {
+    engine_.put_signal(call, pe, offset, source, nbytes, sig_offset, signal, add ? ucx_amo::add : ucx_amo::swap);
+  }
   proxy_ring* device_ring() override { return engine_.device_ring(); }
 
  private:

@@ -27,6 +27,10 @@ class proxy_ops : public path_ops {
   virtual proxy_ring* device_ring() = 0;
   /// The UCX transports towards `pe` (empty when none).
   virtual std::string describe(int pe) = 0;
+  /// Put-with-signal as one descriptor (put, fence, signal add or set): returns once `source` may be
+  /// reused; the signal update completes in the background (fence/quiet wait for it).
+  virtual void put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                          uint64_t sig_offset, uint64_t signal, bool add) = 0;
 };
 
 /// Collective over every PE. `data`: this PE's shared data segment (global and static variables;

@@ -69,13 +69,14 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
   return UCP_ATOMIC_OP_LAST;
 }
 
-// How long the proxy thread spins on an idle worker after work before it sleeps on the event fds,
-// and the longest sleep (a safety net: arming makes the worker's fd report every incoming event);
-// 1 ms while UCX requests are in flight.
-// Past kSpin it keeps polling with a sched_yield between rounds up to kSpinYield: a wake-up from
-// poll() costs tens of microseconds on a virtual machine, more than a round trip, so requests
-// arriving every few tens of microseconds would otherwise each pay one.
-constexpr auto kSpin = std::chrono::microseconds(50);
+// After work the proxy thread polls the idle worker without pause for kSpin, then with a
+// sched_yield between rounds up to kSpinYield, then sleeps on the event fds; kSleepMs is the
+// longest sleep (a safety net: arming makes the worker's fd report every incoming event), 1 ms
+// while UCX requests are in flight. A wake-up from poll() costs tens of microseconds on a virtual
+// machine, more than a round trip over TCP, so requests that keep arriving every few tens of
+// microseconds are served by a polling thread; a yield on a busy core gives the CPU away for a
+// whole time slice, so the thread does not yield while requests are that close together.
+constexpr auto kSpin = std::chrono::microseconds(250);
 constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
 constexpr int kSleepInFlightMs = 1;
@@ -492,11 +493,18 @@ struct ucx_engine::state {
         });
         return;
       case proxy_op::put_signal: {  // put, fence, then the 8-byte signal update (ucx_amo add or swap)
-        auto* data = new in_flight{this, ticket, false, 0, 0};
-        start(data, [&](ucp_request_param_t& param) {
-          describe_local(param, d.local, d.nbytes);
-          return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, target.rkey, &param);
-        });
+        // A waiting producer is answered by the put's local completion (its source may be reused);
+        // the signal completes in the background, like an nbi operation (fence and quiet wait).
+        auto* data = new in_flight{this, ticket, wait, 0, 0};
+        op->wait = false;
+        if (d.nbytes == 0) {
+          complete(data, UCS_OK);
+        } else {
+          start(data, [&](ucp_request_param_t& param) {
+            describe_local(param, d.local, d.nbytes);
+            return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, target.rkey, &param);
+          });
+        }
         if (by_owner != nullptr) {  // the data complete at the target, then the owner applies the signal
           puts_unfenced = true;
           return start_by_owner(op, pe, d.amo, 8, d.compare, 0);
@@ -853,6 +861,14 @@ void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo 
   if (reply != nullptr) std::memcpy(&d.compare, reply, nbytes);  // cswap's new value (UCP's convention)
   const uint64_t fetched = s_->call(call, "ucp_atomic_op_nbx", d);
   if (reply != nullptr) std::memcpy(reply, &fetched, nbytes);
+}
+
+void ucx_engine::put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                            uint64_t sig_offset, uint64_t signal, ucx_amo op) {
+  proxy_desc d{};
+  d.op = proxy_op::put_signal, d.amo = static_cast<uint8_t>(op), d.pe = pe, d.offset = offset;
+  d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes, d.operand = signal, d.compare = sig_offset;
+  s_->call(call, "ucp_put_nbx + signal", d);
 }
 
 void ucx_engine::flush(std::string_view call) {

@@ -55,6 +55,10 @@ class ucx_engine {
   /// the new value in and the old value out. swap needs `reply`; other ops fetch when it is non-null.
   void atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
               void* reply);
+  /// Put-with-signal (put, fence, then `op` -- add or swap -- of `signal` on the 8-byte word at
+  /// `sig_offset`): returns once the put is locally complete; the signal completes at the next flush.
+  void put_signal(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes,
+                  uint64_t sig_offset, uint64_t signal, ucx_amo op);
   /// Completes every operation issued so far (ucp_worker_flush_nbx).
   void flush(std::string_view call);
   /// Collective: flushes and closes every endpoint gracefully, then meets the others.
