@@ -34,7 +34,7 @@ struct team {
 class team_table {
  public:
   static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
-  static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
+  static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE (and SAME_MYPE_NODE in the last slot)
   /// The all-gather a split runs. parent_only: among the parent team's members only, `members`
   /// (world PEs in parent-rank order; records land in that order). Otherwise (GPU heaps, whose team
   /// layer has no host words to exchange through) over every world PE, members ignored: non-members
@@ -69,6 +69,15 @@ class team_table {
                                                  const shoal_team_config_t* yconfig, long ymask, const char* null_out,
                                                  const split_exchange& exchange);
   void destroy(std::string_view call, shoal_team_t team);
+
+  /// Sets predefined team `handle` (below kPredefined, or SHOALX_TEAM_SAME_MYPE_NODE) to `members`
+  /// (world PEs in team-rank order, this PE among them).
+  void set_predefined(shoal_team_t handle, std::vector<int32_t> members);
+  /// Bit s set for each slot s >= kPredefined with no live team of this PE (shoalx_team_init's candidates).
+  uint64_t free_slots() const;
+  /// Makes `members` (world PEs in team-rank order, this PE among them) the team in free slot `slot`
+  /// (shoalx_team_init, after its members agreed on the slot); returns its handle.
+  shoal_team_t adopt(std::string_view call, int slot, std::vector<int32_t> members, const shoal_team_config_t& config);
 
  private:
   struct split_args;

@@ -25,12 +25,23 @@ team_table make_table(world_impl& world) {
   return team_table(world.my_pe(), world.n_pes(), std::vector<int32_t>(node.begin(), node.end()), std::move(shared));
 }
 
+// SHOALX_TEAM_SAME_MYPE_NODE: every PE whose index on its own node is this PE's (one per node), by world PE.
+std::vector<int32_t> same_mype_node(world_impl& world) {
+  const node_map& nodes = world.heap().nodes();
+  if (nodes.index_on_node.size() != static_cast<size_t>(world.n_pes())) return {world.my_pe()};
+  std::vector<int32_t> members;
+  for (int pe = 0; pe < world.n_pes(); ++pe)
+    if (nodes.index_on_node[static_cast<size_t>(pe)] == nodes.my_local) members.push_back(pe);
+  return members;
+}
+
 }  // namespace
 
 world_teams& world_teams::of(world_impl& world) { return static_cast<world_teams&>(world.extension(kTeamsKey)); }
 
 world_teams::world_teams(world_impl& world, uint64_t words_offset)
     : world_(world), table_(make_table(world)), words_offset_(words_offset) {
+  table_.set_predefined(SHOALX_TEAM_SAME_MYPE_NODE, same_mype_node(world));
   publish_device();
 }
 
