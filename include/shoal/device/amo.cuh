@@ -169,9 +169,11 @@ __device__ __forceinline__ void atomic_xor(const device_world& w, T* dest, T val
 /// Atomically reads source on pe.
 __device__ __forceinline__ __half atomic_fetch(const device_world& w, const __half* source, int pe) {
   const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch");
-  if (local < 0) {
-    return __ushort_as_half(detail::half_cas_loop_proxy(
-        w, source, [](uint16_t cur) { return cur; }, pe, "shoal::device::atomic_fetch"));
+  if (local < 0) {  // one ring fetch (or 0) of the 4-byte word
+    const detail::half_slot s = detail::half_slot_of(source);
+    const uint64_t word =
+        detail::proxy_atomic(w, s.word, detail::proxy_amo::or_, 4, 0, 0, true, pe, "shoal::device::atomic_fetch");
+    return __ushort_as_half(static_cast<uint16_t>(word >> s.shift));
   }
   const auto* remote = detail::local_peer_ptr(w, const_cast<__half*>(source), local);
   const detail::half_slot s = detail::half_slot_of(remote);
