@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,7 @@ class team_init_words final : public world_extension {
 
   uint64_t get_uniqueid(const char* call) {
     check_words(call);
+    std::lock_guard lock(mutex_);  // threads of this PE make ids one at a time (SHOAL_THREAD_MULTIPLE)
     const int me = world_.my_pe();
     for (int k = 0; k < kIds; ++k) {
       const int record = static_cast<int>((next_ + static_cast<uint64_t>(k)) % kIds);
@@ -202,8 +204,9 @@ class team_init_words final : public world_extension {
 
   world_impl& world_;
   uint64_t offset_;
-  uint64_t seq_ = 0;   // ids made by this PE
-  uint64_t next_ = 0;  // the record to try first
+  std::mutex mutex_;
+  uint64_t seq_ = 0;   // ids made by this PE (under mutex_)
+  uint64_t next_ = 0;  // the record to try first (under mutex_)
 };
 
 const size_t kTeamInitKey = register_world_extension(
