@@ -3,23 +3,32 @@
 // 4-byte word untouched, round-to-nearest-even), host half atomics on GPU memory, the double2 maxloc
 // reduction at thread/warp/block scope (ties to the smaller index) against a host fold, counted-signal
 // reset re-arming a signal from a kernel, shoalx_collective_launch_config (cooperative by default, a grid
-// that does not fit and bad arguments refused), and SHOALX_TEAM_SAME_MYPE_NODE on the device. Also run with
+// that does not fit and bad arguments refused), SHOALX_TEAM_SAME_MYPE_NODE on the device, and shoalx_team_init on
+// GPU heaps (a device reduction over the new team when it is strided). Also run with
 // every peer behind the proxy (the 4-byte compare-and-swap path of half atomics).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "gpu_test.hpp"
 #include "shoal/collective_launch.h"
+#include "shoal/device_team.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal_test {
 namespace {
 
 constexpr unsigned kThreads = 128;
+
+/// The proxy variant (SHOAL_GPU_TEST_PROXY=1): device team collectives need load/store peers, so those cases skip.
+bool proxy_run() {
+  const char* v = std::getenv("SHOAL_GPU_TEST_PROXY");
+  return v != nullptr && v[0] == '1';
+}
 
 __host__ __device__ inline uint16_t bits_of(__half h) {
   uint16_t b;
@@ -178,6 +187,7 @@ __global__ void maxloc_kernel(double2* dest, double2* src, int me, int rounds, d
 
 template <int kScope>
 void maxloc_case(const char* what) {
+  if (proxy_run()) return;  // device collectives: load/store peers only
   auto* dest = static_cast<double2*>(shoal_calloc(kMaxloc, sizeof(double2)));
   auto* src = static_cast<double2*>(shoal_calloc(kMaxloc, sizeof(double2)));
   device_report* report = new_device_report();
@@ -270,6 +280,79 @@ GPU_TEST(collective_launch_config) {
   GT_CUDA(cudaDeviceSynchronize());
   sync_all_pes();
   GT_CUDA(cudaFree(seen));
+}
+
+// ---- shoalx_team_init on GPU heaps (its rendezvous words are GPU memory, reached through the transport) ----
+
+__global__ void team_sum_kernel(shoal_team_t team, int* dst, const int* src, int* info) {
+  shoal_int_sum_reduce(team, dst, src, 1);
+  info[0] = shoal_team_my_pe(team);
+  info[1] = shoal_team_n_pes(team);
+}
+
+/// The team of `order` (world PEs by team index) made with shoalx_team_init by its members, every PE a member.
+shoal_team_t init_team(const std::vector<int>& order) {
+  auto* slot = static_cast<uint64_t*>(shoal_calloc(1, sizeof(uint64_t)));
+  if (me() == npes() - 1) {
+    shoal_team_uniqueid_t id = 0;
+    if (shoalx_team_get_uniqueid(&id) != 0 || id == 0) fail("shoalx_team_get_uniqueid on a GPU heap");
+    for (int pe = 0; pe < npes(); ++pe) shoal_uint64_p(slot, id, pe);
+  }
+  sync_all_pes();
+  uint64_t id = 0;
+  GT_CUDA(cudaMemcpy(&id, slot, sizeof(id), cudaMemcpyDeviceToHost));
+  int index = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] == me()) index = static_cast<int>(i);
+  shoal_team_t team = SHOAL_TEAM_INVALID;
+  if (shoalx_team_init(&team, id, nullptr, 0, static_cast<int>(order.size()), index) != 0)
+    fail("shoalx_team_init on a GPU heap failed");
+  sync_all_pes();
+  shoal_free(slot);
+  return team;
+}
+
+GPU_TEST(team_init_on_gpu_heaps) {
+  const int n = npes();
+  // The world reversed (strided, stride -1): a device handle, and a reduction over it in a kernel.
+  std::vector<int> reversed;
+  for (int i = 0; i < n; ++i) reversed.push_back(n - 1 - i);
+  const shoal_team_t team = init_team(reversed);
+  if (shoal_team_my_pe(team) != n - 1 - me())
+    fail("team_init: my_pe %d, expected %d", shoal_team_my_pe(team), n - 1 - me());
+  auto* buf = static_cast<int*>(shoal_calloc(2, sizeof(int)));
+  int* info = nullptr;
+  GT_CUDA(cudaMallocManaged(&info, 2 * sizeof(int)));
+  const int mine = me() + 1;
+  GT_CUDA(cudaMemcpy(buf, &mine, sizeof(mine), cudaMemcpyHostToDevice));
+  sync_all_pes();
+  if (!proxy_run()) {  // device collectives: load/store peers only
+    team_sum_kernel<<<1, 1>>>(team, buf + 1, buf, info);
+    GT_LAUNCHED("team_sum_kernel");
+    int sum = 0;
+    GT_CUDA(cudaMemcpy(&sum, buf + 1, sizeof(sum), cudaMemcpyDeviceToHost));
+    if (sum != n * (n + 1) / 2) fail("sum over the team_init team: %d, expected %d", sum, n * (n + 1) / 2);
+    if (info[0] != n - 1 - me() || info[1] != n) fail("device view of the team: my_pe %d, n_pes %d", info[0], info[1]);
+  }
+  sync_all_pes();
+  shoal_team_destroy(team);
+  // Not strided (n >= 4): host queries work, no device handle.
+  if (n >= 4) {
+    std::vector<int> order;
+    for (int i = 0; i < n; ++i) order.push_back((3 * i + 1) % n);
+    const shoal_team_t mixed = init_team(order);
+    for (int i = 0; i < n; ++i)
+      if (shoal_team_translate_pe(mixed, i, SHOAL_TEAM_WORLD) != order[i]) fail("team_init order at %d", i);
+    shoal::device_team d{};
+    const int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+    if (shoalx_team_device_handle(mixed, &d, sizeof d) != SHOAL_ERR_UNSUPPORTED) fail("a non-strided device handle");
+    shoal_clear_error();
+    shoal_set_error_mode(old_mode);
+    shoal_team_destroy(mixed);
+  }
+  sync_all_pes();
+  GT_CUDA(cudaFree(info));
+  shoal_free(buf);
 }
 
 }  // namespace
