@@ -82,8 +82,9 @@ SHOAL_API int shoalx_team_get_uniqueid(shoal_team_uniqueid_t* uniqueid);
  * made by shoalx_team_get_uniqueid, my_index out of range; this PE only); on every member, two members with one
  * my_index or no team slot free on every member; a member whose n_pes_in_team differs from the first member's, or
  * that comes once the team is complete (the id is then used up), fails (SHOAL_ERR_MISMATCH, SHOAL_ERR_INVALID_ARGUMENT)
- * with every member that has not yet left. Teams that are not strided in world PEs have no device handle (host
- * collectives only; see shoalx_team_device_handle). */
+ * with every member that has not yet left. A team that is not strided in world PEs has no device handle
+ * (shoalx_team_device_handle), so its collectives work on host-memory heaps only (GPU heaps run them as kernels on the
+ * device handle: SHOAL_ERR_UNSUPPORTED there); its point-to-point use (translate_pe) works everywhere. */
 SHOAL_API int shoalx_team_init(shoal_team_t* team, shoal_team_uniqueid_t uniqueid, const shoal_team_config_t* config,
                                long config_mask, int n_pes_in_team, int my_index);
 
