@@ -34,7 +34,7 @@ struct team {
 class team_table {
  public:
   static constexpr int kMaxTeams = SHOAL_MAX_TEAMS;
-  static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE (and SAME_MYPE_NODE in the last slot)
+  static constexpr int kPredefined = 3;  // WORLD, SHARED, NODE
   /// The all-gather a split runs. parent_only: among the parent team's members only, `members`
   /// (world PEs in parent-rank order; records land in that order). Otherwise (GPU heaps, whose team
   /// layer has no host words to exchange through) over every world PE, members ignored: non-members

@@ -17,14 +17,6 @@ const size_t kTeamsKey =
                                 return std::make_unique<world_teams>(world, words_offset);
                               }});
 
-team_table make_table(world_impl& world) {
-  const std::vector<int>& node = world.heap().nodes().pe_of_local;
-  std::vector<int32_t> shared;
-  for (int pe : node)
-    if (world.transport().reachable(pe)) shared.push_back(pe);
-  return team_table(world.my_pe(), world.n_pes(), std::vector<int32_t>(node.begin(), node.end()), std::move(shared));
-}
-
 // SHOALX_TEAM_SAME_MYPE_NODE: every PE whose index on its own node is this PE's (one per node), by world PE.
 std::vector<int32_t> same_mype_node(world_impl& world) {
   const node_map& nodes = world.heap().nodes();
@@ -33,6 +25,14 @@ std::vector<int32_t> same_mype_node(world_impl& world) {
   for (int pe = 0; pe < world.n_pes(); ++pe)
     if (nodes.index_on_node[static_cast<size_t>(pe)] == nodes.my_local) members.push_back(pe);
   return members;
+}
+
+team_table make_table(world_impl& world) {
+  const std::vector<int>& node = world.heap().nodes().pe_of_local;
+  std::vector<int32_t> shared;
+  for (int pe : node)
+    if (world.transport().reachable(pe)) shared.push_back(pe);
+  return team_table(world.my_pe(), world.n_pes(), std::vector<int32_t>(node.begin(), node.end()), std::move(shared));
 }
 
 }  // namespace
