@@ -38,6 +38,9 @@ AMO_STD = [("int", "int"), ("long", "long"), ("longlong", "long long"), ("uint",
            ("ptrdiff", "ptrdiff_t")]
 # Extended AMO types: fetch/set/swap (OpenSHMEM), plus add/fetch_add (shoal, as NVSHMEM 3.7).
 AMO_FLOAT = [("float", "float"), ("double", "double")]
+# NVSHMEM's half AMOs (IEEE binary16, shoal_half_t): fetch/set/swap/add/fetch_add (NVSHMEM 3.8). 2-byte words: the
+# device runs them on the containing aligned 4-byte word (add natively), the host in float rounded to nearest even.
+AMO_HALF = [("half", "shoal_half_t")]
 # Bitwise AMO types.
 AMO_BITWISE = [("uint", "unsigned int"), ("ulong", "unsigned long"), ("ulonglong", "unsigned long long"),
                ("int32", "int32_t"), ("int64", "int64_t"), ("uint32", "uint32_t"), ("uint64", "uint64_t")]
@@ -140,19 +143,19 @@ def signals(e):
 
 
 def atomics(e):
-    e.section("atomics (AMO): standard, extended (float/double) and bitwise types")
+    e.section("atomics (AMO): standard, extended (float/double/half) and bitwise types")
     amo = {}
     for tn, ct in AMO_STD:
         amo.setdefault((tn, ct), set()).update(
             ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add"])
-    for tn, ct in AMO_FLOAT:
+    for tn, ct in AMO_FLOAT + AMO_HALF:
         amo.setdefault((tn, ct), set()).update(["fetch", "set", "swap", "fetch_add", "add"])
     for tn, ct in AMO_BITWISE:
         amo.setdefault((tn, ct), set()).update(["fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"])
     order = ["fetch", "set", "swap", "compare_swap", "fetch_inc", "inc", "fetch_add", "add",
              "fetch_and", "and", "fetch_or", "or", "fetch_xor", "xor"]
     for (tn, ct), ops in amo.items():
-        ty = f"sd::scalar_of<{ct}>()"
+        ty = scalar_of(ct)
         for op in order:
             if op not in ops:
                 continue
@@ -432,7 +435,8 @@ HEADER = """/* clang-format off */
  *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements (nbytes: bytes, *mem forms);
  *     pe in [0, n_pes)
  *   put_signal: data first, then sig_op (SHOAL_SIGNAL_SET/ADD) with signal on sig_addr at pe
- *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
+ *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host. half (shoal_half_t):
+ *     fetch/set/swap/add/fetch_add, the add rounded to nearest even
  *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
  *   team collectives (host; see <shoal/team.h>): every member of `team` calls with the same arguments (collect:
  *     its own nelems/nbytes); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member.

@@ -33,7 +33,7 @@ HAND_WRITTEN = [ROOT / "include/shoal/shoal.h", ROOT / "include/shoal/team.h"]
 
 # NVSHMEM names whose shoal counterpart is not the plain rename (nvshmem_ <-> shoal_, nvshmemx_ <-> shoalx_).
 ALIASES = {f"nvshmemx_{tn}_atomic_{op}": f"shoal_{tn}_atomic_{op}"
-           for tn, _ in host.AMO_FLOAT for op in ("add", "fetch_add")}
+           for tn, _ in host.AMO_FLOAT + host.AMO_HALF for op in ("add", "fetch_add")}
 ALIASES.update({
     "nvshmem_sync": "shoal_team_sync",            # NVSHMEM's alias of team_sync
     "nvshmemx_sync_warp": "shoalx_team_sync_warp",

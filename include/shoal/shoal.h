@@ -94,6 +94,10 @@ SHOAL_API uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
 SHOAL_API uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
 /** Applies sig_op (SHOAL_SIGNAL_SET/ADD) with `signal` to sig_addr on `pe`. */
 SHOAL_API void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+/** Resets the local signal word sig_addr (symmetric) to 0, as a sequentially consistent store: re-arms a signal
+ * that senders count up with SHOAL_SIGNAL_ADD (NVSHMEM's counted signals). Not collective; senders must not add to
+ * it until this PE tells them it is reset. A sig_addr outside the symmetric heap or misaligned is an error. */
+SHOAL_API void shoalx_signal_counted_reset(uint64_t* sig_addr);
 
 /* --- on a CUDA stream (GPU heaps): enqueued in stream order, capturable in CUDA graphs --- */
 /* `stream` is a cudaStream_t (struct CUstream_st*; NULL = the legacy default stream). On the host

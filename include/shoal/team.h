@@ -19,7 +19,14 @@ typedef int32_t shoal_team_t;
 #define SHOAL_TEAM_WORLD ((shoal_team_t)0)    /* every PE, team PE == world PE */
 #define SHOAL_TEAM_SHARED ((shoal_team_t)1)   /* PEs whose heaps this PE can load/store (same node), by world PE */
 #define SHOALX_TEAM_NODE ((shoal_team_t)2)    /* PEs on this PE's node, by world PE */
-#define SHOAL_MAX_TEAMS 64                    /* slots in the team table, the three predefined ones included */
+#define SHOAL_MAX_TEAMS 64                    /* slots in the team table, the four predefined ones included */
+/* One PE per node: those whose index among their node's PEs equals this PE's (team_my_pe(SHOALX_TEAM_NODE)), by
+ * world PE. On one node, this PE alone. The table's last slot (splits take the lowest free ones). */
+#define SHOALX_TEAM_SAME_MYPE_NODE ((shoal_team_t)(SHOAL_MAX_TEAMS - 1))
+#define SHOAL_PE_INVALID (-1) /* no PE: what shoal_team_translate_pe returns for a PE outside the destination team */
+
+/** A team id (shoalx_team_get_uniqueid): names one shoalx_team_init among the PEs that were given it. 0 is no id. */
+typedef uint64_t shoal_team_uniqueid_t;
 
 /** Team options. A field is read only when its bit is set in the call's config_mask. */
 typedef struct {
@@ -59,6 +66,27 @@ SHOAL_API int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const sh
  * Called by each member; needs no communication. SHOAL_TEAM_INVALID is a no-op; predefined teams cannot be
  * destroyed. */
 SHOAL_API void shoal_team_destroy(shoal_team_t team);
+
+/** Makes a new team id, to be handed to the PEs of one shoalx_team_init out of band (by RMA, a broadcast, MPI...).
+ * The id's rendezvous words live on this PE, which need not join the team; at most SHOALX_TEAM_INIT_IDS ids of one PE
+ * may be pending (made and not yet used by every member) at once. Returns 0, or a SHOAL_ERR_* code (null uniqueid,
+ * too many pending ids). Not collective. */
+SHOAL_API int shoalx_team_get_uniqueid(shoal_team_uniqueid_t* uniqueid);
+#define SHOALX_TEAM_INIT_IDS 8
+#define SHOALX_TEAM_INIT_MAX_PES 1024 /* the most PEs one shoalx_team_init can join */
+/** Makes a team of any n_pes_in_team PEs of the world: each calls with the same `uniqueid` (from
+ * shoalx_team_get_uniqueid) and n_pes_in_team, and its own my_index (0 .. n_pes_in_team-1, each once), which is its
+ * number in the new team. Collective over those PEs only (no parent team; other PEs do not call). Every member gets
+ * the same handle in *team. config (may be NULL when config_mask is 0) as for the splits. Bounded by
+ * SHOAL_WAIT_TIMEOUT while the members gather. Returns 0, or a SHOAL_ERR_* code: bad arguments (null team, an id not
+ * made by shoalx_team_get_uniqueid, my_index out of range; this PE only); on every member, two members with one
+ * my_index or no team slot free on every member; a member whose n_pes_in_team differs from the first member's, or
+ * that comes once the team is complete (the id is then used up), fails (SHOAL_ERR_MISMATCH, SHOAL_ERR_INVALID_ARGUMENT)
+ * with every member that has not yet left. A team that is not strided in world PEs has no device handle
+ * (shoalx_team_device_handle), so its collectives work on host-memory heaps only (GPU heaps run them as kernels on the
+ * device handle: SHOAL_ERR_UNSUPPORTED there); its point-to-point use (translate_pe) works everywhere. */
+SHOAL_API int shoalx_team_init(shoal_team_t* team, shoal_team_uniqueid_t uniqueid, const shoal_team_config_t* config,
+                               long config_mask, int n_pes_in_team, int my_index);
 
 /** Writes `team`'s shoal::device_team (<shoal/device_team.hpp>) to out, for kernels; nbytes must be
  * sizeof(shoal::device_team). Only teams that are strided in world PEs have one (SHOAL_ERR_UNSUPPORTED else).

@@ -83,7 +83,8 @@ enum {
 /* 16-bit floating-point element types of the half/bfloat16 reductions (shoal_half_sum_reduce, ...).
  * shoal_half_t is IEEE binary16; shoal_bfloat16_t is bfloat16 (a float's upper 16 bits). Under nvcc they
  * are CUDA's __half and __nv_bfloat16; elsewhere (C11, host C++) a 2-byte struct holding the bit
- * pattern, of the same size and alignment. The API takes them only by pointer, so both views share one
+ * pattern, of the same size and alignment. The API takes them by pointer, or by value (p/g, half atomics): both
+ * views are trivially copyable 2-byte objects, passed and returned in the same integer register, so they share one
  * C ABI. */
 #if defined(__CUDACC__) && defined(__cplusplus)
 #include <cuda_bf16.h>

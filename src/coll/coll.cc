@@ -18,6 +18,7 @@
 #include "runtime/facade.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/shoal.h"
+#include "transport/scalar.hpp"
 
 namespace shoal::detail::coll {
 
@@ -94,45 +95,7 @@ void combine_as(reduce_op op, void* d, const void* s, size_t n) {
 // Combined in float, each result rounded back to nearest even. float's 24-bit significand holds at
 // least 2p+2 bits of both (p = 11, 8), so rounding a float sum or product once more gives the
 // correctly rounded 16-bit result (no double-rounding error): the values of the device's __hadd/__hmul.
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  // inf and NaN (payload kept)
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mant << 13);
-  // zero and subnormals: mant * 2^-24, exact in float
-  if (exp == 0) {
-    const float v = static_cast<float>(mant) * 0x1p-24f;
-    return sign != 0 ? -v : v;
-  }
-  return std::bit_cast<float>(sign | (exp + 112) << 23 | mant << 13);  // exponent bias 15 -> 127
-}
-
-uint16_t float_to_half(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t ax = x & 0x7fffffffu;
-  // NaN: quiet, sign and the payload's top bits kept
-  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-  // >= 65520 (the largest half, 65504, plus half an ulp; the tie goes to the even inf): inf
-  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  // normal half (>= 2^-14): round to nearest even on bit 13 (a carry moves into the exponent), rebias
-  if (ax >= 0x38800000u) {
-    const uint32_t rounded = ax + 0xfffu + ((ax >> 13) & 1u);
-    return static_cast<uint16_t>(sign | (rounded - 0x38000000u) >> 13);
-  }
-  // <= 2^-25, half the smallest subnormal (the tie goes to the even 0): zero
-  if (ax <= 0x33000000u) return sign;
-  // subnormal half: the value in units of 2^-24, to nearest even (2^-14 - tiny may round up to 0x0400)
-  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - (ax >> 23);  // 14 .. 24
-  uint32_t q = mant >> shift;
-  const uint32_t rest = mant & ((1u << shift) - 1);
-  const uint32_t tie = 1u << (shift - 1);
-  if (rest > tie || (rest == tie && (q & 1u) != 0)) ++q;
-  return static_cast<uint16_t>(sign | q);
-}
+// half_to_float / float_to_half are the transport's (transport/scalar.hpp: host half atomics use them too).
 
 float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 

@@ -126,6 +126,12 @@ node_map node_map::discover(bootstrap& boot) {
     nodes.local_of_pe[static_cast<size_t>(pe)] = static_cast<int>(nodes.pe_of_local.size());
     nodes.pe_of_local.push_back(pe);
   }
+  // Every PE's index on its own node: PEs before it with the same identity.
+  nodes.index_on_node.assign(static_cast<size_t>(npes), 0);
+  for (int pe = 0; pe < npes; ++pe)
+    for (int before = 0; before < pe; ++before)
+      if (std::memcmp(&all[static_cast<size_t>(before)], &all[static_cast<size_t>(pe)], sizeof(host_identity)) == 0)
+        ++nodes.index_on_node[static_cast<size_t>(pe)];
   return nodes;
 }
 

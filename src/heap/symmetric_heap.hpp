@@ -21,9 +21,10 @@ namespace shoal::detail {
 
 /// Which PEs share this node (and so can map each other's heap).
 struct node_map {
-  int my_local = 0;              ///< this PE's index among the node's PEs
-  std::vector<int> local_of_pe;  ///< per PE: its index on this node, or -1 when on another node
-  std::vector<int> pe_of_local;  ///< per local index: the PE
+  int my_local = 0;                ///< this PE's index among the node's PEs
+  std::vector<int> local_of_pe;    ///< per PE: its index on this node, or -1 when on another node
+  std::vector<int> pe_of_local;    ///< per local index: the PE
+  std::vector<int> index_on_node;  ///< per PE (every node): its index among its own node's PEs, by PE number
   /// Collective: all-gathers a host identity (hostname + boot id + network namespace, since peers
   /// must reach each other's abstract Unix sockets) and numbers same-node PEs by rank.
   static node_map discover(bootstrap& boot);

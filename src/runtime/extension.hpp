@@ -19,11 +19,13 @@ class world_extension {
 
 struct extension_spec {
   const char* name;
-  /// Bytes of host sync words this layer needs in shoal's reserved block of every PE's heap (host
-  /// backends only; peers load/store them through the transport). 0 for none.
+  /// Bytes of words this layer needs in shoal's reserved block of every PE's heap: host memory on host
+  /// backends (peers load/store them through the transport), GPU memory on GPU heaps (the CPU reaches
+  /// them only through the transport: put/get/atomic at their offset). 0 for none.
   size_t host_words_nbytes;
   /// Makes the world's instance (collective when the layer's init is). `host_words_offset`: heap
-  /// offset of this layer's words on every PE, or 0 when the heap has none (GPU heaps).
+  /// offset of this layer's words on every PE, or 0 when it asked for none. Whether the CPU may
+  /// load/store them: peer_transport::direct().
   std::unique_ptr<world_extension> (*make)(world_impl& world, uint64_t host_words_offset);
 };
 

@@ -370,5 +370,12 @@ void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   const char* call = "shoalx_signal_op";
   f::guarded_void(call, [&] { f::current(call).rma().signal_op(call, sig_addr, signal, sig_op, pe); });
 }
+void shoalx_signal_counted_reset(uint64_t* sig_addr) {
+  const char* call = "shoalx_signal_counted_reset";
+  f::guarded_void(call, [&] {
+    auto& world = f::current(call);
+    world.rma().signal_op(call, sig_addr, 0, SHOAL_SIGNAL_SET, world.my_pe());
+  });
+}
 
 }  // extern "C"

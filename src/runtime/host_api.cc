@@ -322,7 +322,7 @@ void shoal_put128_signal_nbi(void* dest, const void* source, size_t nelems, uint
 void shoal_putmem_signal(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal", dest, source, nbytes, 1, 1, sig_addr, signal, sig_op, pe); }
 void shoal_putmem_signal_nbi(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { f::put_signal("shoal_putmem_signal_nbi", dest, source, nbytes, 1, 1, sig_addr, signal, sig_op, pe); }
 
-// atomics (AMO): standard, extended (float/double) and bitwise types
+// atomics (AMO): standard, extended (float/double/half) and bitwise types
 int shoal_int_atomic_fetch(const int* source, int pe) { int r{}; f::amo("shoal_int_atomic_fetch", sd::amo_op::fetch, sd::scalar_of<int>(), const_cast<int*>(source), nullptr, nullptr, &r, pe); return r; }
 void shoal_int_atomic_set(int* dest, int value, int pe) { f::amo("shoal_int_atomic_set", sd::amo_op::set, sd::scalar_of<int>(), dest, &value, nullptr, nullptr, pe); }
 int shoal_int_atomic_swap(int* dest, int value, int pe) { int r{}; f::amo("shoal_int_atomic_swap", sd::amo_op::swap, sd::scalar_of<int>(), dest, &value, nullptr, &r, pe); return r; }
@@ -471,6 +471,11 @@ void shoal_double_atomic_set(double* dest, double value, int pe) { f::amo("shoal
 double shoal_double_atomic_swap(double* dest, double value, int pe) { double r{}; f::amo("shoal_double_atomic_swap", sd::amo_op::swap, sd::scalar_of<double>(), dest, &value, nullptr, &r, pe); return r; }
 double shoal_double_atomic_fetch_add(double* dest, double value, int pe) { double r{}; f::amo("shoal_double_atomic_fetch_add", sd::amo_op::fetch_add, sd::scalar_of<double>(), dest, &value, nullptr, &r, pe); return r; }
 void shoal_double_atomic_add(double* dest, double value, int pe) { f::amo("shoal_double_atomic_add", sd::amo_op::add, sd::scalar_of<double>(), dest, &value, nullptr, nullptr, pe); }
+shoal_half_t shoal_half_atomic_fetch(const shoal_half_t* source, int pe) { shoal_half_t r{}; f::amo("shoal_half_atomic_fetch", sd::amo_op::fetch, sd::scalar{sd::scalar_kind::floating, 2}, const_cast<shoal_half_t*>(source), nullptr, nullptr, &r, pe); return r; }
+void shoal_half_atomic_set(shoal_half_t* dest, shoal_half_t value, int pe) { f::amo("shoal_half_atomic_set", sd::amo_op::set, sd::scalar{sd::scalar_kind::floating, 2}, dest, &value, nullptr, nullptr, pe); }
+shoal_half_t shoal_half_atomic_swap(shoal_half_t* dest, shoal_half_t value, int pe) { shoal_half_t r{}; f::amo("shoal_half_atomic_swap", sd::amo_op::swap, sd::scalar{sd::scalar_kind::floating, 2}, dest, &value, nullptr, &r, pe); return r; }
+shoal_half_t shoal_half_atomic_fetch_add(shoal_half_t* dest, shoal_half_t value, int pe) { shoal_half_t r{}; f::amo("shoal_half_atomic_fetch_add", sd::amo_op::fetch_add, sd::scalar{sd::scalar_kind::floating, 2}, dest, &value, nullptr, &r, pe); return r; }
+void shoal_half_atomic_add(shoal_half_t* dest, shoal_half_t value, int pe) { f::amo("shoal_half_atomic_add", sd::amo_op::add, sd::scalar{sd::scalar_kind::floating, 2}, dest, &value, nullptr, nullptr, pe); }
 
 // point-to-point synchronization: wait_until / test and their _all/_any/_some(_vector) forms
 void shoal_short_wait_until(short* ivar, int cmp, short cmp_value) { f::wait("shoal_short_wait_until", sd::scalar_of<short>(), ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, false); }

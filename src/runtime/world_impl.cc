@@ -138,9 +138,8 @@ world_impl::world_impl(const init_options& options) {
 
 std::vector<uint64_t> world_impl::setup_reserved_block() {
   // Allocated first, so it sits at offset 0 on every PE. Host heaps: sync_area, then each extension's
-  // host words (64-byte aligned). GPU heaps: device_sync, the local-index
-  // table, the per-PE path table, the device team table, then the collective workspace
-  // (include/shoal/detail/coll_ws.hpp).
+  // words (64-byte aligned). GPU heaps: device_sync, the local-index table, the per-PE path table, the
+  // device team table, the collective workspace (include/shoal/detail/coll_ws.hpp), then each extension's words.
   const bool gpu = !transport_->direct();
   const auto n_local = static_cast<int32_t>(heap_->nodes().pe_of_local.size());
   const auto ll_bytes = static_cast<uint32_t>(coll_ws::round_up(env::get_size("SHOAL_COLL_LL_BYTES"), 8));
@@ -152,13 +151,15 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   const uint64_t paths_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
   const uint64_t teams_offset = coll_ws::round_up(paths_offset + sizeof(peer_path) * n_pes_, 256);
   const uint64_t coll_offset = coll_ws::round_up(teams_offset + sizeof(device_team) * SHOAL_MAX_TEAMS, 256);
+  // Each extension's words (64-byte aligned) follow: after sync_area on host heaps, after the
+  // collective workspace on GPU heaps (GPU memory there, which extensions reach through the transport).
   std::vector<uint64_t> words(extension_specs().size(), 0);
-  uint64_t host_bytes = sizeof(sync_area);
+  uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : sizeof(sync_area);
   for (size_t key = 0; key < words.size(); ++key) {
-    words[key] = gpu ? 0 : coll_ws::round_up(host_bytes, 64);
-    if (!gpu) host_bytes = words[key] + extension_specs()[key].host_words_nbytes;
+    if (extension_specs()[key].host_words_nbytes == 0) continue;
+    words[key] = coll_ws::round_up(bytes, 64);
+    bytes = words[key] + extension_specs()[key].host_words_nbytes;
   }
-  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : host_bytes;
   char* block = memory_->reserve_block(bytes);
 
   device_.my_pe = my_pe_;

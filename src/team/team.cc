@@ -27,6 +27,8 @@ const char* predefined_name(shoal_team_t handle) {
       return "SHOAL_TEAM_SHARED";
     case SHOALX_TEAM_NODE:
       return "SHOALX_TEAM_NODE";
+    case SHOALX_TEAM_SAME_MYPE_NODE:
+      return "SHOALX_TEAM_SAME_MYPE_NODE";
     default:
       return nullptr;
   }
@@ -178,6 +180,31 @@ void team_table::destroy(std::string_view call, shoal_team_t handle) {
   SHOAL_CHECK_ARG(name == nullptr, call, "team={} ({}) is predefined and cannot be destroyed", handle,
                   name != nullptr ? name : "");
   slots_[handle].reset();
+}
+
+void team_table::set_predefined(shoal_team_t handle, std::vector<int32_t> members) {
+  SHOAL_ASSERT((handle >= 0 && handle < kPredefined) || handle == SHOALX_TEAM_SAME_MYPE_NODE);
+  std::unique_lock lock(mutex_);
+  slots_[handle] = make_team(std::move(members), my_pe_, {});
+}
+
+uint64_t team_table::free_slots() const {
+  static_assert(kMaxTeams <= 64, "one bit per team slot in a uint64_t");
+  std::shared_lock lock(mutex_);
+  uint64_t mask = 0;
+  for (int s = kPredefined; s < kMaxTeams; ++s)
+    if (!slots_[s]) mask |= uint64_t{1} << s;
+  return mask;
+}
+
+shoal_team_t team_table::adopt(std::string_view call, int slot, std::vector<int32_t> members,
+                               const shoal_team_config_t& config) {
+  std::unique_lock lock(mutex_);
+  SHOAL_ASSERT(slot >= kPredefined && slot < kMaxTeams);
+  if (slots_[slot])
+    SHOAL_THROW(errc::internal, call, "team slot {} was taken on PE {} while the team was being made", slot, my_pe_);
+  slots_[slot] = make_team(std::move(members), my_pe_, config);
+  return slot;
 }
 
 // ---------------------------------------------------------------------------------------------

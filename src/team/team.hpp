@@ -74,6 +74,15 @@ class team_table {
                                                  const split_exchange& exchange);
   void destroy(std::string_view call, shoal_team_t team);
 
+  /// Sets predefined team `handle` (below kPredefined, or SHOALX_TEAM_SAME_MYPE_NODE) to `members`
+  /// (world PEs in team-rank order, this PE among them).
+  void set_predefined(shoal_team_t handle, std::vector<int32_t> members);
+  /// Bit s set for each slot s >= kPredefined with no live team of this PE (shoalx_team_init's candidates).
+  uint64_t free_slots() const;
+  /// Makes `members` (world PEs in team-rank order, this PE among them) the team in free slot `slot`
+  /// (shoalx_team_init, after its members agreed on the slot); returns its handle.
+  shoal_team_t adopt(std::string_view call, int slot, std::vector<int32_t> members, const shoal_team_config_t& config);
+
  private:
   struct split_args;
   /// The shared body of both splits: exchange, decide (identically on every PE), commit.

@@ -19,6 +19,16 @@ const size_t kTeamsKey =
                                 return std::make_unique<world_teams>(world, words_offset);
                               }});
 
+// SHOALX_TEAM_SAME_MYPE_NODE: every PE whose index on its own node is this PE's (one per node), by world PE.
+std::vector<int32_t> same_mype_node(world_impl& world) {
+  const node_map& nodes = world.heap().nodes();
+  if (nodes.index_on_node.size() != static_cast<size_t>(world.n_pes())) return {world.my_pe()};
+  std::vector<int32_t> members;
+  for (int pe = 0; pe < world.n_pes(); ++pe)
+    if (nodes.index_on_node[static_cast<size_t>(pe)] == nodes.my_local) members.push_back(pe);
+  return members;
+}
+
 team_table make_table(world_impl& world) {
   const std::vector<int>& node = world.heap().nodes().pe_of_local;
   std::vector<int32_t> shared;
@@ -43,6 +53,7 @@ world_teams::world_teams(world_impl& world, uint64_t words_offset)
       table_(make_table(world)),
       words_offset_(words_offset),
       split_through_words_(split_through_words()) {
+  table_.set_predefined(SHOALX_TEAM_SAME_MYPE_NODE, same_mype_node(world));
   publish_device();
 }
 

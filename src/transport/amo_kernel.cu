@@ -1,5 +1,6 @@
 // The one-thread atomic kernel behind host-issued atomics on GPU memory (cuda_memory_ops.cc).
 // Kept apart from the host code so no host-only header (fmt) passes through nvcc.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cuda/atomic>
 
@@ -83,7 +84,35 @@ __device__ void amo_typed(void* target, amo_args a, unsigned long long* fetched)
   *fetched = bits;
 }
 
-// 1- and 2-byte atomics do not exist on the GPU: the host API's AMO types are 4 and 8 bytes wide.
+// IEEE half: a compare-and-swap loop on the aligned 4-byte word that holds it (the device API's
+// fetch/set/swap do the same), the add in float rounded to nearest even (__hadd's result).
+__device__ void amo_half(void* target, amo_args a, unsigned long long* fetched) {
+  const auto addr = reinterpret_cast<uintptr_t>(target);
+  const unsigned shift = (addr & 2u) * 8u;
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_system> word(*reinterpret_cast<uint32_t*>(addr & ~uintptr_t{3}));
+  const auto value = static_cast<unsigned short>(a.operand);
+  uint32_t old = word.load(cuda::memory_order_relaxed);
+  for (;;) {
+    const auto cur = static_cast<unsigned short>(old >> shift);
+    unsigned short next = cur;
+    if (a.op == amo_op::set || a.op == amo_op::swap) {
+      next = value;
+    } else if (a.op == amo_op::add || a.op == amo_op::fetch_add) {
+      next = __half_as_ushort(__hadd(__ushort_as_half(cur), __ushort_as_half(value)));
+    }
+    if (next == cur && a.op == amo_op::fetch) {
+      *fetched = cur;
+      return;
+    }
+    const uint32_t want = (old & ~(0xffffu << shift)) | (static_cast<uint32_t>(next) << shift);
+    if (word.compare_exchange_weak(old, want)) {
+      *fetched = cur;
+      return;
+    }
+  }
+}
+
+// 1-byte and 2-byte integer atomics do not exist on the GPU: the host API's integer AMO types are 4 and 8 bytes.
 __global__ void amo_kernel(scalar type, void* target, amo_args a, unsigned long long* fetched) {
   switch (type.kind) {
     case scalar_kind::signed_int:
@@ -99,7 +128,9 @@ __global__ void amo_kernel(scalar type, void* target, amo_args a, unsigned long 
         amo_typed<unsigned long long>(target, a, fetched);
       break;
     case scalar_kind::floating:
-      if (type.bytes == 4)
+      if (type.bytes == 2)
+        amo_half(target, a, fetched);
+      else if (type.bytes == 4)
         amo_typed<float>(target, a, fetched);
       else
         amo_typed<double>(target, a, fetched);

@@ -32,7 +32,7 @@ class cuda_memory_ops final : public memory_ops {
 
   void atomic(amo_op op, scalar type, void* target, const void* operand, const void* compare_value,
               void* fetched) override {
-    if (type.bytes != 4 && type.bytes != 8)
+    if (type.bytes != 4 && type.bytes != 8 && type != scalar{scalar_kind::floating, 2})
       SHOAL_THROW(errc::unsupported, "shoal host atomic", "{}-byte atomics are not supported on GPU memory",
                   type.bytes);
     amo_args a{op, 0, 0};

@@ -1,9 +1,51 @@
 #include "transport/scalar.hpp"
 
+#include <bit>
+
 #include "common/check.hpp"
 #include "shoal/types.h"
 
 namespace shoal::detail {
+
+// IEEE binary16 <-> float, exactly (half_to_float) and to nearest even (float_to_half).
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  // inf and NaN (payload kept)
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mant << 13);
+  // zero and subnormals: mant * 2^-24, exact in float
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    return sign != 0 ? -v : v;
+  }
+  return std::bit_cast<float>(sign | (exp + 112) << 23 | mant << 13);  // exponent bias 15 -> 127
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  // NaN: quiet, sign and the payload's top bits kept
+  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  // >= 65520 (the largest half, 65504, plus half an ulp; the tie goes to the even inf): inf
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  // normal half (>= 2^-14): round to nearest even on bit 13 (a carry moves into the exponent), rebias
+  if (ax >= 0x38800000u) {
+    const uint32_t rounded = ax + 0xfffu + ((ax >> 13) & 1u);
+    return static_cast<uint16_t>(sign | (rounded - 0x38000000u) >> 13);
+  }
+  // <= 2^-25, half the smallest subnormal (the tie goes to the even 0): zero
+  if (ax <= 0x33000000u) return sign;
+  // subnormal half: the value in units of 2^-24, to nearest even (2^-14 - tiny may round up to 0x0400)
+  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126 - (ax >> 23);  // 14 .. 24
+  uint32_t q = mant >> shift;
+  const uint32_t rest = mant & ((1u << shift) - 1);
+  const uint32_t tie = 1u << (shift - 1);
+  if (rest > tie || (rest == tie && (q & 1u) != 0)) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
 
 const char* to_string(amo_op op) {
   switch (op) {
@@ -102,7 +144,7 @@ decltype(auto) dispatch(scalar type, F&& f) {
         case 8:
           return f.template operator()<double>();
       }
-      break;  // 2-byte half: no host atomics or waits on it (reductions combine it in src/coll)
+      break;  // 2-byte half: host_atomic has its own path (no waits on it; reductions combine it in src/coll)
     case scalar_kind::bfloat:
       break;
   }
@@ -123,7 +165,40 @@ void host_atomic_load(scalar type, const void* addr, void* out) {
   });
 }
 
+namespace {
+
+// IEEE half (2-byte floating): fetch/set/swap on the bits, add through a compare-and-swap loop in
+// float rounded to nearest even (the device's atom.add.noftz.f16 result).
+void host_atomic_half(amo_op op, void* target, const void* operand, void* fetched) {
+  std::atomic_ref<uint16_t> ref(*static_cast<uint16_t*>(target));
+  const uint16_t value = operand != nullptr ? read_as<uint16_t>(operand) : uint16_t{0};
+  uint16_t old = 0;
+  switch (op) {
+    case amo_op::fetch:
+      old = ref.load();
+      break;
+    case amo_op::set:
+      ref.store(value);
+      break;
+    case amo_op::swap:
+      old = ref.exchange(value);
+      break;
+    case amo_op::fetch_add:
+    case amo_op::add:
+      old = ref.load(std::memory_order_relaxed);
+      while (!ref.compare_exchange_weak(old, float_to_half(half_to_float(old) + half_to_float(value)))) {
+      }
+      break;
+    default:
+      SHOAL_THROW(errc::internal, "shoal", "atomic {} is not defined on half", to_string(op));
+  }
+  if (fetched != nullptr) std::memcpy(fetched, &old, sizeof(old));
+}
+
+}  // namespace
+
 void host_atomic(amo_op op, scalar type, void* target, const void* operand, const void* compare_value, void* fetched) {
+  if (type == scalar{scalar_kind::floating, 2}) return host_atomic_half(op, target, operand, fetched);
   dispatch(type, [&]<class T>() {
     std::atomic_ref<T> ref(*static_cast<T*>(target));
     T value = operand != nullptr ? read_as<T>(operand) : T{};

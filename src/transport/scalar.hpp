@@ -29,6 +29,11 @@ constexpr scalar scalar_of() {
     return {scalar_kind::unsigned_int, sizeof(T)};
 }
 
+/// IEEE binary16 bits to float (exact).
+float half_to_float(uint16_t h);
+/// float to IEEE binary16 bits, rounded to nearest even (NaN stays a quiet NaN, overflow gives inf).
+uint16_t float_to_half(float f);
+
 /// Atomic memory operations (OpenSHMEM names).
 enum class amo_op : uint8_t {
   fetch,
@@ -53,7 +58,8 @@ bool compare(scalar type, const void* lhs, int cmp, const void* rhs);
 
 /// Performs `op` atomically on `target` (shared memory the CPU can address) with sequentially
 /// consistent ordering. `operand`/`compare_value` point to values of `type`; the old value is
-/// written to `fetched` (may be null for non-fetching ops). Float add uses a CAS loop.
+/// written to `fetched` (may be null for non-fetching ops). Float add uses a CAS loop; IEEE half
+/// ({floating, 2}) takes fetch, set, swap and (fetch_)add, the add in float rounded to nearest even.
 void host_atomic(amo_op op, scalar type, void* target, const void* operand, const void* compare_value, void* fetched);
 
 /// Atomic load with acquire ordering of a value of `type` at `addr` into `out`.

@@ -83,6 +83,11 @@ expect probe_atomic_add "red.relaxed.sys.global.add.u64"
 forbid probe_atomic_add "atom."
 expect probe_atomic_float_add "red.relaxed.sys.global.add.f32"
 expect probe_atomic_compare_swap "atom.relaxed.sys.global.cas.b32"
+# half: add natively (2-byte f16 atomics), swap by compare-and-swap on the containing 4-byte word
+expect probe_atomic_half_add "red.relaxed.sys.global.add.noftz.f16"
+forbid probe_atomic_half_add "atom."
+expect probe_atomic_half_fetch_add "atom.relaxed.sys.global.add.noftz.f16"
+expect probe_atomic_half_swap "ld.relaxed.sys.global.u32" "atom.relaxed.sys.global.cas.b32"
 expect probe_barrier_all_block "bar.sync" "fence.acq_rel.sys" "st.relaxed.sys.global.u64" "st.release.sys.global.u64" "ld.acquire.sys.global.u64"
 forbid probe_barrier_all_block "fence.sc"
 # fast paths (detail/device_copy.cuh): 16-byte vector accesses, several loads in flight; TMA ring

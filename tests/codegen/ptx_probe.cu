@@ -47,6 +47,15 @@ extern "C" __global__ void probe_atomic_float_add(device_world w, float* d, floa
 extern "C" __global__ void probe_atomic_compare_swap(device_world w, int* d, int c, int v, int* out, int pe) {
   *out = dev::atomic_compare_swap(w, d, c, v, pe);
 }
+extern "C" __global__ void probe_atomic_half_add(device_world w, __half* d, __half v, int pe) {
+  dev::atomic_add(w, d, v, pe);
+}
+extern "C" __global__ void probe_atomic_half_fetch_add(device_world w, __half* d, __half v, __half* out, int pe) {
+  *out = dev::atomic_fetch_add(w, d, v, pe);
+}
+extern "C" __global__ void probe_atomic_half_swap(device_world w, __half* d, __half v, __half* out, int pe) {
+  *out = dev::atomic_swap(w, d, v, pe);
+}
 extern "C" __global__ void probe_barrier_all_block(device_world w) { dev::barrier_all(shoal::block, w); }
 extern "C" __global__ void probe_put_block_vec(device_world w, void* d, const void* s, size_t n, int pe) {
   dev::putmem(shoal::block, w, d, s, n, pe);

@@ -1,7 +1,8 @@
 // NVSHMEM-spelled CUDA program, compiled against shoal's <nvshmem.h>/<nvshmemx.h> (CI compiles and links it; it runs
 // on GPU PEs only): a device call of every family at thread, warp and block scope, device-side team queries, the
-// host on-stream families, cooperative (collective) launch, both init modes, run-time-loaded modules and the
-// NVSHMEM status/version queries. main() exits 77 (skipped) without a GPU.
+// host on-stream families, cooperative (collective) launch (also with a launch configuration), both init modes,
+// run-time-loaded modules and the NVSHMEM status/version queries; NVSHMEM 3.8's half atomics, maxloc and counted
+// signal reset. main() exits 77 (skipped) without a GPU.
 #include <cuda.h>
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -70,6 +71,21 @@ __global__ void coll_kernel(nvshmem_team_t team, float* dst, const float* src, i
   if (out[0] < 0) nvshmem_global_exit(3);
 }
 
+// NVSHMEM 3.8: half atomics, counted-signal reset, double2 maxloc, SAME_MYPE_NODE on the device.
+__global__ void nv38_kernel(__half* h, uint64_t* sig, double2* mdst, const double2* msrc, int* out) {
+  const int me = nvshmem_my_pe(), peer = (me + 1) % nvshmem_n_pes();
+  if (threadIdx.x == 0) {
+    nvshmemx_half_atomic_add(h, __float2half(1.0f), peer);
+    out[0] = static_cast<int>(__half2float(nvshmemx_half_atomic_fetch_add(h, __float2half(1.0f), peer)));
+    nvshmem_half_atomic_set(h + 1, __float2half(2.0f), peer);
+    out[1] = static_cast<int>(__half2float(nvshmem_half_atomic_swap(h + 1, __float2half(3.0f), peer)));
+    out[2] = static_cast<int>(__half2float(nvshmem_half_atomic_fetch(h, peer)));
+    nvshmemx_signal_counted_reset(sig);
+    out[3] = nvshmem_team_n_pes(NVSHMEMX_TEAM_SAME_MYPE_NODE);
+  }
+  nvshmemx_double2_maxloc_reduce_block(NVSHMEM_TEAM_WORLD, mdst, msrc, 4);
+}
+
 int main() {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -131,6 +147,20 @@ int main() {
   amo_sync_kernel<<<1, 1, 0, stream>>>(counter, data, dval, out);
   coll_kernel<<<1, 128, 0, stream>>>(NVSHMEM_TEAM_WORLD, fbuf, fbuf + 4, data, data + 8, out);
   cudaStreamSynchronize(stream);
+  __half* h = static_cast<__half*>(nvshmem_calloc(2, sizeof(__half)));
+  double2* mbuf = static_cast<double2*>(nvshmem_calloc(8, sizeof(double2)));
+  void* nv38_args[] = {&h, &sig, &mbuf, &mbuf, &out};
+  nvshmemx_collective_launch_attr_t launch_attr = {};
+  launch_attr.cuda_config.gridDim = dim3(1);
+  launch_attr.cuda_config.blockDim = dim3(64);
+  launch_attr.cuda_config.stream = stream;
+  nv38_args[3] = &mbuf;  // in place (symmetric dest and source may be the same buffer)
+  if (nvshmemx_collective_launch_attr(&launch_attr, reinterpret_cast<const void*>(nv38_kernel), nv38_args) !=
+      NVSHMEMX_SUCCESS)
+    return 6;
+  cudaStreamSynchronize(stream);
+  nvshmemx_signal_counted_reset(sig);  // host form
+  nvshmem_barrier_all();
 
   // kernels loaded at run time get the world (a module that was not built with the compat headers is refused)
   // (the driver API through the runtime, so that the program starts on machines without libcuda)
@@ -146,6 +176,8 @@ int main() {
     reinterpret_cast<CUresult (*)(CUmodule)>(unload)(module);
   }
   std::printf("nv_device_all: PE %d of %d: g=%d %s\n", me, npes, g, nvshmemx_status_string(NVSHMEMX_SUCCESS));
+  nvshmem_free(mbuf);
+  nvshmem_free(h);
   nvshmem_free(dval);
   nvshmem_free(counter);
   nvshmem_free(out);

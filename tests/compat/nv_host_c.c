@@ -85,6 +85,9 @@ int main(void) {
   nvshmem_fence();
   nvshmem_barrier_all();
   CHECK(nvshmem_signal_fetch(sig) == 5);
+  nvshmemx_signal_counted_reset(sig); /* NVSHMEM 3.8 */
+  CHECK(nvshmem_signal_fetch(sig) == 0);
+  nvshmem_barrier_all();
 
   /* teams: the even PEs, with an NVSHMEM team config */
   nvshmem_team_config_t config = NVSHMEM_TEAM_CONFIG_INITIALIZER;
@@ -102,6 +105,31 @@ int main(void) {
   } else {
     CHECK(even == NVSHMEM_TEAM_INVALID);
   }
+
+  /* NVSHMEM 3.8 teams: one PE per node with this PE's node index; team_init over every PE in reverse order, the id
+   * made on the last PE and shared through a put */
+  CHECK(nvshmem_team_n_pes(NVSHMEMX_TEAM_SAME_MYPE_NODE) >= 1);
+  CHECK(nvshmem_team_translate_pe(NVSHMEMX_TEAM_SAME_MYPE_NODE, nvshmem_team_my_pe(NVSHMEMX_TEAM_SAME_MYPE_NODE),
+                                  NVSHMEM_TEAM_WORLD) == g_me);
+  uint64_t* shared_id = (uint64_t*)nvshmem_calloc(1, sizeof(uint64_t));
+  if (g_me == npes - 1) {
+    nvshmemx_team_uniqueid_t id = NVSHMEM_TEAM_UNIQUID_INITIALIZER;
+    CHECK(nvshmemx_team_get_uniqueid(&id) == 0 && id != 0);
+    for (int pe = 0; pe < npes; ++pe) nvshmem_uint64_p(shared_id, id, pe);
+  }
+  nvshmem_barrier_all();
+  nvshmem_team_config_t init_config = NVSHMEM_TEAM_CONFIG_INITIALIZER;
+  init_config.uniqueid = *shared_id;
+  nvshmem_team_t reversed = NVSHMEM_TEAM_INVALID;
+  CHECK(nvshmemx_team_init(&reversed, &init_config, 0, npes, npes - 1 - g_me) == NVSHMEMX_ERROR_INVALID_VALUE);
+  CHECK(nvshmemx_team_init(&reversed, &init_config, NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID, npes, npes - 1 - g_me) == 0);
+  CHECK(nvshmem_team_my_pe(reversed) == npes - 1 - g_me);
+  CHECK(nvshmem_team_translate_pe(reversed, 0, NVSHMEM_TEAM_WORLD) == npes - 1);
+  CHECK(nvshmem_team_translate_pe(NVSHMEM_TEAM_WORLD, g_me, even) == (g_me % 2 == 0 ? g_me / 2 : NVSHMEM_PE_INVALID) ||
+        g_me % 2 != 0);
+  nvshmem_team_sync(reversed);
+  nvshmem_team_destroy(reversed);
+  nvshmem_barrier_all();
 
   /* team collectives on the world */
   int* red_src = (int*)nvshmem_malloc(2 * sizeof(int));

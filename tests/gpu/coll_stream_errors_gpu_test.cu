@@ -80,7 +80,7 @@ GPU_TEST(errors_return_nonzero_and_enqueue_nothing) {
                                           reinterpret_cast<const int*>(sym_src), 10, 1, s);
   });
   for (shoal_team_t bad :
-       {SHOAL_TEAM_INVALID, static_cast<shoal_team_t>(-7), static_cast<shoal_team_t>(SHOAL_MAX_TEAMS - 1),
+       {SHOAL_TEAM_INVALID, static_cast<shoal_team_t>(-7), static_cast<shoal_team_t>(SHOAL_MAX_TEAMS - 2),
         static_cast<shoal_team_t>(SHOAL_MAX_TEAMS), static_cast<shoal_team_t>(1000)}) {
     expect_rejected(format("float sum reduce on team %d", bad),
                     [&](cudaStream_t s) { return shoalx_float_sum_reduce_on_stream(bad, sym_dst, sym_src, 1023, s); });

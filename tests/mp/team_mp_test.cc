@@ -441,9 +441,10 @@ TEST(Teams, DestroyAndRecreateReuseHandles) {
   shoal_team_destroy(b);
   shoal_team_destroy(c);
   shoal_team_destroy(d);
-  // Everything destroyed: a fresh split gets 3 again, and creating 61 teams fills the table.
+  // Everything destroyed: a fresh split gets 3 again, and creating 60 teams fills the table (the last slot is
+  // SHOALX_TEAM_SAME_MYPE_NODE).
   std::vector<shoal_team_t> made;
-  for (int i = 0; i < SHOAL_MAX_TEAMS - 3; ++i) {
+  for (int i = 0; i < SHOAL_MAX_TEAMS - 4; ++i) {
     shoal_team_t t = SHOAL_TEAM_INVALID;
     ASSERT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 1, n, nullptr, 0, &t), 0);
     EXPECT_EQ(t, 3 + i);

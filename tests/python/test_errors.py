@@ -70,7 +70,7 @@ def test_stream_rejected_on_host_heap(sym):
 
 def test_bad_team_handle_raises_from_the_library():
     with pytest.raises(sc.ShoalError, match=r"team"):
-        sc.team_n_pes(63)  # a slot of the team table no split has made
+        sc.team_n_pes(62)  # a slot of the team table no split has made (63 is SHOALX_TEAM_SAME_MYPE_NODE)
 
 
 def test_double_free_raises(sym):

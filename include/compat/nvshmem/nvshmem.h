@@ -86,6 +86,7 @@
 #define nvshmem_char_xor_reducescatter shoal_char_xor_reducescatter
 #define nvshmem_clear_error shoal_clear_error
 #define nvshmem_collectmem shoal_collectmem
+#define nvshmem_double2_maxloc_reduce shoal_double2_maxloc_reduce
 #define nvshmem_double_alltoall shoal_double_alltoall
 #define nvshmem_double_atomic_add shoal_double_atomic_add
 #define nvshmem_double_atomic_fetch shoal_double_atomic_fetch
@@ -159,6 +160,11 @@
 #define nvshmem_getmem_nbi shoal_getmem_nbi
 #define nvshmem_global_exit shoal_global_exit
 #define nvshmem_half_alltoall shoal_half_alltoall
+#define nvshmem_half_atomic_add shoal_half_atomic_add
+#define nvshmem_half_atomic_fetch shoal_half_atomic_fetch
+#define nvshmem_half_atomic_fetch_add shoal_half_atomic_fetch_add
+#define nvshmem_half_atomic_set shoal_half_atomic_set
+#define nvshmem_half_atomic_swap shoal_half_atomic_swap
 #define nvshmem_half_broadcast shoal_half_broadcast
 #define nvshmem_half_collect shoal_half_collect
 #define nvshmem_half_fcollect shoal_half_fcollect
@@ -1298,6 +1304,8 @@
 #define nvshmemx_char_xor_reducescatter_on_stream shoalx_char_xor_reducescatter_on_stream
 #define nvshmemx_char_xor_reducescatter_warp shoalx_char_xor_reducescatter_warp
 #define nvshmemx_collectmem_on_stream shoalx_collectmem_on_stream
+#define nvshmemx_double2_maxloc_reduce_block shoalx_double2_maxloc_reduce_block
+#define nvshmemx_double2_maxloc_reduce_warp shoalx_double2_maxloc_reduce_warp
 #define nvshmemx_double_alltoall_block shoalx_double_alltoall_block
 #define nvshmemx_double_alltoall_on_stream shoalx_double_alltoall_on_stream
 #define nvshmemx_double_alltoall_warp shoalx_double_alltoall_warp
@@ -1464,6 +1472,8 @@
 #define nvshmemx_half_alltoall_block shoalx_half_alltoall_block
 #define nvshmemx_half_alltoall_on_stream shoalx_half_alltoall_on_stream
 #define nvshmemx_half_alltoall_warp shoalx_half_alltoall_warp
+#define nvshmemx_half_atomic_add shoal_half_atomic_add
+#define nvshmemx_half_atomic_fetch_add shoal_half_atomic_fetch_add
 #define nvshmemx_half_broadcast_block shoalx_half_broadcast_block
 #define nvshmemx_half_broadcast_on_stream shoalx_half_broadcast_on_stream
 #define nvshmemx_half_broadcast_warp shoalx_half_broadcast_warp
@@ -2420,6 +2430,7 @@
 #define nvshmemx_short_xor_reducescatter_block shoalx_short_xor_reducescatter_block
 #define nvshmemx_short_xor_reducescatter_on_stream shoalx_short_xor_reducescatter_on_stream
 #define nvshmemx_short_xor_reducescatter_warp shoalx_short_xor_reducescatter_warp
+#define nvshmemx_signal_counted_reset shoalx_signal_counted_reset
 #define nvshmemx_signal_op shoalx_signal_op
 #define nvshmemx_signal_op_on_stream shoalx_signal_op_on_stream
 #define nvshmemx_signal_wait_until_on_stream shoalx_signal_wait_until_on_stream
@@ -3224,18 +3235,11 @@
 #define nvshmemx_ushort_xor_reducescatter_warp shoalx_ushort_xor_reducescatter_warp
 
 /* --- NVSHMEM functions shoal does not provide: a compile error naming them when used --- */
-SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_fetch, "half-precision atomics: no counterpart yet")
-SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_set, "half-precision atomics: no counterpart yet")
-SHOAL_NV_NOT_PROVIDED(nvshmem_half_atomic_swap, "half-precision atomics: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_ask_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric_at_preferred_address, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_collective_launch_attr, "collective launch with user launch attributes (3.8): not yet")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_double2_maxloc_reduce_block, "maxloc reductions: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_give_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_half_atomic_add, "half-precision atomics: no counterpart yet")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_half_atomic_fetch_add, "half-precision atomics: no counterpart yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_mc_ptr, "NVLS multicast: multicast objects are not used by shoal")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_qp_bfloat16_g, "queue-pair API (IBGDA QP handles): no counterpart; shoal has no contexts yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_qp_bfloat16_get, "queue-pair API (IBGDA QP handles): no counterpart; shoal has no contexts yet")
@@ -3751,8 +3755,5 @@ SHOAL_NV_NOT_PROVIDED(nvshmemx_region_start_block, "RMA regions and region hints
 SHOAL_NV_NOT_PROVIDED(nvshmemx_region_stop, "RMA regions and region hints (3.8): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_region_stop_block, "RMA regions and region hints (3.8): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_release_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_signal_counted_reset, "counted signals (3.8): no counterpart yet")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_team_get_uniqueid, "team_init over any PE set: splits only (strided, 2d)")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_team_init, "team_init over any PE set: splits only (strided, 2d)")
 
 #endif /* SHOAL_COMPAT_NVSHMEM_H_ */

@@ -99,8 +99,9 @@ typedef uint64_t nvshmemx_team_uniqueid_t;
 #define NVSHMEM_TEAM_WORLD_INDEX SHOAL_TEAM_WORLD
 #define NVSHMEM_TEAM_SHARED_INDEX SHOAL_TEAM_SHARED
 #define NVSHMEM_TEAM_NODE_INDEX SHOALX_TEAM_NODE
+#define NVSHMEMX_TEAM_SAME_MYPE_NODE ((nvshmem_team_t)SHOALX_TEAM_SAME_MYPE_NODE)
+#define NVSHMEM_TEAM_SAME_MYPE_NODE_INDEX SHOALX_TEAM_SAME_MYPE_NODE
 /* Not provided (a compile error naming it when used): see docs/nvshmem-compat.md. */
-#define NVSHMEMX_TEAM_SAME_MYPE_NODE NVSHMEMX_TEAM_SAME_MYPE_NODE_is_not_provided_by_shoal
 #define NVSHMEM_TEAM_MC_SHARED NVSHMEM_TEAM_MC_SHARED_is_not_provided_by_shoal
 #define NVSHMEM_MAX_TEAMS SHOAL_MAX_TEAMS
 
@@ -267,6 +268,20 @@ static inline int nvshmem_team_split_2d(nvshmem_team_t parent_team, int xrange,
   return shoal_team_split_2d(parent_team, xrange, xaxis_config != NULL ? &x : NULL, shoal_nv_team_mask(xaxis_mask),
                              xaxis_team, yaxis_config != NULL ? &y : NULL, shoal_nv_team_mask(yaxis_mask), yaxis_team);
 }
+/** A new team id (shoalx_team_get_uniqueid), to share out of band with the PEs of one nvshmemx_team_init. */
+static inline int nvshmemx_team_get_uniqueid(nvshmemx_team_uniqueid_t* uniqueid) {
+  return shoalx_team_get_uniqueid(uniqueid);
+}
+/** shoalx_team_init with config->uniqueid: config must be non-null with NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID set in
+ * config_mask (else NVSHMEMX_ERROR_INVALID_VALUE); num_contexts is recorded when its bit is set. */
+static inline int nvshmemx_team_init(nvshmem_team_t* team, nvshmem_team_config_t* config, long config_mask, int npes,
+                                     int pe_idx_in_team) {
+  shoal_team_config_t c;
+  if (team != NULL) *team = NVSHMEM_TEAM_INVALID;
+  if (config == NULL || !(config_mask & NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID)) return NVSHMEMX_ERROR_INVALID_VALUE;
+  c.num_contexts = config->num_contexts;
+  return shoalx_team_init(team, config->uniqueid, &c, shoal_nv_team_mask(config_mask), npes, pe_idx_in_team);
+}
 /** Fills *config (version, num_contexts; uniqueid 0) from shoal_team_get_config. */
 static inline void nvshmem_team_get_config(nvshmem_team_t team, nvshmem_team_config_t* config) {
   shoal_team_config_t c;
@@ -299,6 +314,19 @@ SHOAL_NV_HD static inline void nvshmemx_vendor_get_version_info(int* major, int*
 static inline int nvshmemx_collective_launch(const void* func, dim3 gridDims, dim3 blockDims, void** args,
                                              size_t sharedMem, cudaStream_t stream) {
   return shoalx_collective_launch(func, gridDims, blockDims, args, sharedMem, stream) == SHOAL_OK
+             ? NVSHMEMX_SUCCESS
+             : NVSHMEMX_ERROR_COLLECTIVE_LAUNCH_FAILED;
+}
+/** NVSHMEM 3.8's launch configuration wrapper (a cudaLaunchConfig_t). */
+typedef struct nvshmemx_collective_launch_attr {
+  cudaLaunchConfig_t cuda_config;
+} nvshmemx_collective_launch_attr_t;
+/** shoalx_collective_launch_config on attr->cuda_config (launched on its stream; the caller's cooperative attribute
+ * wins, as NVSHMEM's); a refused or failed launch returns NVSHMEMX_ERROR_COLLECTIVE_LAUNCH_FAILED. */
+static inline int nvshmemx_collective_launch_attr(const nvshmemx_collective_launch_attr_t* attr, const void* func,
+                                                  void** args) {
+  if (attr == NULL) return NVSHMEMX_ERROR_INVALID_VALUE;
+  return shoalx_collective_launch_config(&attr->cuda_config, func, args) == SHOAL_OK
              ? NVSHMEMX_SUCCESS
              : NVSHMEMX_ERROR_COLLECTIVE_LAUNCH_FAILED;
 }

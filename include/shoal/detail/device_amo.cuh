@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda_fp16.h>
 #include <cuda/atomic>
 
 #include "shoal/detail/device_common.cuh"
@@ -94,6 +95,67 @@ __device__ __forceinline__ void red_bitwise(const device_world& w, T* dest, T va
   } else {
     ptx::red_xor_relaxed_sys(remote, static_cast<U>(value));
   }
+}
+
+// --- half (IEEE binary16) AMOs --------------------------------------------------------------------
+// A 2-byte word has no atom.cas or atom.exch: fetch, set and swap run on the aligned 4-byte word that
+// holds the half (a relaxed 4-byte load, then atom.cas on it, the other half written back as read),
+// add and fetch_add natively (atom/red.add.noftz.f16, a 2-byte atomic of its own). A proxy peer's word
+// goes through the ring as a 4-byte fetch (or 0) and compare-and-swap loop, add included.
+
+/// The aligned 4-byte word holding the half at `p`, and the half's bit position in it (little-endian).
+struct half_slot {
+  uint32_t* word;
+  uint32_t shift;
+};
+__device__ __forceinline__ half_slot half_slot_of(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  return {reinterpret_cast<uint32_t*>(addr & ~uintptr_t{3}), static_cast<uint32_t>(addr & 2u) * 8u};
+}
+/// `word` with its half at `shift` replaced by `bits`.
+__device__ __forceinline__ uint32_t half_replace(uint32_t word, uint32_t shift, uint16_t bits) {
+  return (word & ~(0xffffu << shift)) | (static_cast<uint32_t>(bits) << shift);
+}
+
+/// Replaces the half at `remote` (a load/store address) by next(old bits); returns the old bits.
+template <class F>
+__device__ __forceinline__ uint16_t half_cas_loop(uint16_t* remote, F next) {
+  const half_slot s = half_slot_of(remote);
+  uint32_t old = ptx::ld_relaxed_sys(s.word);
+  for (;;) {
+    const auto cur = static_cast<uint16_t>(old >> s.shift);
+    const uint32_t seen = ptx::atom_cas_relaxed_sys(s.word, old, half_replace(old, s.shift, next(cur)));
+    if (seen == old) return cur;
+    old = seen;
+  }
+}
+
+/// The same on a proxy peer: `dest` is this PE's symmetric address, the loop runs through the ring.
+template <class F>
+__device__ __forceinline__ uint16_t half_cas_loop_proxy(const device_world& w, const __half* dest, F next, int pe,
+                                                        const char* call) {
+  const half_slot s = half_slot_of(dest);
+  auto old = static_cast<uint32_t>(proxy_atomic(w, s.word, proxy_amo::or_, 4, 0, 0, true, pe, call));
+  for (;;) {
+    const auto cur = static_cast<uint16_t>(old >> s.shift);
+    const auto seen = static_cast<uint32_t>(
+        proxy_atomic(w, s.word, proxy_amo::cswap, 4, old, half_replace(old, s.shift, next(cur)), true, pe, call));
+    if (seen == old) return cur;
+    old = seen;
+  }
+}
+
+/// The half AMO `next` (old bits -> new bits) on dest's copy on pe; returns the old value.
+template <class F>
+__device__ __forceinline__ __half half_rmw(const device_world& w, __half* dest, int pe, F next, const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return __ushort_as_half(half_cas_loop_proxy(w, dest, next, pe, call));
+  return __ushort_as_half(half_cas_loop(reinterpret_cast<uint16_t*>(local_peer_ptr(w, dest, local)), next));
+}
+
+/// IEEE half sum of two halves' bits, rounded to nearest even (the proxy path's add).
+__device__ __forceinline__ uint16_t half_add_bits(uint16_t a, uint16_t b) {
+  return __half_as_ushort(__hadd(__ushort_as_half(a), __ushort_as_half(b)));
 }
 
 }  // namespace shoal::detail

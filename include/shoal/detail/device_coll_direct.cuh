@@ -205,4 +205,17 @@ __device__ __forceinline__ void reduce_sym(const device_world& w, const device_t
   }
 }
 
+/// maxloc all-reduce of (value, index) double2 pairs (symmetric dest and source): two-shot direct
+/// between two team barriers (a 16-byte element does not fit LL's 4-byte halves).
+template <class Scope>
+__device__ __forceinline__ void maxloc_reduce_sym(const device_world& w, const device_team& t, double2* dest,
+                                                  const double2* source, size_t nreduce, const char* call) {
+  check_team(w, t, call);
+  if (t.n_pes == 1) {
+    reduce_sym_alone<Scope>(dest, source, nreduce);
+    return;
+  }
+  reduce_sym_direct<Scope, maxloc_op, double2, false>(w, t, dest, source, nreduce, call);
+}
+
 }  // namespace shoal::detail

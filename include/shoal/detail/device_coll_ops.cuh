@@ -83,6 +83,14 @@ struct max_op {
     }
   }
 };
+/// maxloc on (value, index) pairs (x: the value, y: its index; CUDA's double2, NVSHMEM's maxloc): the pair with the
+/// larger value, on equal values the smaller index. A total order on the pairs (NaN values aside), so the result does
+/// not depend on the order of the members.
+struct maxloc_op {
+  static __device__ __forceinline__ double2 apply(double2 a, double2 b) {
+    return (b.x > a.x || (b.x == a.x && b.y < a.y)) ? b : a;
+  }
+};
 /// Bitwise and (integers only).
 struct and_op {
   template <class T>

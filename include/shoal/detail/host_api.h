@@ -5,7 +5,8 @@
  *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements (nbytes: bytes, *mem forms);
  *     pe in [0, n_pes)
  *   put_signal: data first, then sig_op (SHOAL_SIGNAL_SET/ADD) with signal on sig_addr at pe
- *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host
+ *   atomics: dest/source symmetric and naturally aligned; sequentially consistent on the host. half (shoal_half_t):
+ *     fetch/set/swap/add/fetch_add, the add rounded to nearest even
  *   wait_until/test: ivars local and symmetric; cmp a SHOAL_CMP_* value; status entries != 0 are skipped
  *   team collectives (host; see <shoal/team.h>): every member of `team` calls with the same arguments (collect:
  *     its own nelems/nbytes); dest/source symmetric; return 0 or a SHOAL_ERR_* code, the same on every member.
@@ -353,7 +354,7 @@ SHOAL_API void shoal_put128_signal_nbi(void* dest, const void* source, size_t ne
 SHOAL_API void shoal_putmem_signal(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
 SHOAL_API void shoal_putmem_signal_nbi(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
 
-/* atomics (AMO): standard, extended (float/double) and bitwise types */
+/* atomics (AMO): standard, extended (float/double/half) and bitwise types */
 SHOAL_API int shoal_int_atomic_fetch(const int* source, int pe);
 SHOAL_API void shoal_int_atomic_set(int* dest, int value, int pe);
 SHOAL_API int shoal_int_atomic_swap(int* dest, int value, int pe);
@@ -502,6 +503,11 @@ SHOAL_API void shoal_double_atomic_set(double* dest, double value, int pe);
 SHOAL_API double shoal_double_atomic_swap(double* dest, double value, int pe);
 SHOAL_API double shoal_double_atomic_fetch_add(double* dest, double value, int pe);
 SHOAL_API void shoal_double_atomic_add(double* dest, double value, int pe);
+SHOAL_API shoal_half_t shoal_half_atomic_fetch(const shoal_half_t* source, int pe);
+SHOAL_API void shoal_half_atomic_set(shoal_half_t* dest, shoal_half_t value, int pe);
+SHOAL_API shoal_half_t shoal_half_atomic_swap(shoal_half_t* dest, shoal_half_t value, int pe);
+SHOAL_API shoal_half_t shoal_half_atomic_fetch_add(shoal_half_t* dest, shoal_half_t value, int pe);
+SHOAL_API void shoal_half_atomic_add(shoal_half_t* dest, shoal_half_t value, int pe);
 
 /* point-to-point synchronization: wait_until / test and their _all/_any/_some(_vector) forms */
 SHOAL_API void shoal_short_wait_until(short* ivar, int cmp, short cmp_value);
@@ -2361,6 +2367,11 @@ SHOAL_API void shoal_detail_host_double_atomic_set(double* dest, double value, i
 SHOAL_API double shoal_detail_host_double_atomic_swap(double* dest, double value, int pe) __asm__("shoal_double_atomic_swap");
 SHOAL_API double shoal_detail_host_double_atomic_fetch_add(double* dest, double value, int pe) __asm__("shoal_double_atomic_fetch_add");
 SHOAL_API void shoal_detail_host_double_atomic_add(double* dest, double value, int pe) __asm__("shoal_double_atomic_add");
+SHOAL_API shoal_half_t shoal_detail_host_half_atomic_fetch(const shoal_half_t* source, int pe) __asm__("shoal_half_atomic_fetch");
+SHOAL_API void shoal_detail_host_half_atomic_set(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_set");
+SHOAL_API shoal_half_t shoal_detail_host_half_atomic_swap(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_swap");
+SHOAL_API shoal_half_t shoal_detail_host_half_atomic_fetch_add(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_fetch_add");
+SHOAL_API void shoal_detail_host_half_atomic_add(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_add");
 SHOAL_API void shoal_detail_host_short_wait_until(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_wait_until");
 SHOAL_API void shoal_detail_host_short_wait_until_all(short* ivars, size_t nelems, const int* status, int cmp, short cmp_value) __asm__("shoal_short_wait_until_all");
 SHOAL_API void shoal_detail_host_short_wait_until_all_vector(short* ivars, size_t nelems, const int* status, int cmp, short* cmp_values) __asm__("shoal_short_wait_until_all_vector");

@@ -1,5 +1,6 @@
 // Device atomics (AMO) on the explicit handle: the OpenSHMEM set (fetch, set, swap, compare_swap,
-// fetch_inc, inc, fetch_add, add, fetch_and/or/xor, and/or/xor) plus float/double add/fetch_add.
+// fetch_inc, inc, fetch_add, add, fetch_and/or/xor, and/or/xor) plus float/double add/fetch_add, and
+// NVSHMEM's half (__half) fetch, set, swap, fetch_add and add.
 // One thread (no scope argument). System-scope atomics on the peer's address: atom.relaxed.sys.global.<op>
 // when a value comes back, red.relaxed.sys otherwise; fetch and set through cuda::atomic_ref.
 #pragma once
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda_fp16.h>
 #include <cuda/atomic>
 
 #include "shoal/detail/device_amo.cuh"
@@ -156,6 +158,61 @@ __device__ __forceinline__ void atomic_or(const device_world& w, T* dest, T valu
 template <class T>
 __device__ __forceinline__ void atomic_xor(const device_world& w, T* dest, T value, int pe) {
   detail::red_bitwise<detail::bitwise_op::xor_>(w, dest, value, pe, "shoal::device::atomic_xor");
+}
+
+// --- half (__half, IEEE binary16): the AMO contract above, on a 2-byte aligned value ---------------
+// fetch, set and swap act on the aligned 4-byte word that holds the half (a compare-and-swap loop that
+// writes the other half back unchanged); fetch_add and add are native 2-byte atomics (atom/red.add.noftz
+// .f16, round to nearest even, subnormals kept). A proxy peer's half goes through the ring as a 4-byte
+// compare-and-swap loop, add included (with the same rounding).
+
+/// Atomically reads source on pe.
+__device__ __forceinline__ __half atomic_fetch(const device_world& w, const __half* source, int pe) {
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch");
+  if (local < 0) {  // one ring fetch (or 0) of the 4-byte word
+    const detail::half_slot s = detail::half_slot_of(source);
+    const uint64_t word =
+        detail::proxy_atomic(w, s.word, detail::proxy_amo::or_, 4, 0, 0, true, pe, "shoal::device::atomic_fetch");
+    return __ushort_as_half(static_cast<uint16_t>(word >> s.shift));
+  }
+  const auto* remote = detail::local_peer_ptr(w, const_cast<__half*>(source), local);
+  const detail::half_slot s = detail::half_slot_of(remote);
+  return __ushort_as_half(static_cast<uint16_t>(ptx::ld_relaxed_sys(s.word) >> s.shift));
+}
+/// Atomically writes value to dest on pe (a swap whose old value is dropped).
+__device__ __forceinline__ void atomic_set(const device_world& w, __half* dest, __half value, int pe) {
+  const uint16_t bits = __half_as_ushort(value);
+  detail::half_rmw(
+      w, dest, pe, [bits](uint16_t) { return bits; }, "shoal::device::atomic_set");
+}
+/// Writes value, returns the old value.
+__device__ __forceinline__ __half atomic_swap(const device_world& w, __half* dest, __half value, int pe) {
+  const uint16_t bits = __half_as_ushort(value);
+  return detail::half_rmw(
+      w, dest, pe, [bits](uint16_t) { return bits; }, "shoal::device::atomic_swap");
+}
+/// Adds value, returns the old value (atom.add.noftz.f16).
+__device__ __forceinline__ __half atomic_fetch_add(const device_world& w, __half* dest, __half value, int pe) {
+  const uint16_t bits = __half_as_ushort(value);
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_add");
+  if (local < 0) {
+    return __ushort_as_half(detail::half_cas_loop_proxy(
+        w, dest, [bits](uint16_t cur) { return detail::half_add_bits(cur, bits); }, pe,
+        "shoal::device::atomic_fetch_add"));
+  }
+  auto* remote = reinterpret_cast<uint16_t*>(detail::local_peer_ptr(w, dest, local));
+  return __ushort_as_half(ptx::atom_add_f16_relaxed_sys(remote, bits));
+}
+/// Adds value (red.add.noftz.f16).
+__device__ __forceinline__ void atomic_add(const device_world& w, __half* dest, __half value, int pe) {
+  const uint16_t bits = __half_as_ushort(value);
+  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_add");
+  if (local < 0) {
+    detail::half_cas_loop_proxy(
+        w, dest, [bits](uint16_t cur) { return detail::half_add_bits(cur, bits); }, pe, "shoal::device::atomic_add");
+    return;
+  }
+  ptx::red_add_f16_relaxed_sys(reinterpret_cast<uint16_t*>(detail::local_peer_ptr(w, dest, local)), bits);
 }
 
 }  // namespace shoal::device

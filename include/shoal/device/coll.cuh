@@ -29,13 +29,14 @@
 namespace shoal::device {
 
 // --- reduction operators (the Op of reduce*) ----------------------------------------------------
-using detail::and_op;   ///< bitwise and (integers only)
-using detail::max_op;   ///< the larger of a and b (a < b ? b : a)
-using detail::min_op;   ///< the smaller of a and b (b < a ? b : a)
-using detail::or_op;    ///< bitwise or (integers only)
-using detail::prod_op;  ///< a * b (integers wrap: computed unsigned)
-using detail::sum_op;   ///< a + b (integers wrap: computed unsigned)
-using detail::xor_op;   ///< bitwise xor (integers only)
+using detail::and_op;     ///< bitwise and (integers only)
+using detail::max_op;     ///< the larger of a and b (a < b ? b : a)
+using detail::maxloc_op;  ///< (value, index) double2 pairs: the larger value, ties to the smaller index
+using detail::min_op;     ///< the smaller of a and b (b < a ? b : a)
+using detail::or_op;      ///< bitwise or (integers only)
+using detail::prod_op;    ///< a * b (integers wrap: computed unsigned)
+using detail::sum_op;     ///< a + b (integers wrap: computed unsigned)
+using detail::xor_op;     ///< bitwise xor (integers only)
 
 /// Bytes of the symmetric scratch buffer that reduce* needs for a team of n_pes PEs reducing nreduce
 /// elements of T: one slot of nreduce elements per team PE.
@@ -160,6 +161,16 @@ template <class Op, SHOAL_SCOPE_TYPE Scope, class T>
 __device__ __forceinline__ void reducescatter(Scope, const device_world& w, const device_team& t, T* dest,
                                               const T* source, size_t nreduce) {
   detail::reduce_sym<Scope, Op, T, true>(w, t, dest, source, nreduce, "shoal::device::reducescatter");
+}
+
+/// maxloc all-reduce (NVSHMEM's double2 maxloc): source and dest hold nreduce (value, index) pairs as double2
+/// (x the value, y its index); dest[i] on every member gets the pair with the largest value over the members'
+/// source[i], on equal values the one with the smaller index. Contract of the symmetric-buffer reductions above;
+/// always two-shot direct between two team barriers (also a team barrier for other memory).
+template <SHOAL_SCOPE_TYPE Scope>
+__device__ __forceinline__ void maxloc_reduce(Scope, const device_world& w, const device_team& t, double2* dest,
+                                              const double2* source, size_t nreduce) {
+  detail::maxloc_reduce_sym<Scope>(w, t, dest, source, nreduce, "shoal::device::maxloc_reduce");
 }
 
 }  // namespace shoal::device

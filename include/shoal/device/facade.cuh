@@ -12,11 +12,13 @@
 //   put/get/p/g/iput/iget (RMA contract, rma.cuh): nelems in elements, nbytes for *mem; warp/block: the
 //     whole scope calls
 //   put_signal (put_signal contract, signal.cuh): data visible before the signal (release)
-//   atomics (AMO contract, amo.cuh): relaxed, system scope; thread scope only
+//   atomics (AMO contract, amo.cuh): relaxed, system scope; thread scope only; half: on the aligned 4-byte
+//     word that holds it (fetch/set/swap by compare-and-swap, add natively)
 //   wait_until/test (wait contract, sync.cuh): relaxed polls, one acquire; bounded by SHOAL_WAIT_TIMEOUT
 //   team collectives (collective contract, coll.cuh) on shoal::device::team_of(world, team): team_sync,
 //     barrier, broadcast, fcollect, alltoall (nelems in elements, or nbytes for *mem), reduce, reducescatter
-//     (symmetric dest and source); return 0. shoal_collect/shoal_<T>_collect have no device form (host only)
+//     (symmetric dest and source), double2 maxloc_reduce (device only); return 0. shoal_collect/shoal_<T>_collect
+//     have no device form (host only)
 //
 // How one name serves host and device without -rdc: a name that is also a host entry point becomes one
 // __host__ __device__ inline function. The typed ones call, on the host, the entry point that
@@ -69,6 +71,7 @@ __host__ __device__ void shoal_sync_all(void);
 __host__ __device__ uint64_t shoal_signal_fetch(const uint64_t* sig_addr);
 __host__ __device__ uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
 __host__ __device__ void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe);
+__host__ __device__ void shoalx_signal_counted_reset(uint64_t* sig_addr);
 __host__ __device__ int shoal_team_my_pe(shoal_team_t team);
 __host__ __device__ int shoal_team_n_pes(shoal_team_t team);
 __host__ __device__ int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team);
@@ -111,6 +114,10 @@ __host__ __device__ inline uint64_t shoal_signal_wait_until(uint64_t* sig_addr, 
 /// SET: st.relaxed.sys; ADD: red.relaxed.sys.add on the peer's signal (no ordering; fence first).
 __host__ __device__ inline void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   shoal::detail::signal_op(shoal_detail_world_c, sig_addr, signal, sig_op, pe, "shoalx_signal_op");
+}
+/// st.relaxed.sys of 0 on the local signal word (shoal::device::signal_counted_reset).
+__host__ __device__ inline void shoalx_signal_counted_reset(uint64_t* sig_addr) {
+  shoal::device::signal_counted_reset(shoal_detail_world_c, sig_addr);
 }
 /// This PE's number in `team` (a host team handle); -1 for SHOAL_TEAM_INVALID. Checked builds trap on a bad handle.
 __host__ __device__ inline int shoal_team_my_pe(shoal_team_t team) {
@@ -2718,7 +2725,7 @@ __device__ __forceinline__ void shoalx_putmem_signal_nbi_warp(void* dest, const 
 __device__ __forceinline__ void shoalx_putmem_signal_block(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_block"); }
 __device__ __forceinline__ void shoalx_putmem_signal_nbi_block(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_nbi_block"); }
 
-// atomics (AMO): standard, extended (float/double) and bitwise types; thread scope
+// atomics (AMO): standard, extended (float/double/half) and bitwise types; thread scope
 __host__ __device__ inline int shoal_int_atomic_fetch(const int* source, int pe) {
 #ifdef __CUDA_ARCH__
   return shoal::device::atomic_fetch(shoal_detail_world_c, source, pe);
@@ -3753,6 +3760,41 @@ __host__ __device__ inline void shoal_double_atomic_add(double* dest, double val
   shoal::device::atomic_add(shoal_detail_world_c, dest, value, pe);
 #else
   shoal_detail_host_double_atomic_add(dest, value, pe);
+#endif
+}
+__host__ __device__ inline shoal_half_t shoal_half_atomic_fetch(const shoal_half_t* source, int pe) {
+#ifdef __CUDA_ARCH__
+  return shoal::device::atomic_fetch(shoal_detail_world_c, source, pe);
+#else
+  return shoal_detail_host_half_atomic_fetch(source, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_atomic_set(shoal_half_t* dest, shoal_half_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::device::atomic_set(shoal_detail_world_c, dest, value, pe);
+#else
+  shoal_detail_host_half_atomic_set(dest, value, pe);
+#endif
+}
+__host__ __device__ inline shoal_half_t shoal_half_atomic_swap(shoal_half_t* dest, shoal_half_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  return shoal::device::atomic_swap(shoal_detail_world_c, dest, value, pe);
+#else
+  return shoal_detail_host_half_atomic_swap(dest, value, pe);
+#endif
+}
+__host__ __device__ inline shoal_half_t shoal_half_atomic_fetch_add(shoal_half_t* dest, shoal_half_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  return shoal::device::atomic_fetch_add(shoal_detail_world_c, dest, value, pe);
+#else
+  return shoal_detail_host_half_atomic_fetch_add(dest, value, pe);
+#endif
+}
+__host__ __device__ inline void shoal_half_atomic_add(shoal_half_t* dest, shoal_half_t value, int pe) {
+#ifdef __CUDA_ARCH__
+  shoal::device::atomic_add(shoal_detail_world_c, dest, value, pe);
+#else
+  shoal_detail_host_half_atomic_add(dest, value, pe);
 #endif
 }
 
@@ -8797,6 +8839,11 @@ __host__ __device__ inline int shoal_bfloat16_prod_reducescatter(shoal_team_t te
 }
 __device__ __forceinline__ int shoalx_bfloat16_prod_reducescatter_warp(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter<shoal::device::prod_op>(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
 __device__ __forceinline__ int shoalx_bfloat16_prod_reducescatter_block(shoal_team_t team, shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nreduce) { shoal::device::reducescatter<shoal::device::prod_op>(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+
+// team collectives: maxloc reduce on (value, index) double2 pairs (NVSHMEM 3.8), thread/warp/block; device only
+__device__ __forceinline__ int shoal_double2_maxloc_reduce(shoal_team_t team, double2* dest, const double2* source, size_t nreduce) { shoal::device::maxloc_reduce(shoal::thread, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double2_maxloc_reduce_warp(shoal_team_t team, double2* dest, const double2* source, size_t nreduce) { shoal::device::maxloc_reduce(shoal::warp, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
+__device__ __forceinline__ int shoalx_double2_maxloc_reduce_block(shoal_team_t team, double2* dest, const double2* source, size_t nreduce) { shoal::device::maxloc_reduce(shoal::block, shoal_detail_world_c, shoal::device::team_of(shoal_detail_world_c, team), dest, source, nreduce); return 0; }
 
 #endif  // SHOAL_DETAIL_DEVICE_FACADE
 #endif  // SHOAL_DEVICE_FACADE_CUH_

@@ -103,6 +103,10 @@ __device__ __forceinline__ void red_add_relaxed_sys(float* addr, float value) {
 __device__ __forceinline__ void red_add_relaxed_sys(double* addr, double value) {
   asm volatile("red.relaxed.sys.global.add.f64 [%0], %1;" ::"l"(addr), "d"(value) : "memory");
 }
+/// red.relaxed.sys.add.noftz.f16: IEEE half add (round to nearest even, subnormals kept), on the half's bits.
+__device__ __forceinline__ void red_add_f16_relaxed_sys(uint16_t* addr, uint16_t value_bits) {
+  asm volatile("red.relaxed.sys.global.add.noftz.f16 [%0], %1;" ::"l"(addr), "h"(value_bits) : "memory");
+}
 __device__ __forceinline__ void red_and_relaxed_sys(uint32_t* addr, uint32_t value) {
   asm volatile("red.relaxed.sys.global.and.b32 [%0], %1;" ::"l"(addr), "r"(value) : "memory");
 }
@@ -146,6 +150,16 @@ SHOAL_PTX_ATOM_FETCH(atom_xor_relaxed_sys, "xor", "b64", uint64_t, "l")
 SHOAL_PTX_ATOM_FETCH(atom_exch_relaxed_sys, "exch", "b32", uint32_t, "r")
 SHOAL_PTX_ATOM_FETCH(atom_exch_relaxed_sys, "exch", "b64", uint64_t, "l")
 #undef SHOAL_PTX_ATOM_FETCH
+
+/// atom.relaxed.sys.add.noftz.f16: IEEE half add returning the old value, on the half's bits.
+__device__ __forceinline__ uint16_t atom_add_f16_relaxed_sys(uint16_t* addr, uint16_t value_bits) {
+  uint16_t old;
+  asm volatile("atom.relaxed.sys.global.add.noftz.f16 %0, [%1], %2;"
+               : "=h"(old)
+               : "l"(addr), "h"(value_bits)
+               : "memory");
+  return old;
+}
 
 __device__ __forceinline__ uint32_t atom_cas_relaxed_sys(uint32_t* addr, uint32_t expected, uint32_t desired) {
   uint32_t old;

@@ -1,7 +1,7 @@
 // Device signals on the explicit handle: put-with-signal (putmem_signal / typed put_signal at any
-// scope, blocking and _nbi; putmem_signal_tma at block scope), signal_op, signal_fetch and
-// signal_wait_until (one thread). A signal is a symmetric uint64_t; sig_op is SHOAL_SIGNAL_SET or
-// SHOAL_SIGNAL_ADD. Bodies: <shoal/detail/device_signal.cuh>.
+// scope, blocking and _nbi; putmem_signal_tma at block scope), signal_op, signal_fetch,
+// signal_counted_reset and signal_wait_until (one thread). A signal is a symmetric uint64_t; sig_op is
+// SHOAL_SIGNAL_SET or SHOAL_SIGNAL_ADD. Bodies: <shoal/detail/device_signal.cuh>.
 #pragma once
 
 #include <cstddef>
@@ -74,6 +74,13 @@ __device__ __forceinline__ void signal_op(const device_world& w, uint64_t* sig_a
 /// is visible after it. One thread. (To poll, use signal_wait_until: it acquires only once.)
 __device__ __forceinline__ uint64_t signal_fetch(const device_world& w, const uint64_t* sig_addr) {
   return (void)w, ptx::ld_acquire_sys(sig_addr);
+}
+/// Resets the local counted signal word sig_addr to 0 (st.relaxed.sys), NVSHMEM 3.8's
+/// signal_counted_reset: the receiver re-arms a signal that senders count up with SHOAL_SIGNAL_ADD.
+/// No ordering: senders must not add to it until the receiver tells them (after a fence) that it is
+/// reset. One thread.
+__device__ __forceinline__ void signal_counted_reset(const device_world& w, uint64_t* sig_addr) {
+  return (void)w, ptx::st_relaxed_sys(sig_addr, uint64_t{0});
 }
 /// Waits until the local signal word compares true with cmp_value (SHOAL_CMP_*); returns the value
 /// seen. Relaxed polls, one acquire when satisfied (wait contract in sync.cuh); bounded. One thread.

@@ -7,6 +7,13 @@ SHOAL_API double shmem_double_atomic_swap(double* dest, double value, int pe) __
 SHOAL_API double shmem_double_atomic_fetch_add(double* dest, double value,
                                                int pe) __asm__("shoal_double_atomic_fetch_add");
 SHOAL_API void shmem_double_atomic_add(double* dest, double value, int pe) __asm__("shoal_double_atomic_add");
+SHOAL_API shoal_half_t shmem_half_atomic_fetch(const shoal_half_t* source, int pe) __asm__("shoal_half_atomic_fetch");
+SHOAL_API void shmem_half_atomic_set(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_set");
+SHOAL_API shoal_half_t shmem_half_atomic_swap(shoal_half_t* dest, shoal_half_t value,
+                                              int pe) __asm__("shoal_half_atomic_swap");
+SHOAL_API shoal_half_t shmem_half_atomic_fetch_add(shoal_half_t* dest, shoal_half_t value,
+                                                   int pe) __asm__("shoal_half_atomic_fetch_add");
+SHOAL_API void shmem_half_atomic_add(shoal_half_t* dest, shoal_half_t value, int pe) __asm__("shoal_half_atomic_add");
 SHOAL_API void shmem_short_wait_until(short* ivar, int cmp, short cmp_value) __asm__("shoal_short_wait_until");
 SHOAL_API void shmem_short_wait_until_all(short* ivars, size_t nelems, const int* status, int cmp,
                                           short cmp_value) __asm__("shoal_short_wait_until_all");
@@ -241,15 +248,5 @@ shmem_ulonglong_test_any_vector(unsigned long long* ivars, size_t nelems, const 
                                 unsigned long long* cmp_values) __asm__("shoal_ulonglong_test_any_vector");
 SHOAL_API size_t shmem_ulonglong_test_some(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status,
                                            int cmp, unsigned long long cmp_value) __asm__("shoal_ulonglong_test_some");
-SHOAL_API size_t
-shmem_ulonglong_test_some_vector(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                 unsigned long long* cmp_values) __asm__("shoal_ulonglong_test_some_vector");
-SHOAL_API void shmem_int32_wait_until(int32_t* ivar, int cmp, int32_t cmp_value) __asm__("shoal_int32_wait_until");
-SHOAL_API void shmem_int32_wait_until_all(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                          int32_t cmp_value) __asm__("shoal_int32_wait_until_all");
-SHOAL_API void shmem_int32_wait_until_all_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                                 int32_t* cmp_values) __asm__("shoal_int32_wait_until_all_vector");
-SHOAL_API size_t shmem_int32_wait_until_any(int32_t* ivars, size_t nelems, const int* status, int cmp,
-                                            int32_t cmp_value) __asm__("shoal_int32_wait_until_any");
 
 #endif /* SHOAL_SHMEM_API_4_H_ */

@@ -2,6 +2,16 @@
 #ifndef SHOAL_SHMEM_API_5_H_
 #define SHOAL_SHMEM_API_5_H_
 
+SHOAL_API size_t
+shmem_ulonglong_test_some_vector(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
+                                 unsigned long long* cmp_values) __asm__("shoal_ulonglong_test_some_vector");
+SHOAL_API void shmem_int32_wait_until(int32_t* ivar, int cmp, int32_t cmp_value) __asm__("shoal_int32_wait_until");
+SHOAL_API void shmem_int32_wait_until_all(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                          int32_t cmp_value) __asm__("shoal_int32_wait_until_all");
+SHOAL_API void shmem_int32_wait_until_all_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                                 int32_t* cmp_values) __asm__("shoal_int32_wait_until_all_vector");
+SHOAL_API size_t shmem_int32_wait_until_any(int32_t* ivars, size_t nelems, const int* status, int cmp,
+                                            int32_t cmp_value) __asm__("shoal_int32_wait_until_any");
 SHOAL_API size_t shmem_int32_wait_until_any_vector(int32_t* ivars, size_t nelems, const int* status, int cmp,
                                                    int32_t* cmp_values) __asm__("shoal_int32_wait_until_any_vector");
 SHOAL_API size_t shmem_int32_wait_until_some(int32_t* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
@@ -230,15 +240,5 @@ SHOAL_API int shmem_long_broadcast(shmem_team_t team, long* dest, const long* so
                                    int PE_root) __asm__("shoal_long_broadcast");
 SHOAL_API int shmem_long_fcollect(shmem_team_t team, long* dest, const long* source,
                                   size_t nelems) __asm__("shoal_long_fcollect");
-SHOAL_API int shmem_long_collect(shmem_team_t team, long* dest, const long* source,
-                                 size_t nelems) __asm__("shoal_long_collect");
-SHOAL_API int shmem_long_alltoall(shmem_team_t team, long* dest, const long* source,
-                                  size_t nelems) __asm__("shoal_long_alltoall");
-SHOAL_API int shmem_longlong_broadcast(shmem_team_t team, long long* dest, const long long* source, size_t nelems,
-                                       int PE_root) __asm__("shoal_longlong_broadcast");
-SHOAL_API int shmem_longlong_fcollect(shmem_team_t team, long long* dest, const long long* source,
-                                      size_t nelems) __asm__("shoal_longlong_fcollect");
-SHOAL_API int shmem_longlong_collect(shmem_team_t team, long long* dest, const long long* source,
-                                     size_t nelems) __asm__("shoal_longlong_collect");
 
 #endif /* SHOAL_SHMEM_API_5_H_ */

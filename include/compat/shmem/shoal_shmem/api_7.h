@@ -2,6 +2,16 @@
 #ifndef SHOAL_SHMEM_API_7_H_
 #define SHOAL_SHMEM_API_7_H_
 
+SHOAL_API int shmem_uchar_max_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                     size_t nreduce) __asm__("shoal_uchar_max_reduce");
+SHOAL_API int shmem_uchar_sum_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                     size_t nreduce) __asm__("shoal_uchar_sum_reduce");
+SHOAL_API int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source,
+                                      size_t nreduce) __asm__("shoal_uchar_prod_reduce");
+SHOAL_API int shmem_ushort_and_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                      size_t nreduce) __asm__("shoal_ushort_and_reduce");
+SHOAL_API int shmem_ushort_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
+                                     size_t nreduce) __asm__("shoal_ushort_or_reduce");
 SHOAL_API int shmem_ushort_xor_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
                                       size_t nreduce) __asm__("shoal_ushort_xor_reduce");
 SHOAL_API int shmem_ushort_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source,
@@ -232,15 +242,5 @@ SHOAL_API int shmem_char_or_reducescatter(shmem_team_t team, char* dest, const c
                                           size_t nreduce) __asm__("shoal_char_or_reducescatter");
 SHOAL_API int shmem_char_xor_reducescatter(shmem_team_t team, char* dest, const char* source,
                                            size_t nreduce) __asm__("shoal_char_xor_reducescatter");
-SHOAL_API int shmem_char_min_reducescatter(shmem_team_t team, char* dest, const char* source,
-                                           size_t nreduce) __asm__("shoal_char_min_reducescatter");
-SHOAL_API int shmem_char_max_reducescatter(shmem_team_t team, char* dest, const char* source,
-                                           size_t nreduce) __asm__("shoal_char_max_reducescatter");
-SHOAL_API int shmem_char_sum_reducescatter(shmem_team_t team, char* dest, const char* source,
-                                           size_t nreduce) __asm__("shoal_char_sum_reducescatter");
-SHOAL_API int shmem_char_prod_reducescatter(shmem_team_t team, char* dest, const char* source,
-                                            size_t nreduce) __asm__("shoal_char_prod_reducescatter");
-SHOAL_API int shmem_schar_and_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
-                                            size_t nreduce) __asm__("shoal_schar_and_reducescatter");
 
 #endif /* SHOAL_SHMEM_API_7_H_ */

@@ -2,6 +2,16 @@
 #ifndef SHOAL_SHMEM_API_8_H_
 #define SHOAL_SHMEM_API_8_H_
 
+SHOAL_API int shmem_char_min_reducescatter(shmem_team_t team, char* dest, const char* source,
+                                           size_t nreduce) __asm__("shoal_char_min_reducescatter");
+SHOAL_API int shmem_char_max_reducescatter(shmem_team_t team, char* dest, const char* source,
+                                           size_t nreduce) __asm__("shoal_char_max_reducescatter");
+SHOAL_API int shmem_char_sum_reducescatter(shmem_team_t team, char* dest, const char* source,
+                                           size_t nreduce) __asm__("shoal_char_sum_reducescatter");
+SHOAL_API int shmem_char_prod_reducescatter(shmem_team_t team, char* dest, const char* source,
+                                            size_t nreduce) __asm__("shoal_char_prod_reducescatter");
+SHOAL_API int shmem_schar_and_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
+                                            size_t nreduce) __asm__("shoal_schar_and_reducescatter");
 SHOAL_API int shmem_schar_or_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
                                            size_t nreduce) __asm__("shoal_schar_or_reducescatter");
 SHOAL_API int shmem_schar_xor_reducescatter(shmem_team_t team, signed char* dest, const signed char* source,
@@ -239,15 +249,5 @@ SHOAL_API int shmem_uint32_xor_reducescatter(shmem_team_t team, uint32_t* dest, 
                                              size_t nreduce) __asm__("shoal_uint32_xor_reducescatter");
 SHOAL_API int shmem_uint32_min_reducescatter(shmem_team_t team, uint32_t* dest, const uint32_t* source,
                                              size_t nreduce) __asm__("shoal_uint32_min_reducescatter");
-SHOAL_API int shmem_uint32_max_reducescatter(shmem_team_t team, uint32_t* dest, const uint32_t* source,
-                                             size_t nreduce) __asm__("shoal_uint32_max_reducescatter");
-SHOAL_API int shmem_uint32_sum_reducescatter(shmem_team_t team, uint32_t* dest, const uint32_t* source,
-                                             size_t nreduce) __asm__("shoal_uint32_sum_reducescatter");
-SHOAL_API int shmem_uint32_prod_reducescatter(shmem_team_t team, uint32_t* dest, const uint32_t* source,
-                                              size_t nreduce) __asm__("shoal_uint32_prod_reducescatter");
-SHOAL_API int shmem_uint64_and_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                             size_t nreduce) __asm__("shoal_uint64_and_reducescatter");
-SHOAL_API int shmem_uint64_or_reducescatter(shmem_team_t team, uint64_t* dest, const uint64_t* source,
-                                            size_t nreduce) __asm__("shoal_uint64_or_reducescatter");
 
 #endif /* SHOAL_SHMEM_API_8_H_ */
