@@ -36,6 +36,7 @@ class Teams(enum.IntEnum):
     TEAM_WORLD = 0
     TEAM_SHARED = 1
     TEAM_NODE = 2
+    TEAM_SAME_MYPE_NODE = 63  # one PE per node: those with this PE's index on their node
 
 
 _initialized = False

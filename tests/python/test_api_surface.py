@@ -29,7 +29,7 @@ def test_core_has_the_issue_api_each_documented():
         obj = getattr(sc, name, None)
         assert obj is not None, f"shoal.core.__all__ names {name}, which shoal.core lacks"
         assert (inspect.getdoc(obj) or "").strip(), f"shoal.core.{name} has no docstring"
-    assert {t.name for t in sc.Teams} >= {"TEAM_WORLD", "TEAM_SHARED", "TEAM_NODE", "TEAM_INVALID"}
+    assert {t.name for t in sc.Teams} >= {"TEAM_WORLD", "TEAM_SHARED", "TEAM_NODE", "TEAM_SAME_MYPE_NODE", "TEAM_INVALID"}
 
 
 @pytest.mark.parametrize("name", WITH_STREAM)

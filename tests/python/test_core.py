@@ -107,6 +107,14 @@ def test_alltoall_transposes_blocks(me, npes):
     sc.free_array(src)
 
 
+def test_same_mype_node_team_is_one_pe_per_node(me):
+    # Every PE of these tests runs on one node: the team of PEs with this PE's node index is this PE.
+    team = sc.Teams.TEAM_SAME_MYPE_NODE
+    assert sc.team_n_pes(team) == 1
+    assert sc.team_my_pe(team) == 0
+    assert sc.team_translate_pe(team, 0, WORLD) == me
+
+
 def test_team_split_strided_even_pes(me, npes):
     size = (npes + 1) // 2
     team = sc.team_split_strided(WORLD, 0, 2, size)
