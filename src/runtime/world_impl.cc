@@ -143,7 +143,9 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
     words[key] = gpu ? 0 : coll_ws::round_up(host_bytes, 64);
     if (!gpu) host_bytes = words[key] + extension_specs()[key].host_words_nbytes;
   }
-  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes) : host_bytes;
+  // Worlds with proxy peers also get the proxy slots (the device collectives' proxy path).
+  const int32_t proxy_pes = gpu && transport_->device_ring() != nullptr ? n_pes_ : 0;
+  const uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes, proxy_pes) : host_bytes;
   char* block = memory_->reserve_block(bytes);
 
   device_.my_pe = my_pe_;
