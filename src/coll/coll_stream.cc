@@ -59,11 +59,21 @@ struct stream_call {
                   "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
                   w.backend_name());
     device_team t = w.teams().device_handle(call, handle);  // throws for INVALID / destroyed / not a member
-    for (int r = 0; r < t.n_pes; ++r)
-      SHOAL_CHECK_ARG(w.device_handle().local_of(t.world_pe(r)) >= 0, std::string_view(call),
+    // The on-stream kernels' channels and LL slots are load/store only (indexed by node-local PE);
+    // proxy members are refused here, before anything is launched or exchanged.
+    for (int r = 0; r < t.n_pes; ++r) {
+      const int pe = t.world_pe(r);
+      SHOAL_CHECK_ARG(w.transport().path_to(pe) != peer_path::proxy, std::string_view(call),
+                      "team={}: member {} (PE {}) is reached through the proxy transport (another node, or "
+                      "SHOAL_DISABLE_P2P=1); on-stream collectives, and the blocking team collectives on GPU heaps "
+                      "that run them, need every member load/store-reachable from this GPU (the device API's team "
+                      "collectives reach proxy members)",
+                      handle, r, pe);
+      SHOAL_CHECK_ARG(w.device_handle().local_of(pe) >= 0, std::string_view(call),
                       "team={}: member {} (PE {}) is not load/store-reachable from this GPU; on-stream collectives "
                       "need every member on this node",
-                      handle, r, t.world_pe(r));
+                      handle, r, pe);
+    }
     return t;
   }
   void symmetric(const char* arg, const void* p, size_t bytes, size_t align) const {

@@ -95,3 +95,13 @@ extern "C" __global__ void probe_reduce_direct_block(device_world w, shoal::devi
                                                      size_t n) {
   shoal::detail::reduce_direct<shoal::block_scope, dev::sum_op, float, false>(w, t, d, s, n, 0, 1, "probe");
 }
+// The public entries: a world with proxy peers takes the proxy path, an out-of-line call chosen once
+// per call (the load/store paths stay inline).
+extern "C" __global__ void probe_reduce_sym_block(device_world w, shoal::device_team t, float* d, const float* s,
+                                                  size_t n) {
+  dev::reduce<dev::sum_op>(shoal::block, w, t, d, s, n);
+}
+extern "C" __global__ void probe_broadcast_block(device_world w, shoal::device_team t, void* d, const void* s,
+                                                 size_t n) {
+  dev::broadcastmem(shoal::block, w, t, d, s, n, 0);
+}

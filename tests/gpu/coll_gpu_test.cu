@@ -1,14 +1,16 @@
 // Device team collectives (<shoal/device/coll.cuh>) on the explicit handle, written for n PEs (run on
 // 2): team_barrier/team_sync interleaved over three teams and barrier_all; broadcastmem (every root),
-// fcollectmem and alltoallmem for sizes 0, 1, odd and large; reduce for every type and op against a
-// host-computed reference (bitwise: the fold order is fixed). Each case runs 100 times back to back
-// in one kernel with new data every iteration (dest alternates between two buffers, as the contract
-// allows), checks every iteration in-kernel, and checks the last result and the poisoned guard
-// bytes on the host. Teams: WORLD, WORLD reversed (start n-1, stride -1) and a 1-PE team of each PE
-// (split_strided of size 1). Block scope throughout; thread and warp scope on a smaller set.
+// fcollectmem and alltoallmem for sizes 0, 1, odd and large; collectmem with per-member sizes; reduce for every type
+// and op against a host-computed reference (bitwise: the fold order is fixed). Each case runs 100 times back to back in
+// one kernel with new data every iteration (dest alternates between two buffers, as the contract allows), checks every
+// iteration in-kernel, and checks the last result and the poisoned guard bytes on the host. Teams: WORLD, WORLD
+// reversed (start n-1, stride -1) and a 1-PE team of each PE (split_strided of size 1). Block scope throughout; thread
+// and warp scope on a smaller set. The proxy variant (coll_gpu_test_proxy: every peer behind the UCX proxy) runs the
+// same cases through the collectives' proxy path, and checks that the on-stream collectives refuse proxy members.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -227,6 +229,127 @@ GPU_TEST(mem_thread_warp) {
         mem_case<warp_scope>(ti, k, nb, root, 10);
         mem_case<warps_scope<4>>(ti, k, nb, root, 10);
       }
+}
+
+// ---- collect (per-member sizes) ---------------------------------------------------------------
+
+/// Bytes team PE `r` contributes to collect in iteration `it` (differs per member, 0 now and then).
+__host__ __device__ inline size_t collect_bytes(int r, int it) {
+  return (static_cast<size_t>(r) * 4099 + static_cast<size_t>(it) * 37) % 5000 + (r % 2 == 0 ? 0 : 1);
+}
+
+/// kIters rounds of fill source -> collectmem -> check every member's block in dest.
+template <class Scope>
+__global__ void collect_kernel(shoal::device_world w, shoal::device_team t, uint8_t* src, uint8_t* dst0, uint8_t* dst1,
+                               uint32_t salt, int iters, device_report* report) {
+  const int me = t.my_pe_in_team;
+  for (int it = 0; it < iters; ++it) {
+    uint8_t* dst = (it & 1) != 0 ? dst1 : dst0;
+    const size_t nb = collect_bytes(me, it);
+    for (size_t i = threadIdx.x; i < nb; i += blockDim.x) src[i] = coll_byte(me, kAnyPe, it, salt, i);
+    sd::collectmem(Scope{}, w, t, dst, src, nb);
+    size_t at = 0;
+    for (int r = 0; r < t.n_pes; ++r) {
+      const size_t rb = collect_bytes(r, it);
+      for (size_t i = threadIdx.x; i < rb; i += blockDim.x) {
+        const uint8_t want = coll_byte(r, kAnyPe, it, salt, i);
+        if (dst[at + i] != want) report_failure(report, static_cast<unsigned long long>(it), at + i, want, dst[at + i]);
+      }
+      at += rb;
+    }
+    __syncthreads();
+  }
+}
+
+template <class Scope>
+void collect_case(int team_index, int iters) {
+  coll_buffers& b = bufs();
+  const shoal::device_team& t = b.teams.handle[team_index];
+  const uint32_t salt = next_salt();
+  const std::string what = format("collectmem (%s scope) on %s, per-member sizes, %d iterations", scope_name<Scope>,
+                                  b.teams.name[team_index], iters);
+  for (uint8_t* d : b.dst) GT_CUDA(cudaMemset(d, kPoison, b.dst_bytes));
+  reset_device_report(b.report);
+  sync_all_pes();
+  collect_kernel<Scope>
+      <<<1, threads_of<Scope>()>>>(device_handle(), t, b.src, b.dst[0], b.dst[1], salt, iters, b.report);
+  GT_LAUNCHED(what.c_str());
+  check_device_report(what.c_str(), b.report);
+  // The guard after the largest total written into the last iteration's dest buffer: untouched.
+  const int last = iters - 1;
+  size_t total = 0;
+  for (int it = last & 1; it < iters; it += 2) {
+    size_t sum = 0;
+    for (int r = 0; r < t.n_pes; ++r) sum += collect_bytes(r, it);
+    total = sum > total ? sum : total;
+  }
+  std::vector<uint8_t> seen(kGuard), want(kGuard, kPoison);
+  GT_CUDA(cudaMemcpy(seen.data(), b.dst[last & 1] + total, kGuard, cudaMemcpyDeviceToHost));
+  check_bytes((what + ": last dest guard").c_str(), seen.data(), want.data(), kGuard);
+  sync_all_pes();
+}
+
+GPU_TEST(collect_all_scopes) {
+  for (int ti = 0; ti < 3; ++ti) {
+    collect_case<block_scope>(ti, kIters);
+    collect_case<warp_scope>(ti, 10);
+    collect_case<thread_scope>(ti, 10);
+    collect_case<warps_scope<4>>(ti, 10);
+  }
+}
+
+// ---- on-stream collectives with proxy members ---------------------------------------------------
+
+/// The proxy variant only (SHOAL_GPU_TEST_PROXY=1: every peer behind the proxy): the on-stream
+/// collectives (and the blocking team collectives on GPU heaps, which run them) refuse a team with
+/// proxy members on the host, naming the call and the proxy PE, before any stream work (a capture of
+/// the stream stays empty); the device API reaches them.
+GPU_TEST(on_stream_refuses_proxy_members) {
+  const char* proxy = std::getenv("SHOAL_GPU_TEST_PROXY");
+  if (proxy == nullptr || std::strcmp(proxy, "1") != 0) return;  // load/store world: covered elsewhere
+  coll_buffers& b = bufs();
+  const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  const int other = me() == 0 ? 1 : 0;  // WORLD's first member other than this PE: the one refused
+  auto check = [&](const char* call, auto&& launch) {
+    cudaStream_t s;
+    GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t graph = nullptr;
+    GT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const int rc = launch(s);
+    GT_CUDA(cudaStreamEndCapture(s, &graph));
+    size_t nodes = 0;
+    if (graph != nullptr) {
+      GT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+      GT_CUDA(cudaGraphDestroy(graph));
+    }
+    GT_CUDA(cudaStreamDestroy(s));
+    const char* message = nullptr;
+    (void)shoal_last_error(&message);
+    const std::string text = message != nullptr ? message : "";
+    const std::string pe_text = format("(PE %d)", other);
+    if (rc == 0) fail("%s on WORLD with proxy members returned 0, expected a SHOAL_ERR_* code", call);
+    if (nodes != 0) fail("%s on WORLD with proxy members returned %d but enqueued %zu node(s)", call, rc, nodes);
+    if (text.find(call) == std::string::npos || text.find("proxy transport") == std::string::npos ||
+        text.find(pe_text) == std::string::npos) {
+      fail("%s: the error should name the call, the proxy transport and %s; got '%s'", call, pe_text.c_str(),
+           text.c_str());
+    }
+  };
+  check("shoalx_barrier_on_stream", [&](cudaStream_t s) { return shoalx_barrier_on_stream(SHOAL_TEAM_WORLD, s); });
+  check("shoalx_fcollectmem_on_stream",
+        [&](cudaStream_t s) { return shoalx_fcollectmem_on_stream(SHOAL_TEAM_WORLD, b.dst[0], b.src, 64, s); });
+  // The blocking team collectives on a GPU heap run the on-stream kernels: refused alike.
+  const int rc = shoal_team_sync(SHOAL_TEAM_WORLD);
+  const char* message = nullptr;
+  (void)shoal_last_error(&message);
+  const std::string text = message != nullptr ? message : "";
+  if (rc == 0 || text.find("shoal_team_sync") == std::string::npos || text.find("proxy transport") == std::string::npos)
+    fail(
+        "shoal_team_sync(WORLD) on a GPU heap with proxy members: expected a refusal naming the proxy transport, got "
+        "rc %d '%s'",
+        rc, text.c_str());
+  shoal_set_error_mode(previous);
+  sync_all_pes();
 }
 
 // ---- reduce -----------------------------------------------------------------------------------

@@ -66,4 +66,36 @@ TEST(CollWorkspace, SlotHoldsTwiceThePayload) {
   EXPECT_LT(ws::total_bytes(8, 64, 16384), 1u << 20);
 }
 
+TEST(CollWorkspace, ProxySlotsFollowTheRestInWorldsWithProxyPeers) {
+  // The proxy slots (device collectives' proxy path): one slot per PE after everything else,
+  // 256-byte aligned, 64 KiB each up to 16 PEs, then shrinking so that all slots stay near 1 MiB,
+  // never below 256 bytes; worlds without proxy peers do not pay for them.
+  EXPECT_EQ(ws::proxy_slot_bytes(1), 65536u);
+  EXPECT_EQ(ws::proxy_slot_bytes(2), 65536u);
+  EXPECT_EQ(ws::proxy_slot_bytes(16), 65536u);
+  EXPECT_EQ(ws::proxy_slot_bytes(32), 32768u);
+  EXPECT_EQ(ws::proxy_slot_bytes(3), 65536u);
+  EXPECT_EQ(ws::proxy_slot_bytes(100000), 256u);
+  for (int32_t n_pes : {1, 2, 3, 8, 17, 100, 128, 5000}) {
+    const uint64_t slot = ws::proxy_slot_bytes(n_pes);
+    EXPECT_EQ(slot % 256, 0u) << n_pes;
+    EXPECT_LE(static_cast<uint64_t>(n_pes) * slot, n_pes * 256ull > (1u << 20) ? n_pes * 256ull : (1ull << 20))
+        << n_pes;
+    for (int32_t n_local : {1, 2, 8}) {
+      for (uint32_t channels : {1u, 64u}) {
+        for (uint32_t ll_bytes : {0u, 8u, 16384u}) {
+          SCOPED_TRACE(testing::Message() << "n_pes " << n_pes << " n_local " << n_local << " channels " << channels
+                                          << " ll " << ll_bytes);
+          const uint64_t base = ws::total_bytes(n_local, channels, ll_bytes);
+          const uint64_t at = ws::proxy_slots_offset(n_local, channels, ll_bytes);
+          EXPECT_EQ(base, ws::base_bytes(n_local, channels, ll_bytes));
+          EXPECT_EQ(at % 256, 0u);
+          EXPECT_GE(at, base);  // after the LL slots of every parity and sender
+          EXPECT_EQ(ws::total_bytes(n_local, channels, ll_bytes, n_pes), at + static_cast<uint64_t>(n_pes) * slot);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -9,6 +9,10 @@
 //                   each node-local PE (private to this PE)
 //   LL slots        [parity 2][sender n_local][2 * coll_ll_bytes]: where node-local PE s writes its
 //                   LL message to this PE; 16-byte lines of {data 4 B, flag 4 B, data 4 B, flag 4 B}
+//   proxy slots     worlds with proxy peers only (device_world::proxy_ring): [team PE n_pes][proxy_slot_bytes]:
+//                   where team PE s puts (routed device RMA: ring or NVLink) its piece of a symmetric
+//                   reduce / reducescatter, and its size in a collect, for this PE; read by this PE after a
+//                   team barrier, free again after the next one
 #pragma once
 
 #include <cstdint>
@@ -44,9 +48,26 @@ SHOAL_HOST_DEVICE constexpr uint64_t ll_slot_offset(int32_t n_local, uint32_t ch
          (static_cast<uint64_t>(parity) * static_cast<uint64_t>(n_local) + static_cast<uint64_t>(s)) *
              ll_slot_bytes(ll_bytes);
 }
-/// Bytes of the whole workspace.
-SHOAL_HOST_DEVICE constexpr uint64_t total_bytes(int32_t n_local, uint32_t channels, uint32_t ll_bytes) {
+/// Bytes of the workspace before the proxy slots.
+SHOAL_HOST_DEVICE constexpr uint64_t base_bytes(int32_t n_local, uint32_t channels, uint32_t ll_bytes) {
   return ll_slots_offset(n_local, channels) + 2ull * static_cast<uint64_t>(n_local) * ll_slot_bytes(ll_bytes);
+}
+/// Bytes of one proxy slot in a world of n_pes PEs: 64 KiB, less in large worlds so that the slots of
+/// all PEs stay near 1 MiB (never below 256 bytes); a multiple of 256.
+SHOAL_HOST_DEVICE constexpr uint64_t proxy_slot_bytes(int32_t n_pes) {
+  const uint64_t share = n_pes > 0 ? (1ull << 20) / static_cast<uint64_t>(n_pes) / 256 * 256 : 65536;
+  return share > 65536 ? 65536 : (share < 256 ? 256 : share);
+}
+/// Offset of the proxy slots (worlds with proxy peers).
+SHOAL_HOST_DEVICE constexpr uint64_t proxy_slots_offset(int32_t n_local, uint32_t channels, uint32_t ll_bytes) {
+  return round_up(base_bytes(n_local, channels, ll_bytes), 256);
+}
+/// Bytes of the whole workspace; proxy_pes: the world's PE count when it has proxy peers, else 0.
+SHOAL_HOST_DEVICE constexpr uint64_t total_bytes(int32_t n_local, uint32_t channels, uint32_t ll_bytes,
+                                                 int32_t proxy_pes = 0) {
+  return proxy_pes <= 0 ? base_bytes(n_local, channels, ll_bytes)
+                        : proxy_slots_offset(n_local, channels, ll_bytes) +
+                              static_cast<uint64_t>(proxy_pes) * proxy_slot_bytes(proxy_pes);
 }
 
 }  // namespace shoal::detail::coll_ws

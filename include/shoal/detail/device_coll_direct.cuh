@@ -1,5 +1,6 @@
 // Bodies of the device team collectives, part 3: the direct algorithms (team barrier + loads/stores
-// over NVLink, channel-parallel) and the symmetric reduce's choice between LL and direct. Used by
+// over NVLink, channel-parallel), their proxy paths (routed puts, worlds with proxy peers) and the
+// symmetric reduce's choice between LL, direct and proxy. Used by
 // <shoal/device/coll.cuh> and by libshoal's on-stream collective kernels. Not a public header.
 #pragma once
 
@@ -61,8 +62,37 @@ __device__ __forceinline__ void move_direct(const device_world& w, const device_
   }
 }
 
+/// move_team's proxy path (worlds with proxy peers): the same targets and blocks as move_direct, each
+/// a routed putmem_nbi (NVLink stores or a ring descriptor; for a proxy member the source must be
+/// global memory, or at most kProxyInlineBytes), then the team barrier, which quiets the ring before
+/// it signals: every member's blocks are in every dest when it returns.
+template <class Scope, move_kind kKind>
+__device__ __noinline__ void move_proxy(const device_world& w, const device_team& t, void* dest, const void* source,
+                                        size_t bytes, int root, const char* call) {
+  const int n = t.n_pes;
+  const int me = t.my_pe_in_team;
+  const char* src = static_cast<const char*>(source);
+  char* dst = static_cast<char*>(dest);
+  for (int k = 1; k <= n && bytes > 0; ++k) {  // k == n: this PE itself, last
+    const int j = (me + k) % n;
+    const char* from = src;
+    char* to = dst;
+    if constexpr (kKind == move_kind::broadcast) {
+      if (me != root) break;
+    } else if constexpr (kKind == move_kind::fcollect) {
+      to = dst + static_cast<size_t>(me) * bytes;
+    } else {
+      from = src + static_cast<size_t>(j) * bytes;
+      to = dst + static_cast<size_t>(me) * bytes;
+    }
+    if (j == me && to == from) continue;
+    cold_put<Scope>(w, to, from, bytes, t.world_pe(j), call);
+  }
+  team_barrier<Scope>(w, t, call);
+}
+
 /// broadcastmem / fcollectmem / alltoallmem of the device API: the whole scope pushes every byte
-/// (move_direct as channel 0 of 1), then a team barrier.
+/// (move_direct as channel 0 of 1), then a team barrier; worlds with proxy peers: move_proxy.
 template <class Scope, move_kind kKind>
 __device__ __forceinline__ void move_team(const device_world& w, const device_team& t, void* dest, const void* source,
                                           size_t bytes, int root, const char* call) {
@@ -72,6 +102,10 @@ __device__ __forceinline__ void move_team(const device_world& w, const device_te
   if (kKind == move_kind::broadcast && (root < 0 || root >= t.n_pes))
     device_fail_arg(call, w.my_pe, "root (a team PE number)", root);
 #endif
+  if (w.proxy_ring != nullptr) {
+    const cold_args a{w, t};
+    return move_proxy<Scope, kKind>(a.w, a.t, dest, source, bytes, root, call);
+  }
   move_direct<Scope, kKind>(w, t, dest, source, bytes, root, 0, 1, call);
   team_barrier<Scope>(w, t, call);
 }
@@ -185,10 +219,43 @@ __device__ __noinline__ void reduce_sym_direct(const device_world& w, const devi
   team_barrier<Scope>(w, t, call);  // every chunk is in every dest; nobody reads a source any more
 }
 
+/// reduce_sym's proxy path (worlds with proxy peers), one-shot through the proxy slots (coll_ws), in
+/// pieces of one slot: for each piece, every member puts its source piece (reducescatter: of block j
+/// for team PE j) into slot my_pe_in_team of every member (routed putmem_nbi from the symmetric
+/// source, global memory), team barrier (the ring is quiet, every slot filled), each member folds its
+/// slots in team order into its dest piece, team barrier (the slots are free for the next piece or
+/// call). dest may be source: piece p of dest is written after every member has put piece p, and
+/// later pieces read only later elements.
+template <class Scope, class Op, class T, bool kScatter>
+__device__ __noinline__ void reduce_sym_proxy(const device_world& w, const device_team& t, T* dest, const T* source,
+                                              size_t nreduce, const char* call) {
+  const int n = t.n_pes;
+  const int me = t.my_pe_in_team;
+  const size_t per = coll_ws::proxy_slot_bytes(w.n_pes) / sizeof(T);  // elements of one slot
+  T* slots = reinterpret_cast<T*>(proxy_slots(w, call));
+  Scope::sync();  // the scope's writes to source are made
+  for (size_t lo = 0; lo < nreduce; lo += per) {
+    const size_t count = nreduce - lo < per ? nreduce - lo : per;
+    for (int k = 1; k <= n; ++k) {  // k == n: this PE's own slot, last
+      const int j = (me + k) % n;
+      const T* from = source + (kScatter ? static_cast<size_t>(j) * nreduce : 0) + lo;
+      cold_put<Scope>(w, slots + static_cast<size_t>(me) * per, from, count * sizeof(T), t.world_pe(j), call);
+    }
+    team_barrier<Scope>(w, t, call);  // every member's piece is in every member's slots
+    for (size_t i = Scope::rank(); i < count; i += Scope::size()) {
+      T acc = slots[i];
+#pragma unroll 1
+      for (int j = 1; j < n; ++j) acc = Op::apply(acc, slots[static_cast<size_t>(j) * per + i]);
+      dest[lo + i] = acc;
+    }
+    team_barrier<Scope>(w, t, call);  // every member has read its slots
+  }
+}
+
 /// Symmetric-buffer all-reduce (kScatter false: dest and source symmetric, may be the same buffer)
 /// or reduce-scatter (true: source holds n_pes blocks of nreduce; dest gets block my_pe_in_team of
 /// the reduced vector): LL when the message fits the workspace, else two-shot direct between two
-/// team barriers.
+/// team barriers; worlds with proxy peers: reduce_sym_proxy.
 template <class Scope, class Op, class T, bool kScatter>
 __device__ __forceinline__ void reduce_sym(const device_world& w, const device_team& t, T* dest, const T* source,
                                            size_t nreduce, const char* call) {
@@ -196,6 +263,11 @@ __device__ __forceinline__ void reduce_sym(const device_world& w, const device_t
   check_team(w, t, call);
   if (t.n_pes == 1) {
     reduce_sym_alone<Scope>(dest, source, nreduce);
+    return;
+  }
+  if (w.proxy_ring != nullptr) {
+    const cold_args a{w, t};
+    reduce_sym_proxy<Scope, Op, T, kScatter>(a.w, a.t, dest, source, nreduce, call);
     return;
   }
   if (ll_fits(w, nreduce * sizeof(T))) {

@@ -154,14 +154,42 @@ __device__ __forceinline__ void reduce_ll(const device_world& w, const device_te
   ll_finish<Scope>(w, t, ll);
 }
 
+/// collectmem's proxy path (worlds with proxy peers): rank 0 stores this PE's nbytes into word
+/// my_pe_in_team of every member's proxy slots (routed p), team barrier (every size is here; every
+/// member has entered, so dest is free), each member puts (routed putmem_nbi) its block at its offset
+/// into every member's dest, team barrier (which quiets the ring first). The size words are read
+/// between the two barriers, so the next collective cannot overwrite them early.
+template <class Scope>
+__device__ __noinline__ void collect_proxy(const device_world& w, const device_team& t, void* dest, const void* source,
+                                           size_t nbytes, const char* call) {
+  const int n = t.n_pes;
+  const int me = t.my_pe_in_team;
+  auto* sizes = reinterpret_cast<uint64_t*>(proxy_slots(w, call));  // word s: team PE s's nbytes
+  Scope::sync();
+  if (Scope::rank() == 0)
+    for (int k = 1; k <= n; ++k) p(w, sizes + me, static_cast<uint64_t>(nbytes), team_target(t, k), call);
+  team_barrier<Scope>(w, t, call);
+  size_t offset = 0;
+  for (int j = 0; j < me; ++j) offset += sizes[j];
+  if (nbytes > 0) {
+    char* my_block = static_cast<char*>(dest) + offset;
+    for (int k = 1; k <= n; ++k) cold_put<Scope>(w, my_block, source, nbytes, team_target(t, k), call);
+  }
+  team_barrier<Scope>(w, t, call);
+}
+
 /// collect (per-member sizes): each member's nbytes (may differ) of source, concatenated in team
 /// order into every member's dest. Sizes travel as LL messages (which also tells each member that
 /// every other has entered, so dest is free), then each member pushes its block at its offset into
-/// every member's dest, then a team barrier.
+/// every member's dest, then a team barrier. Worlds with proxy peers: collect_proxy.
 template <class Scope>
 __device__ __forceinline__ void collectmem(const device_world& w, const device_team& t, void* dest, const void* source,
                                            size_t nbytes, const char* call) {
   check_team(w, t, call);
+  if (w.proxy_ring != nullptr) {
+    const cold_args a{w, t};
+    return collect_proxy<Scope>(a.w, a.t, dest, source, nbytes, call);
+  }
   const int n = t.n_pes;
   const int me = t.my_pe_in_team;
   size_t offset = 0;

@@ -1,5 +1,6 @@
 // Bodies of the device team collectives, part 1 (<shoal/device/coll.cuh>): team barrier words and
-// channels, the team dissemination barrier, and the scratch-buffer reduce. Not a public header.
+// channels, the team dissemination barrier, the scratch-buffer reduce, and the proxy path's common
+// parts (worlds with proxy peers). Not a public header.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include "shoal/detail/device_common.cuh"
 #include "shoal/detail/device_copy.cuh"
 #include "shoal/detail/device_proxy.cuh"
+#include "shoal/detail/device_rma.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 #include "shoal/device_team.hpp"
@@ -114,12 +116,98 @@ __device__ __forceinline__ int team_target(const device_team& t, int k) {
   return t.world_pe((t.my_pe_in_team + k) % t.n_pes);
 }
 
+// --- the proxy path --------------------------------------------------------------------------------
+// Worlds with proxy peers (device_world::proxy_ring != nullptr) run every team collective through
+// one cold, not inlined function per call, chosen once on entry: the members' data moves by the
+// routed device RMA (putmem: NVLink stores for load/store members, ring descriptors for proxy ones),
+// completed and published by the team barrier (which quiets the ring first). The load/store paths
+// of worlds without a ring are untouched.
+
+/// Copies of the world and team handles, made inside the branch that calls a proxy-path function:
+/// passing the caller's own (often a kernel parameter) by reference to a function that is not
+/// inlined would make the kernel copy it to local memory on entry, on every call, proxy or not.
+struct cold_args {
+  device_world w;
+  device_team t;
+};
+
+/// This PE's proxy slots in the collective workspace (coll_ws: one slot per team PE, of
+/// coll_ws::proxy_slot_bytes(w.n_pes)); checked builds trap when the world has none.
+__device__ __forceinline__ char* proxy_slots(const device_world& w, const char* call) {
+#if SHOAL_DEVICE_CHECKS
+  if (w.coll_offset == 0) device_fail_arg(call, w.my_pe, "world (no collective workspace for the proxy path)", 0);
+#else
+  (void)call;
+#endif
+  return w.heap_base + w.coll_offset + coll_ws::proxy_slots_offset(w.n_local, w.coll_channels, w.coll_ll_bytes);
+}
+
+/// The proxy path's copy (any memory spaces): 16-byte vectors when both ends allow them, one per
+/// thread per step, then bytes. Not the unrolled copy of the load/store paths (device_copy.cuh): its
+/// loads in flight cost registers that every kernel containing the proxy path would pay.
+template <class Scope>
+__device__ __forceinline__ void cold_copy(void* dst, const void* src, size_t nbytes) {
+  char* to = static_cast<char*>(dst);
+  const char* from = static_cast<const char*>(src);
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from)) & 15) == 0) {
+    done = nbytes / 16 * 16;
+#pragma unroll 1
+    for (size_t v = Scope::rank(); v < nbytes / 16; v += Scope::size())
+      reinterpret_cast<uint4*>(to)[v] = reinterpret_cast<const uint4*>(from)[v];
+  }
+#pragma unroll 1
+  for (size_t i = done + Scope::rank(); i < nbytes; i += Scope::size()) to[i] = from[i];
+}
+
+/// The proxy path's routed putmem_nbi: a ring descriptor for a proxy member (device_proxy.cuh; the
+/// source must then be global memory or at most kProxyInlineBytes), cold_copy into a load/store
+/// member's mapped heap, then a scope sync.
+template <class Scope>
+__device__ __forceinline__ void cold_put(const device_world& w, void* dest, const void* source, size_t nbytes, int pe,
+                                         const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<Scope>(w, proxy_op::put, true, dest, source, nbytes, pe, call);
+  cold_copy<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  Scope::sync();
+}
+
+/// The scratch reduce with proxy members: source is staged in this PE's own slot of its scratch
+/// (symmetric, so global memory the proxy can read: source itself may be in any memory space), then
+/// put (routed, _nbi) into the same slot of every other member's scratch; team barrier (the ring is
+/// quiet and every slot filled), local fold in team order, team barrier (every member has read its
+/// scratch).
+template <class Scope, class Op, class T>
+__device__ __noinline__ void reduce_scratch_proxy(const device_world& w, const device_team& t, T* dest, const T* source,
+                                                  size_t nreduce, void* scratch, const char* call) {
+  T* slots = static_cast<T*>(scratch);
+  const int n = t.n_pes;
+  if (nreduce > 0) {
+    T* my_slot = slots + static_cast<size_t>(t.my_pe_in_team) * nreduce;
+    if (my_slot != source) cold_copy<Scope>(my_slot, source, nreduce * sizeof(T));
+    Scope::sync();
+    for (int k = 1; k < n; ++k) cold_put<Scope>(w, my_slot, my_slot, nreduce * sizeof(T), team_target(t, k), call);
+  }
+  team_barrier<Scope>(w, t, call);  // every slot of this PE's scratch is filled
+  for (size_t i = Scope::rank(); i < nreduce; i += Scope::size()) {
+    T acc = slots[i];
+#pragma unroll 1
+    for (int k = 1; k < n; ++k) acc = Op::apply(acc, slots[static_cast<size_t>(k) * nreduce + i]);
+    dest[i] = acc;
+  }
+  team_barrier<Scope>(w, t, call);  // every member has read its scratch: the next reduce may push
+}
+
 template <class Scope, class Op, class T>
 __device__ __forceinline__ void reduce(const device_world& w, const device_team& t, T* dest, const T* source,
                                        size_t nreduce, void* scratch, const char* call) {
   static_assert(is_reduce_type_v<T>, "reduce: T must be an integer, floating-point, half or bfloat16 type");
   check_team(w, t, call);
   Scope::sync();
+  if (w.proxy_ring != nullptr) {
+    const cold_args a{w, t};
+    return reduce_scratch_proxy<Scope, Op>(a.w, a.t, dest, source, nreduce, scratch, call);
+  }
   T* slots = static_cast<T*>(scratch);
   const int n = t.n_pes;
   if (nreduce > 0) {

@@ -54,8 +54,14 @@ __device__ __forceinline__ device_team team_of(const device_world& w, int32_t te
 // Common contract of the collectives below (the "collective contract"):
 //  - t: a team this PE belongs to (shoalx_team_device_handle), the same team on every member, which
 //    all call the same collective with the same nbytes / nreduce / root. Members call a team's
-//    collectives in the same order. Every member must be load/store-reachable (one node, P2P) and its
-//    node-local index below detail::device_sync::kMaxTeamPeers (checked builds trap otherwise).
+//    collectives in the same order. Members are load/store-reachable (one node, P2P) or, in a world
+//    with proxy peers (w.proxy_ring != nullptr: another node, SHOAL_DISABLE_P2P=1), any reachable
+//    PE; the index of the team-barrier words (node-local index; world PE in a world with proxy
+//    peers) is below detail::device_sync::kMaxTeamPeers (checked builds trap otherwise).
+//  - Worlds with proxy peers take the proxy path (docs/design.md, "Collectives"): same results and
+//    ordering, through the proxy ring and team barriers; there the source of broadcastmem /
+//    fcollectmem / alltoallmem / collectmem must be global memory when it is over 256 bytes (checked
+//    builds trap otherwise), and the symmetric reduce/reducescatter also act as team barriers.
 //  - At most ONE team collective (or team barrier) in flight per PE at a time: a kernel that runs
 //    several (e.g. in different blocks) must serialize them. barrier_all/sync_all use other words
 //    and may be mixed freely with these.
