@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shoal/collective_launch.h"
@@ -287,6 +289,26 @@ static inline const char* nvshmemx_status_string(int status) {
                                       "NVSHMEMX_ERROR_INTERNAL"};
   return status >= 0 && status <= NVSHMEMX_ERROR_INTERNAL ? names[status] : "unknown NVSHMEMX status";
 }
+/* NVSHMEM's <nvshmemx.h> also defines these message macros (printf-style arguments), which programs use; NVSHMEM's
+ * perftest harness, for one. ERROR_PRINT: "file:function:line: <message>" and a newline on stderr; ERROR_EXIT:
+ * the same, then exit(-1); WARN_PRINT: "WARN: <message>" and a newline on stdout. */
+#define NVSHMEMI_ERROR_PRINT(...)                                    \
+  do {                                                               \
+    fprintf(stderr, "%s:%s:%d: ", __FILE__, __FUNCTION__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__);                                    \
+    fprintf(stderr, "\n");                                           \
+  } while (0)
+#define NVSHMEMI_ERROR_EXIT(...)       \
+  do {                                 \
+    NVSHMEMI_ERROR_PRINT(__VA_ARGS__); \
+    exit(-1);                          \
+  } while (0)
+#define NVSHMEMI_WARN_PRINT(...)  \
+  do {                            \
+    fprintf(stdout, "WARN: ");    \
+    fprintf(stdout, __VA_ARGS__); \
+    fprintf(stdout, "\n");        \
+  } while (0)
 /** The NVSHMEM API level this layer provides (3.8.0), as NVSHMEM reports its own release. */
 SHOAL_NV_HD static inline void nvshmemx_vendor_get_version_info(int* major, int* minor, int* patch) {
   *major = NVSHMEM_VENDOR_MAJOR_VERSION;
