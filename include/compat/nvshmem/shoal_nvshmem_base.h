@@ -346,6 +346,37 @@ static inline int nvshmemx_culibrary_finalize(CUlibrary library) {
   (void)library;
   return NVSHMEMX_SUCCESS;
 }
+/* Symmetric registration of user memory (NVSHMEM maps a cuMem allocation into every PE's symmetric heap): shoal's
+ * symmetric heap is one reserved range per PE, so it is refused when called, not when compiled, so that programs
+ * which only reference it build (NVSHMEM's perftest harness calls it only under --mmap). Each says why on stderr;
+ * the register forms return NULL (NVSHMEM's failure value), unregister NVSHMEMX_ERROR_NOT_SUPPORTED. */
+static inline void* shoal_nv_symmetric_registration_refused(const char* call) {
+  fprintf(stderr,
+          "%s: not supported by shoal (symmetric registration of user memory; allocate with nvshmem_malloc, or "
+          "register local memory with nvshmemx_buffer_register)\n",
+          call);
+  return NULL;
+}
+static inline void* nvshmemx_buffer_register_symmetric(void* buf_ptr, size_t size, int flags) {
+  (void)buf_ptr;
+  (void)size;
+  (void)flags;
+  return shoal_nv_symmetric_registration_refused("nvshmemx_buffer_register_symmetric");
+}
+static inline void* nvshmemx_buffer_register_symmetric_at_preferred_address(void* buf_ptr, size_t size,
+                                                                            void* preferred_addr, int flags) {
+  (void)buf_ptr;
+  (void)size;
+  (void)preferred_addr;
+  (void)flags;
+  return shoal_nv_symmetric_registration_refused("nvshmemx_buffer_register_symmetric_at_preferred_address");
+}
+static inline int nvshmemx_buffer_unregister_symmetric(void* mmap_ptr, size_t size) {
+  (void)mmap_ptr;
+  (void)size;
+  shoal_nv_symmetric_registration_refused("nvshmemx_buffer_unregister_symmetric");
+  return NVSHMEMX_ERROR_NOT_SUPPORTED;
+}
 /** NVSHMEM takes a non-const signal word; shoal_signal_fetch reads it the same way. */
 SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { return shoal_signal_fetch(sig_addr); }
 #if defined(__CUDACC__) && defined(__cplusplus) && SHOAL_DETAIL_DEVICE_FACADE
