@@ -69,6 +69,13 @@ typedef enum {
   NVSHMEM_PE_INVALID = -1,
 } nvshmem_pe_index_t;
 enum nvshmemi_signal_op { NVSHMEM_SIGNAL_SET = SHOAL_SIGNAL_SET, NVSHMEM_SIGNAL_ADD = SHOAL_SIGNAL_ADD };
+/** The hints of nvshmemx_ask_smem (NVSHMEM 3.8 numbering). */
+typedef enum nvshmemx_smem_amount_t {
+  NVSHMEMX_SMEM_RECOMMENDED = 0,
+  NVSHMEMX_SMEM_MINIMUM = 1,
+  NVSHMEMX_SMEM_BARRIERS_ONLY = 2,
+  NVSHMEMX_SMEM_AMOUNT_MAX = INT_MAX
+} nvshmemx_smem_amount_t;
 /* Status codes of the nvshmemx_* calls that return one (NVSHMEM's values). */
 enum nvshmemx_status {
   NVSHMEMX_SUCCESS = 0,
@@ -377,6 +384,13 @@ static inline int nvshmemx_buffer_unregister_symmetric(void* mmap_ptr, size_t si
   shoal_nv_symmetric_registration_refused("nvshmemx_buffer_unregister_symmetric");
   return NVSHMEMX_ERROR_NOT_SUPPORTED;
 }
+/* Shared-memory hints (NVSHMEM 3.8 stages TMA transfers through shared memory a kernel gives it). shoal's puts and
+ * gets never stage through shared memory, so a given block is not used; ask_smem still answers NVSHMEM's sizes
+ * (RECOMMENDED 64 KiB, MINIMUM 32 KiB), which programs use to size their launches and their own tiles, and 0 for
+ * BARRIERS_ONLY (shoal keeps no barriers there). give_smem and release_smem (device) do nothing. */
+SHOAL_NV_HD static inline int nvshmemx_ask_smem(nvshmemx_smem_amount_t flag) {
+  return flag == NVSHMEMX_SMEM_MINIMUM ? 32768 : flag == NVSHMEMX_SMEM_BARRIERS_ONLY ? 0 : 65536;
+}
 /** NVSHMEM takes a non-const signal word; shoal_signal_fetch reads it the same way. */
 SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { return shoal_signal_fetch(sig_addr); }
 #if defined(__CUDACC__) && defined(__cplusplus) && SHOAL_DETAIL_DEVICE_FACADE
@@ -384,6 +398,12 @@ SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { re
  * is stronger (its puts are complete at their targets). */
 __device__ static inline void nvshmemx_flush_warp(void) { shoal_quiet(); }
 __device__ static inline void nvshmemx_flush_block(void) { shoal_quiet(); }
+/** See nvshmemx_ask_smem: the block is not used; every thread may call, no synchronization implied. */
+__device__ static inline void nvshmemx_give_smem(void* smem, size_t size) {
+  (void)smem;
+  (void)size;
+}
+__device__ static inline void nvshmemx_release_smem(void) {}
 /** Team barrier over a warpgroup (4 consecutive warps aligned to 4, every thread calls): shoal's warps<4> scope
  * (which uses a named barrier id; see <shoal/device/scope.cuh>). Returns 0. */
 __device__ static inline int nvshmemx_barrier_warpgroup(nvshmem_team_t team) {
