@@ -12,6 +12,8 @@
 
 __global__ void rma_kernel(int* data, long* ldata, uint64_t* sig, int* out) {
   const int me = nvshmem_my_pe(), npes = nvshmem_n_pes(), peer = (me + 1) % npes;
+  __shared__ __align__(16) unsigned char smem[256];
+  nvshmemx_give_smem(smem, sizeof(smem));  // NVSHMEM 3.8 shared-memory hint (shoal does not stage through it)
   nvshmem_int_p(data, me, peer);
   out[0] = nvshmem_int_g(data, peer);
   nvshmem_long_put(ldata, ldata + 4, 4, peer);
@@ -30,6 +32,7 @@ __global__ void rma_kernel(int* data, long* ldata, uint64_t* sig, int* out) {
   out[2] = static_cast<int>(nvshmem_signal_fetch(sig));
   int* direct = static_cast<int*>(nvshmem_ptr(data, peer));
   if (direct != nullptr) out[3] = *direct;
+  nvshmemx_release_smem();
 }
 
 __global__ void amo_sync_kernel(unsigned long long* counter, int* flags, double* d, int* out) {
@@ -128,6 +131,10 @@ int main() {
   nvshmemx_barrier_all_on_stream(stream);
   nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, fbuf, fbuf + 4, 4, stream);
   const int g = nvshmemx_int_g_on_stream(data, peer, stream);
+
+  // shared-memory hints: NVSHMEM's sizes, which programs use to size launches
+  if (nvshmemx_ask_smem(NVSHMEMX_SMEM_RECOMMENDED) != 65536 || nvshmemx_ask_smem(NVSHMEMX_SMEM_MINIMUM) != 32768)
+    return 6;
 
   // cooperative launch of kernels that synchronize across PEs
   int grid = 0;

@@ -66,6 +66,15 @@ int main(void) {
   nvshmemx_buffer_unregister_all();
   nvshmem_barrier_all();
   CHECK(ring[0] == left);
+  /* symmetric registration of user memory is refused when called (it compiles): NULL, as NVSHMEM's failure */
+  CHECK(nvshmemx_buffer_register_symmetric(local, sizeof(local), 0) == NULL);
+  CHECK(nvshmemx_buffer_register_symmetric_at_preferred_address(local, sizeof(local), NULL, 0) == NULL);
+  CHECK(nvshmemx_buffer_unregister_symmetric(local, sizeof(local)) == NVSHMEMX_ERROR_NOT_SUPPORTED);
+
+  /* NVSHMEM's message macros (NVSHMEM's perftest harness uses them): a warning on stdout; the error forms compile */
+  if (g_me == 0) NVSHMEMI_WARN_PRINT("nv_host_c: %s", "message macros");
+  if (g_me < 0) NVSHMEMI_ERROR_PRINT("nv_host_c: negative PE %d", g_me);
+  if (g_me < 0) NVSHMEMI_ERROR_EXIT("nv_host_c: negative PE %d", g_me);
 
   /* atomics: every PE adds its number + 1 on PE 0 */
   unsigned long long* counter = (unsigned long long*)nvshmem_calloc(1, sizeof(unsigned long long));

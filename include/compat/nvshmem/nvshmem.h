@@ -3235,11 +3235,6 @@
 #define nvshmemx_ushort_xor_reducescatter_warp shoalx_ushort_xor_reducescatter_warp
 
 /* --- NVSHMEM functions shoal does not provide: a compile error naming them when used --- */
-SHOAL_NV_NOT_PROVIDED(nvshmemx_ask_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_register_symmetric_at_preferred_address, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_buffer_unregister_symmetric, "symmetric registration of user memory: shoal's symmetric heap is one reserved range per PE (local registration is provided)")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_give_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_mc_ptr, "NVLS multicast: multicast objects are not used by shoal")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_qp_bfloat16_g, "queue-pair API (IBGDA QP handles): no counterpart; shoal has no contexts yet")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_qp_bfloat16_get, "queue-pair API (IBGDA QP handles): no counterpart; shoal has no contexts yet")
@@ -3754,6 +3749,5 @@ SHOAL_NV_NOT_PROVIDED(nvshmemx_region_start, "RMA regions and region hints (3.8)
 SHOAL_NV_NOT_PROVIDED(nvshmemx_region_start_block, "RMA regions and region hints (3.8): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_region_stop, "RMA regions and region hints (3.8): no counterpart")
 SHOAL_NV_NOT_PROVIDED(nvshmemx_region_stop_block, "RMA regions and region hints (3.8): no counterpart")
-SHOAL_NV_NOT_PROVIDED(nvshmemx_release_smem, "shared-memory budget hints (ask/give/release_smem): no counterpart")
 
 #endif /* SHOAL_COMPAT_NVSHMEM_H_ */

@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shoal/collective_launch.h"
@@ -67,6 +69,13 @@ typedef enum {
   NVSHMEM_PE_INVALID = -1,
 } nvshmem_pe_index_t;
 enum nvshmemi_signal_op { NVSHMEM_SIGNAL_SET = SHOAL_SIGNAL_SET, NVSHMEM_SIGNAL_ADD = SHOAL_SIGNAL_ADD };
+/** The hints of nvshmemx_ask_smem (NVSHMEM 3.8 numbering). */
+typedef enum nvshmemx_smem_amount_t {
+  NVSHMEMX_SMEM_RECOMMENDED = 0,
+  NVSHMEMX_SMEM_MINIMUM = 1,
+  NVSHMEMX_SMEM_BARRIERS_ONLY = 2,
+  NVSHMEMX_SMEM_AMOUNT_MAX = INT_MAX
+} nvshmemx_smem_amount_t;
 /* Status codes of the nvshmemx_* calls that return one (NVSHMEM's values). */
 enum nvshmemx_status {
   NVSHMEMX_SUCCESS = 0,
@@ -302,6 +311,26 @@ static inline const char* nvshmemx_status_string(int status) {
                                       "NVSHMEMX_ERROR_INTERNAL"};
   return status >= 0 && status <= NVSHMEMX_ERROR_INTERNAL ? names[status] : "unknown NVSHMEMX status";
 }
+/* NVSHMEM's <nvshmemx.h> also defines these message macros (printf-style arguments), which programs use; NVSHMEM's
+ * perftest harness, for one. ERROR_PRINT: "file:function:line: <message>" and a newline on stderr; ERROR_EXIT:
+ * the same, then exit(-1); WARN_PRINT: "WARN: <message>" and a newline on stdout. */
+#define NVSHMEMI_ERROR_PRINT(...)                                    \
+  do {                                                               \
+    fprintf(stderr, "%s:%s:%d: ", __FILE__, __FUNCTION__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__);                                    \
+    fprintf(stderr, "\n");                                           \
+  } while (0)
+#define NVSHMEMI_ERROR_EXIT(...)       \
+  do {                                 \
+    NVSHMEMI_ERROR_PRINT(__VA_ARGS__); \
+    exit(-1);                          \
+  } while (0)
+#define NVSHMEMI_WARN_PRINT(...)  \
+  do {                            \
+    fprintf(stdout, "WARN: ");    \
+    fprintf(stdout, __VA_ARGS__); \
+    fprintf(stdout, "\n");        \
+  } while (0)
 /** The NVSHMEM API level this layer provides (3.8.0), as NVSHMEM reports its own release. */
 SHOAL_NV_HD static inline void nvshmemx_vendor_get_version_info(int* major, int* minor, int* patch) {
   *major = NVSHMEM_VENDOR_MAJOR_VERSION;
@@ -352,6 +381,44 @@ static inline int nvshmemx_culibrary_finalize(CUlibrary library) {
   (void)library;
   return NVSHMEMX_SUCCESS;
 }
+/* Symmetric registration of user memory (NVSHMEM maps a cuMem allocation into every PE's symmetric heap): shoal's
+ * symmetric heap is one reserved range per PE, so it is refused when called, not when compiled, so that programs
+ * which only reference it build (NVSHMEM's perftest harness calls it only under --mmap). Each says why on stderr;
+ * the register forms return NULL (NVSHMEM's failure value), unregister NVSHMEMX_ERROR_NOT_SUPPORTED. */
+static inline void* shoal_nv_symmetric_registration_refused(const char* call) {
+  fprintf(stderr,
+          "%s: not supported by shoal (symmetric registration of user memory; allocate with nvshmem_malloc, or "
+          "register local memory with nvshmemx_buffer_register)\n",
+          call);
+  return NULL;
+}
+static inline void* nvshmemx_buffer_register_symmetric(void* buf_ptr, size_t size, int flags) {
+  (void)buf_ptr;
+  (void)size;
+  (void)flags;
+  return shoal_nv_symmetric_registration_refused("nvshmemx_buffer_register_symmetric");
+}
+static inline void* nvshmemx_buffer_register_symmetric_at_preferred_address(void* buf_ptr, size_t size,
+                                                                            void* preferred_addr, int flags) {
+  (void)buf_ptr;
+  (void)size;
+  (void)preferred_addr;
+  (void)flags;
+  return shoal_nv_symmetric_registration_refused("nvshmemx_buffer_register_symmetric_at_preferred_address");
+}
+static inline int nvshmemx_buffer_unregister_symmetric(void* mmap_ptr, size_t size) {
+  (void)mmap_ptr;
+  (void)size;
+  shoal_nv_symmetric_registration_refused("nvshmemx_buffer_unregister_symmetric");
+  return NVSHMEMX_ERROR_NOT_SUPPORTED;
+}
+/* Shared-memory hints (NVSHMEM 3.8 stages TMA transfers through shared memory a kernel gives it). shoal's puts and
+ * gets never stage through shared memory, so a given block is not used; ask_smem still answers NVSHMEM's sizes
+ * (RECOMMENDED 64 KiB, MINIMUM 32 KiB), which programs use to size their launches and their own tiles, and 0 for
+ * BARRIERS_ONLY (shoal keeps no barriers there). give_smem and release_smem (device) do nothing. */
+SHOAL_NV_HD static inline int nvshmemx_ask_smem(nvshmemx_smem_amount_t flag) {
+  return flag == NVSHMEMX_SMEM_MINIMUM ? 32768 : flag == NVSHMEMX_SMEM_BARRIERS_ONLY ? 0 : 65536;
+}
 /** NVSHMEM takes a non-const signal word; shoal_signal_fetch reads it the same way. */
 SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { return shoal_signal_fetch(sig_addr); }
 #if defined(__CUDACC__) && defined(__cplusplus) && SHOAL_DETAIL_DEVICE_FACADE
@@ -359,6 +426,12 @@ SHOAL_NV_HD static inline uint64_t nvshmem_signal_fetch(uint64_t* sig_addr) { re
  * is stronger (its puts are complete at their targets). */
 __device__ static inline void nvshmemx_flush_warp(void) { shoal_quiet(); }
 __device__ static inline void nvshmemx_flush_block(void) { shoal_quiet(); }
+/** See nvshmemx_ask_smem: the block is not used; every thread may call, no synchronization implied. */
+__device__ static inline void nvshmemx_give_smem(void* smem, size_t size) {
+  (void)smem;
+  (void)size;
+}
+__device__ static inline void nvshmemx_release_smem(void) {}
 /** Team barrier over a warpgroup (4 consecutive warps aligned to 4, every thread calls): shoal's warps<4> scope
  * (which uses a named barrier id; see <shoal/device/scope.cuh>). Returns 0. */
 __device__ static inline int nvshmemx_barrier_warpgroup(nvshmem_team_t team) {
