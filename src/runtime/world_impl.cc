@@ -156,8 +156,7 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   std::vector<uint64_t> words(extension_specs().size(), 0);
   // Worlds with proxy peers also get the proxy slots (the device collectives' proxy path).
   const int32_t proxy_pes = gpu && transport_->device_ring() != nullptr ? n_pes_ : 0;
-  uint64_t bytes =
-      gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes, proxy_pes) : sizeof(sync_area);
+  uint64_t bytes = gpu ? coll_offset + coll_ws::total_bytes(n_local, channels, ll_bytes, proxy_pes) : sizeof(sync_area);
   for (size_t key = 0; key < words.size(); ++key) {
     if (extension_specs()[key].host_words_nbytes == 0) continue;
     words[key] = coll_ws::round_up(bytes, 64);
