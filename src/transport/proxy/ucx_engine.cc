@@ -146,8 +146,11 @@ struct ucx_engine::state {
   // progressing from a wait (progress_hooks). Taken with try_drive() only, never waited for: a
   // thread that cannot take it knows the holder drains the ring, its descriptor included.
   std::atomic<bool> driving{false};
-  // steady_clock nanoseconds of the last drive by a host thread (the proxy thread naps meanwhile).
+  // steady_clock nanoseconds of the last drive by a host thread (the proxy thread naps meanwhile),
+  // and of the last drive by anyone that moved traffic (a host wait then keeps polling: the answer
+  // it waits for may be on its way, and whoever drives puts it into memory).
   std::atomic<int64_t> host_drove_ns{0};
+  std::atomic<int64_t> traffic_ns{0};
   // UCX requests issued and not completed (under `driving`): the proxy thread sleeps shorter then.
   int64_t requests_in_flight = 0;
   bool hooked = false;  // registered with progress_hooks
@@ -175,15 +178,23 @@ struct ucx_engine::state {
   bool try_drive(bool* progressed = nullptr, bool polling = false) {
     if (!try_lock()) return false;
     const bool any = drive();
-    if (polling || any) host_drove_ns.store(now_ns(), std::memory_order_relaxed);
+    if (polling || any) {
+      const int64_t now = now_ns();
+      host_drove_ns.store(now, std::memory_order_relaxed);
+      if (any) traffic_ns.store(now, std::memory_order_relaxed);
+    }
     unlock();
     if (progressed != nullptr) *progressed = any;
     return true;
   }
+  // A host wait's progress: true (the wait keeps polling) when it moved traffic, or when anyone did
+  // within progress_hooks::kHotWindow.
   static bool progress_hook(void* self) {
+    auto* s = static_cast<state*>(self);
     bool progressed = false;
-    static_cast<state*>(self)->try_drive(&progressed);
-    return progressed;
+    s->try_drive(&progressed);
+    return progressed || now_ns() - s->traffic_ns.load(std::memory_order_relaxed) <
+                             std::chrono::nanoseconds(progress_hooks::kHotWindow).count();
   }
 
   // Stops the proxy thread, then releases the UCX objects on this thread: endpoints still open
@@ -627,6 +638,7 @@ struct ucx_engine::state {
       const auto now = std::chrono::steady_clock::now();
       if (busy || !queue_empty()) {
         last_work = now;
+        if (busy) traffic_ns.store(now_ns(), std::memory_order_relaxed);
         unlock();
         continue;
       }
