@@ -544,14 +544,36 @@ struct ucx_engine::state {
   // ring, this descriptor included, and the caller polls for its turn.
   uint64_t call(std::string_view call_name, std::string_view what, proxy_desc d) {
     d.flags |= kProxyWait;
-    const auto end =
-        timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
-    // Poll at full speed while driving moves things; after 512 idle polls yield, after 4096 sleep
-    // 20 us per poll, so a caller waiting on a slow peer does not keep a core busy.
-    uint32_t idle = 0;
-    auto expired = [&] {
+    host_poll poll(*this);
+    const uint64_t ticket = ring_post(ring, d, poll);
+    uint64_t reply = 0;
+    int64_t status = 0;
+    if (ticket == ~uint64_t{0} || !ring_wait(ring, ticket, &reply, &status, poll))
+      timed_out(call_name, what, d.pe, "did not complete");
+    if (status != 0) fail_ucx(call_name, what, d.pe, static_cast<ucs_status_t>(status));
+    return reply;
+  }
+
+  // Posts `d` as a non-waiting descriptor (nbi: its completion is the next quiet's business) and
+  // issues it at once when the worker is free.
+  void post_nbi(std::string_view call_name, std::string_view what, proxy_desc d) {
+    host_poll poll(*this);
+    if (ring_post(ring, d, poll) == ~uint64_t{0}) timed_out(call_name, what, d.pe, "found no ring slot");
+    try_drive();
+  }
+
+  // A host thread's poll while it waits on the ring (for a credit, or for its answer): drives the
+  // worker when it is free, at full speed while that moves things; after 512 idle polls yields,
+  // after 4096 sleeps 20 us per poll, so a caller waiting on a slow peer does not keep a core busy.
+  // True (the wait ends) past SHOAL_WAIT_TIMEOUT.
+  struct host_poll {
+    explicit host_poll(state& owner)
+        : s(owner),
+          end(owner.timeout.count() > 0 ? std::chrono::steady_clock::now() + owner.timeout
+                                        : std::chrono::steady_clock::time_point::max()) {}
+    bool operator()() {
       bool progressed = false;
-      try_drive(&progressed, idle < 512);
+      s.try_drive(&progressed, idle < 512);
       if (progressed) {
         idle = 0;
       } else if (++idle >= 4096) {
@@ -560,44 +582,16 @@ struct ucx_engine::state {
         std::this_thread::yield();
       }
       return (idle & 63) == 0 && std::chrono::steady_clock::now() > end;
-    };
-    const uint64_t ticket = ring_post(ring, d, expired);
-    uint64_t reply = 0;
-    int64_t status = 0;
-    if (ticket == ~uint64_t{0} || !ring_wait(ring, ticket, &reply, &status, expired)) {
-      if (d.pe >= 0)
-        SHOAL_THROW(errc::timeout, call_name, "{} to PE {} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what,
-                    d.pe, timeout.count());
-      SHOAL_THROW(errc::timeout, call_name, "{} did not complete within {} ms (SHOAL_WAIT_TIMEOUT)", what,
-                  timeout.count());
     }
-    if (status != 0) fail_ucx(call_name, what, d.pe, static_cast<ucs_status_t>(status));
-    return reply;
-  }
-
-  // Posts `d` as a non-waiting descriptor (nbi: its completion is the next quiet's business) and
-  // issues it at once when the worker is free.
-  void post_nbi(std::string_view call_name, std::string_view what, proxy_desc d) {
-    const auto end =
-        timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : std::chrono::steady_clock::time_point::max();
+    state& s;
+    std::chrono::steady_clock::time_point end;
     uint32_t idle = 0;
-    auto expired = [&] {
-      bool progressed = false;
-      try_drive(&progressed);
-      if (progressed)
-        idle = 0;
-      else if (++idle >= 512)
-        std::this_thread::yield();
-      return (idle & 63) == 0 && std::chrono::steady_clock::now() > end;
-    };
-    if (ring_post(ring, d, expired) == ~uint64_t{0}) {
-      if (d.pe >= 0)
-        SHOAL_THROW(errc::timeout, call_name, "{} to PE {}: no ring slot within {} ms (SHOAL_WAIT_TIMEOUT)", what, d.pe,
-                    timeout.count());
-      SHOAL_THROW(errc::timeout, call_name, "{}: no ring slot within {} ms (SHOAL_WAIT_TIMEOUT)", what,
+  };
+  [[noreturn]] void timed_out(std::string_view call_name, std::string_view what, int pe, std::string_view how) const {
+    if (pe >= 0)
+      SHOAL_THROW(errc::timeout, call_name, "{} to PE {} {} within {} ms (SHOAL_WAIT_TIMEOUT)", what, pe, how,
                   timeout.count());
-    }
-    try_drive();
+    SHOAL_THROW(errc::timeout, call_name, "{} {} within {} ms (SHOAL_WAIT_TIMEOUT)", what, how, timeout.count());
   }
 
   // Sleeps on the doorbell (and the worker's fd when `watch_worker`) for at most `nap_ns`, or until
