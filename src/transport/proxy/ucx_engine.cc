@@ -235,6 +235,56 @@ struct ucx_engine::state {
 #endif
   }
 
+  // Collective: (re-)maps [base, base + nbytes) with UCX as `type` memory into `memh` (nothing when
+  // nbytes is 0), then all-gathers every PE's base address and packed rkey through the bootstrap
+  // (lengths first, then the rkeys padded to the longest) and unpacks them into `keys`/`bases` (no
+  // rkey for a PE that mapped nothing). What was registered before is released first.
+  void register_region(bootstrap& boot, void* base, uint64_t nbytes, ucs_memory_type_t type, std::string_view what,
+                       std::string_view call, ucp_mem_h& memh_out, uint64_t& base_out, uint64_t& nbytes_out,
+                       std::vector<ucp_rkey_h>& keys, std::vector<uint64_t>& bases_out) {
+    const int n_pes = boot.size();
+    std::vector<char> packed;
+    on_thread([&] {
+      for (ucp_rkey_h& k : keys)
+        if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
+      keys.assign(n_pes, nullptr);
+      if (memh_out != nullptr) ucp_mem_unmap(context, memh_out), memh_out = nullptr;
+      base_out = reinterpret_cast<uint64_t>(base), nbytes_out = nbytes;
+      if (nbytes == 0) return;
+      ucp_mem_map_params_t mp{};
+      mp.field_mask =
+          UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+      mp.address = base;
+      mp.length = nbytes;
+      mp.memory_type = type;
+      ucs_status_t st = ucp_mem_map(context, &mp, &memh_out);
+      if (st != UCS_OK) fail_ucx(call, fmt::format("ucp_mem_map of {}", what), -1, st);
+      void* rkey = nullptr;
+      size_t rkey_nbytes = 0;
+      st = ucp_rkey_pack(context, memh_out, &rkey, &rkey_nbytes);
+      if (st != UCS_OK) fail_ucx(call, "ucp_rkey_pack", -1, st);
+      packed.assign(static_cast<char*>(rkey), static_cast<char*>(rkey) + rkey_nbytes);
+      ucp_rkey_buffer_release(rkey);
+    });
+    uint64_t mine[2] = {reinterpret_cast<uint64_t>(base), packed.size()};
+    std::vector<uint64_t> heads(2 * n_pes);
+    boot.allgather(mine, heads.data(), sizeof(mine), call);
+    uint64_t longest = 1;
+    for (int pe = 0; pe < n_pes; ++pe) longest = std::max(longest, heads[2 * pe + 1]);
+    packed.resize(longest);
+    std::vector<char> all(longest * n_pes);
+    boot.allgather(packed.data(), all.data(), longest, call);
+    on_thread([&] {
+      bases_out.assign(n_pes, 0);
+      for (int pe = 0; pe < n_pes; ++pe) {
+        bases_out[pe] = heads[2 * pe];
+        if (eps[pe] == nullptr || heads[2 * pe + 1] == 0) continue;
+        ucs_status_t st = ucp_ep_rkey_unpack(eps[pe], all.data() + pe * longest, &keys[pe]);
+        if (st != UCS_OK) fail_ucx(call, fmt::format("ucp_ep_rkey_unpack ({})", what), pe, st);
+      }
+    });
+  }
+
   // Allocates the zeroed ring; pinned and device-mapped when kernels post into it (`mapped`).
   void make_ring(bool mapped, int my_pe) {
     constexpr std::string_view call = "shoal_init";
@@ -749,90 +799,14 @@ ucx_engine::~ucx_engine() = default;
 
 void ucx_engine::register_heap(char* base, uint64_t nbytes, std::string_view call) {
   flush(call);
-  const int n_pes = boot_.size();
-  std::vector<char> packed;
-  s_->on_thread([&] {
-    for (ucp_rkey_h& k : s_->rkeys)
-      if (k != nullptr) ucp_rkey_destroy(k), k = nullptr;
-    if (s_->memh != nullptr) ucp_mem_unmap(s_->context, s_->memh), s_->memh = nullptr;
-    ucp_mem_map_params_t mp{};
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = base;
-    mp.length = nbytes;
-    if (s_->gpu_heap) {
-      mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-      mp.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
-    ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->memh);
-    if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the symmetric heap", -1, st);
-    s_->heap_base = reinterpret_cast<uint64_t>(base), s_->heap_nbytes = nbytes;
-    void* rkey = nullptr;
-    size_t rkey_nbytes = 0;
-    st = ucp_rkey_pack(s_->context, s_->memh, &rkey, &rkey_nbytes);
-    if (st != UCS_OK) fail_ucx(call, "ucp_rkey_pack", -1, st);
-    packed.assign(static_cast<char*>(rkey), static_cast<char*>(rkey) + rkey_nbytes);
-    ucp_rkey_buffer_release(rkey);
-  });
-  // Base address and rkey length, then the rkeys padded to the longest (through the bootstrap).
-  uint64_t mine[2] = {reinterpret_cast<uint64_t>(base), packed.size()};
-  std::vector<uint64_t> heads(2 * n_pes);
-  boot_.allgather(mine, heads.data(), sizeof(mine), call);
-  uint64_t longest = 0;
-  for (int pe = 0; pe < n_pes; ++pe) longest = std::max(longest, heads[2 * pe + 1]);
-  packed.resize(longest);
-  std::vector<char> all(longest * n_pes);
-  boot_.allgather(packed.data(), all.data(), longest, call);
-  s_->on_thread([&] {
-    for (int pe = 0; pe < n_pes; ++pe) {
-      s_->bases[pe] = heads[2 * pe];
-      if (s_->eps[pe] == nullptr) continue;
-      ucs_status_t st = ucp_ep_rkey_unpack(s_->eps[pe], all.data() + pe * longest, &s_->rkeys[pe]);
-      if (st != UCS_OK) fail_ucx(call, "ucp_ep_rkey_unpack", pe, st);
-    }
-  });
+  s_->register_region(boot_, base, nbytes, s_->gpu_heap ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST,
+                      "the symmetric heap", call, s_->memh, s_->heap_base, s_->heap_nbytes, s_->rkeys, s_->bases);
 }
 
 void ucx_engine::register_data(const void* base, uint64_t nbytes, std::string_view call) {
-  const int n_pes = boot_.size();
-  s_->data_rkeys.assign(n_pes, nullptr);
-  s_->data_bases.assign(n_pes, 0);
-  std::vector<char> packed;
-  s_->on_thread([&] {
-    if (nbytes == 0) return;
-    ucp_mem_map_params_t mp{};
-    mp.field_mask =
-        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-    mp.address = const_cast<void*>(base);
-    mp.length = nbytes;
-    mp.memory_type = UCS_MEMORY_TYPE_HOST;
-    ucs_status_t st = ucp_mem_map(s_->context, &mp, &s_->data_memh);
-    if (st != UCS_OK) fail_ucx(call, "ucp_mem_map of the data segment (global and static variables)", -1, st);
-    s_->data_base = reinterpret_cast<uint64_t>(base), s_->data_nbytes = nbytes;
-    void* rkey = nullptr;
-    size_t rkey_nbytes = 0;
-    st = ucp_rkey_pack(s_->context, s_->data_memh, &rkey, &rkey_nbytes);
-    if (st != UCS_OK) fail_ucx(call, "ucp_rkey_pack", -1, st);
-    packed.assign(static_cast<char*>(rkey), static_cast<char*>(rkey) + rkey_nbytes);
-    ucp_rkey_buffer_release(rkey);
-  });
-  // As register_heap: base address and rkey length, then the rkeys padded to the longest (a PE
-  // without a shared data segment sends length 0 and gets no rkey).
-  uint64_t mine[2] = {reinterpret_cast<uint64_t>(base), packed.size()};
-  std::vector<uint64_t> heads(2 * n_pes);
-  boot_.allgather(mine, heads.data(), sizeof(mine), call);
-  uint64_t longest = 1;
-  for (int pe = 0; pe < n_pes; ++pe) longest = std::max(longest, heads[2 * pe + 1]);
-  packed.resize(longest);
-  std::vector<char> all(longest * n_pes);
-  boot_.allgather(packed.data(), all.data(), longest, call);
-  s_->on_thread([&] {
-    for (int pe = 0; pe < n_pes; ++pe) {
-      s_->data_bases[pe] = heads[2 * pe];
-      if (s_->eps[pe] == nullptr || heads[2 * pe + 1] == 0) continue;
-      ucs_status_t st = ucp_ep_rkey_unpack(s_->eps[pe], all.data() + pe * longest, &s_->data_rkeys[pe]);
-      if (st != UCS_OK) fail_ucx(call, "ucp_ep_rkey_unpack (data segment)", pe, st);
-    }
-  });
+  s_->register_region(boot_, const_cast<void*>(base), nbytes, UCS_MEMORY_TYPE_HOST,
+                      "the data segment (global and static variables)", call, s_->data_memh, s_->data_base,
+                      s_->data_nbytes, s_->data_rkeys, s_->data_bases);
 }
 
 void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
