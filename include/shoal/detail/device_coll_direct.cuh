@@ -102,10 +102,12 @@ __device__ __forceinline__ void move_team(const device_world& w, const device_te
   if (kKind == move_kind::broadcast && (root < 0 || root >= t.n_pes))
     device_fail_arg(call, w.my_pe, "root (a team PE number)", root);
 #endif
+#if SHOAL_DEVICE_COLL_PROXY
   if (w.proxy_ring != nullptr) {
     const cold_args a{w, t};
     return move_proxy<Scope, kKind>(a.w, a.t, dest, source, bytes, root, call);
   }
+#endif
   move_direct<Scope, kKind>(w, t, dest, source, bytes, root, 0, 1, call);
   team_barrier<Scope>(w, t, call);
 }
@@ -265,11 +267,13 @@ __device__ __forceinline__ void reduce_sym(const device_world& w, const device_t
     reduce_sym_alone<Scope>(dest, source, nreduce);
     return;
   }
+#if SHOAL_DEVICE_COLL_PROXY
   if (w.proxy_ring != nullptr) {
     const cold_args a{w, t};
     reduce_sym_proxy<Scope, Op, T, kScatter>(a.w, a.t, dest, source, nreduce, call);
     return;
   }
+#endif
   if (ll_fits(w, nreduce * sizeof(T))) {
     reduce_sym_ll<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
   } else {

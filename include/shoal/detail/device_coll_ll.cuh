@@ -186,10 +186,12 @@ template <class Scope>
 __device__ __forceinline__ void collectmem(const device_world& w, const device_team& t, void* dest, const void* source,
                                            size_t nbytes, const char* call) {
   check_team(w, t, call);
+#if SHOAL_DEVICE_COLL_PROXY
   if (w.proxy_ring != nullptr) {
     const cold_args a{w, t};
     return collect_proxy<Scope>(a.w, a.t, dest, source, nbytes, call);
   }
+#endif
   const int n = t.n_pes;
   const int me = t.my_pe_in_team;
   size_t offset = 0;

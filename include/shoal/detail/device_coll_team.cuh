@@ -204,10 +204,12 @@ __device__ __forceinline__ void reduce(const device_world& w, const device_team&
   static_assert(is_reduce_type_v<T>, "reduce: T must be an integer, floating-point, half or bfloat16 type");
   check_team(w, t, call);
   Scope::sync();
+#if SHOAL_DEVICE_COLL_PROXY
   if (w.proxy_ring != nullptr) {
     const cold_args a{w, t};
     return reduce_scratch_proxy<Scope, Op>(a.w, a.t, dest, source, nreduce, scratch, call);
   }
+#endif
   T* slots = static_cast<T*>(scratch);
   const int n = t.n_pes;
   if (nreduce > 0) {

@@ -19,6 +19,14 @@
 #define SHOAL_DEVICE_CHECKS 1
 #endif
 
+/// 1 (default): the device team collectives carry their proxy path (worlds with proxy peers: routed
+/// puts and team barriers, a cold non-inlined function). It costs up to 16 registers in every
+/// kernel that calls a collective, proxy peers or not (docs/device-api.md); 0 leaves it out for
+/// programs that only ever run on load/store-reachable peers (a proxy member then traps, as before).
+#ifndef SHOAL_DEVICE_COLL_PROXY
+#define SHOAL_DEVICE_COLL_PROXY 1
+#endif
+
 /// Polls between two reads of %globaltimer in a bounded wait (a power of two).
 #ifndef SHOAL_WAIT_POLLS_PER_CLOCK
 #define SHOAL_WAIT_POLLS_PER_CLOCK 64
