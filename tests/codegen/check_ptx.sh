@@ -103,6 +103,10 @@ forbid probe_reduce_direct_block "fence." "membar"
 # the proxy paths of the team collectives are calls, not inlined into the load/store paths
 expect probe_reduce_sym_block "reduce_sym_proxy" "reduce_sym_direct"
 expect probe_broadcast_block "move_proxy" "ld.global.v4.u32" "st.global.v4.u32"
+# ... and SHOAL_DEVICE_COLL_PROXY=0 leaves them out
+"$nvcc" "${flags[@]}" -DSHOAL_DEVICE_COLL_PROXY=0 -ptx "$root/tests/codegen/ptx_probe.cu" -o "$work/no_proxy.ptx"
+grep -qF "move_proxy" "$work/no_proxy.ptx" && bad "SHOAL_DEVICE_COLL_PROXY=0: move_proxy is still in the PTX"
+grep -qF "reduce_sym_proxy" "$work/no_proxy.ptx" && bad "SHOAL_DEVICE_COLL_PROXY=0: reduce_sym_proxy is still in the PTX"
 expect probe_put_block_vec "ld.global.v4.u32" "st.global.v4.u32"
 at_least probe_put_block_vec 4 "ld.global.v4.u32"
 forbid probe_put_block_vec "fence." "membar"
