@@ -57,8 +57,20 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
                              uint64_t* old) {
   if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
   auto failed = [](const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); };
-  if (stream_ == nullptr) {
+  // Whichever thread drives the engine runs this (the proxy thread, or a host thread of the program
+  // whose current device may be another): the heap's GPU is made current for the call only.
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  if (previous != device_) {
     if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
+  }
+  struct restore {
+    int device;
+    ~restore() {
+      if (device >= 0) cudaSetDevice(device);
+    }
+  } restore_device{previous != device_ ? previous : -1};
+  if (stream_ == nullptr) {
     cudaStream_t stream = nullptr;
     if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); err != cudaSuccess)
       return failed("cudaStreamCreateWithFlags", err);
