@@ -175,31 +175,44 @@ TEST(Signal, SignalWaitUntilEveryComparison) {
   shoal_free(sig);
 }
 
-TEST(Signal, DataIsVisibleOnceTheSignalIs) {
-  // Many rounds of 64 KiB to the right; the receiver checks every byte as soon as it sees the signal,
-  // then acknowledges to the left so the sender may overwrite.
-  constexpr size_t kBytes = 64 << 10;
+// Many rounds of `bytes` to the right; the receiver checks every byte as soon as it sees the signal,
+// then acknowledges to the left so the sender may overwrite. The sender also reads back what it put
+// (a get after a put-with-signal to the same PE sees its data).
+void data_visible_once_signalled(size_t bytes) {
   constexpr int kRounds = 40;
-  auto* buf = static_cast<unsigned char*>(shoal_malloc(kBytes));
+  auto* buf = static_cast<unsigned char*>(shoal_malloc(bytes));
   auto* sig = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));  // [0] data ready, [1] ack
-  std::vector<unsigned char> src(kBytes);
-  size_t bad = 0;
+  std::vector<unsigned char> src(bytes), back(bytes);
+  size_t bad = 0, bad_back = 0;
   shoal_barrier_all();
   for (int r = 1; r <= kRounds; ++r) {
     if (r > 1) shoal_signal_wait_until(&sig[1], SHOAL_CMP_GE, r - 1);  // right has read round r-1
-    std::memset(src.data(), r, kBytes);
+    std::memset(src.data(), r, bytes);
     if (r % 2)
-      shoal_putmem_signal(buf, src.data(), kBytes, &sig[0], r, SHOAL_SIGNAL_SET, right());
+      shoal_putmem_signal(buf, src.data(), bytes, &sig[0], r, SHOAL_SIGNAL_SET, right());
     else
-      shoal_putmem_signal_nbi(buf, src.data(), kBytes, &sig[0], 1, SHOAL_SIGNAL_ADD, right());
+      shoal_putmem_signal_nbi(buf, src.data(), bytes, &sig[0], 1, SHOAL_SIGNAL_ADD, right());
+    if (r % 4 == 1) {
+      shoal_getmem(back.data(), buf, bytes, right());
+      for (size_t i = 0; i < bytes; ++i) bad_back += back[i] != static_cast<unsigned char>(r);
+    }
     shoal_signal_wait_until(&sig[0], SHOAL_CMP_GE, r);
-    for (size_t i = 0; i < kBytes; ++i) bad += buf[i] != static_cast<unsigned char>(r);
+    for (size_t i = 0; i < bytes; ++i) bad += buf[i] != static_cast<unsigned char>(r);
     shoalx_signal_op(&sig[1], r, SHOAL_SIGNAL_SET, left());
   }
-  EXPECT_EQ(bad, 0u) << "a byte older than the signal was seen";
+  EXPECT_EQ(bad, 0u) << "a byte older than the signal was seen (" << bytes << " bytes)";
+  EXPECT_EQ(bad_back, 0u) << "a get after a put-with-signal missed its data (" << bytes << " bytes)";
   shoal_barrier_all();
   shoal_free(sig);
   shoal_free(buf);
+}
+
+// 64 KiB, and sizes around the proxy's one-message put-with-signal limit (8 KiB, host heaps).
+TEST(Signal, DataIsVisibleOnceTheSignalIs) {
+  for (size_t bytes : {size_t{64} << 10, size_t{8} << 10, (size_t{8} << 10) + 1, size_t{24}}) {
+    SCOPED_TRACE(bytes);
+    data_visible_once_signalled(bytes);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ namespace shoal::detail {
 
 namespace {
 
-enum : unsigned { kAmRequest = 0x5301, kAmReply = 0x5302 };
+enum : unsigned { kAmRequest = 0x5301, kAmReply = 0x5302, kAmPutSignal = 0x5303 };
 
 void free_message(void* request, ucs_status_t, void* message) {
   delete[] static_cast<char*>(message);
@@ -30,7 +30,8 @@ am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_hea
       done_(done),
       ctx_(ctx),
       owner_(device, host_heap) {
-  for (auto [id, cb] : {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}}) {
+  for (auto [id, cb] :
+       {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}, std::pair{kAmPutSignal, &on_put_signal}}) {
     ucp_am_handler_param_t param{};
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     param.id = id;
@@ -66,12 +67,57 @@ ucs_status_t am_atomics::send(int pe, uint64_t token, uint8_t code, uint64_t nby
   return st;
 }
 
+ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t code, uint64_t sig_offset,
+                                             uint64_t operand, uint64_t offset, const void* source, size_t nbytes,
+                                             void* header, ucp_request_param_t& param) {
+  static_assert(sizeof(request) == kPutSignalHeaderBytes);
+  if (eps_[pe] == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
+  // The request's fields: offset = the signal word, swap_in = where the data go.
+  const request m{token, my_pe_, code, 8, {}, sig_offset, operand, offset};
+  std::memcpy(header, &m, sizeof(m));
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message, so the handler applies both
+  ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPutSignal, header, sizeof(m), source, nbytes, &param);
+  if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
+  return r;
+}
+
 ucs_status_t am_atomics::drain(std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (outstanding_ > 0) {
     ucp_worker_progress(worker_);
     if (timeout.count() > 0 && std::chrono::steady_clock::now() > end) return UCS_ERR_TIMED_OUT;
   }
+  return UCS_OK;
+}
+
+uint64_t am_atomics::local_address(uint64_t offset) const {
+  return (offset & kDataOffsetBit) != 0 ? *data_base_ + (offset & ~kDataOffsetBit) : bases_[my_pe_] + offset;
+}
+
+void am_atomics::answer(int to, const reply& r) {
+  ucs_status_t st = post(to >= 0 && to < static_cast<int>(eps_.size()) ? eps_[to] : nullptr, kAmReply, &r, sizeof(r));
+  if (st != UCS_OK)
+    std::fprintf(stderr, "shoal: PE %d: answering an atomic of PE %d failed: %s\n", my_pe_, to, ucs_status_string(st));
+}
+
+// The owner's side of put-with-signal (host heaps): the data, then the signal, then the answer.
+ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                                       const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<am_atomics*>(arg);
+  request m;
+  if (header_nbytes != sizeof(m)) return UCS_OK;
+  std::memcpy(&m, header, sizeof(m));
+  reply r{m.token, 0, 0};
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+    r.status = UCS_ERR_UNSUPPORTED;  // sent eager only: never expected
+  } else {
+    if (length > 0) std::memcpy(reinterpret_cast<void*>(self->local_address(m.swap_in)), data, length);
+    const std::string err =
+        self->owner_.apply(m.code, 8, reinterpret_cast<void*>(self->local_address(m.offset)), m.operand, 0, &r.value);
+    if (!err.empty()) r.status = UCS_ERR_IO_ERROR;
+  }
+  self->answer(m.from, r);
   return UCS_OK;
 }
 
@@ -83,21 +129,14 @@ ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header
   if (header_nbytes != sizeof(m)) return UCS_OK;
   std::memcpy(&m, header, sizeof(m));
   reply r{m.token, 0, 0};
-  const uint64_t address = (m.offset & kDataOffsetBit) != 0 ? *self->data_base_ + (m.offset & ~kDataOffsetBit)
-                                                            : self->bases_[self->my_pe_] + m.offset;
-  const std::string err =
-      self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(address), m.operand, m.swap_in, &r.value);
+  const std::string err = self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(self->local_address(m.offset)),
+                                             m.operand, m.swap_in, &r.value);
   if (!err.empty()) {
     std::fprintf(stderr, "shoal: PE %d: an atomic from PE %d on this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
                  err.c_str());
     r.status = UCS_ERR_IO_ERROR;
   }
-  ucs_status_t st =
-      self->post(m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr, kAmReply,
-                 &r, sizeof(r));
-  if (st != UCS_OK)
-    std::fprintf(stderr, "shoal: PE %d: answering an atomic of PE %d failed: %s\n", self->my_pe_, m.from,
-                 ucs_status_string(st));
+  self->answer(m.from, r);
   return UCS_OK;
 }
 

@@ -29,6 +29,15 @@ class am_atomics {
   /// reports the old value later. Non-OK when the send failed at once (no answer will come).
   ucs_status_t send(int pe, uint64_t token, uint8_t code, uint64_t nbytes, uint64_t offset, uint64_t operand,
                     uint64_t swap_in);
+  /// Host heaps: put-with-signal as one eager active message, `nbytes` from `source` for `offset` of
+  /// `pe` and the signal (ring atomic `code` of `operand` on the 8-byte word at `sig_offset`), which
+  /// the owner writes and then applies (a seq_cst atomic, after the data); its answer to `token`
+  /// comes through `done` like an atomic's. `header` (kPutSignalHeaderBytes) and `source` must stay
+  /// valid until `param`'s send callback (the caller's) reports local completion.
+  ucs_status_ptr_t send_put_signal(int pe, uint64_t token, uint8_t code, uint64_t sig_offset, uint64_t operand,
+                                   uint64_t offset, const void* source, size_t nbytes, void* header,
+                                   ucp_request_param_t& param);
+  static constexpr size_t kPutSignalHeaderBytes = 40;
   /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.
   ucs_status_t drain(std::chrono::milliseconds timeout);
   uint64_t outstanding() const { return outstanding_; }
@@ -50,6 +59,11 @@ class am_atomics {
                                  const ucp_am_recv_param_t*);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_nbytes, void*, size_t,
                                const ucp_am_recv_param_t*);
+  static ucs_status_t on_put_signal(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                                    const ucp_am_recv_param_t* param);
+  // This PE's address of heap or data-segment `offset` (kDataOffsetBit).
+  uint64_t local_address(uint64_t offset) const;
+  void answer(int to, const reply& r);
   ucs_status_t post(ucp_ep_h ep, unsigned id, const void* message, size_t nbytes);
 
   ucp_worker_h worker_;

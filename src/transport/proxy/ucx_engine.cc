@@ -79,6 +79,8 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 constexpr auto kSpin = std::chrono::microseconds(250);
 constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
+// Host heaps: put-with-signal of at most this many bytes travels as one active message.
+constexpr uint64_t kPutSignalMessageMax = 8192;
 constexpr int kSleepInFlightMs = 1;
 // While host threads drive the worker themselves (their own requests, or progress from a wait,
 // which then polls for progress_hooks::kHotWindow), the proxy thread stays out of their way: it
@@ -115,8 +117,15 @@ struct ucx_engine::state {
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
   // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
   bool puts_unfenced = false;
+  // Put-with-signal messages (am_atomics) sent since the last settle: a get or an atomic after them
+  // waits for their answers first, as it fences after puts.
+  bool ams_unsettled = false;
 
   ucs_status_t fence_after_puts() {
+    if (ams_unsettled) {  // a put-with-signal message: applied by its owner outside UCX's ordering
+      ams_unsettled = false;
+      if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) return st;
+    }
     if (!puts_unfenced) return UCS_OK;
     puts_unfenced = false;
     return ucp_worker_fence(worker);
@@ -134,7 +143,8 @@ struct ucx_engine::state {
   ucs_status_t async_error = UCS_OK;
   // GPU heaps: every AMO (signals included) is applied by the owning PE (am_atomics); nullptr for
   // host heaps, whose AMOs are UCX atomics.
-  std::unique_ptr<am_atomics> by_owner;
+  std::unique_ptr<am_atomics> am;
+  bool amo_by_owner = false;  // every AMO (signals included) goes to its owner through `am`
 
   std::mutex mutex;
   std::deque<std::function<void()>> queue;
@@ -224,7 +234,7 @@ struct ucx_engine::state {
       }
       ep = nullptr;
     }
-    by_owner.reset();
+    am.reset();
     if (memh != nullptr) ucp_mem_unmap(context, memh);
     if (data_memh != nullptr) ucp_mem_unmap(context, data_memh);
     if (worker != nullptr) ucp_worker_destroy(worker);
@@ -387,8 +397,9 @@ struct ucx_engine::state {
     state* owner;
     uint64_t ticket;
     bool wait;
-    uint64_t value;  // p's source, or the atomic's operand
-    uint64_t reply;  // g's destination, or the atomic's reply buffer
+    uint64_t value;                                               // p's source, or the atomic's operand
+    uint64_t reply;                                               // g's destination, or the atomic's reply buffer
+    uint64_t header[am_atomics::kPutSignalHeaderBytes / 8] = {};  // a put-with-signal message's header
   };
 
   // Takes every committed descriptor and issues it; true when there was any.
@@ -476,7 +487,7 @@ struct ucx_engine::state {
       ucp_request_param_t param{};
       st = wait_for(ucp_worker_flush_nbx(worker, &param));
     }
-    if (st == UCS_OK) st = by_owner->send(pe, reinterpret_cast<uint64_t>(op), code, nbytes, offset, op->value, swap_in);
+    if (st == UCS_OK) st = am->send(pe, reinterpret_cast<uint64_t>(op), code, nbytes, offset, op->value, swap_in);
     if (st != UCS_OK) complete(op, st);
   }
   static void on_owner_reply(void* ctx, uint64_t token, uint64_t value, int64_t status) {
@@ -485,7 +496,10 @@ struct ucx_engine::state {
     static_cast<state*>(ctx)->complete(op, status == 0 ? UCS_OK : static_cast<ucs_status_t>(status));
   }
   // Fence and quiet first wait for every owner-applied AMO's answer (it is then applied).
-  ucs_status_t settle_owner_amos() { return by_owner == nullptr ? UCS_OK : by_owner->drain(timeout); }
+  ucs_status_t settle_owner_amos() {
+    ams_unsettled = false;
+    return am == nullptr ? UCS_OK : am->drain(timeout);
+  }
 
   // Where `offset` of `pe` lives for UCX: its heap, or with kDataOffsetBit its data segment (a null
   // rkey when that PE registered none).
@@ -528,7 +542,7 @@ struct ucx_engine::state {
         });
         return;
       case proxy_op::amo:
-        if (by_owner != nullptr) return start_by_owner(op, pe, d.amo, d.nbytes, d.offset, d.compare);
+        if (amo_by_owner) return start_by_owner(op, pe, d.amo, d.nbytes, d.offset, d.compare);
         start(op, [&](ucp_request_param_t& param) {
           if (ucs_status_t st = fence_after_puts(); st != UCS_OK) return UCS_STATUS_PTR(st);
           param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -558,6 +572,25 @@ struct ucx_engine::state {
         // the signal completes in the background, like an nbi operation (fence and quiet wait).
         auto* data = new in_flight{this, ticket, wait, 0, 0};
         op->wait = false;
+        if (!gpu_heap && !amo_by_owner && !puts_unfenced && d.nbytes <= kPutSignalMessageMax) {
+          // Host heaps: one eager active message carries data and signal; the owner writes both and
+          // answers op (fence and quiet wait for that answer); data completes when sent.
+          ucp_request_param_t param{};
+          param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+          param.cb.send = on_complete;
+          param.user_data = data;
+          ucs_status_ptr_t request =
+              am->send_put_signal(pe, reinterpret_cast<uint64_t>(op), d.amo, d.compare, d.operand, d.offset,
+                                  reinterpret_cast<const void*>(d.local), d.nbytes, data->header, param);
+          if (UCS_PTR_IS_PTR(request)) {
+            ++requests_in_flight;
+          } else {
+            complete(data, UCS_PTR_STATUS(request));
+            if (UCS_PTR_IS_ERR(request)) complete(op, UCS_PTR_STATUS(request));  // no answer will come
+          }
+          ams_unsettled = true;
+          return;
+        }
         if (d.nbytes == 0) {
           complete(data, UCS_OK);
         } else {
@@ -566,7 +599,7 @@ struct ucx_engine::state {
             return ucp_put_nbx(eps[pe], reinterpret_cast<void*>(d.local), d.nbytes, remote, target.rkey, &param);
           });
         }
-        if (by_owner != nullptr) {  // the data complete at the target, then the owner applies the signal
+        if (amo_by_owner) {  // the data complete at the target, then the owner applies the signal
           puts_unfenced = true;
           return start_by_owner(op, pe, d.amo, 8, d.compare, 0);
         }
@@ -774,12 +807,16 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   // heaps too (CPU atomics at the owner), so the CPU suites exercise the protocol.
   const char* by_owner_test = std::getenv("SHOAL_TEST_PROXY_AMO_BY_OWNER");
   if (gpu_heap || (by_owner_test != nullptr && std::strcmp(by_owner_test, "1") == 0)) {
+    s_->amo_by_owner = true;
+  }
+  // Owner-applied AMOs, and put-with-signal as one message on host heaps (active messages).
+  {
     int device = 0;
 #ifdef SHOAL_HAVE_CUDA
     if (gpu_heap) cudaGetDevice(&device);
 #endif
-    s_->by_owner = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
-                                                &s_->data_base, &state::on_owner_reply, s_.get());
+    s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
+                                          &s_->data_base, &state::on_owner_reply, s_.get());
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
   s_->hooked = progress_hooks::add(&state::progress_hook, s_.get());
