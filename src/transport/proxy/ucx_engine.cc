@@ -79,8 +79,6 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 constexpr auto kSpin = std::chrono::microseconds(250);
 constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
-// Host heaps: put-with-signal of at most this many bytes travels as one active message.
-constexpr uint64_t kPutSignalMessageMax = 8192;
 constexpr int kSleepInFlightMs = 1;
 // While host threads drive the worker themselves (their own requests, or progress from a wait,
 // which then polls for progress_hooks::kHotWindow), the proxy thread stays out of their way: it
@@ -94,6 +92,8 @@ constexpr long kRingNapNs = 30'000;
 constexpr unsigned long kTimerSlackNs = 5'000;
 // Descriptors in the request ring (a power of two).
 constexpr uint32_t kRingSlots = 256;
+// Host heaps: put-with-signal of at most this many bytes travels as one active message.
+constexpr uint64_t kPutSignalMessageMax = 8192;
 
 }  // namespace
 

@@ -1,12 +1,15 @@
-// The UCX engine of the proxy transport: one UCP context and one worker (UCS_THREAD_MODE_SINGLE)
-// owned by one proxy thread per PE. Calling threads post requests as descriptors into the PE's
-// request ring (shoal/detail/proxy_ring.hpp) and ring an eventfd doorbell; the thread issues them in
-// ticket order, so host requests (and device ones, which post into the same ring) share one ordering domain. The
-// thread keeps progressing the worker while the PE is idle (UCX over TCP emulates get and atomics in
-// the target's progress loop): it spins briefly, then sleeps in poll() on the worker's event fd and
-// the doorbell; with a device-mapped ring (GPU heaps) it naps ~30 us at a time and checks the ring's
-// ticket counter instead, since kernels ring no doorbell. Worker addresses, heap base addresses and packed rkeys travel
-// only through the (authenticated) bootstrap. Only this folder includes UCX headers.
+// The UCX engine of the proxy transport: one UCP context and one worker per PE
+// (UCS_THREAD_MODE_SERIALIZED), used by whichever thread holds it (a try-lock): a host thread that
+// drives its own request, a host thread progressing it from a wait (progress_hooks), or the PE's
+// proxy thread. Every request, host- or device-posted, is a descriptor in the PE's request ring
+// (shoal/detail/proxy_ring.hpp), issued in ticket order by the holder, so host and device requests
+// share one ordering domain. The proxy thread runs connect, registration and close, and keeps the
+// worker progressing while nobody else does (UCX over TCP emulates get and atomics in the target's
+// progress loop): it polls after work, then sleeps in poll() on the worker's event fd and an
+// eventfd doorbell; with a device-mapped ring (GPU heaps) it naps ~30 us at a time and checks the
+// ring's ticket counter, since kernels ring no doorbell. Worker addresses, heap and data-segment
+// base addresses and packed rkeys travel only through the (authenticated) bootstrap. Only this
+// folder includes UCX headers.
 #pragma once
 
 #include <chrono>
