@@ -24,9 +24,7 @@ int run(const char* call, F&& f) noexcept {
         return true;
       },
       false);
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
+  return facade::status_of(ok);
 }
 
 }  // namespace shoal::detail::coll

@@ -74,6 +74,12 @@ void report(const shoal::error& e) noexcept {
 
 void report_unknown(const char* call, const char* what) noexcept { report(shoal::error(errc::internal, call, what)); }
 
+int status_of(bool ok) noexcept {
+  if (ok) return SHOAL_OK;
+  const int code = shoal_last_error(nullptr);
+  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
+}
+
 namespace {
 size_t total_bytes(const char* call, size_t nelems, size_t elem_bytes) {
   size_t total = 0;

@@ -33,6 +33,9 @@ R guarded(const char* call, F&& f, R fallback = R()) noexcept {
   }
   return fallback;
 }
+/// For C entry points that return a status: SHOAL_OK when `ok`, else the code of the error the failed
+/// call just recorded (SHOAL_ERR_INTERNAL if none was).
+int status_of(bool ok) noexcept;
 template <class F>
 void guarded_void(const char* call, F&& f) noexcept {
   guarded(

@@ -12,12 +12,7 @@ namespace f = shoal::detail::facade;
 
 namespace {
 
-// 0, or the code of the error the failed call just recorded (SHOAL_ERR_INTERNAL if none was).
-int status_of(bool ok) {
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
-}
+using f::status_of;
 
 shoal::detail::world_teams& teams_of(const char* call) { return shoal::detail::world_teams::of(f::current(call)); }
 

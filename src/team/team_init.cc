@@ -222,16 +222,7 @@ team_init_words& words_of(world_impl& world) { return static_cast<team_init_word
 
 namespace f = shoal::detail::facade;
 
-namespace {
-
-// 0, or the code of the error the failed call just recorded (SHOAL_ERR_INTERNAL if none was).
-int status_of(bool ok) {
-  if (ok) return SHOAL_OK;
-  int code = shoal_last_error(nullptr);
-  return code != SHOAL_OK ? code : SHOAL_ERR_INTERNAL;
-}
-
-}  // namespace
+using f::status_of;
 
 extern "C" {
 
