@@ -31,8 +31,8 @@
 # folder (build/gpu). SHOAL_NVSHMEM_HOME: the NVSHMEM to compare with (default: python3's nvidia.nvshmem). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
 # (SHOAL_GPU_TEST_SHARE_GPUS=1) under a private MPS daemon that this script starts and stops
 # (scripts/mps.sh); SHOAL_GPU_MPS=0 leaves MPS off, so the PEs are time-sliced (slow, the harshest
-# interleaving). SHOAL_UCX_WHEEL: a libucx-cu13 wheel to build the proxy transport with (its GPU tests skip
-# without UCX). SHOAL_GPU_RISKY: tests run last, one at a time (see the tests step).
+# interleaving). SHOAL_UCX_WHEEL: a libucx-cu13 wheel, or the bundle scripts/carry_bundle.sh makes of it, to
+# build the proxy transport with (its GPU tests skip without UCX). SHOAL_GPU_RISKY: tests run last, one at a time (see the tests step).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
@@ -142,11 +142,14 @@ if [[ $what == tests || $what == all ]]; then
   t0=$(date +%s)
   # Tests that may crash or be killed with a kernel running (which can leave a shared GPU unusable for the
   # tests after them) run last, one ctest call each: SHOAL_GPU_RISKY (a regex; "" runs everything at once).
+  # SHOAL_GPU_RISKY_TIMEOUT: each risky test's limit (240 s).
   risky=${SHOAL_GPU_RISKY-proxy|nv_device_all|nv_rdc|dead_peer|wait_timeout|torchrun}
+  risky_limit=${SHOAL_GPU_RISKY_TIMEOUT:-240}
   if [[ -n $risky ]]; then
     timeout -k 15 900 ctest --test-dir "$build" -L gpu -E "$risky" -V --timeout 240 >"$logs/ctest_gpu.log" 2>&1
     for t in $(ctest --test-dir "$build" -L gpu -R "$risky" -N | sed -n 's/^ *Test *#[0-9]*: *//p'); do
-      timeout -k 15 300 ctest --test-dir "$build" -R "^${t//./\\.}\$" -V --timeout 240 >>"$logs/ctest_gpu.log" 2>&1
+      timeout -k 15 $((risky_limit + 60)) ctest --test-dir "$build" -R "^${t//./\\.}\$" -V --timeout "$risky_limit" \
+        >>"$logs/ctest_gpu.log" 2>&1
     done
   else
     timeout -k 15 900 ctest --test-dir "$build" -L gpu -V --timeout 240 >"$logs/ctest_gpu.log" 2>&1

@@ -26,7 +26,7 @@
 # (~54 MB) are deleted to keep the tree small (--keep-static keeps them).
 set -euo pipefail
 
-usage() { echo "usage: $0 [--keep-static] <libucx_cu13-*.whl> <destination dir>" >&2; exit 2; }
+usage() { echo "usage: $0 [--keep-static] <libucx_cu13-*.whl | ucx-*.tar.xz> <destination dir>" >&2; exit 2; }
 keep_static=0
 if [[ "${1:-}" == "--keep-static" ]]; then keep_static=1; shift; fi
 [[ $# -eq 2 ]] || usage
@@ -36,8 +36,12 @@ dest=$2
 
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
-# A wheel is a zip file; Python's zipfile needs no unzip binary.
-python3 -m zipfile -e "$wheel" "$dest" >&2
+# A wheel is a zip file; Python's zipfile needs no unzip binary. A .tar.xz is the slim bundle that
+# scripts/carry_bundle.sh makes from the wheel (same layout, no static archives, duplicates as links).
+case $wheel in
+  *.tar.xz) tar -xJf "$wheel" -C "$dest" ;;
+  *) python3 -m zipfile -e "$wheel" "$dest" >&2 ;;
+esac
 root="$dest/libucx"
 [[ -f "$root/include/ucp/api/ucp.h" && -f "$root/lib/cmake/ucx/ucx-config.cmake" ]] ||
   { echo "$0: $wheel does not have the expected layout (libucx/include, libucx/lib/cmake/ucx)" >&2; exit 1; }
