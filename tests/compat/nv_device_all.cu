@@ -39,7 +39,9 @@ __global__ void amo_sync_kernel(unsigned long long* counter, int* flags, double*
   const int me = nvshmem_my_pe(), npes = nvshmem_n_pes();
   nvshmem_ulonglong_atomic_fetch_add(counter, 1ULL, 0);
   nvshmem_ulonglong_atomic_or(counter, 2ULL, 0);
-  out[0] = static_cast<int>(nvshmem_int_atomic_compare_swap(flags, 0, me, (me + 1) % npes));
+  // flags[0] starts at 0 on every PE: the CAS from the PE before sets it to that PE + 1 (never 0), so the wait
+  // below ends on every PE.
+  out[0] = static_cast<int>(nvshmem_int_atomic_compare_swap(flags, 0, me + 1, (me + 1) % npes));
   nvshmemx_double_atomic_add(d, 0.5, 0);
   out[1] = static_cast<int>(nvshmem_double_atomic_fetch(d, 0));
   nvshmem_int_wait_until(flags, NVSHMEM_CMP_NE, 0);
@@ -151,7 +153,8 @@ int main() {
     return 4;  // more blocks than can be co-resident: refused, with a message
   unsigned long long* counter = static_cast<unsigned long long*>(nvshmem_calloc(1, sizeof(unsigned long long)));
   double* dval = static_cast<double*>(nvshmem_calloc(1, sizeof(double)));
-  amo_sync_kernel<<<1, 1, 0, stream>>>(counter, data, dval, out);
+  int* flags = static_cast<int*>(nvshmem_calloc(2, sizeof(int)));  // zero on every PE (calloc is collective)
+  amo_sync_kernel<<<1, 1, 0, stream>>>(counter, flags, dval, out);
   coll_kernel<<<1, 128, 0, stream>>>(NVSHMEM_TEAM_WORLD, fbuf, fbuf + 4, data, data + 8, out);
   cudaStreamSynchronize(stream);
   __half* h = static_cast<__half*>(nvshmem_calloc(2, sizeof(__half)));
@@ -185,6 +188,7 @@ int main() {
   std::printf("nv_device_all: PE %d of %d: g=%d %s\n", me, npes, g, nvshmemx_status_string(NVSHMEMX_SUCCESS));
   nvshmem_free(mbuf);
   nvshmem_free(h);
+  nvshmem_free(flags);
   nvshmem_free(dval);
   nvshmem_free(counter);
   nvshmem_free(out);
