@@ -14,6 +14,7 @@
 #     --out DIR     where the CSVs, table and plots go (default docs/results/proxy)
 #     --quick       sizes 16 B..64 MiB by 4x instead of 8 B..64 MiB by 2x
 #     --no-device   skip the GPU variants even when a GPU is present
+#     --no-perftest skip ucx_perftest (shoal's host and device rows only; the table then has no UCX column)
 # UCX_PERFTEST names another ucx_perftest (e.g. the libucx-cu13 wheel's, for CUDA memory).
 set -euo pipefail
 
@@ -22,6 +23,7 @@ build=$root/build/ci
 out=$root/docs/results/proxy
 quick=0
 device=1
+perftest_runs=1
 args=("$@")
 while (($#)); do
   case "$1" in
@@ -29,6 +31,7 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --no-device) device=0; shift ;;
+    --no-perftest) perftest_runs=0; shift ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -36,7 +39,7 @@ shoalrun=$build/tools/shoalrun/shoalrun
 bench=$build/bench/shoal-bench
 perftest=${UCX_PERFTEST:-ucx_perftest}
 for exe in "$shoalrun" "$bench"; do [[ -x $exe ]] || { echo "run.sh: $exe is not built" >&2; exit 1; }; done
-command -v "$perftest" >/dev/null || { echo "run.sh: no ucx_perftest (apt-get install ucx-utils)" >&2; exit 1; }
+((perftest_runs == 0)) || command -v "$perftest" >/dev/null || { echo "run.sh: no ucx_perftest (apt-get install ucx-utils)" >&2; exit 1; }
 mkdir -p "$out"
 rm -f "$out"/*.csv "$out"/plots/*.png
 
@@ -62,8 +65,10 @@ SHOAL_BACKEND=host "$shoalrun" -n 2 --timeout 1200 -- "$bench" "${host_set[@]}" 
 # percentile is the matching figure); the means above are at the mercy of the scheduler on a busy box.
 SHOAL_BACKEND=host "$shoalrun" -n 2 --timeout 600 -- "$bench" p_ping_pong put_signal_ping_pong put_quiet_latency \
   atomic_latency -b 8 -e 8 -n 1 -r 201 -w 20 --csv "$out/shoal_host_typical.csv"
-echo "== ucx_perftest, same transport"
-python3 "$root/bench/proxy/perftest.py" --csv "$out/ucx_host.csv" --sizes "$sizes" --ucx-perftest "$perftest"
+if ((perftest_runs)); then
+  echo "== ucx_perftest, same transport"
+  python3 "$root/bench/proxy/perftest.py" --csv "$out/ucx_host.csv" --sizes "$sizes" --ucx-perftest "$perftest"
+fi
 
 gpu=""
 if ((device)) && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -72,8 +77,10 @@ if ((device)) && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>
   # cuda_copy stages GPU memory through host buffers; never cuda_ipc here (a same-node GPU path).
   SHOAL_BACKEND=cuda UCX_TLS=tcp,cuda_copy "$shoalrun" -n 2 --timeout 1200 -- "$bench" "${host_set[@]}" \
     "${range[@]}" --csv "$out/shoal_device.csv" || echo "run.sh: the device set failed; see above" >&2
-  UCX_TLS=tcp,cuda_copy python3 "$root/bench/proxy/perftest.py" --csv "$out/ucx_cuda.csv" --sizes "$sizes" \
-    --mem cuda --ucx-perftest "$perftest" || echo "run.sh: ucx_perftest on CUDA memory failed" >&2
+  if ((perftest_runs)); then
+    UCX_TLS=tcp,cuda_copy python3 "$root/bench/proxy/perftest.py" --csv "$out/ucx_cuda.csv" --sizes "$sizes" \
+      --mem cuda --ucx-perftest "$perftest" || echo "run.sh: ucx_perftest on CUDA memory failed" >&2
+  fi
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
