@@ -11,7 +11,25 @@ namespace shoal::detail {
 
 namespace {
 
-enum : unsigned { kAmRequest = 0x5301, kAmReply = 0x5302, kAmPutSignal = 0x5303 };
+enum : unsigned {
+  kAmRequest = 0x5301,
+  kAmReply = 0x5302,
+  kAmPutSignal = 0x5303,
+  kAmPut = 0x5304,
+  kAmGet = 0x5305,
+  kAmGetReply = 0x5306
+};
+
+// A get's answer: the token and destination echoed, the status; the data follow as the payload.
+struct get_reply {
+  uint64_t token, dest;
+  int64_t status;
+};
+
+void free_buffer(void* request, ucs_status_t, void* buffer) {
+  delete[] static_cast<char*>(buffer);
+  ucp_request_free(request);
+}
 
 void free_message(void* request, ucs_status_t, void* message) {
   delete[] static_cast<char*>(message);
@@ -31,7 +49,8 @@ am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_hea
       ctx_(ctx),
       owner_(device, host_heap) {
   for (auto [id, cb] :
-       {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}, std::pair{kAmPutSignal, &on_put_signal}}) {
+       {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}, std::pair{kAmPutSignal, &on_put_signal},
+        std::pair{kAmPut, &on_put}, std::pair{kAmGet, &on_get}, std::pair{kAmGetReply, &on_get_reply}}) {
     ucp_am_handler_param_t param{};
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     param.id = id;
@@ -82,6 +101,25 @@ ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t cod
   return r;
 }
 
+ucs_status_ptr_t am_atomics::send_put(int pe, uint64_t token, uint64_t offset, const void* staged, size_t nbytes,
+                                      void* header, ucp_request_param_t& param) {
+  if (eps_[pe] == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
+  const request m{token, my_pe_, 0, 0, {}, offset, nbytes, 0};
+  std::memcpy(header, &m, sizeof(m));
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message (any size: fragments)
+  ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPut, header, sizeof(m), staged, nbytes, &param);
+  if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
+  return r;
+}
+
+ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest) {
+  const request m{token, my_pe_, 0, 0, {}, offset, nbytes, dest};
+  ucs_status_t st = post(eps_[pe], kAmGet, &m, sizeof(m));
+  if (st == UCS_OK) ++outstanding_;
+  return st;
+}
+
 ucs_status_t am_atomics::drain(std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (outstanding_ > 0) {
@@ -118,6 +156,85 @@ ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t hea
     if (!err.empty()) r.status = UCS_ERR_IO_ERROR;
   }
   self->answer(m.from, r);
+  return UCS_OK;
+}
+
+// The owner's side of a staged put: the data into place, then the answer.
+ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                                const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<am_atomics*>(arg);
+  request m;
+  if (header_nbytes != sizeof(m)) return UCS_OK;
+  std::memcpy(&m, header, sizeof(m));
+  reply r{m.token, 0, 0};
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length != m.operand) {
+    r.status = UCS_ERR_UNSUPPORTED;  // sent eager, whole: never expected
+  } else {
+    const std::string err = self->owner_.copy(reinterpret_cast<void*>(self->local_address(m.offset)), data, length);
+    if (!err.empty()) {
+      std::fprintf(stderr, "shoal: PE %d: a put from PE %d into this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
+                   err.c_str());
+      r.status = UCS_ERR_IO_ERROR;
+    }
+  }
+  self->answer(m.from, r);
+  return UCS_OK;
+}
+
+// The owner's side of a staged get: the bytes out of place, back to the requester with its token.
+ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                                const ucp_am_recv_param_t*) {
+  auto* self = static_cast<am_atomics*>(arg);
+  request m;
+  if (header_nbytes != sizeof(m)) return UCS_OK;
+  std::memcpy(&m, header, sizeof(m));
+  const size_t nbytes = m.operand;
+  auto* buffer = new char[sizeof(get_reply) + nbytes];
+  get_reply r{m.token, m.swap_in, 0};
+  const std::string err = self->owner_.copy(buffer + sizeof(get_reply),
+                                            reinterpret_cast<const void*>(self->local_address(m.offset)), nbytes);
+  if (!err.empty()) {
+    std::fprintf(stderr, "shoal: PE %d: a get of PE %d from this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
+                 err.c_str());
+    r.status = UCS_ERR_IO_ERROR;
+  }
+  std::memcpy(buffer, &r, sizeof(r));
+  ucp_ep_h ep = m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr;
+  ucs_status_ptr_t sent = UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
+  if (ep != nullptr) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send = free_buffer;
+    param.user_data = buffer;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    sent = ucp_am_send_nbx(ep, kAmGetReply, buffer, sizeof(r), buffer + sizeof(r), r.status == 0 ? nbytes : 0, &param);
+  }
+  if (!UCS_PTR_IS_PTR(sent)) {
+    delete[] buffer;
+    if (UCS_PTR_IS_ERR(sent))
+      std::fprintf(stderr, "shoal: PE %d: answering a get of PE %d failed: %s\n", self->my_pe_, m.from,
+                   ucs_status_string(UCS_PTR_STATUS(sent)));
+  }
+  return UCS_OK;
+}
+
+// The requester's side of a staged get: the bytes to their destination, then the caller is told.
+ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<am_atomics*>(arg);
+  get_reply r;
+  if (header_nbytes != sizeof(r)) return UCS_OK;
+  std::memcpy(&r, header, sizeof(r));
+  if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) r.status = UCS_ERR_UNSUPPORTED;
+  if (r.status == 0 && length > 0) {
+    const std::string err = self->owner_.copy(reinterpret_cast<void*>(r.dest), data, length);
+    if (!err.empty()) {
+      std::fprintf(stderr, "shoal: PE %d: landing a get's data failed: %s\n", self->my_pe_, err.c_str());
+      r.status = UCS_ERR_IO_ERROR;
+    }
+  }
+  --self->outstanding_;
+  self->done_(self->ctx_, r.token, 0, r.status);
   return UCS_OK;
 }
 

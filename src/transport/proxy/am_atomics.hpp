@@ -1,6 +1,7 @@
 // AMOs on GPU heap words, applied by the owning PE (UCX's software atomics must not touch device
 // memory): the requesting proxy sends an active message to the owner's proxy, which applies the
 // atomic there (owner_amo: a one-thread kernel on the owner's GPU) and answers with the old value.
+// Puts and gets on GPU heaps travel the same way (staged through host memory at both ends).
 // Proxy thread only (both sides run inside ucp_worker_progress of the single-thread worker).
 #pragma once
 
@@ -38,6 +39,19 @@ class am_atomics {
                                    uint64_t offset, const void* source, size_t nbytes, void* header,
                                    ucp_request_param_t& param);
   static constexpr size_t kPutSignalHeaderBytes = 40;
+  /// Staged RMA on GPU heaps (UCX's own RMA would read and write the heap's device memory from its
+  /// software protocols over TCP, which crashed on the VMM heap): a put travels as one eager active
+  /// message carrying `nbytes` from `staged` (host memory, the caller's copy of the source) for
+  /// `offset` of `pe`; the owner copies them into place (owner_amo::copy) and answers `token` through
+  /// `done`. `header` (kPutSignalHeaderBytes) and `staged` must stay valid until `param`'s send
+  /// callback reports local completion.
+  ucs_status_ptr_t send_put(int pe, uint64_t token, uint64_t offset, const void* staged, size_t nbytes, void* header,
+                            ucp_request_param_t& param);
+  /// A get: the owner copies nbytes at `offset` of `pe` out and sends them back; this side copies them
+  /// to `dest` (host or this PE's GPU memory) and then reports `token` through `done`.
+  ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest);
+  /// This PE's copy engine for staging (the owner_amo's stream): `dest` <- `source`, landed on return.
+  std::string copy(void* dest, const void* source, size_t nbytes) { return owner_.copy(dest, source, nbytes); }
   /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.
   ucs_status_t drain(std::chrono::milliseconds timeout);
   uint64_t outstanding() const { return outstanding_; }
@@ -59,6 +73,12 @@ class am_atomics {
                                  const ucp_am_recv_param_t*);
   static ucs_status_t on_reply(void* arg, const void* header, size_t header_nbytes, void*, size_t,
                                const ucp_am_recv_param_t*);
+  static ucs_status_t on_put(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                             const ucp_am_recv_param_t* param);
+  static ucs_status_t on_get(void* arg, const void* header, size_t header_nbytes, void*, size_t,
+                             const ucp_am_recv_param_t*);
+  static ucs_status_t on_get_reply(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
+                                   const ucp_am_recv_param_t* param);
   static ucs_status_t on_put_signal(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
                                     const ucp_am_recv_param_t* param);
   // This PE's address of heap or data-segment `offset` (kDataOffsetBit).

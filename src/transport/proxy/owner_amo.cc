@@ -1,5 +1,7 @@
 #include "transport/proxy/owner_amo.hpp"
 
+#include <cstring>
+
 #include "shoal/detail/proxy_ring.hpp"
 
 #ifdef SHOAL_HAVE_CUDA
@@ -53,23 +55,26 @@ owner_amo::~owner_amo() {
   if (fetched_ != nullptr) cudaFreeHost(fetched_);
 }
 
-std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
-                             uint64_t* old) {
-  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
-  auto failed = [](const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); };
-  // Whichever thread drives the engine runs this (the proxy thread, or a host thread of the program
-  // whose current device may be another): the heap's GPU is made current for the call only.
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  if (previous != device_) {
-    if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
+namespace {
+std::string failed(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
+struct restore_device {
+  int device;
+  ~restore_device() {
+    if (device >= 0) cudaSetDevice(device);
   }
-  struct restore {
-    int device;
-    ~restore() {
-      if (device >= 0) cudaSetDevice(device);
-    }
-  } restore_device{previous != device_ ? previous : -1};
+};
+}  // namespace
+
+// Whichever thread drives the engine runs the owner's work (the proxy thread, or a host thread of the
+// program whose current device may be another): the heap's GPU is made current for the call only.
+std::string owner_amo::enter(int* previous) {
+  *previous = -1;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) current = -1;
+  if (current != device_) {
+    if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
+    *previous = current;
+  }
   if (stream_ == nullptr) {
     cudaStream_t stream = nullptr;
     if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); err != cudaSuccess)
@@ -80,6 +85,35 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
       return failed("cudaHostAlloc", err);
     fetched_ = static_cast<unsigned long long*>(word);
   }
+  return {};
+}
+
+std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
+  if (nbytes == 0) return {};
+  if (host_heap_) {
+    std::memcpy(dest, source, nbytes);
+    return {};
+  }
+  int previous = -1;
+  std::string err = enter(&previous);
+  restore_device restore{previous};
+  if (!err.empty()) return err;
+  // On the private stream, then waited for: the bytes are in place (not merely staged by the driver)
+  // before the answer leaves, and before any later owner-applied atomic's kernel on the same stream.
+  auto* stream = static_cast<cudaStream_t>(stream_);
+  if (cudaError_t e = cudaMemcpyAsync(dest, source, nbytes, cudaMemcpyDefault, stream); e != cudaSuccess)
+    return failed("cudaMemcpyAsync", e);
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return failed("the staged copy", e);
+  return {};
+}
+
+std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
+                             uint64_t* old) {
+  if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
+  int previous = -1;
+  std::string err = enter(&previous);
+  restore_device restore{previous};
+  if (!err.empty()) return err;
   amo_args args{amo_op::fetch_add, operand, 0};
   switch (static_cast<proxy_amo>(code)) {
     case proxy_amo::add:
@@ -119,6 +153,12 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
                              uint64_t* old) {
   if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
   return "GPU heap atomics need a CUDA build";
+}
+
+std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
+  if (!host_heap_) return "GPU heap copies need a CUDA build";
+  if (nbytes > 0) std::memcpy(dest, source, nbytes);
+  return {};
 }
 
 #endif

@@ -26,7 +26,15 @@ class owner_amo {
   /// what failed.
   std::string apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in, uint64_t* old);
 
+  /// Copies nbytes from `source` to `dest` (either may be this PE's GPU memory or host memory) and
+  /// waits until they have landed: the owner's side of a staged put or get on a GPU heap (memcpy on a
+  /// host heap). Empty on success, else what failed.
+  std::string copy(void* dest, const void* source, size_t nbytes);
+
  private:
+  // Makes the heap's GPU current (and creates the private stream and the pinned reply word on first
+  // use); empty on success. `previous`: the device to restore afterwards, -1 for none.
+  std::string enter(int* previous);
   std::string apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                             uint64_t* old);
 

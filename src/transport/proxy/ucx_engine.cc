@@ -113,6 +113,9 @@ struct ucx_engine::state {
   ucp_mem_h data_memh = nullptr;
   uint64_t data_base = 0, data_nbytes = 0;  // this PE's
   bool gpu_heap = false;                    // the heap is CUDA memory (registered as such)
+  int cuda_device = -1;                     // GPU heaps: the heap's CUDA device (current while driving)
+  bool staged_rma = false;                  // GPU heaps: puts and gets travel as active messages, staged at both ends
+  int my_pe = -1;
   std::chrono::milliseconds timeout{0};
   // Puts issued since the last ucp_worker_fence (proxy thread only): a get or an atomic after them
   // fences first, so put-then-signal and put-then-get keep their order on any UCX transport.
@@ -180,6 +183,24 @@ struct ucx_engine::state {
     while (ucp_worker_progress(worker) != 0) any = true;
     return any;
   }
+  // drive() from a host thread of the program, whose current CUDA device may be another or none: UCX's
+  // cuda_copy stages GPU heap data through the calling thread's current context, and with no context
+  // (or another device's) it fails or crashes on the heap's VMM memory. The heap's GPU is current for
+  // the drive only. (The proxy thread makes it current once, in run().)
+  bool drive_on_heap_device() {
+#ifdef SHOAL_HAVE_CUDA
+    int previous = -1;
+    if (cuda_device >= 0 && (cudaGetDevice(&previous) != cudaSuccess || previous != cuda_device)) {
+      (void)cudaGetLastError();
+      if (cudaSetDevice(cuda_device) == cudaSuccess) {
+        const bool any = drive();
+        if (previous >= 0) cudaSetDevice(previous);
+        return any;
+      }
+    }
+#endif
+    return drive();
+  }
   // A host thread's drive: false when another thread holds the worker (it drains the ring too).
   // `progressed` (optional) says whether anything happened. `polling`: the caller polls without
   // pause until its request is answered (call()), so the proxy thread may leave the worker to it;
@@ -187,7 +208,7 @@ struct ucx_engine::state {
   // A wait that found nothing pauses between rounds and leaves the proxy thread watching.
   bool try_drive(bool* progressed = nullptr, bool polling = false) {
     if (!try_lock()) return false;
-    const bool any = drive();
+    const bool any = drive_on_heap_device();
     if (polling || any) {
       const int64_t now = now_ns();
       host_drove_ns.store(now, std::memory_order_relaxed);
@@ -400,6 +421,7 @@ struct ucx_engine::state {
     uint64_t value;                                               // p's source, or the atomic's operand
     uint64_t reply;                                               // g's destination, or the atomic's reply buffer
     uint64_t header[am_atomics::kPutSignalHeaderBytes / 8] = {};  // a put-with-signal message's header
+    std::unique_ptr<char[]> staged = nullptr;                     // a staged put's host copy of its source
   };
 
   // Takes every committed descriptor and issues it; true when there was any.
@@ -512,6 +534,33 @@ struct ucx_engine::state {
     return {bases[pe] + offset, rkeys[pe]};
   }
 
+  // Staged RMA (GPU heaps): a put copies its source to host memory here and travels as one active
+  // message that the owner copies into place; `data` (the descriptor's own in_flight when it waits)
+  // completes when the message has left, `ack` (not waiting) at the owner's answer, which fence and
+  // quiet wait for (ams_unsettled). Active messages to one PE are delivered in order, so a later
+  // staged get or owner-applied atomic to that PE sees the put without a flush.
+  void start_staged_put(in_flight* data, in_flight* ack, int pe, uint64_t offset, const void* source, uint64_t nbytes) {
+    data->staged.reset(new char[nbytes > 0 ? nbytes : 1]);
+    if (const std::string err = am->copy(data->staged.get(), source, nbytes); !err.empty()) {
+      std::fprintf(stderr, "shoal: PE %d: staging a put to PE %d failed: %s\n", my_pe, pe, err.c_str());
+      complete(data, UCS_ERR_IO_ERROR);
+      return complete(ack, UCS_ERR_IO_ERROR);
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = on_complete;
+    param.user_data = data;
+    ucs_status_ptr_t request =
+        am->send_put(pe, reinterpret_cast<uint64_t>(ack), offset, data->staged.get(), nbytes, data->header, param);
+    if (UCS_PTR_IS_PTR(request)) {
+      ++requests_in_flight;
+    } else {
+      complete(data, UCS_PTR_STATUS(request));
+      if (UCS_PTR_IS_ERR(request)) complete(ack, UCS_PTR_STATUS(request));  // no answer will come
+    }
+    ams_unsettled = true;
+  }
+
   // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
   void execute(const proxy_desc& d, uint64_t ticket) {
     const bool wait = (d.flags & kProxyWait) != 0;
@@ -521,6 +570,18 @@ struct ucx_engine::state {
     const remote_word target = pe >= 0 ? remote_of(pe, d.offset) : remote_word{0, nullptr};
     const uint64_t remote = target.address;
     if (pe >= 0 && target.rkey == nullptr) return complete(op, UCS_ERR_INVALID_ADDR);
+    if (staged_rma && (d.op == proxy_op::put || d.op == proxy_op::p)) {
+      auto* ack = new in_flight{this, ticket, false, 0, 0};
+      const void* from = d.op == proxy_op::p ? static_cast<const void*>(&op->value) : reinterpret_cast<void*>(d.local);
+      return start_staged_put(op, ack, pe, d.offset, from, d.nbytes);
+    }
+    if (staged_rma && (d.op == proxy_op::get || d.op == proxy_op::g)) {
+      // The owner's answer carries the data; they land at the destination before op completes.
+      const uint64_t to = d.op == proxy_op::g ? reinterpret_cast<uint64_t>(&op->reply) : d.local;
+      if (ucs_status_t st = am->send_get(pe, reinterpret_cast<uint64_t>(op), d.offset, d.nbytes, to); st != UCS_OK)
+        complete(op, st);
+      return;
+    }
     switch (d.op) {
       case proxy_op::put:
       case proxy_op::p:
@@ -590,6 +651,11 @@ struct ucx_engine::state {
           }
           ams_unsettled = true;
           return;
+        }
+        if (staged_rma) {  // data and then signal as active messages, delivered in order at the owner
+          auto* ack = new in_flight{this, ticket, false, 0, 0};
+          start_staged_put(data, ack, pe, d.offset, reinterpret_cast<const void*>(d.local), d.nbytes);
+          return start_by_owner(op, pe, d.amo, 8, d.compare, 0);
         }
         if (d.nbytes == 0) {
           complete(data, UCS_OK);
@@ -704,6 +770,11 @@ struct ucx_engine::state {
   // host threads drive the worker themselves it naps on the doorbell only.
   void run() {
     if (device_ring != nullptr) ::prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);
+#ifdef SHOAL_HAVE_CUDA
+    // GPU heaps: the heap's GPU stays current on this thread (UCX's cuda_copy stages the heap's data
+    // through the current context; with none it crashed on the VMM heap).
+    if (cuda_device >= 0) (void)cudaSetDevice(cuda_device);
+#endif
     auto last_work = std::chrono::steady_clock::now();
     while (!stop.load(std::memory_order_acquire)) {
       if (!try_lock()) {  // a host thread drives
@@ -802,6 +873,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   ucp_worker_release_address(s_->worker, address);
   boot.allgather(padded.data(), all.data(), longest, call);
 
+  s_->my_pe = boot.rank();
   s_->make_ring(gpu_heap, boot.rank());
   // GPU heaps: AMOs applied by the owner. SHOAL_TEST_PROXY_AMO_BY_OWNER=1 takes that route on host
   // heaps too (CPU atomics at the owner), so the CPU suites exercise the protocol.
@@ -815,6 +887,14 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
 #ifdef SHOAL_HAVE_CUDA
     if (gpu_heap) cudaGetDevice(&device);
 #endif
+    if (gpu_heap) s_->cuda_device = device;
+    // GPU heaps: puts and gets staged through active messages (UCX's software RMA over TCP would touch
+    // the VMM heap's device memory itself). SHOAL_TEST_PROXY_STAGED=1 takes that route on host heaps
+    // (memcpy at both ends), so the CPU suites exercise the protocol.
+    const char* staged_test = std::getenv("SHOAL_TEST_PROXY_STAGED");
+    const bool staged_on_host = staged_test != nullptr && std::strcmp(staged_test, "1") == 0;
+    s_->staged_rma = gpu_heap || staged_on_host;
+    if (staged_on_host) s_->amo_by_owner = true;
     s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
                                           &s_->data_base, &state::on_owner_reply, s_.get());
   }
