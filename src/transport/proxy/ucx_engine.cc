@@ -422,6 +422,7 @@ struct ucx_engine::state {
     uint64_t reply;                                               // g's destination, or the atomic's reply buffer
     uint64_t header[am_atomics::kPutSignalHeaderBytes / 8] = {};  // a put-with-signal message's header
     std::unique_ptr<char[]> staged = nullptr;                     // a staged put's host copy of its source
+    bool data_landed = false;  // a staged get: the answer wrote the data (g: into reply); keep them
   };
 
   // Takes every committed descriptor and issues it; true when there was any.
@@ -514,7 +515,7 @@ struct ucx_engine::state {
   }
   static void on_owner_reply(void* ctx, uint64_t token, uint64_t value, int64_t status) {
     auto* op = reinterpret_cast<in_flight*>(token);
-    op->reply = value;
+    if (!op->data_landed) op->reply = value;
     static_cast<state*>(ctx)->complete(op, status == 0 ? UCS_OK : static_cast<ucs_status_t>(status));
   }
   // Fence and quiet first wait for every owner-applied AMO's answer (it is then applied).
@@ -578,6 +579,7 @@ struct ucx_engine::state {
     if (staged_rma && (d.op == proxy_op::get || d.op == proxy_op::g)) {
       // The owner's answer carries the data; they land at the destination before op completes.
       const uint64_t to = d.op == proxy_op::g ? reinterpret_cast<uint64_t>(&op->reply) : d.local;
+      op->data_landed = true;
       if (ucs_status_t st = am->send_get(pe, reinterpret_cast<uint64_t>(op), d.offset, d.nbytes, to); st != UCS_OK)
         complete(op, st);
       return;
