@@ -6,13 +6,16 @@ shoal-bench process, and shoal's one-block device collectives vs NVSHMEM's).
 usage: compare.py shoal.csv [more.csv ...] [--markdown out.md]
        compare.py --sweep cfg1.csv cfg2.csv ... [--markdown out.md]
 
-CSVs may come in any order and number: a file with `nvshmem` rows is NVSHMEM's (shoal-bench-nvshmem,
-with or without --coll), any other is shoal-bench's. For every target it prints the figure, the
-target, the measured values and the ratio, and whether the target is met. Ratios against the plain
-SM copy come from the shoal run itself (same-run baseline); ratios against NVSHMEM join the CSVs on
-(benchmark, scope, size). Collective bandwidth targets compare shoal's best of stream/graph with
-NCCL's best of stream/graph. A row whose data check failed counts as not met; a target whose rows
-are missing says so ("no NVSHMEM rows", "no NCCL rows") and is not measured.
+CSVs may come in any order and number: a file with `nvshmem-<version>` rows (or `nvshmem`, before the
+impl named the version) is NVSHMEM's (shoal-bench-nvshmem[-<version>], with or without --coll), any
+other is shoal-bench's. Files of several NVSHMEM releases may come together (shoal-bench-nvshmem built
+against 3.4.5, shoal-bench-nvshmem-3.8.0 against 3.8.0): every NVSHMEM target is then judged against
+each release, one line per release, and a table sets the ratios side by side. For every target it
+prints the figure, the target, the measured values and the ratio, and whether the target is met.
+Ratios against the plain SM copy come from the shoal run itself (same-run baseline); ratios against
+NVSHMEM join the CSVs on (benchmark, scope, size). Collective bandwidth targets compare shoal's
+best of stream/graph with NCCL's best of stream/graph. A row whose data check failed counts as not
+met; a target whose rows are missing says so ("no NVSHMEM rows", "no NCCL rows") and is not measured.
 --sweep prints one line per configuration file (shoal's stream/graph rows at 8 B and 256 MiB) and the
 best configuration per figure (scripts/gpu_run.sh collsweep).
 Exit status: 0 (a report was printed), 2 on bad input.
@@ -57,24 +60,45 @@ def fmt_size(n):
     return str(n)
 
 
+def table(head, lines):
+    """A markdown table (also readable as text)."""
+    widths = [max(len(str(x[i])) for x in list(lines) + [head]) for i in range(len(head))]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for line in lines:
+        out.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(line, widths)) + " |")
+    return "\n".join(out)
+
+
 class report:
     def __init__(self):
         self.lines = []
+        # Lines judged against one NVSHMEM release: (figure, target with plain "NVSHMEM", label, ratio, status).
+        self.versus = []
 
-    def add(self, figure, target, detail, ratio, met, status=None):
+    def add(self, figure, target, detail, ratio, met, status=None, versus=None):
+        """versus: (NVSHMEM label, the target's text without the version) when the line compares with a release."""
         if status is None:
             status = "n/a" if met is None else ("met" if met else "NOT met")
         ratio_text = "-" if ratio is None else f"{ratio:.3f}"
         self.lines.append((figure, target, detail, ratio_text, status))
+        if versus is not None:
+            self.versus.append((figure, versus[1], versus[0], ratio_text, status))
 
     def text(self):
-        head = ("figure", "target", "measured", "ratio", "status")
-        widths = [max(len(str(x[i])) for x in self.lines + [head]) for i in range(5)]
-        out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-               "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        for line in self.lines:
-            out.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(line, widths)) + " |")
-        return "\n".join(out)
+        return table(("figure", "target", "measured", "ratio", "status"), self.lines)
+
+    def side_by_side(self):
+        """One line per figure, the ratio and status against each NVSHMEM release in its own column; None
+        unless the lines compare with two releases or more."""
+        labels = sorted({v[2] for v in self.versus}, key=version_key)
+        if len(labels) < 2:
+            return None
+        cells = {}
+        for figure, target, label, ratio, status in self.versus:
+            cells.setdefault((figure, target), {})[label] = ratio if ratio == "-" else f"{ratio} ({status})"
+        head = ("figure", "target") + tuple(f"x {nv_name(v)}" for v in labels)
+        return table(head, [(f, t) + tuple(c.get(v, "-") for v in labels) for (f, t), c in cells.items()])
 
 
 def bw_vs_copy(rep, shoal, impl, scope, target):
@@ -95,16 +119,24 @@ def bw_vs_copy(rep, shoal, impl, scope, target):
     rep.add(f"put_bw {impl} {scope} >= 1M", f">= {target} x sm_copy", detail, ratio, ratio >= target and not bad)
 
 
-def vs_nvshmem(rep, shoal, nv, figure, bench, impl, scope, sizes, target, higher_is_better):
-    """shoal / NVSHMEM on (bench, scope, size) for each size; the worst ratio decides."""
-    if nv is None:
+def vs_nvshmem(rep, shoal, nvs, figure, bench, impl, scope, sizes, target, higher_is_better):
+    """shoal / NVSHMEM on (bench, scope, size) for each size; the worst ratio decides. One line per
+    NVSHMEM release in `nvs` (label -> index of that release's CSVs)."""
+    if not nvs:
         rep.add(figure, target_text(target, higher_is_better), "no NVSHMEM run", None, None)
         return
+    for label, nv in nvs.items():
+        vs_one_nvshmem(rep, shoal, nv, label, figure, bench, impl, scope, sizes, target, higher_is_better)
+
+
+def vs_one_nvshmem(rep, shoal, nv, label, figure, bench, impl, scope, sizes, target, higher_is_better):
+    tgt = target_text(target, higher_is_better, label)
+    versus = (label, target_text(target, higher_is_better))
     ratios = []
     bad = False
     for size in sizes:
         s = shoal.get((bench, impl, scope, size))
-        n = nv.get((bench, "nvshmem", scope, size))
+        n = nv.get((bench, label, scope, size))
         if s is None or n is None:
             continue
         bad = bad or failed(s) or failed(n)
@@ -113,7 +145,7 @@ def vs_nvshmem(rep, shoal, nv, figure, bench, impl, scope, sizes, target, higher
         else:
             ratios.append((float(s["latency_us"]) / max(float(n["latency_us"]), 1e-12), size, s, n))
     if not ratios:
-        rep.add(figure, target_text(target, higher_is_better), "no matching rows", None, None)
+        rep.add(figure, tgt, "no matching rows", None, None, versus=versus)
         return
     worst = min(ratios, key=lambda x: x[0]) if higher_is_better else max(ratios, key=lambda x: x[0])
     ratio, size, s, n = worst
@@ -135,7 +167,7 @@ def vs_nvshmem(rep, shoal, nv, figure, bench, impl, scope, sizes, target, higher
     if bad:
         detail += "; DATA CHECK FAILED"
     met = (ratio >= target) if higher_is_better else (ratio <= target)
-    rep.add(figure, target_text(target, higher_is_better), detail, ratio, met and not bad)
+    rep.add(figure, tgt, detail, ratio, met and not bad, versus=versus)
 
 
 def busbw(r):
@@ -184,28 +216,36 @@ def pick_block(rows, scope):
     return (same or rows or [None])[0]
 
 
-def block_vs_nvshmem(rep, shoal_rows, nv_rows, bench, size, target, figure):
-    """Device block scope, latency: shoal's one-CTA row / NVSHMEM's (same size), lower is better."""
-    tgt = f"<= {target} x NVSHMEM"
+def block_vs_nvshmem(rep, shoal_rows, nv_sets, bench, size, target, figure):
+    """Device block scope, latency: shoal's one-CTA row / NVSHMEM's (same size), lower is better; one
+    line per NVSHMEM release of `nv_sets` (label -> rows)."""
     s_rows = coll_rows(shoal_rows, bench, "shoal", "block", size)
     if not s_rows:
-        rep.add(figure, tgt, f"no shoal block row at {fmt_size(size)}", None, None, "not measured")
+        rep.add(figure, f"<= {target} x NVSHMEM", f"no shoal block row at {fmt_size(size)}", None, None,
+                "not measured")
         return
-    s = s_rows[0]
-    if not coll_rows(nv_rows, bench, "nvshmem"):
-        rep.add(figure, tgt, f"shoal {lat(s):.3f} us ({s['scope']}); no NVSHMEM rows", None, None, "not measured")
+    for label, nv_rows in (nv_sets or {"nvshmem": []}).items():
+        block_vs_one_nvshmem(rep, s_rows[0], nv_rows, label, bench, size, target, figure)
+
+
+def block_vs_one_nvshmem(rep, s, nv_rows, label, bench, size, target, figure):
+    tgt = f"<= {target} x {nv_name(label)}"
+    versus = (label, f"<= {target} x NVSHMEM")
+    if not coll_rows(nv_rows, bench, label):
+        rep.add(figure, tgt, f"shoal {lat(s):.3f} us ({s['scope']}); no NVSHMEM rows", None, None, "not measured",
+                versus)
         return
-    n = pick_block(coll_rows(nv_rows, bench, "nvshmem", "block", size), s["scope"])
+    n = pick_block(coll_rows(nv_rows, bench, label, "block", size), s["scope"])
     if n is None:
         rep.add(figure, tgt, f"shoal {lat(s):.3f} us; no NVSHMEM block row at {fmt_size(size)}", None, None,
-                "not measured")
+                "not measured", versus)
         return
     ratio = lat(s) / max(lat(n), 1e-12)
     detail = f"{lat(s):.3f} vs {lat(n):.3f} us ({s['scope']} vs {n['scope']})"
     bad = failed(s) or failed(n)
     if bad:
         detail += "; DATA CHECK FAILED"
-    rep.add(figure, tgt, detail, ratio, ratio <= target and not bad)
+    rep.add(figure, tgt, detail, ratio, ratio <= target and not bad, versus=versus)
 
 
 def graph_vs_nccl(rep, rows, bench, size, target, figure):
@@ -260,37 +300,44 @@ def bw_vs_nccl(rep, rows, bench, size, target):
     rep.add(figure, tgt, detail, ratio, ratio >= target and not bad)
 
 
-def coll_report(rows, nv_rows):
-    """The issue-4 target table; None when the run has no collective rows."""
+def coll_report(rows, nv_sets):
+    """The issue-4 target table; None when the run has no collective rows. nv_sets: label -> rows of
+    each NVSHMEM release (empty: no NVSHMEM run)."""
     if not any(r["benchmark"] in COLL_BENCHES for r in rows):
         return None
     rep = report()
-    block_vs_nvshmem(rep, rows, nv_rows, "allreduce", 8, 0.5, "device block-scope allreduce 8B")
+    block_vs_nvshmem(rep, rows, nv_sets, "allreduce", 8, 0.5, "device block-scope allreduce 8B")
     graph_vs_nccl(rep, rows, "allreduce", 8, 0.6, "graph allreduce 8B")
     bw_vs_nccl(rep, rows, "allreduce", 256 * MIB, 1.1)
     bw_vs_nccl(rep, rows, "alltoall", 256 * MIB, 1.2)
     bw_vs_nccl(rep, rows, "broadcast", 256 * MIB, 1.0)
     bw_vs_nccl(rep, rows, "fcollect", 256 * MIB, 1.0)
-    block_vs_nvshmem(rep, rows, nv_rows, "alltoall", MIB, 0.5, "device block-scope alltoall 1M")
+    block_vs_nvshmem(rep, rows, nv_sets, "alltoall", MIB, 0.5, "device block-scope alltoall 1M")
     # Information, not targets: barriers against NVSHMEM's.
     for bench, scopes in (("team_barrier", ("block",)), ("barrier", ("stream", "graph"))):
         for scope in scopes:
             for s in coll_rows(rows, bench, "shoal", scope):
-                n = pick_block(coll_rows(nv_rows, bench, "nvshmem", scope), s["scope"]) if nv_rows else None
-                if n is None:
-                    rep.add(f"(info) {bench} {s['scope']}", "-", f"{lat(s):.3f} us; no NVSHMEM row", None, None, "info")
-                else:
-                    rep.add(f"(info) {bench} {s['scope']}", "-", f"{lat(s):.3f} vs {lat(n):.3f} us (NVSHMEM)",
-                            lat(s) / max(lat(n), 1e-12), None, "info")
+                for label, nv_rows in (nv_sets or {"nvshmem": []}).items():
+                    n = pick_block(coll_rows(nv_rows, bench, label, scope), s["scope"])
+                    if n is None:
+                        rep.add(f"(info) {bench} {s['scope']}", "-", f"{lat(s):.3f} us; no {nv_name(label)} row", None,
+                                None, "info")
+                    else:
+                        rep.add(f"(info) {bench} {s['scope']}", "-",
+                                f"{lat(s):.3f} vs {lat(n):.3f} us ({nv_name(label)})", lat(s) / max(lat(n), 1e-12),
+                                None, "info")
     return rep
 
 
 KEY_SIZES = (8, 64 << 10, MIB, 16 * MIB, 256 * MIB)
 
 
-def coll_key_table(rows, nv_rows):
-    """shoal / NCCL / NVSHMEM at a few sizes per (collective, scope): latency up to 64K, busBW above."""
-    head = ("collective", "scope", "size", "shoal", "NCCL", "NVSHMEM", "x NCCL", "x NVSHMEM")
+def coll_key_table(rows, nv_sets):
+    """shoal / NCCL / each NVSHMEM release at a few sizes per (collective, scope): latency up to 64K,
+    busBW above."""
+    labels = list(nv_sets) or ["nvshmem"]
+    head = (("collective", "scope", "size", "shoal", "NCCL") + tuple(nv_name(v) for v in labels) + ("x NCCL",) +
+            tuple(f"x {nv_name(v)}" for v in labels))
     lines = []
     scopes = []
     for r in rows:
@@ -307,7 +354,7 @@ def coll_key_table(rows, nv_rows):
                 s = s[0]
                 n = coll_rows(rows, "allreduce" if bench == "allreduce_scratch" else bench, "nccl", nccl_scope, size)
                 v_scope = "block" if scope.startswith("block/") else scope
-                v = pick_block(coll_rows(nv_rows, bench, "nvshmem", v_scope, size), scope)
+                vs = [pick_block(coll_rows(nv_sets.get(v, []), bench, v, v_scope, size), scope) for v in labels]
                 by_lat = size <= LATENCY_MAX
 
                 def val(r):
@@ -324,8 +371,8 @@ def coll_key_table(rows, nv_rows):
                     return f"{busbw(s) / max(busbw(r), 1e-12):.3f}"
 
                 n = n[0] if n else None
-                lines.append((bench, scope, fmt_size(size) if size else "-", val(s), val(n), val(v), ratio(n),
-                              ratio(v)))
+                lines.append((bench, scope, fmt_size(size) if size else "-", val(s), val(n)) +
+                             tuple(val(v) for v in vs) + (ratio(n),) + tuple(ratio(v) for v in vs))
     if not lines:
         return None
     widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
@@ -388,8 +435,23 @@ def sweep_report(paths):
     return "\n".join(out)
 
 
-def target_text(target, higher_is_better):
-    return f"{'>=' if higher_is_better else '<='} {target} x NVSHMEM"
+def target_text(target, higher_is_better, label="nvshmem"):
+    return f"{'>=' if higher_is_better else '<='} {target} x {nv_name(label)}"
+
+
+def nv_name(label):
+    """'nvshmem-3.8.0' -> 'NVSHMEM 3.8.0'; 'nvshmem' (a CSV from before the impl named the version) -> 'NVSHMEM'."""
+    return "NVSHMEM" + (" " + label[len("nvshmem-"):] if label.startswith("nvshmem-") else "")
+
+
+def is_nvshmem(impl):
+    return impl == "nvshmem" or impl.startswith("nvshmem-")
+
+
+def version_key(label):
+    """Sort key: the unversioned label first, then by version number."""
+    parts = label[len("nvshmem-"):].split(".") if label.startswith("nvshmem-") else []
+    return tuple(int(p) if p.isdigit() else 0 for p in parts)
 
 
 def main():
@@ -410,19 +472,23 @@ def main():
             with open(args.markdown, "w") as f:
                 f.write(text + "\n")
         return 0
-    shoal_rows, nv_rows = [], None
+    # nv_sets: NVSHMEM label ("nvshmem-3.8.0") -> the rows of its files (its own baselines included).
+    shoal_rows, nv_sets = [], {}
     try:
         for path in args.csv:
             rows = load(path)
-            if any(r["impl"] == "nvshmem" for r in rows):
-                nv_rows = (nv_rows or []) + rows
-            else:
+            labels = {r["impl"] for r in rows if is_nvshmem(r["impl"])}
+            if not labels:
                 shoal_rows += rows
+            for label in labels:
+                nv_sets.setdefault(label, []).extend(rows)
     except (OSError, KeyError) as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
+    nv_sets = dict(sorted(nv_sets.items(), key=lambda kv: version_key(kv[0])))
+    versions = ", ".join(nv_name(v) for v in nv_sets) or "NVSHMEM"
     shoal = index(shoal_rows)
-    nv = index(nv_rows) if nv_rows is not None else None
+    nv = {label: index(rows) for label, rows in nv_sets.items()}
     impls = sorted({r["impl"] for r in shoal_rows if r["impl"].startswith("shoal")})
     full = full_grid_scope(shoal_rows)
     small = sorted({r["scope"] for r in shoal_rows
@@ -458,13 +524,20 @@ def main():
         for scope in sorted({r["scope"] for r in shoal_rows if r["benchmark"] == "barrier_latency"} - {"thread"}):
             vs_nvshmem(rep, shoal, nv, f"(info) sync_all_block {scope}", "barrier_latency", "shoal", scope, [0], 0.4,
                        False)
-        print("Issue 3 targets (device RMA, sync) vs NVSHMEM:")
+        print(f"Issue 3 targets (device RMA, sync) vs {versions}:")
         print(rep.text())
-    coll = coll_report(shoal_rows, nv_rows)
-    keys = coll_key_table(shoal_rows, nv_rows) if coll is not None else None
+        if rep.side_by_side():
+            print("\nIssue 3 side by side (ratio to each NVSHMEM; details above):")
+            print(rep.side_by_side())
+    coll = coll_report(shoal_rows, nv_sets)
+    keys = coll_key_table(shoal_rows, nv_sets) if coll is not None else None
     if coll is not None:
-        print("\nIssue 4 targets (collectives; shoal and NCCL from one process, NVSHMEM from its own run):")
+        runs = "their own runs" if len(nv_sets) > 1 else "its own run"
+        print(f"\nIssue 4 targets (collectives; shoal and NCCL from one process, {versions} from {runs}):")
         print(coll.text())
+        if coll.side_by_side():
+            print("\nIssue 4 side by side (ratio to each NVSHMEM; details above):")
+            print(coll.side_by_side())
         if keys:
             print("\nCollectives at key sizes (latency up to 64K, busBW above; block rows vs NCCL stream):")
             print(keys)
@@ -483,9 +556,13 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             if rep is not None:
-                f.write("## Issue 3: device RMA and sync vs NVSHMEM\n\n" + rep.text() + "\n")
+                f.write(f"## Issue 3: device RMA and sync vs {versions}\n\n" + rep.text() + "\n")
+                if rep.side_by_side():
+                    f.write("\n### Side by side: ratio to each NVSHMEM\n\n" + rep.side_by_side() + "\n")
             if coll is not None:
-                f.write("\n## Issue 4: collectives vs NCCL and NVSHMEM\n\n" + coll.text() + "\n")
+                f.write(f"\n## Issue 4: collectives vs NCCL and {versions}\n\n" + coll.text() + "\n")
+                if coll.side_by_side():
+                    f.write("\n### Side by side: ratio to each NVSHMEM\n\n" + coll.side_by_side() + "\n")
                 if keys:
                     f.write("\n### Collectives at key sizes\n\n" + keys + "\n")
     return 0

@@ -9,9 +9,10 @@ size: barrier_latency; atomic_latency, p_ping_pong at a single -b/-e) is a bar c
 per (impl, scope, PEs[, size]), its value written on it.
 Collectives (allreduce, allreduce_scratch, broadcast, fcollect, alltoall): one PNG per collective,
 coll_<name>.png, with latency vs size on the left and busBW vs size on the right; colour = impl
-(shoal, NCCL, NVSHMEM), line style = scope (block/1x<t> solid, stream dashed, graph dotted). Rows
-whose data check failed are drawn as red crosses. Barriers (team_barrier, barrier; no size): one bar
-chart, coll_barriers.png. Rows that repeat a (benchmark, impl, scope, PEs, size) keep the last file's.
+(shoal, NCCL, NVSHMEM; each NVSHMEM release, impl nvshmem-<version>, its own shade), line style =
+scope (block/1x<t> solid, stream dashed, graph dotted). Rows whose data check failed are drawn as red
+crosses. Barriers (team_barrier, barrier; no size): one bar chart, coll_barriers.png. Rows that repeat
+a (benchmark, impl, scope, PEs, size) keep the last file's.
 """
 import argparse
 import collections
@@ -35,6 +36,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 COLLECTIVES = ("allreduce", "allreduce_scratch", "broadcast", "fcollect", "alltoall")
 BARRIERS = ("team_barrier", "barrier")
 IMPL_COLOURS = {"shoal": "tab:blue", "nccl": "tab:green", "nvshmem": "tab:red"}
+NVSHMEM_RELEASE_COLOURS = ("tab:red", "tab:purple", "tab:brown", "tab:orange")  # nvshmem-<version>, in order seen
+IMPL_ORDER = {"shoal": 0, "nccl": 1, "nvshmem": 2}
+
+
+def impl_colour(impl, default=None):
+    if impl in IMPL_COLOURS:
+        return IMPL_COLOURS[impl]
+    if impl.startswith("nvshmem-"):
+        seen = [k for k in IMPL_COLOURS if k.startswith("nvshmem-")]
+        IMPL_COLOURS[impl] = NVSHMEM_RELEASE_COLOURS[len(seen) % len(NVSHMEM_RELEASE_COLOURS)]
+        return IMPL_COLOURS[impl]
+    return default
+
+
+def impl_order(impl):
+    return IMPL_ORDER.get("nvshmem" if impl.startswith("nvshmem-") else impl, 9)
 BAR_CHARTS = set()  # the paths drawn as bar charts (main() says which)
 SCOPE_STYLES = {"block": ("-", "o"), "stream": ("--", "s"), "graph": (":", "^")}
 
@@ -96,13 +113,13 @@ def plot_point_to_point(bench, series, out):
 
 def plot_collective(bench, series, out):
     fig, (ax_lat, ax_bw) = plt.subplots(1, 2, figsize=(13, 4.8))
-    order = {"shoal": 0, "nccl": 1, "nvshmem": 2}
-    for (_, impl, scope, pes), pts in sorted(series.items(), key=lambda kv: (order.get(kv[0][1], 9), kv[0][2])):
+    by_impl_scope = sorted(series.items(), key=lambda kv: (impl_order(kv[0][1]), kv[0][1], kv[0][2]))
+    for (_, impl, scope, pes), pts in by_impl_scope:
         xs = sorted(x for x in pts if x > 0)
         if not xs:
             continue
         style, marker = SCOPE_STYLES.get(scope_kind(scope), ("-.", "d"))
-        colour = IMPL_COLOURS.get(impl)
+        colour = impl_colour(impl)
         label = f"{impl} {scope}" + (f" ({pes} PEs)" if pes != "2" else "")
         for ax, key in ((ax_lat, "latency_us"), (ax_bw, "busbw_gbps")):
             ys = [number(pts[x], key) for x in xs]
@@ -160,18 +177,17 @@ def plot_point_bars(bench, series, out):
     for (_, impl, scope, pes), pts in sorted(series.items()):
         for size, r in sorted(pts.items()):
             label = f"{impl} {scope}\n{pes} PEs" + (f", {size_label(size)} B" if size > 0 else "")
-            bars.append((label, number(r, key), IMPL_COLOURS.get(impl, "tab:gray")))
+            bars.append((label, number(r, key), impl_colour(impl, "tab:gray")))
     ylabel = "bandwidth (GB/s)" if use_bw else "latency (us)"
     return draw_bars(bars, ylabel, bench, out / f"{bench}.png")
 
 
 def plot_barriers(series, out):
     bars = []
-    order = {"shoal": 0, "nccl": 1, "nvshmem": 2}
-    by_bench_scope_impl = sorted(series.items(), key=lambda kv: (kv[0][0], kv[0][2], order.get(kv[0][1], 9)))
+    by_bench_scope_impl = sorted(series.items(), key=lambda kv: (kv[0][0], kv[0][2], impl_order(kv[0][1]), kv[0][1]))
     for (bench, impl, scope, pes), pts in by_bench_scope_impl:
         for _, r in sorted(pts.items()):
-            bars.append((f"{bench}\n{impl} {scope}", number(r, "latency_us"), IMPL_COLOURS.get(impl, "tab:gray")))
+            bars.append((f"{bench}\n{impl} {scope}", number(r, "latency_us"), impl_colour(impl, "tab:gray")))
     if not bars:
         return None
     return draw_bars(bars, "latency per call (us)", "team barriers", out / "coll_barriers.png")

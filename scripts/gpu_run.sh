@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: configure + build (Release), then by mode:
 #   tests      the GPU tests (ctest -L gpu; codegen runs in CPU CI)
-#   bench      the device RMA/sync set through shoal-bench and shoal-bench-nvshmem (bench/run_gpu_bench.sh),
+#   bench      the device RMA/sync set through shoal-bench and every shoal-bench-nvshmem* (bench/run_gpu_bench.sh),
 #              then the collectives (the `coll` mode), then the relaxed-poll variant (the `variants` mode)
 #   coll       the collectives only: shoal-bench's collective set (shoal block/stream/graph and NCCL stream/graph,
-#              one process), shoal-bench-nvshmem --coll where NVSHMEM is installed, compare.py (issue 3 and 4
-#              targets) and plot.py
+#              one process), every shoal-bench-nvshmem* --coll where NVSHMEM is installed, compare.py (issue 3
+#              and 4 targets, against each NVSHMEM release) and plot.py
 #   rma        the device RMA/sync set only (as in bench), with compare.py and plot.py
 #   collsweep  shoal-bench's collectives (stream, graph) at 8 B and 256 MiB under every SHOAL_COLL_CHANNELS in
 #              16 32 64 132 x SHOAL_COLL_ALGO in auto ll direct (NCCL rows in the first run only), then
@@ -28,7 +28,13 @@
 # (seconds): SHOAL_GPU_BUILD_TIMEOUT (480), SHOAL_BENCH_TIMEOUT (200, each RMA binary), SHOAL_COLL_TIMEOUT (300,
 # each collective binary), SHOAL_SWEEP_TIMEOUT (90, each sweep configuration). PEs: SHOAL_GPU_TEST_PES (the
 # GPU tests' PE counts, "2"; "2;4;8" on an 8-GPU node) and SHOAL_BENCH_PES (2). SHOAL_GPU_BUILD_DIR: the build
-# folder (build/gpu). SHOAL_NVSHMEM_HOME: the NVSHMEM to compare with (default: python3's nvidia.nvshmem). When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
+# folder (build/gpu). SHOAL_NVSHMEM_HOME: the NVSHMEM to compare with (default: python3's nvidia.nvshmem), built
+# into shoal-bench-nvshmem. SHOAL_NVSHMEM_BUNDLE: a second NVSHMEM, the .tar.xz that `scripts/carry_bundle.sh
+# nvshmem` makes (NVSHMEM 3.8.0), unpacked under $TMPDIR and built into shoal-bench-nvshmem-<version>; the
+# benchmark modes then run both binaries one after the other, and compare.py sets shoal beside each release
+# (rows' impl nvshmem-<version>; CSVs bench/nvshmem.csv and bench/nvshmem-<version>.csv, _coll for the
+# collectives). Carry the bundle file itself (carry: [".whl/nvshmem-3.8.0.tar.xz"]); with the working tree it
+# must stay under the call's 64 MiB. When the node has fewer GPUs than the PEs asked for, the PEs share GPUs
 # (SHOAL_GPU_TEST_SHARE_GPUS=1) under a private MPS daemon that this script starts and stops
 # (scripts/mps.sh); SHOAL_GPU_MPS=0 leaves MPS off, so the PEs are time-sliced (slow, the harshest
 # interleaving). SHOAL_UCX_WHEEL: a libucx-cu13 wheel, or the bundle scripts/carry_bundle.sh makes of it, to
@@ -91,6 +97,20 @@ fi
 nvidia-smi topo -m >"$logs/topo.txt" 2>&1
 nvsh=${SHOAL_NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null || true)}
 log "nvshmem: ${nvsh:-not found}"
+# A second NVSHMEM from a carried bundle (scripts/carry_bundle.sh nvshmem): its unpacked nvshmem/ folder becomes
+# SHOAL_NVSHMEM_EXTRA_HOMES. The folder stays (the binary's RPATH points into it); unpacking again overwrites it.
+nv_extra=""
+if [[ -n ${SHOAL_NVSHMEM_BUNDLE:-} ]]; then
+  nv_unpack=${TMPDIR:-/tmp}/shoal-nvshmem/$(basename "$SHOAL_NVSHMEM_BUNDLE" .tar.xz)
+  if [[ -f $SHOAL_NVSHMEM_BUNDLE ]] && mkdir -p "$nv_unpack" &&
+    timeout 180 tar -xJf "$SHOAL_NVSHMEM_BUNDLE" -C "$nv_unpack" >"$logs/nvshmem_bundle.log" 2>&1 &&
+    [[ -f $nv_unpack/nvshmem/include/nvshmem.h ]]; then
+    nv_extra=$nv_unpack/nvshmem
+    log "nvshmem bundle: $SHOAL_NVSHMEM_BUNDLE unpacked to $nv_extra"
+  else
+    log "nvshmem bundle: $SHOAL_NVSHMEM_BUNDLE missing or not unpacked (logs/nvshmem_bundle.log); one NVSHMEM only"
+  fi
+fi
 
 # --- build ---------------------------------------------------------------------------------------------------------
 # UCX with CUDA for the proxy transport (the GPU machine has no UCX headers): SHOAL_UCX_WHEEL names a carried
@@ -106,19 +126,23 @@ if [[ -n ${SHOAL_UCX_WHEEL:-} && -f ${SHOAL_UCX_WHEEL} ]]; then
 fi
 t0=$(date +%s)
 if ! timeout "$build_limit" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ucx_args[@]}" \
-    "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} \
+    "-DSHOAL_GPU_TEST_PES=$test_pes" ${nvsh:+-DSHOAL_NVSHMEM_HOME=$nvsh} "-DSHOAL_NVSHMEM_EXTRA_HOMES=$nv_extra" \
     $(python3 -c "import nanobind" 2>/dev/null && echo -DSHOAL_BUILD_PYTHON=ON) >"$logs/configure.log" 2>&1; then
   tail -40 "$logs/configure.log" | tee -a "$summary"
   exit 1
 fi
-grep -E "shoal: (NCCL|NVSHMEM)" "$logs/configure.log" | tee -a "$summary"
+grep -E "shoal: (NCCL|NVSHMEM|no NVSHMEM)|shoal-bench-nvshmem" "$logs/configure.log" | tee -a "$summary"
+# The NVSHMEM binaries of this configuration (bench/nvshmem/CMakeLists.txt writes the list): shoal-bench-nvshmem
+# and one shoal-bench-nvshmem-<version> per extra NVSHMEM.
+nv_targets=()
+nv_list=$build/bench/nvshmem/nvshmem_benches.txt
+[[ -f $nv_list ]] && mapfile -t nv_targets < <(cut -f1 "$nv_list")
+log "nvshmem benchmarks: $(awk -F'\t' '{printf "%s%s (NVSHMEM %s)", NR > 1 ? ", " : "", $1, $2}' "$nv_list" \
+  2>/dev/null)"
 targets=()
 if [[ $what != tests && $what != all ]]; then
   # Benchmark modes build only the benchmarks and the launcher.
-  targets=(--target shoal-bench shoalrun)
-  if cmake --build "$build" --target help 2>/dev/null | grep -c "shoal-bench-nvshmem" >/dev/null; then
-    targets+=(shoal-bench-nvshmem)
-  fi
+  targets=(--target shoal-bench shoalrun "${nv_targets[@]}")
 fi
 if ! timeout "$build_limit" cmake --build "$build" -j "$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1; then
   grep -E "error|FAILED" "$logs/build.log" | head -60 | tee -a "$summary"
@@ -128,7 +152,6 @@ fi
 log "build: $(( $(date +%s) - t0 )) s"
 shoalrun=$build/tools/shoalrun/shoalrun
 shoal_bench=$build/bench/shoal-bench
-nvshmem_bench=$build/bench/nvshmem/shoal-bench-nvshmem
 
 # run_bounded LIMIT LOG PROGRAM ARGS...: 2 PEs through shoalrun, bounded by shoalrun and by timeout(1); the rc.
 run_bounded() {
@@ -170,7 +193,8 @@ if [[ $what == bench || $what == rma || $what == all ]]; then
   t0=$(date +%s)
   bench/run_gpu_bench.sh "$build" "$bench_dir" "${rma_set[@]}" "$@" >"$logs/bench_rma.log" 2>&1
   log "rma bench rc=$? $(( $(date +%s) - t0 )) s"
-  grep -h "shoal-bench-nvshmem: NVSHMEM" "$logs/bench_rma.log" | head -1 | tee -a "$summary"
+  grep -h "shoal-bench-nvshmem: NVSHMEM\|^== shoal-bench-nvshmem\|shoal-bench-nvshmem (nvshmem" "$logs/bench_rma.log" |
+    tee -a "$summary"
   tail -30 "$logs/bench_rma.log" >>"$summary"
 fi
 
@@ -210,21 +234,25 @@ if [[ $what == bench || $what == coll || $what == rma || $what == all ]]; then
     grep -hE "STOPPED|NCCL [0-9]|capture refused|data check failed|no larger sizes|shoal-bench: PE" \
       "$bench_dir/shoal_coll.log" | head -20 | tee -a "$summary"
   fi
+  # Each NVSHMEM binary's collectives in its own process, one after the other: <name>_coll.{csv,json,log} with
+  # name nvshmem or nvshmem-<version>.
   nv_csvs=()
-  if [[ $what == rma ]]; then
-    :  # rma: NVSHMEM's RMA rows came with run_gpu_bench.sh
-  elif [[ -x $nvshmem_bench ]]; then
-    t0=$(date +%s)
-    run_bounded "$coll_limit" "$bench_dir/nvshmem_coll.log" "$nvshmem_bench" --coll "$@" \
-      --csv "$bench_dir/nvshmem_coll.csv" --json "$bench_dir/nvshmem_coll.json"
-    log "collectives (NVSHMEM) rc=$? $(( $(date +%s) - t0 )) s"
-    grep -hE "STOPPED|stopping|refused|data check failed" "$bench_dir/nvshmem_coll.log" | head -10 |
-      tee -a "$summary"
-  else
-    log "collectives (NVSHMEM): $nvshmem_bench not built (no NVSHMEM at configure time)"
+  if [[ ${#nv_targets[@]} -eq 0 ]]; then
+    log "NVSHMEM: no shoal-bench-nvshmem built (no NVSHMEM at configure time)"
   fi
-  for f in nvshmem.csv nvshmem_coll.csv; do
-    [[ -s $bench_dir/$f ]] && nv_csvs+=("$bench_dir/$f")
+  for target in "${nv_targets[@]}"; do
+    name=${target#shoal-bench-}
+    if [[ $what != rma ]]; then  # rma: NVSHMEM's RMA rows came with run_gpu_bench.sh
+      t0=$(date +%s)
+      run_bounded "$coll_limit" "$bench_dir/${name}_coll.log" "$build/bench/nvshmem/$target" --coll "$@" \
+        --csv "$bench_dir/${name}_coll.csv" --json "$bench_dir/${name}_coll.json"
+      log "collectives ($target) rc=$? $(( $(date +%s) - t0 )) s"
+      grep -hE "NVSHMEM [0-9]|STOPPED|stopping|refused|data check failed|built against" \
+        "$bench_dir/${name}_coll.log" | head -10 | tee -a "$summary"
+    fi
+    for f in "$name.csv" "${name}_coll.csv"; do
+      [[ -s $bench_dir/$f ]] && nv_csvs+=("$bench_dir/$f")
+    done
   done
   shoal_csvs=()
   for f in shoal.csv shoal_coll.csv; do
@@ -235,10 +263,10 @@ if [[ $what == bench || $what == coll || $what == rma || $what == all ]]; then
       >"$bench_dir/compare.txt" 2>&1
     log "compare.py rc=$?"
     cat "$bench_dir/compare.md" >>"$summary" 2>/dev/null
-    # Plots: shoal's rows (with NCCL's), plus NVSHMEM's own rows only (its CSVs repeat shared baselines).
+    # Plots: shoal's rows (with NCCL's), plus each NVSHMEM's own rows only (its CSVs repeat shared baselines).
     plot_inputs=("${shoal_csvs[@]}")
     for f in "${nv_csvs[@]}"; do
-      awk -F, 'NR == 1 || $2 == "nvshmem"' "$f" >"${f%.csv}_only.csv"
+      awk -F, 'NR == 1 || $2 ~ /^nvshmem/' "$f" >"${f%.csv}_only.csv"
       plot_inputs+=("${f%.csv}_only.csv")
     done
     if ! python3 bench/plot.py "${plot_inputs[@]}" -o "$bench_dir/plots" >"$logs/plot.log" 2>&1; then

@@ -1,7 +1,9 @@
 // shoal-bench-nvshmem: shoal-bench's device-initiated measurements through NVSHMEM, for the
 // side-by-side figures of the issue-3 targets, and NVSHMEM's collectives beside shoal's (issue 4).
-// Same options and CSV schema as shoal-bench (impl "nvshmem"); the baselines (plain SM copy, raw
-// flags) are measured in this run too.
+// Same options and CSV schema as shoal-bench (impl "nvshmem-<version>", e.g. nvshmem-3.4.5); the
+// baselines (plain SM copy, raw flags) are measured in this run too. The build makes one binary per
+// NVSHMEM it is given (shoal-bench-nvshmem, shoal-bench-nvshmem-<version>: bench/nvshmem/CMakeLists.txt);
+// each checks that it loads the host library and UID bootstrap plugin it was built against.
 //
 //   shoalrun -n 2 shoal-bench-nvshmem [benchmarks] [-b 8 -e 256M -c 32 -t 512 ...] --csv nvshmem.csv
 //   shoalrun -n 2 shoal-bench-nvshmem --coll [--coll-scope block,stream,graph] --csv nvshmem_coll.csv
@@ -65,6 +67,10 @@ int main(int argc, char** argv) {
     sel.block = in(coll_scopes, "block");
     sel.stream = in(coll_scopes, "stream");
     sel.graph = in(coll_scopes, "graph");
+  }
+  if (std::string why = nvb::check_library(); !why.empty()) {
+    std::fprintf(stderr, "shoal-bench-nvshmem (%s): %s\n", nvb::impl_name().c_str(), why.c_str());
+    return 2;
   }
   if (!nvb::select_gpu()) {
     std::fprintf(stderr, "shoal-bench-nvshmem: no usable GPU\n");

@@ -1,5 +1,6 @@
 // The API adapter of bench/device/kernels.cuh and driver.cuh for NVSHMEM's public API: every
-// measured call is the NVSHMEM call of the same name. Needs nvcc -rdc=true and libnvshmem_device.a.
+// measured call is the NVSHMEM call of the same name. Needs nvcc -rdc=true and libnvshmem_device.a,
+// and the version macros bench/nvshmem/CMakeLists.txt defines for the NVSHMEM it builds against.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +12,22 @@
 
 #include "shoal/device/scope.cuh"
 
+#if !defined(SHOAL_NVSHMEM_IMPL) || !defined(SHOAL_NVSHMEM_LIB_DIR)
+#error "bench/nvshmem/CMakeLists.txt defines SHOAL_NVSHMEM_IMPL, SHOAL_NVSHMEM_LIB_DIR and SHOAL_NVSHMEM_VERSION_*"
+#endif
+static_assert(SHOAL_NVSHMEM_VERSION_MAJOR == NVSHMEM_VENDOR_MAJOR_VERSION &&
+                  SHOAL_NVSHMEM_VERSION_MINOR == NVSHMEM_VENDOR_MINOR_VERSION &&
+                  SHOAL_NVSHMEM_VERSION_PATCH == NVSHMEM_VENDOR_PATCH_VERSION,
+              "CMake read the version of another NVSHMEM than the one whose headers are included");
+
 namespace shoal::bench::dev {
 
+/// The rows' impl name: "nvshmem-<major>.<minor>.<patch>" of the headers (and, checked at start, of the
+/// host library loaded), so that CSVs of two NVSHMEM releases can be compared side by side.
+inline constexpr const char* kNvshmemImpl = SHOAL_NVSHMEM_IMPL;
+
 struct nvshmem_api {
-  static constexpr const char* kName = "nvshmem";
+  static constexpr const char* kName = kNvshmemImpl;
   static constexpr size_t kBlockSmemBytes = 0;
 
   // --- host ---

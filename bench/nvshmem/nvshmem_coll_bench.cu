@@ -1,5 +1,5 @@
 // shoal-bench-nvshmem's collectives: the rows of shoal-bench's bench/device/coll_bench.cu (same
-// sizes, busBW formulas, timing method and CSV schema; impl "nvshmem", ratio 0, no baseline: the
+// sizes, busBW formulas, timing method and CSV schema; impl "nvshmem-<version>", ratio 0, no baseline: the
 // ratios are compare.py's) through NVSHMEM's public collective API on NVSHMEM_TEAM_WORLD, in three
 // launch styles:
 //
@@ -45,6 +45,7 @@
 #include <nvshmemx.h>
 
 #include "device/coll_harness.cuh"
+#include "nvshmem/nvshmem_api.cuh"
 #include "nvshmem/nvshmem_bench.hpp"
 
 namespace shoal::bench::nvshmem {
@@ -241,7 +242,7 @@ class coll_runner : public coll_harness::harness<nvshmem_lib> {
           on_stream(n);
       };
       const int calls = point_calls(name_of(c), b.dst, s, &slow, enqueue);
-      add(measure(name_of(c), c, "nvshmem", scope, b.dst, s, calls, [&] { enqueue(calls); }));
+      add(measure(name_of(c), c, dev::kNvshmemImpl, scope, b.dst, s, calls, [&] { enqueue(calls); }));
     } else {
       // The stream warm-up also lets NVSHMEM set up whatever it sets up on first use, outside the capture.
       const int calls = point_calls(name_of(c), b.dst, s, &slow, on_stream);
@@ -258,7 +259,7 @@ class coll_runner : public coll_harness::harness<nvshmem_lib> {
                        name_of(c), s.bytes);
         return !slow;
       }
-      measured m = replay_graph("graph", c, "nvshmem", b.dst, s, exec, calls, 1);
+      measured m = replay_graph("graph", c, dev::kNvshmemImpl, b.dst, s, exec, calls, 1);
       cudaGraphExecDestroy(exec);
       add(std::move(m));
     }
