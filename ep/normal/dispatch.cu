@@ -68,12 +68,14 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
   }
 }
 
-// Slots of channel c written for destination d once tokens [b0, b1) are sent (counted from the
-// channel's first slot), or -1 when none of them goes to d.
-__device__ __forceinline__ int slots_done(const dispatch_args& a, int d, int c, int b0, int b1) {
-  int last = -1;
-  for (int t = b1 - 1; t >= b0 && last < 0; --t) last = a.send_slot[static_cast<int64_t>(t) * a.num_ranks + d];
-  return last < 0 ? -1 : last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
+// The last (kLast) or first slot of destination d among tokens [b0, b1), or -1 when none of them goes
+// to d. The slots in between are consecutive: send_slot is a scan in token order.
+template <bool kLast>
+__device__ __forceinline__ int edge_slot(const dispatch_args& a, int d, int b0, int b1) {
+  int slot = -1;
+  for (int i = 0; i < b1 - b0 && slot < 0; ++i)
+    slot = a.send_slot[static_cast<int64_t>(kLast ? b1 - 1 - i : b0 + i) * a.num_ranks + d];
+  return slot;
 }
 
 __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
@@ -88,27 +90,27 @@ __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   const int step = a.tokens_per_signal;
   const bool proxies = any_proxy(a.p, a.num_ranks);
-  int sent[kMaxRanks] = {};  // thread 0, proxy peers: slots of this channel already put
   for (int b0 = t0; b0 < t1; b0 += step) {
     const int b1 = min(b0 + step, t1);
     for (int t = b0 + warp; t < b1; t += num_warps) send_token(a, L, cap, slot_nbytes, t, lane);
     __syncthreads();
+    // Slots count from the channel's first one: the progress word holds how many are written.
     if (threadIdx.x < static_cast<unsigned>(a.num_ranks) && !is_proxy(a.p, threadIdx.x)) {
       const int d = threadIdx.x;
-      const int done = slots_done(a, d, c, b0, b1);
-      if (done >= 0) signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
+      const int last = edge_slot<true>(a, d, b0, b1);
+      const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
+      if (last >= 0) signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
     }
-    if (proxies && threadIdx.x == 0) {
+    if (proxies && threadIdx.x == 0) {  // the slots staged in this step, one put-with-signal per proxy peer
       bool fenced = false;
       for (int d = 0; d < a.num_ranks; ++d) {
         if (!is_proxy(a.p, d)) continue;
-        const int done = slots_done(a, d, c, b0, b1);
-        if (done <= sent[d]) continue;
+        const int last = edge_slot<true>(a, d, b0, b1);
+        if (last < 0) continue;
         if (!fenced) fence_proxies(a.p), fenced = true;
-        const std::size_t first = chan_begin(a.send_chan_prefix, d, a.num_channels, c);
-        put_slots(a.p, a.rank, a.num_ranks, d, cap, first + sent[d], first + done, slot_nbytes,
+        const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
+        put_slots(a.p, a.rank, a.num_ranks, d, cap, edge_slot<false>(a, d, b0, b1), last + 1, slot_nbytes,
                   &ctrl(a.p.base[a.rank])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
-        sent[d] = done;
       }
     }
   }
