@@ -64,13 +64,15 @@ def main():
     p.add_argument("--warmups", type=int, default=10)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--csv", default="")
+    p.add_argument("--proxy", action="store_true",
+                   help="size the buffer with staging slabs (a job with peers behind the proxy, e.g. SHOAL_DISABLE_P2P=1)")
     args = p.parse_args()
 
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     dist.init_process_group("gloo")
     group = dist.group.WORLD
     R, rank = group.size(), group.rank()
-    buf = Buffer(group, nvl_bytes_needed(args.num_tokens, args.hidden, R, num_topk=args.num_topk))
+    buf = Buffer(group, nvl_bytes_needed(args.num_tokens, args.hidden, R, num_topk=args.num_topk, proxy=args.proxy))
     torch.manual_seed(rank)
     x = torch.randn((args.num_tokens, args.hidden), dtype=torch.bfloat16, device="cuda")
     scores = torch.randn((args.num_tokens, args.num_experts), device="cuda").abs() + 1

@@ -1,5 +1,6 @@
 // combine: even blocks send channel c's received rows back to their source ranks, into the slot the
-// row had in dispatch (16-byte NVLink stores, progress per (sender, channel) as in dispatch); odd
+// row had in dispatch (16-byte NVLink stores, progress per (sender, channel) as in dispatch; a proxy
+// source's rows are staged and put with a signal, as in dispatch); odd
 // blocks reduce channel c's own tokens: one warp per token waits for each rank's row, sums in FP32
 // (plus up to two biases) and writes BF16, and sums the returned top-k weights.
 #include <cuda_bf16.h>
@@ -29,6 +30,7 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
   int total = 0;
   for (int s = 0; s < a.num_ranks; ++s) total += rows_in_channel(a, s, c);
   const int step = a.tokens_per_signal;
+  const bool proxies = any_proxy(a.p, a.num_ranks);
   for (int b0 = 0; b0 < total; b0 += step) {
     const int b1 = min(b0 + step, total);
     for (int i = b0 + warp; i < b1; i += num_warps) {
@@ -36,7 +38,7 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
       while (i >= first + rows_in_channel(a, s, c)) first += rows_in_channel(a, s++, c);
       const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + (i - first);
       const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
-      uint8_t* out = slot_ptr(a.p.base[s], a.rank, cap, slot, slot_nbytes);
+      uint8_t* out = out_slot_ptr(a.p, a.rank, a.num_ranks, s, cap, slot, slot_nbytes);
       const uint4* in = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + row * row_nbytes);
       for (int k = lane; k < static_cast<int>(row_nbytes / 16); k += 32)
         reinterpret_cast<uint4*>(out)[k] = __ldg(in + k);
@@ -44,7 +46,7 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
         reinterpret_cast<float*>(out + weights_off)[lane] = __ldg(a.topk_weights + row * a.num_topk + lane);
     }
     __syncthreads();
-    if (threadIdx.x < static_cast<unsigned>(a.num_ranks)) {
+    if (threadIdx.x < static_cast<unsigned>(a.num_ranks) && !is_proxy(a.p, threadIdx.x)) {
       const int s = threadIdx.x;
       int first = 0;
       for (int r = 0; r < s; ++r) first += rows_in_channel(a, r, c);
@@ -52,7 +54,22 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
       if (b1 > first && b0 < first + n)
         signal(&ctrl(a.p.base[s])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(min(b1 - first, n))));
     }
+    if (proxies && threadIdx.x == 0) {
+      // Proxy sources touched by this batch: their rows [lo, hi) of the channel sit in consecutive slots.
+      bool fenced = false;
+      for (int s = 0, first = 0; s < a.num_ranks; first += rows_in_channel(a, s++, c)) {
+        const int n = rows_in_channel(a, s, c);
+        if (!is_proxy(a.p, s) || b1 <= first || b0 >= first + n) continue;
+        if (!fenced) fence_proxies(a.p), fenced = true;
+        const int lo = max(b0 - first, 0), hi = min(b1 - first, n);
+        const std::size_t slot0 = chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
+        put_slots(a.p, a.rank, a.num_ranks, s, cap, slot0 + lo, slot0 + hi, slot_nbytes,
+                  &ctrl(a.p.base[a.rank])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(hi)));
+      }
+    }
   }
+  // The staging slabs are rewritten by the next call: its puts from them must be complete first.
+  if (proxies && threadIdx.x == 0) quiet_proxies(a.p);
 }
 
 __device__ __forceinline__ void add_bf16x8(float (&acc)[8], uint4 v) {
@@ -117,7 +134,7 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
 void combine(const combine_args& args, cudaStream_t stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
-  a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes);
+  a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
   launch_channels<combine_args, sender, receiver>(a, stream);
 }
 

@@ -1,8 +1,13 @@
-// What the normal-mode kernels share: the control block's layout, slot addressing, bounded waits
-// and 16-byte copies. Kernel-internal (ep/normal/ only); ordering comes from <shoal/device/ptx.cuh>.
+// What the normal-mode kernels share: the control block's layout, slot addressing (receive and
+// staging slabs), bounded waits, 16-byte copies, and the proxy path's puts. Kernel-internal (ep/normal/
+// only); ordering comes from <shoal/device/ptx.cuh>, proxy peers are reached through shoal's public
+// device API (<shoal/device/signal.cuh>, <shoal/device/sync.cuh>).
 #pragma once
 
+#include <shoal/types.h>
 #include <shoal/device/ptx.cuh>
+#include <shoal/device/signal.cuh>
+#include <shoal/device/sync.cuh>
 #include <shoal_ep/normal.hpp>
 
 #include <cstdint>
@@ -18,6 +23,9 @@ struct control {
   uint64_t dispatch_progress[kMaxRanks][kMaxChannels];  ///< [src][channel]: slots written
   uint64_t combine_progress[kMaxRanks][kMaxChannels];   ///< [src][channel]: rows written
   int meta[2][kMaxRanks][kMetaInts];                    ///< [parity][src]: counts per rank, channel prefix, per expert
+  /// [dst]: this rank's metadata for a proxy peer dst, written by notify's block dst, then put (with
+  /// meta_flag as the signal) into dst's meta[parity][this rank]. Local: only this rank's kernels touch it.
+  int meta_stage[kMaxRanks][kMetaInts];
   // Local words (only this rank's kernels touch them): calls finished, notifies finished, and the
   // blocks of the running kernel that are done. Counting on the device keeps a replayed CUDA graph right.
   uint64_t epoch;
@@ -34,6 +42,26 @@ __host__ __device__ __forceinline__ std::size_t round16(std::size_t n) { return 
 __device__ __forceinline__ uint8_t* slot_ptr(void* base, int src, std::size_t cap, std::size_t slot,
                                              std::size_t slot_nbytes) {
   return static_cast<uint8_t*>(base) + kControlNbytes + (src * cap + slot) * slot_nbytes;
+}
+
+/// Slot `slot` of the staging slab for rank `dst` in rank `rank`'s own buffer at `base` (staged buffers):
+/// laid out like slab `rank` of dst's buffer, so slots [i, j) go out as one put to the same offsets
+/// there. Staging slabs follow the num_ranks receive slabs, one per rank other than `rank`.
+__device__ __forceinline__ uint8_t* stage_ptr(void* base, int rank, int num_ranks, int dst, std::size_t cap,
+                                              std::size_t slot, std::size_t slot_nbytes) {
+  const int index = num_ranks + (dst < rank ? dst : dst - 1);
+  return static_cast<uint8_t*>(base) + kControlNbytes + (index * cap + slot) * slot_nbytes;
+}
+
+/// True when rank r is reached through shoal's proxy path (no mapping of its buffer here).
+__device__ __forceinline__ bool is_proxy(const peers& p, int r) { return p.base[r] == nullptr; }
+
+/// Where this rank writes slot `slot` meant for slab `rank` of rank d's buffer: straight into d's buffer
+/// when it is mapped, else into the staging slab for d (sent later by put_slots).
+__device__ __forceinline__ uint8_t* out_slot_ptr(const peers& p, int rank, int num_ranks, int d, std::size_t cap,
+                                                 std::size_t slot, std::size_t slot_nbytes) {
+  if (!is_proxy(p, d)) return slot_ptr(p.base[d], rank, cap, slot, slot_nbytes);
+  return stage_ptr(p.base[rank], rank, num_ranks, d, cap, slot, slot_nbytes);
 }
 
 __device__ __forceinline__ uint64_t tag(uint64_t seq, uint32_t count) { return (seq << 32) | count; }
@@ -81,12 +109,48 @@ __device__ __forceinline__ void signal(uint64_t* word, uint64_t value) {
   shoal::ptx::st_release_sys(word, value);
 }
 
+/// Proxy peer d: puts staged slots [first, end) into slab `rank` of d's buffer (same symmetric offsets)
+/// and then sets d's progress word `word` (the local word at the same offset) to `value`: one shoal
+/// put-with-signal, non-blocking (the staging slab must stay untouched until quiet_proxies). One thread,
+/// after a bar.sync that follows the block's staging stores; call fence_proxies once before a batch of
+/// these: successive values of one word then land in order (a lower one never overwrites a higher).
+__device__ __forceinline__ void put_slots(const peers& p, int rank, int num_ranks, int d, std::size_t cap,
+                                          std::size_t first, std::size_t end, std::size_t slot_nbytes, uint64_t* word,
+                                          uint64_t value) {
+  void* local = p.base[rank];
+  shoal::device::putmem_signal_nbi(shoal::thread, p.world, slot_ptr(local, rank, cap, first, slot_nbytes),
+                                   stage_ptr(local, rank, num_ranks, d, cap, first, slot_nbytes),
+                                   (end - first) * slot_nbytes, word, value, SHOAL_SIGNAL_SET, d);
+}
+
+/// Orders this rank's earlier proxy operations (all of its threads') before its later ones. One thread.
+__device__ __forceinline__ void fence_proxies(const peers& p) { shoal::device::fence(p.world); }
+
+/// Completes this rank's proxy operations (the staging slabs may be rewritten after). One thread.
+__device__ __forceinline__ void quiet_proxies(const peers& p) { shoal::device::quiet(p.world); }
+
+/// True when some rank in [0, num_ranks) is a proxy peer.
+__device__ __forceinline__ bool any_proxy(const peers& p, int num_ranks) {
+  for (int r = 0; r < num_ranks; ++r)
+    if (is_proxy(p, r)) return true;
+  return false;
+}
+
 /// Loads 16 bytes another GPU wrote (L2, never a stale L1 line).
 __device__ __forceinline__ uint4 ld_cg(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 
-/// Marks this rank's kernel of call `seq` as started in every peer's control block (one thread).
+/// Marks this rank's kernel of call `seq` as started in every peer's control block (one thread). A proxy
+/// peer gets a shoal signal_op (set) after a fence, so an earlier call's announcement never lands later.
 __device__ __forceinline__ void announce_entered(const peers& p, int rank, int num_ranks, uint64_t seq) {
-  for (int r = 0; r < num_ranks; ++r) signal(&ctrl(p.base[r])->entered[rank], tag(seq, 0));
+  bool fenced = false;
+  for (int r = 0; r < num_ranks; ++r) {
+    if (!is_proxy(p, r)) {
+      signal(&ctrl(p.base[r])->entered[rank], tag(seq, 0));
+      continue;
+    }
+    if (!fenced) fence_proxies(p), fenced = true;
+    shoal::device::signal_op(p.world, &ctrl(p.base[rank])->entered[rank], tag(seq, 0), SHOAL_SIGNAL_SET, r);
+  }
 }
 
 /// First slot of channel c in a [R, C+1] prefix row.

@@ -1,7 +1,9 @@
 // dispatch: even blocks send channel c's tokens, one warp per token, 16-byte stores straight into
-// each destination's slab over NVLink; odd blocks receive channel c from every source into recv_x.
-// A sender publishes per (source, channel) the slots written so far (fence, then release store);
-// a receiving warp waits (acquire) for the slot of its row, then copies it out.
+// each mapped destination's slab over NVLink (a proxy peer's rows go to its staging slab in this
+// rank's buffer); odd blocks receive channel c from every source into recv_x. A sender publishes per
+// (source, channel) the slots written so far (fence, then release store; to a proxy peer, one shoal
+// put-with-signal of the slots staged since the last step); a receiving warp waits (acquire) for the
+// slot of its row, then copies it out.
 #include "common.cuh"
 
 namespace shoal_ep {
@@ -30,7 +32,7 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
 #pragma unroll
   for (int d = 0; d < kMaxRanks; ++d) {
     const int s = __shfl_sync(0xffffffffu, my_slot, d);
-    rows[d] = (d < a.num_ranks && s >= 0) ? slot_ptr(a.p.base[d], a.rank, cap, s, slot_nbytes) : nullptr;
+    rows[d] = (d < a.num_ranks && s >= 0) ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, cap, s, slot_nbytes) : nullptr;
   }
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + t * a.hidden_nbytes);
   const int n16 = static_cast<int>(a.hidden_nbytes / 16);
@@ -66,6 +68,16 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
   }
 }
 
+// The last (kLast) or first slot of destination d among tokens [b0, b1), or -1 when none of them goes
+// to d. The slots in between are consecutive: send_slot is a scan in token order.
+template <bool kLast>
+__device__ __forceinline__ int edge_slot(const dispatch_args& a, int d, int b0, int b1) {
+  int slot = -1;
+  for (int i = 0; i < b1 - b0 && slot < 0; ++i)
+    slot = a.send_slot[static_cast<int64_t>(kLast ? b1 - 1 - i : b0 + i) * a.num_ranks + d];
+  return slot;
+}
+
 __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   const dispatch_slot L = slot_layout(a);
   const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
@@ -77,20 +89,33 @@ __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   __syncthreads();
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   const int step = a.tokens_per_signal;
+  const bool proxies = any_proxy(a.p, a.num_ranks);
   for (int b0 = t0; b0 < t1; b0 += step) {
     const int b1 = min(b0 + step, t1);
     for (int t = b0 + warp; t < b1; t += num_warps) send_token(a, L, cap, slot_nbytes, t, lane);
     __syncthreads();
-    if (threadIdx.x < static_cast<unsigned>(a.num_ranks)) {
+    // Slots count from the channel's first one: the progress word holds how many are written.
+    if (threadIdx.x < static_cast<unsigned>(a.num_ranks) && !is_proxy(a.p, threadIdx.x)) {
       const int d = threadIdx.x;
-      int last = -1;
-      for (int t = b1 - 1; t >= b0 && last < 0; --t) last = a.send_slot[static_cast<int64_t>(t) * a.num_ranks + d];
-      if (last >= 0) {
+      const int last = edge_slot<true>(a, d, b0, b1);
+      const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
+      if (last >= 0) signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
+    }
+    if (proxies && threadIdx.x == 0) {  // the slots staged in this step, one put-with-signal per proxy peer
+      bool fenced = false;
+      for (int d = 0; d < a.num_ranks; ++d) {
+        if (!is_proxy(a.p, d)) continue;
+        const int last = edge_slot<true>(a, d, b0, b1);
+        if (last < 0) continue;
+        if (!fenced) fence_proxies(a.p), fenced = true;
         const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
-        signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
+        put_slots(a.p, a.rank, a.num_ranks, d, cap, edge_slot<false>(a, d, b0, b1), last + 1, slot_nbytes,
+                  &ctrl(a.p.base[a.rank])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
       }
     }
   }
+  // The staging slabs are rewritten by the next call: its puts from them must be complete first.
+  if (proxies && threadIdx.x == 0) quiet_proxies(a.p);
 }
 
 __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
@@ -138,7 +163,7 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
 void dispatch(const dispatch_args& args, cudaStream_t stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
-  a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes);
+  a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
   launch_channels<dispatch_args, sender, receiver>(a, stream);
 }
 

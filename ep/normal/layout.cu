@@ -1,5 +1,6 @@
 // get_dispatch_layout (counts and the token-to-rank map) and notify_dispatch (the count exchange
-// that precedes a dispatch), plus the slot-size arithmetic both sides of a buffer agree on.
+// that precedes a dispatch; to a proxy peer, one put-with-signal of the staged metadata), plus the
+// slot-size arithmetic both sides of a buffer agree on.
 #include "common.cuh"
 
 namespace shoal_ep {
@@ -82,13 +83,23 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
         for (int c = 0; c < C; ++c) prefix[c] = 0;
     }
     __syncthreads();
-    int* meta = ctrl(a.p.base[d])->meta[parity][a.rank];
+    // A proxy peer's metadata is staged here and put (with its flag as the signal) to the same offset there.
+    const bool proxy = is_proxy(a.p, d);
+    int* meta = proxy ? mine->meta_stage[d] : ctrl(a.p.base[d])->meta[parity][a.rank];
     for (int i = threadIdx.x; i < R; i += blockDim.x) meta[i] = a.num_tokens_per_rank[i];
     for (int i = threadIdx.x; i <= C; i += blockDim.x) meta[kMaxRanks + i] = prefix[i];
     for (int i = threadIdx.x; i < a.num_local_experts; i += blockDim.x)
       meta[kMetaExpertsOffset + i] = a.num_tokens_per_expert[d * a.num_local_experts + i];
     __syncthreads();
-    if (threadIdx.x == 0) signal(&ctrl(a.p.base[d])->meta_flag[parity][a.rank], tag(seq, 0));
+    if (threadIdx.x == 0 && !proxy) signal(&ctrl(a.p.base[d])->meta_flag[parity][a.rank], tag(seq, 0));
+    if (threadIdx.x == 0 && proxy) {
+      // Blocking put (meta_stage[d] is reusable on return); the fence keeps an earlier notify's flag
+      // from landing after this one's. Only the ints in use travel (the experts' counts come last).
+      fence_proxies(a.p);
+      shoal::device::putmem_signal(shoal::thread, a.p.world, mine->meta[parity][a.rank], meta,
+                                   sizeof(int) * (kMetaExpertsOffset + a.num_local_experts),
+                                   &mine->meta_flag[parity][a.rank], tag(seq, 0), SHOAL_SIGNAL_SET, d);
+    }
     finish_block(mine, true);
     return;
   }
@@ -134,9 +145,11 @@ std::size_t combine_slot_nbytes(int hidden, int num_topk) {
   return detail::round16(detail::round16(2u * hidden) + 4u * num_topk);
 }
 
-std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t slot_nbytes) {
+int num_slabs(int num_ranks, bool staged) { return staged ? 2 * num_ranks - 1 : num_ranks; }
+
+std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t slot_nbytes, bool staged) {
   if (buffer_nbytes <= kControlNbytes || num_ranks <= 0 || slot_nbytes == 0) return 0;
-  return (buffer_nbytes - kControlNbytes) / (static_cast<std::size_t>(num_ranks) * slot_nbytes);
+  return (buffer_nbytes - kControlNbytes) / (static_cast<std::size_t>(num_slabs(num_ranks, staged)) * slot_nbytes);
 }
 
 void get_dispatch_layout(const layout_args& a, cudaStream_t stream) {

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "shoal/error.hpp"
+#include "shoal/world.hpp"
 #include "shoal_ep/normal.hpp"
 
 namespace nb = nanobind;
@@ -42,11 +44,23 @@ struct fields {
   }
 };
 
-shoal_ep::peers to_peers(const std::vector<std::uintptr_t>& bases) {
+// Each rank's buffer address (0: a proxy peer, reached through shoal's default world) and the
+// job-wide `staged` flag of the args dict.
+shoal_ep::peers to_peers(const std::vector<std::uintptr_t>& bases, const fields& f, int rank) {
   if (bases.empty() || bases.size() > shoal_ep::kMaxRanks)
     throw std::invalid_argument("shoal._ep: peers: 1 to " + std::to_string(shoal_ep::kMaxRanks) + " buffers");
+  if (rank < 0 || static_cast<std::size_t>(rank) >= bases.size() || bases[rank] == 0)
+    throw std::invalid_argument("shoal._ep: peers: this rank's own buffer is missing");
   shoal_ep::peers p{};
-  for (std::size_t r = 0; r < bases.size(); ++r) p.base[r] = reinterpret_cast<void*>(bases[r]);
+  p.staged = f.i("staged") != 0;
+  bool proxy = false;
+  for (std::size_t r = 0; r < bases.size(); ++r) {
+    p.base[r] = reinterpret_cast<void*>(bases[r]);
+    proxy = proxy || bases[r] == 0;
+  }
+  if (proxy && !p.staged)
+    throw std::invalid_argument("shoal._ep: peers: a proxy peer (address 0) needs a staged buffer (staged=1)");
+  if (proxy) p.world = shoal::default_world_device_handle();
   return p;
 }
 
@@ -68,8 +82,8 @@ void launch_layout(const nb::dict& d, std::uintptr_t stream) {
 void launch_notify(const std::vector<std::uintptr_t>& peers, const nb::dict& d, std::uintptr_t stream) {
   const fields f{d};
   shoal_ep::notify_args a{};
-  a.p = to_peers(peers);
   a.rank = static_cast<int>(f.i("rank"));
+  a.p = to_peers(peers, f, a.rank);
   a.num_ranks = static_cast<int>(peers.size());
   a.num_channels = static_cast<int>(f.i("num_channels"));
   a.num_tokens = static_cast<int>(f.i("num_tokens"));
@@ -90,8 +104,8 @@ void launch_notify(const std::vector<std::uintptr_t>& peers, const nb::dict& d, 
 // The fields dispatch_args and combine_args share.
 template <class Args>
 void fill_channel_args(Args& a, const std::vector<std::uintptr_t>& peers, const fields& f) {
-  a.p = to_peers(peers);
   a.rank = static_cast<int>(f.i("rank"));
+  a.p = to_peers(peers, f, a.rank);
   a.num_ranks = static_cast<int>(peers.size());
   a.num_channels = static_cast<int>(f.i("num_channels"));
   a.num_tokens = static_cast<int>(f.i("num_tokens"));
@@ -178,8 +192,9 @@ NB_MODULE(_ep, m) {
   m.def("dispatch_slot_nbytes", &shoal_ep::dispatch_slot_nbytes, nb::arg("hidden_nbytes"), nb::arg("num_scales"),
         nb::arg("num_topk"));
   m.def("combine_slot_nbytes", &shoal_ep::combine_slot_nbytes, nb::arg("hidden"), nb::arg("num_topk"));
+  m.def("num_slabs", &shoal_ep::num_slabs, nb::arg("num_ranks"), nb::arg("staged"));
   m.def("slot_capacity", &shoal_ep::slot_capacity, nb::arg("buffer_nbytes"), nb::arg("num_ranks"),
-        nb::arg("slot_nbytes"));
+        nb::arg("slot_nbytes"), nb::arg("staged"));
   m.def(
       "zero",
       [](std::uintptr_t addr, std::size_t nbytes) {

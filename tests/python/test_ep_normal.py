@@ -1,6 +1,6 @@
-# shoal.ep normal mode (dispatch/combine over NVLink) against a pure-torch reference, in the spirit of
-# DeepEP's tests/legacy/test_intranode.py. Every rank runs the same tests in the same order (the calls
-# are collective). Launched by ep_launch.py through torchrun (2 and 4 PEs, one GPU is enough under MPS);
+# shoal.ep normal mode (dispatch/combine over NVLink, or through shoal's proxy path with
+# SHOAL_DISABLE_P2P=1) against a pure-torch reference, in the spirit of DeepEP's
+# tests/legacy/test_intranode.py. Every rank runs the same tests in the same order (the calls are collective). Launched by ep_launch.py through torchrun (2 and 4 PEs, one GPU is enough under MPS);
 # skips without torch, CUDA, shoal._ep or a torchrun environment (CPU CI collects it under shoalrun).
 import os
 
@@ -31,9 +31,16 @@ def group():
     return dist.group.WORLD
 
 
+# SHOAL_DISABLE_P2P=1 (python_ep_normal_test_proxy): every peer is behind shoal's proxy path, so the buffers
+# hold staging slabs too.
+PROXY = os.environ.get("SHOAL_DISABLE_P2P", "0").lower() in ("1", "true", "yes", "on")
+
+
 @pytest.fixture(scope="module")
 def buffer(group):
-    buf = Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8))
+    buf = Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8, proxy=PROXY))
+    if PROXY:  # the proxy variant must really take the proxy path
+        assert buf.num_proxy_peers == group.size() - 1 and buf.staged
     yield buf
     buf.destroy()
 

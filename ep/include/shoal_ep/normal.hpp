@@ -1,14 +1,20 @@
-// shoal's expert-parallel (EP) layer, normal (intranode NVLink) mode: the host entry points that
-// launch its kernels. Every rank holds one buffer of the same size in shoal's symmetric heap; `peers`
-// holds each rank's buffer as this rank addresses it (shoal_ptr), so kernels store straight into the
-// receiver's buffer over NVLink. Layout of a buffer: a control block of kControlNbytes (flags,
-// progress counters, metadata), then a data region of fixed worst-case slots, one slab per source rank.
+// shoal's expert-parallel (EP) layer, normal mode: the host entry points that launch its kernels.
+// Every rank holds one buffer of the same size in shoal's symmetric heap; `peers` holds each rank's
+// buffer as this rank addresses it (shoal_ptr), so kernels store straight into a mapped receiver's
+// buffer over NVLink. A rank that is not mapped (base null: reached through shoal's proxy path) gets
+// its rows written into a staging slab of this rank's own buffer, laid out like its slab in the
+// receiver's buffer, and sent with shoal's device put-with-signal (docs/ep.md, "Proxy peers").
+// Layout of a buffer: a control block of kControlNbytes (flags, progress counters, metadata), then a
+// data region of fixed worst-case slots: one slab per source rank, then (staged buffers only) one
+// staging slab per other rank.
 // All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns) and trap with a message.
 // Sequence numbers are counted in the control block by the kernels themselves (each notify, dispatch
 // and combine is one call; every rank makes the same calls), so a replayed CUDA graph stays right.
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#include <shoal/device_world.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -22,17 +28,24 @@ inline constexpr int kMetaExpertsOffset = kMaxRanks + kMaxChannels + 1;
 inline constexpr int kMaxLocalExperts = kMetaInts - kMetaExpertsOffset;
 inline constexpr std::size_t kControlNbytes = std::size_t{1} << 20;
 
-/// Each rank's buffer as this rank addresses it; base[rank] is the local one.
+/// Each rank's buffer as this rank addresses it; base[rank] is the local one. base[r] null: rank r is
+/// not load/store-reachable and is reached through `world` (shoal's proxy path; the buffer is at the
+/// same symmetric offset on every rank). `staged` must be the same on every rank: true when any rank
+/// of the job has such a peer (the buffers then hold the staging slabs; slot_capacity's `staged`).
 struct peers {
   void* base[kMaxRanks];
+  shoal::device_world world;  ///< shoal::default_world_device_handle(); used only towards null bases
+  bool staged = false;
 };
 
 /// Bytes of one dispatch slot: the row, its scales, top-k indices and weights, source index (16-aligned).
 std::size_t dispatch_slot_nbytes(std::size_t hidden_nbytes, int num_scales, int num_topk);
 /// Bytes of one combine slot: the BF16 row and its top-k weights (16-aligned).
 std::size_t combine_slot_nbytes(int hidden, int num_topk);
-/// Slots per source rank a buffer of buffer_nbytes holds at slot_nbytes each (0 when too small).
-std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t slot_nbytes);
+/// Slabs in a buffer's data region: num_ranks receive slabs, plus num_ranks - 1 staging slabs when staged.
+int num_slabs(int num_ranks, bool staged);
+/// Slots per slab a buffer of buffer_nbytes holds at slot_nbytes each (0 when too small).
+std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t slot_nbytes, bool staged);
 
 struct layout_args {
   const int64_t* topk_idx;  ///< [num_tokens, num_topk], -1 = no expert
@@ -86,6 +99,7 @@ struct dispatch_args {
   std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch()
 };
 /// Moves every token to each rank that needs it (2 * num_channels blocks: senders and receivers).
+/// Towards a proxy peer a sending channel stages the rows and puts each chunk's slots with a signal.
 void dispatch(const dispatch_args& a, cudaStream_t stream);
 
 struct combine_args {

@@ -1,14 +1,17 @@
-"""shoal.ep.Buffer: DeepEP V1's ``deep_ep.Buffer`` on shoal's symmetric heap (normal mode: intranode NVLink).
+"""shoal.ep.Buffer: DeepEP V1's ``deep_ep.Buffer`` on shoal's symmetric heap (normal mode).
 
-Each rank allocates ``num_nvl_bytes`` with shoal's symmetric malloc; shoal_ptr gives every peer's copy as
-a load/store address, and the kernels of shoal._ep store tokens straight into the receiver's buffer.
-Low-latency mode forwards to ``shoal.ep._low_latency.LowLatency``. See docs/ep.md."""
+Each rank allocates ``num_nvl_bytes`` with shoal's symmetric malloc; shoal_ptr gives every mapped peer's
+copy as a load/store address, and the kernels of shoal._ep store tokens straight into the receiver's
+buffer. A peer without a mapping (shoal's proxy path, e.g. on another node) is passed as 0: the kernels
+stage its rows in this rank's buffer and put them with shoal's device put-with-signal; every buffer of
+such a job then holds the staging slabs too (``staged``). Low-latency mode forwards to
+``shoal.ep._low_latency.LowLatency``. See docs/ep.md."""
 
 from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple, Union
 
-from .config import CONTROL_NBYTES, MAX_RANKS, Config, combine_slot_nbytes, dispatch_slot_nbytes
+from .config import CONTROL_NBYTES, MAX_RANKS, Config, combine_slot_nbytes, dispatch_slot_nbytes, num_slabs
 from .utils import EventOverlap, check_tensor, timeout_s, torch_module
 
 def _kernels() -> Any:
@@ -70,8 +73,10 @@ class Buffer:
         self.explicitly_destroy = explicitly_destroy
         self.device = torch.device("cuda", torch.cuda.current_device())
         if not low_latency_mode and num_rdma_bytes > 0:
-            raise NotImplementedError("Buffer: num_rdma_bytes > 0 asks for internode normal mode, which needs the "
-                                      "proxy (scale-out) path; it is not built yet (intranode NVLink only)")
+            raise ValueError("Buffer: normal mode takes no RDMA buffer (num_rdma_bytes > 0): ranks behind shoal's "
+                             "proxy path (other nodes) go through staging slabs in num_nvl_bytes; pass "
+                             "num_rdma_bytes=0 and size num_nvl_bytes with shoal.ep.config.nvl_bytes_needed(..., "
+                             "proxy=True)")
         if not low_latency_mode and self.group_size > MAX_RANKS:
             raise ValueError(f"Buffer: normal mode serves at most {MAX_RANKS} NVLink ranks, the group has {self.group_size}")
         _join_shoal(group, self.device)
@@ -80,7 +85,9 @@ class Buffer:
             raise RuntimeError(f"Buffer: shoal PE {core.my_pe()} of {core.n_pes()} is not rank {self.rank} of the "
                                f"group's {self.group_size}: initialize shoal over this group")
         self._base = 0
-        self._peers: List[int] = []
+        self._peers: List[int] = []  # each rank's buffer as this rank addresses it; 0: a proxy peer
+        self.num_proxy_peers = 0  # ranks this one reaches through shoal's proxy path
+        self._staged = False  # some rank of the job has a proxy peer: every buffer holds staging slabs
         self._host: Optional[Tuple[int, int]] = None
         self._comm_stream = torch.cuda.Stream(device=self.device)
         if num_nvl_bytes > 0:
@@ -90,12 +97,13 @@ class Buffer:
             self._base = _core.malloc(num_nvl_bytes)
             ep.zero(self._base, num_nvl_bytes)
             _core.barrier_all()
-            for pe in range(self.group_size):
-                p = _core.ptr(self._base, pe)
-                if p == 0:
-                    raise RuntimeError(f"Buffer: rank {pe} is not load/store-reachable from rank {self.rank} (no NVLink/"
-                                       "shared mapping); ranks behind the proxy path are not supported yet")
-                self._peers.append(p)
+            # A peer without a mapping is reached through shoal's proxy path (0 here; a peer that shoal
+            # cannot reach at all makes the first kernel report it and trap).
+            self._peers = [_core.ptr(self._base, pe) for pe in range(self.group_size)]
+            if self._peers[self.rank] == 0:
+                raise RuntimeError(f"Buffer: rank {self.rank} cannot address its own buffer (shoal_ptr returned 0)")
+            self.num_proxy_peers = sum(1 for p in self._peers if p == 0)
+            self._staged = self._agree_staged()
             self._host = ep.host_alloc(4 * (2 + ep.max_local_experts))
         self._ll: Any = None
         if low_latency_mode:
@@ -104,6 +112,20 @@ class Buffer:
             except ImportError as e:
                 raise ImportError("Buffer: low_latency_mode=True needs shoal.ep._low_latency, which this build lacks") from e
             self._ll = LowLatency(self)
+
+    def _agree_staged(self) -> bool:
+        """Whether any rank of the job has a proxy peer (collective over the group): the buffer layout, with
+        or without staging slabs, must be the same on every rank. Through torch.distributed, as shoal's
+        blocking collectives on GPU heaps refuse proxy members."""
+        flags: List[Any] = [None] * self.group_size
+        torch_module().distributed.all_gather_object(flags, self.num_proxy_peers, group=self.group)
+        return any(bool(f) for f in flags)
+
+    @property
+    def staged(self) -> bool:
+        """True when the buffers hold staging slabs (some rank of the job has a proxy peer): they then fit
+        nvl_bytes_needed(..., proxy=True) tokens."""
+        return self._staged
 
     # --- lifetime ---
 
@@ -200,10 +222,14 @@ class Buffer:
     def _check_capacity(self, call: str, num_tokens: int, hidden: int, hidden_nbytes: int, num_scales: int,
                         num_topk: int) -> None:
         slot = max(dispatch_slot_nbytes(hidden_nbytes, num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
-        needed = CONTROL_NBYTES + self.group_size * num_tokens * slot
+        slabs = num_slabs(self.group_size, self._staged)
+        needed = CONTROL_NBYTES + slabs * num_tokens * slot
         if needed > self.num_nvl_bytes:
+            staging = (f" ({self.group_size} receive slabs and {self.group_size - 1} staging slabs for the proxy "
+                       f"path, {slot} bytes a slot)" if self._staged else "")
             raise ValueError(f"{call}: num_nvl_bytes={self.num_nvl_bytes} is too small for {num_tokens} tokens of "
-                             f"{hidden_nbytes} bytes on {self.group_size} ranks: it needs at least {needed} bytes")
+                             f"{hidden_nbytes} bytes on {self.group_size} ranks: it needs at least {needed} bytes"
+                             f"{staging}")
 
     # --- layout ---
 
@@ -259,7 +285,9 @@ class Buffer:
         ep = self._need_normal(call)
         R, rank = self.group_size, self.rank
         if num_tokens_per_rdma_rank is not None:
-            raise NotImplementedError(f"{call}: num_tokens_per_rdma_rank is internode mode, not built yet")
+            raise ValueError(f"{call}: num_tokens_per_rdma_rank must be None: shoal's normal mode has no RDMA "
+                             "stage (get_dispatch_layout returns None for it; proxy peers are served through "
+                             "num_nvl_bytes)")
         x, x_scales = (x if isinstance(x, tuple) else (x, None))
         check_tensor(call, "x", x, (torch.bfloat16, torch.float8_e4m3fn), 2, self.device)
         num_tokens, hidden = x.shape
@@ -317,6 +345,7 @@ class Buffer:
             rank_prefix_matrix = torch.empty((R, R), dtype=torch.int32, device=self.device)
         assert self._host is not None
         ep.notify_dispatch(self._peers, dict(
+            staged=int(self._staged),
             rank=rank, num_channels=C, num_tokens=num_tokens, num_local_experts=num_local, is_token_in_rank=is_token_in_rank.data_ptr(),
             num_tokens_per_rank=num_tokens_per_rank.data_ptr(), num_tokens_per_expert=num_tokens_per_expert.data_ptr(),
             send_slot=send_slot.data_ptr(), send_chan_prefix=send_prefix.data_ptr(),
@@ -378,6 +407,7 @@ class Buffer:
                 recv_topk_weights.zero_()
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
         _kernels().dispatch(self._peers, dict(
+            staged=int(self._staged),
             rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
             num_local_experts=num_local, buffer_nbytes=self.num_nvl_bytes, hidden_nbytes=hidden * x.element_size(),
             num_scales=num_scales, num_topk=num_topk, x=x.data_ptr(), x_scales=ptr(x_scales),
@@ -432,6 +462,7 @@ class Buffer:
                 if topk_weights is not None else None
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
         ep.combine(self._peers, dict(
+            staged=int(self._staged),
             rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
             hidden=hidden, num_topk=num_topk, buffer_nbytes=self.num_nvl_bytes, x=x.data_ptr(),
             topk_weights=ptr(topk_weights), bias0=ptr(biases[0] if biases else None),

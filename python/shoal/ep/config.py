@@ -21,14 +21,22 @@ def combine_slot_nbytes(hidden: int, num_topk: int) -> int:
     return _round16(_round16(2 * hidden) + 4 * num_topk)
 
 
-def nvl_bytes_needed(num_tokens: int, hidden: int, num_ranks: int, num_topk: int = 32, fp8: bool = False) -> int:
+def num_slabs(num_ranks: int, proxy: bool = False) -> int:
+    """Slabs of num_tokens slots in a buffer: one per source rank, plus (proxy) one staging slab per other rank."""
+    return 2 * num_ranks - 1 if proxy else num_ranks
+
+
+def nvl_bytes_needed(num_tokens: int, hidden: int, num_ranks: int, num_topk: int = 32, fp8: bool = False,
+                     proxy: bool = False) -> int:
     """num_nvl_bytes a buffer needs to dispatch and combine num_tokens tokens per rank of `hidden` channels.
 
     Slots are fixed worst-case size, one slab per source rank (no ring to wrap around, hence no deadlock
-    when a receiver is slow): every rank's buffer holds num_ranks * num_tokens slots."""
+    when a receiver is slow): every rank's buffer holds num_ranks * num_tokens slots. With proxy=True (some
+    rank of the job reaches another through shoal's proxy path, e.g. across nodes) it also holds a staging
+    slab per other rank, (2 * num_ranks - 1) * num_tokens slots in all."""
     num_scales = hidden // 128 if fp8 else 0
     slot = max(dispatch_slot_nbytes(hidden * (1 if fp8 else 2), num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
-    return CONTROL_NBYTES + num_ranks * num_tokens * slot
+    return CONTROL_NBYTES + num_slabs(num_ranks, proxy) * num_tokens * slot
 
 
 class Config:
@@ -53,9 +61,11 @@ class Config:
     def num_channels(self) -> int:
         return self.num_sms // 2
 
-    def get_nvl_buffer_size_hint(self, hidden_bytes: int, num_ranks: int, num_max_tokens: int = 4096) -> int:
-        """num_nvl_bytes for num_max_tokens tokens per rank of hidden_bytes BF16 bytes each (top-k up to 32)."""
-        return nvl_bytes_needed(num_max_tokens, max(hidden_bytes // 2, 1), num_ranks)
+    def get_nvl_buffer_size_hint(self, hidden_bytes: int, num_ranks: int, num_max_tokens: int = 4096,
+                                 proxy: bool = False) -> int:
+        """num_nvl_bytes for num_max_tokens tokens per rank of hidden_bytes BF16 bytes each (top-k up to 32);
+        proxy=True: with the staging slabs of a job that has proxy peers (nvl_bytes_needed)."""
+        return nvl_bytes_needed(num_max_tokens, max(hidden_bytes // 2, 1), num_ranks, proxy=proxy)
 
     def get_rdma_buffer_size_hint(self, hidden_bytes: int, num_ranks: int) -> int:
         """0: normal mode is intranode (NVLink) only."""
