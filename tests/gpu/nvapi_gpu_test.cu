@@ -139,6 +139,7 @@ GPU_TEST(half_atomics_host_on_gpu_memory) {
   sync_all_pes();
   const float got = __half2float(shoal_half_atomic_fetch(&h[0], peer()));
   if (got != 3.0f * n) fail("host half adds on GPU memory: %g, expected %d", got, 3 * n);
+  sync_all_pes();  // every PE has read its peer's word before any PE changes its own
   if (bits_of(shoal_half_atomic_swap(&h[0], __float2half(0.5f), me())) != bits_of(__float2half(3.0f * n)))
     fail("host half swap returned the wrong old value");
   shoal_half_atomic_set(&h[0], __float2half(-2.0f), me());
