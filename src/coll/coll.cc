@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -189,21 +190,27 @@ class session {
     // offset. GPU heaps (teams with a proxy member, or not strided: see runs_on_gpu_kernels): the
     // CPU cannot load/store GPU memory, so every member, this PE included, is reached through the
     // transport (CUDA copies and one-thread atomic kernels on mapped heaps, the proxy otherwise).
+    // SHOAL_TEST_COLL_WORDS_BY_TRANSPORT=1 (tests): host heaps too reach every member's words through
+    // the transport, as GPU heaps must, so that the CPU suites run that path.
+    static const bool by_transport = [] {
+      const char* v = std::getenv("SHOAL_TEST_COLL_WORDS_BY_TRANSPORT");
+      return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
     sync_off_ = w_.team_sync_offset(handle);
     peers_.resize(team_.members.size());
     for (size_t r = 0; r < peers_.size(); ++r) {
       const int pe = team_.members[r];
-      peers_[r] = w_.team_sync_of(pe, handle);  // nullptr on GPU heaps
+      peers_[r] = by_transport ? nullptr : w_.team_sync_of(pe, handle);  // nullptr on GPU heaps
       if (peers_[r] == nullptr && (sync_off_ == 0 || !w_.transport().accessible(pe)))
         SHOAL_THROW(errc::unsupported, call,
                     "team={} PE {} (PE {}) is reachable neither by load/store nor through the proxy transport", handle,
                     r, pe);
     }
     mine_ = peers_[team_.my_rank];
-    SHOAL_ASSERT(mine_ != nullptr || !w_.transport().direct());
+    SHOAL_ASSERT(mine_ != nullptr || by_transport || !w_.transport().direct());
     // Peers pull this PE's source as soon as it is posted: the caller's kernels that wrote it must be
     // done first (the same order as cudaMemcpy's, or the on-stream form's on the legacy stream).
-    if (mine_ == nullptr) wait_for_earlier_gpu_work(call);
+    if (!w_.transport().direct()) wait_for_earlier_gpu_work(call);
   }
 
   coll_world& world() { return w_; }
