@@ -62,9 +62,8 @@ struct stream_call {
                   w.backend_name());
     device_team t = w.teams().device_handle(call, handle);  // throws for INVALID / destroyed / not a member
     // The on-stream kernels' channels and LL slots are load/store only (indexed by node-local PE);
-    // proxy members are refused here, before anything is launched or exchanged. Only host-side
-    // tables are read: device_world::local_of_pe is device memory (reading it here was PE 0's
-    // SIGSEGV: its first member, itself, passed the proxy check and reached that load).
+    // proxy members are refused here, before anything is launched or exchanged. Only the transport's
+    // host-side table is read: device_world::local_of_pe is device memory (a host load of it faults).
     for (int r = 0; r < t.n_pes; ++r) {
       const int pe = t.world_pe(r);
       SHOAL_CHECK_ARG(w.transport().path_to(pe) != peer_path::proxy, std::string_view(call),
