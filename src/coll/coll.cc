@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -184,23 +185,32 @@ class session {
         lock_(w_.collective_mutex()),
         team_(w_.teams().lookup(call, "team", handle)),
         handle_(handle) {
-    if (!w_.transport().direct())
-      SHOAL_THROW(errc::unsupported, call, "internal: the host-memory collective protocol on a GPU heap (backend {})",
-                  w_.backend_name());
-    // Members whose heap is mapped here are reached by loads and stores; the others (proxy peers)
-    // through the transport's get and atomics on their sync words, at the same heap offset.
+    // Host heaps: members whose heap is mapped here are reached by loads and stores; the others
+    // (proxy peers) through the transport's get and atomics on their sync words, at the same heap
+    // offset. GPU heaps (teams with a proxy member, or not strided: see runs_on_gpu_kernels): the
+    // CPU cannot load/store GPU memory, so every member, this PE included, is reached through the
+    // transport (CUDA copies and one-thread atomic kernels on mapped heaps, the proxy otherwise).
+    // SHOAL_TEST_COLL_WORDS_BY_TRANSPORT=1 (tests): host heaps too reach every member's words through
+    // the transport, as GPU heaps must, so that the CPU suites run that path.
+    static const bool by_transport = [] {
+      const char* v = std::getenv("SHOAL_TEST_COLL_WORDS_BY_TRANSPORT");
+      return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
     sync_off_ = w_.team_sync_offset(handle);
     peers_.resize(team_.members.size());
     for (size_t r = 0; r < peers_.size(); ++r) {
       const int pe = team_.members[r];
-      peers_[r] = w_.team_sync_of(pe, handle);
+      peers_[r] = by_transport ? nullptr : w_.team_sync_of(pe, handle);  // nullptr on GPU heaps
       if (peers_[r] == nullptr && (sync_off_ == 0 || !w_.transport().accessible(pe)))
         SHOAL_THROW(errc::unsupported, call,
                     "team={} PE {} (PE {}) is reachable neither by load/store nor through the proxy transport", handle,
                     r, pe);
     }
     mine_ = peers_[team_.my_rank];
-    SHOAL_ASSERT(mine_ != nullptr);
+    SHOAL_ASSERT(mine_ != nullptr || by_transport || !w_.transport().direct());
+    // Peers pull this PE's source as soon as it is posted: the caller's kernels that wrote it must be
+    // done first (the same order as cudaMemcpy's, or the on-stream form's on the legacy stream).
+    if (!w_.transport().direct()) wait_for_earlier_gpu_work(call);
   }
 
   coll_world& world() { return w_; }
@@ -227,18 +237,20 @@ class session {
       rec.err_code = static_cast<int32_t>(e.code());
       std::snprintf(rec.err, sizeof rec.err, "%s", e.what());
     }
-    uint64_t seq = ++mine_->seq;
+    const uint64_t seq = bump_my_word(offsetof(team_sync, seq));
     rec.seq = seq;
-    std::memcpy(mine_->post[seq & 1], &rec, sizeof rec);
+    const size_t post_field = offsetof(team_sync, post) + (seq & 1) * team_sync::kPostBytes;
+    if (mine_ != nullptr)
+      std::memcpy(mine_->post[seq & 1], &rec, sizeof rec);
+    else
+      w_.transport().put(call_, w_.my_pe(), word_offset(post_field), &rec, sizeof rec);
     barrier();
     records_.resize(n());
     for (int r = 0; r < n(); ++r) {
       if (peers_[r] != nullptr)
         std::memcpy(&records_[r], peers_[r]->post[seq & 1], sizeof(post_record));
       else
-        w_.transport().get(call_, &records_[r], pe_of(r),
-                           word_offset(offsetof(team_sync, post) + (seq & 1) * team_sync::kPostBytes),
-                           sizeof(post_record));
+        w_.transport().get(call_, &records_[r], pe_of(r), word_offset(post_field), sizeof(post_record));
     }
     for (int r = 0; r < n(); ++r) {
       const post_record& p = records_[r];
@@ -263,19 +275,18 @@ class session {
 
   /// Dissemination barrier over the team's members (same epoch scheme as the world's barrier).
   void barrier() {
-    uint64_t epoch = ++mine_->epoch;
+    const uint64_t epoch = bump_my_word(offsetof(team_sync, epoch));
     int n = this->n(), me = rank();
     for (int round = 0, dist = 1; dist < n; ++round, dist <<= 1) {
       signal((me + dist) % n, round, epoch);
-      std::atomic_ref<uint64_t> word(mine_->barrier_round[round]);
       backoff pause(w_.wait_timeout(), call_);
-      while (word.load(std::memory_order_acquire) < epoch) {
+      while (my_round(round) < epoch) {
         if (!pause.pause()) {
           int from = (me - dist % n + n) % n;
           SHOAL_THROW(errc::timeout, call_,
                       "PE {} waited {} ms (SHOAL_WAIT_TIMEOUT) in barrier {} of team={} round {} for team PE {} (PE "
                       "{}), which has reached barrier {}; does every member make the same collective calls?",
-                      w_.my_pe(), w_.wait_timeout().count(), epoch, handle_, round, from, pe_of(from), word.load());
+                      w_.my_pe(), w_.wait_timeout().count(), epoch, handle_, round, from, pe_of(from), my_round(round));
         }
       }
     }
@@ -288,15 +299,57 @@ class session {
   }
   /// Address of heap offset `off` on team PE r when its heap is mapped here, else nullptr.
   const char* mapped(int r, int64_t off) const {
+    if (!w_.transport().direct()) return nullptr;  // GPU memory: not for the CPU to read
     const char* base = w_.transport().base_of(pe_of(r));
     return base == nullptr ? nullptr : base + off;
+  }
+
+  /// dest = source, both in this PE's memory (symmetric or private; host or, on GPU heaps, GPU
+  /// memory); the ranges may overlap.
+  void copy_here(void* to, const void* from, size_t nbytes) const {
+    if (to == from || nbytes == 0) return;
+    if (w_.transport().direct()) {
+      std::memmove(to, from, nbytes);
+      return;
+    }
+    memory_ops& ops = w_.transport().ops();
+    const auto t = reinterpret_cast<uintptr_t>(to), f = reinterpret_cast<uintptr_t>(from);
+    if (t < f + nbytes && f < t + nbytes) {  // cudaMemcpy's ranges must not overlap: through the host
+      std::vector<unsigned char> bounce(nbytes);
+      ops.copy(bounce.data(), from, nbytes);
+      ops.copy(to, bounce.data(), nbytes);
+      return;
+    }
+    ops.copy(to, from, nbytes);
   }
 
  private:
   uint64_t word_offset(size_t field) const { return sync_off_ + field; }
 
-  /// Sets team PE r's barrier word `round` to `epoch`: a release store where its heap is mapped,
-  /// else an atomic set through the transport (ordered after this PE's earlier puts to r).
+  /// ++ of this PE's own counter `field` (team_sync::seq or epoch: written by this PE only).
+  uint64_t bump_my_word(size_t field) {
+    if (mine_ != nullptr) return ++*reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(mine_) + field);
+    uint64_t value = 0;
+    w_.transport().get(call_, &value, w_.my_pe(), word_offset(field), sizeof value);
+    ++value;
+    w_.transport().put(call_, w_.my_pe(), word_offset(field), &value, sizeof value);
+    return value;
+  }
+  /// This PE's barrier word `round` (acquire: a member's writes before its signal are seen after).
+  /// GPU heaps: a copy of the word, which the signal's atomic (kernel or owner-applied AMO) has
+  /// completed in GPU memory before the signaller went on.
+  uint64_t my_round(int round) {
+    if (mine_ != nullptr) return std::atomic_ref<uint64_t>(mine_->barrier_round[round]).load(std::memory_order_acquire);
+    uint64_t value = 0;
+    w_.transport().get(call_, &value, w_.my_pe(),
+                       word_offset(offsetof(team_sync, barrier_round) + round * sizeof(uint64_t)), sizeof value);
+    return value;
+  }
+
+  /// Sets team PE r's barrier word `round` to `epoch`: a release store where its heap is mapped
+  /// host memory, else an atomic set through the transport (ordered after this PE's earlier puts to
+  /// r; complete at r on return: a synchronized one-thread kernel on a mapped GPU heap, an AMO the
+  /// proxy waits for otherwise).
   void signal(int r, int round, uint64_t epoch) {
     if (peers_[r] != nullptr) {
       std::atomic_ref<uint64_t>(peers_[r]->barrier_round[round]).store(epoch, std::memory_order_release);
@@ -313,7 +366,7 @@ class session {
   shoal_team_t handle_;
   std::vector<team_sync*> peers_;  // nullptr for members reached through the proxy
   uint64_t sync_off_ = 0;          // heap offset of this team's team_sync block
-  team_sync* mine_ = nullptr;
+  team_sync* mine_ = nullptr;      // nullptr on GPU heaps (every word through the transport)
   std::vector<post_record> records_;
 };
 
@@ -370,7 +423,7 @@ void combine(scalar type, reduce_op op, void* d, const void* s, size_t n) {
 }
 
 int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
-  if (gpu_heap(call)) return finish_blocking(call, sync_on_stream(call, team, quiet, nullptr, true));
+  if (runs_on_gpu_kernels(call, team)) return finish_blocking(call, sync_on_stream(call, team, quiet, nullptr, true));
   return run(call, [&] {
     session s(call, team);
     if (quiet) s.world().transport().quiet();
@@ -380,7 +433,7 @@ int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
 
 int broadcast(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems, size_t elem_bytes,
               int root) noexcept {
-  if (gpu_heap(call))
+  if (runs_on_gpu_kernels(call, team))
     return finish_blocking(call,
                            broadcast_on_stream(call, team, dest, source, nelems, elem_bytes, root, nullptr, true));
   return run(call, [&] {
@@ -399,7 +452,7 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
     if (bytes == 0) return;
     // Every member pulls from the root (the root copies locally; OpenSHMEM 1.5 updates its dest too).
     if (s.rank() == root) {
-      if (dest != source) std::memmove(dest, source, bytes);
+      s.copy_here(dest, source, bytes);
     } else {
       s.pull(dest, root, s.record(root).src_off, bytes);
     }
@@ -409,7 +462,7 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
 
 int fcollect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
              size_t elem_bytes) noexcept {
-  if (gpu_heap(call))
+  if (runs_on_gpu_kernels(call, team))
     return finish_blocking(call, fcollect_on_stream(call, team, dest, source, nelems, elem_bytes, nullptr, true));
   return run(call, [&] {
     session s(call, team);
@@ -425,7 +478,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
     for (int j = 0; j < s.n(); ++j) {
       char* to = static_cast<char*>(dest) + j * bytes;
       if (j == s.rank())
-        std::memmove(to, source, bytes);
+        s.copy_here(to, source, bytes);
       else
         s.pull(to, j, s.record(j).src_off, bytes);
     }
@@ -435,7 +488,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
 
 int collect(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
             size_t elem_bytes) noexcept {
-  if (gpu_heap(call)) return collect_on_gpu(call, team, dest, source, nelems, elem_bytes);
+  if (runs_on_gpu_kernels(call, team)) return collect_on_gpu(call, team, dest, source, nelems, elem_bytes);
   return run(call, [&] {
     session s(call, team);
     s.enter(
@@ -466,7 +519,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
       if (b == 0) continue;
       char* to = static_cast<char*>(dest) + at[j];
       if (j == s.rank())
-        std::memmove(to, source, b);
+        s.copy_here(to, source, b);
       else
         s.pull(to, j, s.record(j).src_off, b);
     }
@@ -476,7 +529,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
 
 int alltoall(const char* call, shoal_team_t team, void* dest, const void* source, size_t nelems,
              size_t elem_bytes) noexcept {
-  if (gpu_heap(call))
+  if (runs_on_gpu_kernels(call, team))
     return finish_blocking(call, alltoall_on_stream(call, team, dest, source, nelems, elem_bytes, nullptr, true));
   return run(call, [&] {
     session s(call, team);
@@ -494,7 +547,7 @@ int alltoall(const char* call, shoal_team_t team, void* dest, const void* source
     for (int j = 0; j < s.n(); ++j) {
       char* to = static_cast<char*>(dest) + j * bytes;
       if (j == s.rank())
-        std::memmove(to, static_cast<const char*>(source) + j * bytes, bytes);
+        s.copy_here(to, static_cast<const char*>(source) + j * bytes, bytes);
       else
         s.pull(to, j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes), bytes);
     }
@@ -543,21 +596,21 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
     combine(type, op, acc.data(), from, nreduce);
   }
   s.barrier();  // every source has been read: dest may now be written, even where it is a source
-  std::memcpy(dest, acc.data(), bytes);
+  s.copy_here(dest, acc.data(), bytes);
 }
 
 }  // namespace
 
 int reduce(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
            reduce_op op) noexcept {
-  if (gpu_heap(call))
+  if (runs_on_gpu_kernels(call, team))
     return finish_blocking(call, reduce_on_stream(call, team, dest, source, nreduce, type, op, nullptr, true));
   return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reduce); });
 }
 
 int reducescatter(const char* call, shoal_team_t team, void* dest, const void* source, size_t nreduce, scalar type,
                   reduce_op op) noexcept {
-  if (gpu_heap(call))
+  if (runs_on_gpu_kernels(call, team))
     return finish_blocking(call, reducescatter_on_stream(call, team, dest, source, nreduce, type, op, nullptr, true));
   return run(call, [&] { reduce_blocks(call, team, dest, source, nreduce, type, op, kind::reducescatter); });
 }

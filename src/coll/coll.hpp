@@ -3,7 +3,10 @@
 // for its errors, runs on the default world, converts shoal::error into the C error contract
 // (facade::guarded) and returns 0 or the SHOAL_ERR_* code.
 //
-// Protocol of every call on team T (host-memory heaps; every member calls):
+// Two implementations: on a GPU heap, a team that is strided and whose members are all
+// load/store-reachable runs the on-stream kernels (below, runs_on_gpu_kernels); every other call --
+// host-memory heaps, and GPU heaps whose team has a proxy member (another node, SHOAL_DISABLE_P2P=1)
+// or is not strided -- runs the host protocol:
 //   1. validate locally; write this PE's description of the call (kind, type, op, root, nelems,
 //      dest/source heap offsets, or its local error) into its team_sync post buffer (seq parity);
 //   2. team barrier A (dissemination over T's members, team_sync::barrier_round, epochs): every
@@ -14,9 +17,12 @@
 //      through the proxy) into this PE's own dest (or a local buffer for reductions, so dest may
 //      alias source);
 //   5. team barrier B: nobody reads a source any more (reductions then write dest locally).
-// Each member is reached through its own path: mapped members' sync words by loads and stores,
-// proxy members' by get (posts) and atomic set (barrier rounds) at the same heap offsets.
-// Memory ordering: barrier rounds are release stores / acquire loads (proxy: a blocking atomic,
+// Each member is reached through its own path: on host heaps, mapped members' sync words by loads
+// and stores, proxy members' by get (posts) and atomic set (barrier rounds) at the same heap offsets.
+// On GPU heaps the team_sync words are GPU memory, so every member's (this PE's too) go through the
+// transport: CUDA copies and one-thread atomic kernels for mapped members, the proxy for the others;
+// a GPU-heap call first waits for the caller's earlier work on the legacy default stream.
+// Memory ordering: barrier rounds are release stores / acquire loads (transport: a blocking atomic,
 // complete at the target before the next round), so a member's writes before it enters a collective
 // are visible to the pulls of every member, and dest is complete on return.
 #pragma once
@@ -52,7 +58,9 @@ int reducescatter(const char* call, shoal_team_t team, void* dest, const void* s
 // --- on a CUDA stream (GPU heaps; src/coll/coll_stream.cc + coll_kernels.cu) -------------------
 // Validated on the host when called (same checks and messages as the blocking calls, minus the
 // cross-PE agreement); the work is enqueued on `stream` (a cudaStream_t) and is capturable in a CUDA
-// graph. dest and source are symmetric (GPU heap). On host-memory worlds: SHOAL_ERR_UNSUPPORTED.
+// graph. dest and source are symmetric (GPU heap). On host-memory worlds: SHOAL_ERR_UNSUPPORTED. A
+// team with a member that this GPU cannot load/store (a proxy peer) is refused on the host, naming
+// the member, before any stream work (a host protocol cannot run inside a stream or a graph).
 // Return 0 or the SHOAL_ERR_* code (errors follow the facade's error mode, as the blocking calls).
 // blocking (the blocking host calls on GPU heaps): the members first exchange their arguments (or
 // local errors) by an LL fcollect and fail alike on a bad or mismatched call, before data moves.
@@ -72,10 +80,18 @@ int reducescatter_on_stream(const char* call, shoal_team_t team, void* dest, con
                             scalar type, reduce_op op, void* stream, bool blocking = false) noexcept;
 
 // --- the blocking host collectives on GPU heaps (coll_stream.cc) ----------------------------------
-// On a GPU heap each blocking call above runs as its on-stream form on the legacy default stream
-// (so it follows the caller's earlier work there, as cudaMemcpy does) and waits for it.
-/// True when the default world exists and its heap is GPU memory.
-bool gpu_heap(const char* call) noexcept;
+// On a GPU heap each blocking call above whose team runs_on_gpu_kernels runs as its on-stream form on
+// the legacy default stream (so it follows the caller's earlier work there, as cudaMemcpy does) and
+// waits for it; the others run the host protocol (coll.cc).
+/// True when the default world's heap is GPU memory and `team` is strided with every member
+/// load/store-reachable from this GPU: the same answer on every member (a proxy path is symmetric:
+/// another node, or the job-wide SHOAL_DISABLE_P2P). False when not initialized or `team` is not a
+/// team of this PE (the host protocol reports it).
+bool runs_on_gpu_kernels(const char* call, shoal_team_t team) noexcept;
+/// Waits until the work the caller enqueued earlier on the legacy default stream (and, by CUDA's
+/// implicit synchronization, on every blocking stream) is complete; throws on a CUDA error (or
+/// errc::peer_failure after a recorded job failure). Unsupported in builds without CUDA.
+void wait_for_earlier_gpu_work(const char* call);
 /// rc of an on-stream call; when 0, waits for the legacy default stream (errors reported as usual).
 int finish_blocking(const char* call, int rc) noexcept;
 /// shoal_collectmem on a GPU heap: members' sizes by an LL exchange, then pulls by the copy engines

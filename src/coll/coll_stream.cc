@@ -9,8 +9,10 @@
 // The members' arguments are not compared for on-stream calls (that would cost a host round trip
 // per call and cannot be captured): members that disagree meet in the device waits, which report and
 // trap after SHOAL_WAIT_TIMEOUT instead of hanging. The blocking host collectives on GPU heaps run
-// here too (blocking = true): they first exchange every member's arguments or local error by an LL
-// fcollect (agree_posts) and fail alike on every member before any data moves.
+// here too (blocking = true) when their team is strided and every member load/store-reachable
+// (runs_on_gpu_kernels; the others run coll.cc's host protocol): they first exchange every member's
+// arguments or local error by an LL fcollect (agree_posts) and fail alike on every member before
+// any data moves.
 #include <algorithm>
 #include <exception>
 #include <map>
@@ -60,16 +62,16 @@ struct stream_call {
                   w.backend_name());
     device_team t = w.teams().device_handle(call, handle);  // throws for INVALID / destroyed / not a member
     // The on-stream kernels' channels and LL slots are load/store only (indexed by node-local PE);
-    // proxy members are refused here, before anything is launched or exchanged.
+    // proxy members are refused here, before anything is launched or exchanged. Only the transport's
+    // host-side table is read: device_world::local_of_pe is device memory (a host load of it faults).
     for (int r = 0; r < t.n_pes; ++r) {
       const int pe = t.world_pe(r);
       SHOAL_CHECK_ARG(w.transport().path_to(pe) != peer_path::proxy, std::string_view(call),
                       "team={}: member {} (PE {}) is reached through the proxy transport (another node, or "
-                      "SHOAL_DISABLE_P2P=1); on-stream collectives, and the blocking team collectives on GPU heaps "
-                      "that run them, need every member load/store-reachable from this GPU (the device API's team "
-                      "collectives reach proxy members)",
+                      "SHOAL_DISABLE_P2P=1); on-stream collectives need every member load/store-reachable from this "
+                      "GPU (the blocking team collectives and the device API's team collectives reach proxy members)",
                       handle, r, pe);
-      SHOAL_CHECK_ARG(w.device_handle().local_of(pe) >= 0, std::string_view(call),
+      SHOAL_CHECK_ARG(w.transport().reachable(pe), std::string_view(call),
                       "team={}: member {} (PE {}) is not load/store-reachable from this GPU; on-stream collectives "
                       "need every member on this node",
                       handle, r, pe);
@@ -485,12 +487,38 @@ int collect_on_stream(const char* call, shoal_team_t team, void* dest, const voi
   });
 }
 
-bool gpu_heap(const char* call) noexcept {
+bool runs_on_gpu_kernels(const char* call, shoal_team_t handle) noexcept {
   try {
-    return !facade::current(call).transport().direct();
+    coll_world w = coll_world::current(call);
+    if (w.transport().direct()) return false;
+    const team t = w.teams().lookup(call, "team", handle);
+    if (!t.strided()) return false;  // no device handle: the host protocol serves it
+    return std::all_of(t.members.begin(), t.members.end(), [&](int32_t pe) { return w.transport().reachable(pe); });
   } catch (...) {
-    return false;  // not initialized: the host path reports it
+    return false;  // not initialized, or not a team of this PE: the host protocol reports it
   }
+}
+
+void wait_for_earlier_gpu_work(const char* call) {
+#ifdef SHOAL_HAVE_CUDA
+  // An event recorded on the legacy stream completes after everything enqueued before it there and,
+  // by the legacy stream's implicit synchronization, on every blocking stream. Polled (backoff) so a
+  // recorded job failure ends the wait with peer_failure.
+  struct event {
+    cudaEvent_t e = nullptr;
+    ~event() {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+  } done;
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&done.e, cudaEventDisableTiming), call);
+  SHOAL_CUDA_CHECK(cudaEventRecord(done.e, nullptr), call);
+  backoff pause(std::chrono::milliseconds(0), call);
+  cudaError_t status = cudaEventQuery(done.e);
+  for (; status == cudaErrorNotReady; status = cudaEventQuery(done.e)) pause.pause();
+  SHOAL_CUDA_CHECK(status, call);
+#else
+  no_cuda(call);
+#endif
 }
 
 int finish_blocking(const char* call, int rc) noexcept {

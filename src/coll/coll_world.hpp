@@ -27,7 +27,8 @@ class coll_world {
   team_table& teams() const { return teams_.table(); }
   /// `pe`'s host sync words of team slot `slot`; nullptr when that heap is not CPU-addressable here.
   team_sync* team_sync_of(int pe, int slot) const { return teams_.sync_of(pe, slot); }
-  /// Heap offset of team slot `slot`'s sync words on every PE (0: none), for members reached by the proxy.
+  /// Heap offset of team slot `slot`'s sync words on every PE (0: none), for members reached through the
+  /// transport (proxy members; every member, this PE included, on GPU heaps).
   uint64_t team_sync_offset(int slot) const { return teams_.sync_offset(slot); }
   peer_transport& transport() const { return w_.transport(); }
 

@@ -130,9 +130,7 @@ class team_init_words final : public world_extension {
     // 1. in: team words of the candidate slots zeroed, free mask, index, count, then arrival.
     world_teams& teams = world_teams::of(world_);
     const uint64_t mine = teams.table().free_slots();
-    for (int s = 0; s < SHOAL_MAX_TEAMS; ++s)
-      if ((mine >> s) & 1u)
-        if (team_sync* words = teams.sync_of(me, s); words != nullptr) std::memset(words, 0, sizeof(team_sync));
+    teams.zero_free_slots();  // every slot in `mine` (and the other slots this PE does not hold)
     tp.atomic(call, maker, word(offsetof(rendezvous, free_slots)), amo_op::and_, kU64, &mine, nullptr, nullptr);
     uint64_t bad = 0;
     const auto count = static_cast<uint64_t>(n_pes_in_team);

@@ -65,7 +65,7 @@ team_sync* world_teams::sync_of(int pe, int slot) const {
 }
 
 uint64_t world_teams::sync_offset(int slot) const {
-  if (!world_.transport().direct() || words_offset_ == 0) return 0;
+  if (words_offset_ == 0) return 0;
   return words_offset_ + static_cast<uint64_t>(slot) * sizeof(team_sync);
 }
 
@@ -85,9 +85,26 @@ void world_teams::publish_device() {
 }
 
 void world_teams::zero_free_slots() {
-  for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
-    if (team_sync* words = sync_of(world_.my_pe(), slot); words != nullptr && !table_.live(slot))
-      std::memset(static_cast<void*>(words), 0, sizeof(team_sync));
+  if (words_offset_ == 0) return;
+  if (world_.transport().direct()) {
+    for (int slot = 0; slot < SHOAL_MAX_TEAMS; ++slot)
+      if (team_sync* words = sync_of(world_.my_pe(), slot); words != nullptr && !table_.live(slot))
+        std::memset(static_cast<void*>(words), 0, sizeof(team_sync));
+    return;
+  }
+  // GPU memory: one synchronous device memset per run of free slots (usually one or two runs).
+  char* words = world_.transport().base_of(world_.my_pe()) + words_offset_;
+  for (int slot = 0; slot < SHOAL_MAX_TEAMS;) {
+    if (table_.live(slot)) {
+      ++slot;
+      continue;
+    }
+    int end = slot + 1;
+    while (end < SHOAL_MAX_TEAMS && !table_.live(end)) ++end;
+    world_.transport().ops().zero(words + static_cast<size_t>(slot) * sizeof(team_sync),
+                                  static_cast<size_t>(end - slot) * sizeof(team_sync));
+    slot = end;
+  }
 }
 
 team_table::split_exchange world_teams::exchange(const char* call) {

@@ -12,10 +12,11 @@
 
 namespace shoal::detail {
 
-/// One team slot's host synchronization words (per PE, in the team layer's words of the reserved
-/// block; host backends only). The host team collectives' data layout: the team layer zeroes the
-/// slots this PE is not a member of before every split, so a team made in a reused slot starts
-/// from zero on every member.
+/// One team slot's synchronization words for the host team collectives (per PE, in the team layer's
+/// words of the reserved block: host memory on host backends, where mapped peers load/store them;
+/// GPU memory on GPU heaps, where every PE reaches them through the transport only). The team layer
+/// zeroes the slots this PE is not a member of before every split, so a team made in a reused slot
+/// starts from zero on every member.
 struct team_sync {
   static constexpr int kMaxRounds = 32;
   static constexpr size_t kPostBytes = 256;
@@ -41,9 +42,12 @@ class world_teams final : public world_extension {
   team_table& table() { return table_; }
   /// `pe`'s team_sync block of team slot `slot`; nullptr when that heap is not CPU-addressable here.
   team_sync* sync_of(int pe, int slot) const;
-  /// Heap offset (the same on every PE) of team slot `slot`'s team_sync block, for peers reached
-  /// through the transport (proxy peers); 0 when this world has no host sync words (GPU heaps).
+  /// Heap offset (the same on every PE) of team slot `slot`'s team_sync block, for the words reached
+  /// through the transport (proxy peers; every PE's on GPU heaps); 0 when this world has none.
   uint64_t sync_offset(int slot) const;
+  /// Zeroes this PE's team_sync words of every slot it does not hold (a memset, or on GPU heaps one
+  /// device memset per run of free slots), so that no team later made in one starts with old counts.
+  void zero_free_slots();
   /// Writes every live slot's device handle into the device team table (device_world::teams) after
   /// teams are created or destroyed. No-op on host-memory heaps.
   void publish_device();
@@ -57,8 +61,6 @@ class world_teams final : public world_extension {
   team_table::split_exchange exchange(const char* call);
 
  private:
-  void zero_free_slots();
-
   world_impl& world_;
   team_table table_;
   uint64_t words_offset_;

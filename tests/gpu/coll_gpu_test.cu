@@ -5,8 +5,10 @@
 // one kernel with new data every iteration (dest alternates between two buffers, as the contract allows), checks every
 // iteration in-kernel, and checks the last result and the poisoned guard bytes on the host. Teams: WORLD, WORLD
 // reversed (start n-1, stride -1) and a 1-PE team of each PE (split_strided of size 1). Block scope throughout; thread
-// and warp scope on a smaller set. The proxy variant (coll_gpu_test_proxy: every peer behind the UCX proxy) runs the
-// same cases through the collectives' proxy path, and checks that the on-stream collectives refuse proxy members.
+// and warp scope on a smaller set. The blocking host collectives (every family, several types and ops, on the same
+// teams) are checked from the host on the GPU heap. The proxy variant (coll_gpu_test_proxy: every peer behind the UCX
+// proxy) runs the same cases through the device collectives' proxy path and the blocking calls' host protocol, and
+// checks that the on-stream collectives refuse proxy members.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -32,6 +34,7 @@ constexpr unsigned kBlock = 256;     // threads of a block-scope kernel
 
 struct team_set {
   shoal::device_team handle[3];
+  shoal_team_t host[3] = {SHOAL_TEAM_INVALID, SHOAL_TEAM_INVALID, SHOAL_TEAM_INVALID};  // for the host API
   const char* name[3] = {"WORLD", "WORLD-reversed", "1-PE"};
 };
 
@@ -71,12 +74,14 @@ coll_buffers& bufs() {
     x.report = new_device_report();
     // Teams: WORLD; WORLD reversed; this PE alone (one size-1 split per PE, each PE keeps its own).
     x.teams.handle[0] = device_team_of(SHOAL_TEAM_WORLD);
+    x.teams.host[0] = SHOAL_TEAM_WORLD;
     shoal_team_t reversed = SHOAL_TEAM_INVALID;
     if (shoal_team_split_strided(SHOAL_TEAM_WORLD, npes() - 1, -1, npes(), nullptr, 0, &reversed) != 0 ||
         reversed == SHOAL_TEAM_INVALID) {
       fail("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
     }
     x.teams.handle[1] = device_team_of(reversed);
+    x.teams.host[1] = reversed;
     shoal_team_t alone = SHOAL_TEAM_INVALID;
     for (int s = 0; s < npes(); ++s) {
       shoal_team_t t = SHOAL_TEAM_INVALID;
@@ -85,6 +90,7 @@ coll_buffers& bufs() {
     }
     if (alone == SHOAL_TEAM_INVALID) fail("no 1-PE team for this PE");
     x.teams.handle[2] = device_team_of(alone);
+    x.teams.host[2] = alone;
     const shoal::device_team& r = x.teams.handle[1];
     if (r.n_pes != npes() || r.world_pe(r.my_pe_in_team) != me() || x.teams.handle[2].n_pes != 1) {
       fail("unexpected device team handles");
@@ -301,9 +307,11 @@ GPU_TEST(collect_all_scopes) {
 // ---- on-stream collectives with proxy members ---------------------------------------------------
 
 /// The proxy variant only (SHOAL_GPU_TEST_PROXY=1: every peer behind the proxy): the on-stream
-/// collectives (and the blocking team collectives on GPU heaps, which run them) refuse a team with
-/// proxy members on the host, naming the call and the proxy PE, before any stream work (a capture of
-/// the stream stays empty); the device API reaches them.
+/// collectives refuse a team with proxy members on the host, naming the call and the proxy PE, before
+/// any stream work (a capture of the stream stays empty); the blocking team collectives on the same
+/// GPU heap run the host protocol instead and succeed (blocking_* tests below check their results).
+/// (The last GPU run's SIGSEGV on PE 0 was here: the refusal read device_world::local_of_pe, device
+/// memory, on the host for PE 0's first member, itself.)
 GPU_TEST(on_stream_refuses_proxy_members) {
   const char* proxy = std::getenv("SHOAL_GPU_TEST_PROXY");
   if (proxy == nullptr || std::strcmp(proxy, "1") != 0) return;  // load/store world: covered elsewhere
@@ -338,16 +346,24 @@ GPU_TEST(on_stream_refuses_proxy_members) {
   check("shoalx_barrier_on_stream", [&](cudaStream_t s) { return shoalx_barrier_on_stream(SHOAL_TEAM_WORLD, s); });
   check("shoalx_fcollectmem_on_stream",
         [&](cudaStream_t s) { return shoalx_fcollectmem_on_stream(SHOAL_TEAM_WORLD, b.dst[0], b.src, 64, s); });
-  // The blocking team collectives on a GPU heap run the on-stream kernels: refused alike.
+  check("shoalx_int32_sum_reduce_on_stream", [&](cudaStream_t s) {
+    return shoalx_int32_sum_reduce_on_stream(SHOAL_TEAM_WORLD, reinterpret_cast<int32_t*>(b.dst[0]),
+                                             reinterpret_cast<const int32_t*>(b.src), 16, s);
+  });
+  // The blocking calls on the same team and heap reach the proxy members (the host protocol).
   const int rc = shoal_team_sync(SHOAL_TEAM_WORLD);
   const char* message = nullptr;
-  (void)shoal_last_error(&message);
-  const std::string text = message != nullptr ? message : "";
-  if (rc == 0 || text.find("shoal_team_sync") == std::string::npos || text.find("proxy transport") == std::string::npos)
-    fail(
-        "shoal_team_sync(WORLD) on a GPU heap with proxy members: expected a refusal naming the proxy transport, got "
-        "rc %d '%s'",
-        rc, text.c_str());
+  if (rc != 0) {
+    (void)shoal_last_error(&message);
+    fail("shoal_team_sync(WORLD) on a GPU heap with proxy members returned %d: %s", rc,
+         message != nullptr ? message : "");
+  }
+  const int rc_barrier = shoal_barrier(SHOAL_TEAM_WORLD);
+  if (rc_barrier != 0) {
+    (void)shoal_last_error(&message);
+    fail("shoal_barrier(WORLD) on a GPU heap with proxy members returned %d: %s", rc_barrier,
+         message != nullptr ? message : "");
+  }
   shoal_set_error_mode(previous);
   sync_all_pes();
 }
@@ -590,6 +606,276 @@ GPU_TEST(team_barrier_all_scopes) {
   barrier_case<warp_scope>(1000);
   barrier_case<thread_scope>(1000);
   barrier_case<warps_scope<4>>(1000);
+}
+
+// ---- blocking host collectives on the GPU heap --------------------------------------------------
+// Every blocking family (team_sync, barrier, broadcast, fcollect, collect, alltoall, reduce and
+// reducescatter of several types and ops, in place too; barrier_all, sync_all) on WORLD, WORLD
+// reversed and a 1-PE team, host-filled and host-checked, exact. In the proxy variant every member is
+// behind the proxy, so they run the host protocol over UCX with CUDA memory; in the load/store
+// variant they run the on-stream kernels. Errors are returned (SHOAL_ERRORS_RETURN) and reported.
+
+/// Runs `what`'s call under SHOAL_ERRORS_RETURN; a non-zero return is a failure naming the error.
+template <class F>
+bool blocking_ok(const std::string& what, F&& call) {
+  const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  const int rc = call();
+  const char* message = nullptr;
+  if (rc != 0) (void)shoal_last_error(&message);
+  shoal_set_error_mode(previous);
+  if (rc != 0) fail("%s returned %d: %s", what.c_str(), rc, message != nullptr ? message : "");
+  return rc == 0;
+}
+
+void upload(void* dest, const std::vector<uint8_t>& bytes) {
+  if (!bytes.empty()) GT_CUDA(cudaMemcpy(dest, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+}
+std::vector<uint8_t> download(const void* source, size_t num_bytes) {
+  std::vector<uint8_t> v(num_bytes);
+  if (num_bytes > 0) GT_CUDA(cudaMemcpy(v.data(), source, num_bytes, cudaMemcpyDeviceToHost));
+  return v;
+}
+/// What team PE `from` sends to team PE `to` (kAnyPe: to all) in case `salt`: a pattern per pair.
+std::vector<uint8_t> block_of(int from, int to, uint32_t salt, size_t num_bytes) {
+  return pattern(from * 1000 + (to == kAnyPe ? 999 : to), salt, num_bytes);
+}
+
+const size_t kBlockingSizes[] = {0, 1, 37, 4099, kMaxBytes};
+
+/// dest (poisoned first, kGuard bytes past the result checked untouched) of one byte collective.
+void check_dest(const std::string& what, const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> expect = want;
+  expect.insert(expect.end(), kGuard, kPoison);
+  const std::vector<uint8_t> seen = download(bufs().dst[0], expect.size());
+  check_bytes(what.c_str(), seen.data(), expect.data(), expect.size());
+}
+
+GPU_TEST(blocking_sync_and_barrier) {
+  coll_buffers& b = bufs();
+  for (int ti = 0; ti < 3; ++ti) {
+    const shoal::device_team& t = b.teams.handle[ti];
+    const shoal_team_t team = b.teams.host[ti];
+    const std::string on = format(" on %s", b.teams.name[ti]);
+    for (int round = 1; round <= 20; ++round) {
+      blocking_ok("shoal_team_sync" + on, [&] { return shoal_team_sync(team); });
+      // shoal_barrier completes this PE's puts: the next member's slot holds this round afterwards.
+      const uint64_t value = static_cast<uint64_t>(ti) * 1000 + static_cast<uint64_t>(round);
+      const int next = t.world_pe((t.my_pe_in_team + 1) % t.n_pes);
+      shoal_putmem(&b.slots[me()], &value, sizeof value, next);
+      if (!blocking_ok("shoal_barrier" + on, [&] { return shoal_barrier(team); })) break;
+      const int prev = t.world_pe((t.my_pe_in_team - 1 + t.n_pes) % t.n_pes);
+      uint64_t seen = 0;
+      GT_CUDA(cudaMemcpy(&seen, &b.slots[prev], sizeof seen, cudaMemcpyDeviceToHost));
+      if (seen != value) {
+        fail("round %d%s: after shoal_barrier the slot of PE %d holds %llu, expected %llu", round, on.c_str(), prev,
+             static_cast<unsigned long long>(seen), static_cast<unsigned long long>(value));
+        break;
+      }
+      shoal_barrier_all();  // every PE read its slot before the next round's puts
+      shoal_sync_all();
+    }
+  }
+  sync_all_pes();
+}
+
+GPU_TEST(blocking_broadcast_fcollect_alltoall) {
+  coll_buffers& b = bufs();
+  for (int ti = 0; ti < 3; ++ti) {
+    const shoal::device_team& t = b.teams.handle[ti];
+    const shoal_team_t team = b.teams.host[ti];
+    const int n = t.n_pes, rank = t.my_pe_in_team;
+    for (size_t nb : kBlockingSizes) {
+      const std::string on = format(" on %s, %zu bytes", b.teams.name[ti], nb);
+      for (int root = 0; root < n; ++root) {
+        const uint32_t salt = next_salt();
+        upload(b.src, block_of(rank, kAnyPe, salt, nb));
+        GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+        const std::string what = format("shoal_broadcastmem%s, root %d", on.c_str(), root);
+        if (blocking_ok(what, [&] { return shoal_broadcastmem(team, b.dst[0], b.src, nb, root); }))
+          check_dest(what, block_of(root, kAnyPe, salt, nb));
+      }
+      {
+        const uint32_t salt = next_salt();
+        upload(b.src, block_of(rank, kAnyPe, salt, nb));
+        GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+        std::vector<uint8_t> want;
+        for (int j = 0; j < n; ++j) {
+          const std::vector<uint8_t> blk = block_of(j, kAnyPe, salt, nb);
+          want.insert(want.end(), blk.begin(), blk.end());
+        }
+        const std::string what = "shoal_fcollectmem" + on;
+        if (blocking_ok(what, [&] { return shoal_fcollectmem(team, b.dst[0], b.src, nb); })) check_dest(what, want);
+      }
+      {
+        const uint32_t salt = next_salt();
+        std::vector<uint8_t> source, want;
+        for (int j = 0; j < n; ++j) {
+          const std::vector<uint8_t> to_j = block_of(rank, j, salt, nb), from_j = block_of(j, rank, salt, nb);
+          source.insert(source.end(), to_j.begin(), to_j.end());
+          want.insert(want.end(), from_j.begin(), from_j.end());
+        }
+        upload(b.src, source);
+        GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+        const std::string what = "shoal_alltoallmem" + on;
+        if (blocking_ok(what, [&] { return shoal_alltoallmem(team, b.dst[0], b.src, nb); })) check_dest(what, want);
+      }
+      {  // collect: member r contributes nb - r bytes (at least 0)
+        const uint32_t salt = next_salt();
+        auto bytes_of = [&](int r) { return nb > static_cast<size_t>(r) ? nb - static_cast<size_t>(r) : size_t{0}; };
+        upload(b.src, block_of(rank, kAnyPe, salt, bytes_of(rank)));
+        GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+        std::vector<uint8_t> want;
+        for (int j = 0; j < n; ++j) {
+          const std::vector<uint8_t> blk = block_of(j, kAnyPe, salt, bytes_of(j));
+          want.insert(want.end(), blk.begin(), blk.end());
+        }
+        const std::string what = "shoal_collectmem" + on;
+        if (blocking_ok(what, [&] { return shoal_collectmem(team, b.dst[0], b.src, bytes_of(rank)); }))
+          check_dest(what, want);
+      }
+    }
+    {  // a typed broadcast from the last member
+      const uint32_t salt = next_salt();
+      const size_t nelems = 1000;
+      std::vector<uint8_t> raw = block_of(rank, kAnyPe, salt, nelems * sizeof(int64_t));
+      upload(b.src, raw);
+      GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+      const std::string what = format("shoal_int64_broadcast on %s", b.teams.name[ti]);
+      if (blocking_ok(what, [&] {
+            return shoal_int64_broadcast(team, reinterpret_cast<int64_t*>(b.dst[0]),
+                                         reinterpret_cast<const int64_t*>(b.src), nelems, n - 1);
+          }))
+        check_dest(what, block_of(n - 1, kAnyPe, salt, nelems * sizeof(int64_t)));
+    }
+  }
+  sync_all_pes();
+}
+
+/// Writes `bytes` of coll_byte data (from team PE `from`, iteration 0) into p after spinning ~2 ms: a source that a
+/// blocking collective called right after the launch must wait for.
+__global__ void slow_fill_kernel(uint8_t* p, size_t bytes, int from, uint32_t salt) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    const long long start = clock64();
+    while (clock64() - start < 4'000'000) {
+    }
+  }
+  __syncthreads();
+  for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) p[i] = coll_byte(from, kAnyPe, 0, salt, i);
+}
+
+/// The caller's kernels on the legacy stream that write the source come first: fcollect launched with
+/// no synchronization after a slow kernel that fills the source.
+GPU_TEST(blocking_after_kernel_on_legacy_stream) {
+  coll_buffers& b = bufs();
+  for (int ti = 0; ti < 2; ++ti) {
+    const shoal::device_team& t = b.teams.handle[ti];
+    const uint32_t salt = next_salt();
+    const size_t nb = kMaxBytes;
+    GT_CUDA(cudaMemset(b.src, kPoison, nb));
+    GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+    GT_CUDA(cudaDeviceSynchronize());
+    sync_all_pes();
+    slow_fill_kernel<<<1, 256>>>(b.src, nb, t.my_pe_in_team, salt);
+    const std::string what = format("shoal_fcollectmem on %s right after a kernel filled the source", b.teams.name[ti]);
+    if (blocking_ok(what, [&] { return shoal_fcollectmem(b.teams.host[ti], b.dst[0], b.src, nb); })) {
+      std::vector<uint8_t> want(static_cast<size_t>(t.n_pes) * nb);
+      for (int j = 0; j < t.n_pes; ++j)
+        for (size_t i = 0; i < nb; ++i) want[static_cast<size_t>(j) * nb + i] = coll_byte(j, kAnyPe, 0, salt, i);
+      check_dest(what, want);
+    }
+  }
+  sync_all_pes();
+}
+
+/// One blocking reduction (or reducescatter) of `nreduce` elements of T with op kOp through `call`
+/// (team, dest, source, nreduce), source from value_of, dest checked bitwise against the team-rank
+/// fold; in place when `in_place` (dest = source).
+template <int kOp, class T, class Call>
+void blocking_reduce_case(const char* name, int ti, size_t nreduce, bool scatter, bool in_place, Call&& call) {
+  coll_buffers& b = bufs();
+  const shoal::device_team& t = b.teams.handle[ti];
+  const int n = t.n_pes, rank = t.my_pe_in_team;
+  const uint32_t salt = next_salt();
+  const size_t src_elems = scatter ? nreduce * static_cast<size_t>(n) : nreduce;
+  std::vector<T> source(src_elems);
+  for (size_t i = 0; i < src_elems; ++i) source[i] = value_of<T>(kOp, rank, 0, salt, i);
+  T* src = static_cast<T*>(b.scratch);
+  T* dst = in_place ? src : reinterpret_cast<T*>(b.dst[0]);
+  GT_CUDA(cudaMemcpy(src, source.data(), src_elems * sizeof(T), cudaMemcpyHostToDevice));
+  if (!in_place) GT_CUDA(cudaMemset(b.dst[0], kPoison, b.dst_bytes));
+  std::vector<T> want(nreduce);
+  const size_t first = scatter ? static_cast<size_t>(rank) * nreduce : 0;
+  for (size_t i = 0; i < nreduce; ++i) {
+    T acc = value_of<T>(kOp, 0, 0, salt, first + i);
+    for (int r = 1; r < n; ++r) acc = host_apply<T>(kOp, acc, value_of<T>(kOp, r, 0, salt, first + i));
+    want[i] = acc;
+  }
+  const std::string what =
+      format("%s on %s, %zu elements%s", name, b.teams.name[ti], nreduce, in_place ? ", in place" : "");
+  if (!blocking_ok(what, [&] { return call(b.teams.host[ti], dst, src, nreduce); })) return;
+  std::vector<T> seen(nreduce);
+  GT_CUDA(cudaMemcpy(seen.data(), dst, nreduce * sizeof(T), cudaMemcpyDeviceToHost));
+  check_bytes(what.c_str(), seen.data(), want.data(), nreduce * sizeof(T));
+  if (!in_place) {
+    uint8_t guard[kGuard], poison[kGuard];
+    std::memset(poison, kPoison, sizeof poison);
+    GT_CUDA(cudaMemcpy(guard, b.dst[0] + nreduce * sizeof(T), kGuard, cudaMemcpyDeviceToHost));
+    check_bytes((what + ": dest guard").c_str(), guard, poison, kGuard);
+  }
+}
+
+GPU_TEST(blocking_reductions) {
+  for (int ti = 0; ti < 3; ++ti)
+    for (size_t nr : {size_t{1}, size_t{37}, size_t{4099}}) {
+      blocking_reduce_case<op_sum, int32_t>(
+          "shoal_int32_sum_reduce", ti, nr, false, false,
+          [](shoal_team_t tm, int32_t* d, const int32_t* s, size_t k) { return shoal_int32_sum_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_xor, uint64_t>("shoal_uint64_xor_reduce", ti, nr, false, false,
+                                             [](shoal_team_t tm, uint64_t* d, const uint64_t* s, size_t k) {
+                                               return shoal_uint64_xor_reduce(tm, d, s, k);
+                                             });
+      blocking_reduce_case<op_min, int64_t>(
+          "shoal_int64_min_reduce", ti, nr, false, false,
+          [](shoal_team_t tm, int64_t* d, const int64_t* s, size_t k) { return shoal_int64_min_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_max, float>(
+          "shoal_float_max_reduce", ti, nr, false, false,
+          [](shoal_team_t tm, float* d, const float* s, size_t k) { return shoal_float_max_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_sum, double>(
+          "shoal_double_sum_reduce", ti, nr, false, false,
+          [](shoal_team_t tm, double* d, const double* s, size_t k) { return shoal_double_sum_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_prod, double>(
+          "shoal_double_prod_reduce", ti, nr, false, false,
+          [](shoal_team_t tm, double* d, const double* s, size_t k) { return shoal_double_prod_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_sum, float>(
+          "shoal_float_sum_reduce", ti, nr, false, true,
+          [](shoal_team_t tm, float* d, const float* s, size_t k) { return shoal_float_sum_reduce(tm, d, s, k); });
+      blocking_reduce_case<op_sum, int32_t>("shoal_int32_sum_reducescatter", ti, nr, true, false,
+                                            [](shoal_team_t tm, int32_t* d, const int32_t* s, size_t k) {
+                                              return shoal_int32_sum_reducescatter(tm, d, s, k);
+                                            });
+      blocking_reduce_case<op_or, uint32_t>("shoal_uint32_or_reducescatter", ti, nr, true, false,
+                                            [](shoal_team_t tm, uint32_t* d, const uint32_t* s, size_t k) {
+                                              return shoal_uint32_or_reducescatter(tm, d, s, k);
+                                            });
+    }
+  sync_all_pes();
+}
+
+/// A bad call fails on every member alike (here: a root out of range everywhere) and leaves the team
+/// usable: the next call succeeds.
+GPU_TEST(blocking_error_then_success) {
+  coll_buffers& b = bufs();
+  const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
+  const int rc = shoal_broadcastmem(SHOAL_TEAM_WORLD, b.dst[0], b.src, 8, npes());
+  const char* message = nullptr;
+  (void)shoal_last_error(&message);
+  shoal_set_error_mode(previous);
+  const std::string text = message != nullptr ? message : "";
+  if (rc != SHOAL_ERR_INVALID_ARGUMENT || text.find("PE_root") == std::string::npos)
+    fail("shoal_broadcastmem(WORLD, root %d): expected SHOAL_ERR_INVALID_ARGUMENT naming PE_root, got %d '%s'", npes(),
+         rc, text.c_str());
+  blocking_ok("shoal_team_sync(WORLD) after a failed call", [] { return shoal_team_sync(SHOAL_TEAM_WORLD); });
+  sync_all_pes();
 }
 
 }  // namespace

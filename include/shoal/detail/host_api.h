@@ -15,7 +15,9 @@
  *   half/bfloat16 reductions: shoal_half_t / shoal_bfloat16_t (<shoal/types.h>); the host combines in float and
  *     rounds each partial result to nearest even
  *   shoalx_*_on_stream team collectives: enqueued on `stream` (a cudaStream_t; GPU heaps), arguments checked when
- *     called; return 0 or a SHOAL_ERR_* code (SHOAL_ERR_UNSUPPORTED on host-memory heaps). Host only
+ *     called; return 0 or a SHOAL_ERR_* code (SHOAL_ERR_UNSUPPORTED on host-memory heaps; SHOAL_ERR_INVALID_ARGUMENT,
+ *     before any stream work, for a team with a member this GPU cannot load/store, e.g. a proxy peer, which the
+ *     blocking team collectives reach). Host only
  */
 #ifndef SHOAL_DETAIL_HOST_API_H_
 #define SHOAL_DETAIL_HOST_API_H_
