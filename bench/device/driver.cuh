@@ -13,6 +13,15 @@
 //
 // Never hangs: device spins are bounded (kernel_ctx), and the host gives every kernel
 // kKernelTimeoutSeconds before it reports and exits (a stuck kernel dies with the process).
+//
+// Pairs with no load/store path between them (the proxy path: Api::host_ptr null either way; only
+// adapters with host RMA, Api::host_getmem/host_putmem/host_quiet): the API rows only (no sm_copy,
+// copy_engine, raw or raw-fenced rows, said once per pair on stderr); the initiator fills, clears and
+// checks the target's buffers through host puts and gets staged in local device memory; latency
+// loops at most kProxyLoopIters timed iterations, bandwidth points at most kProxyBwBytesPerKernel per
+// timed kernel after a warm-up bounded in time, and fewer repetitions where one iteration is slow (a
+// proxy operation takes tens of microseconds, and a thread-scope grid issues one per thread).
+// Adapters without host RMA (NVSHMEM) need the peer pointer.
 #pragma once
 
 #include <time.h>
@@ -53,6 +62,23 @@ inline constexpr size_t kPingPongMaxBytes = size_t{64} << 10;
 /// cached there, which made repeated 4-16 MiB gets report several TB/s).
 inline constexpr size_t kGetRotateBytes = size_t{256} << 20;
 inline constexpr size_t kPutQuietMaxBytes = size_t{1} << 10;
+/// Pairs on the proxy path: timed iterations (and warm-up) of a latency loop at most, whatever -n says.
+inline constexpr int kProxyLoopIters = 200;
+inline constexpr int kProxyLoopWarmup = 20;
+/// Pairs on the proxy path: at most this many bytes move in one timed bandwidth kernel.
+inline constexpr size_t kProxyBwBytesPerKernel = size_t{64} << 20;
+/// Pairs on the proxy path: a bandwidth point's warm-up is one iteration, then at most this long.
+inline constexpr double kProxyWarmUs = 20'000;
+/// Pairs on the proxy path: the largest host put/get that moves a buffer to or from the peer.
+inline constexpr size_t kProxyCopyBytes = size_t{8} << 20;
+
+/// The adapter can reach a peer's memory from the host (the proxy path's data checks and fills).
+template <class Api>
+concept host_rma_api = requires(void* dest, const void* source) {
+  Api::host_getmem(dest, source, size_t{1}, 0);
+  Api::host_putmem(dest, source, size_t{1}, 0);
+  Api::host_quiet();
+};
 
 struct cuda_failure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -101,6 +127,7 @@ class driver {
     std::string error;
     pairs_ = parse_pairs(opts_.pairs, npes_, error);
     if (!error.empty()) throw std::runtime_error("shoal-bench: " + error);
+    if constexpr (host_rma_api<Api>) find_paths();
     select_all_pes();
     max_bytes_ = opts_.max_bytes_given ? opts_.max_bytes : kDefaultDeviceMaxBytes;
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -114,6 +141,8 @@ class driver {
     ctx_ = kernel_ctx{&scratch_->status, kSpinTimeoutNs};
   }
   ~driver() {
+    cudaFree(stage_);
+    cudaFreeHost(started_);
     cudaFree(scratch_);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
@@ -131,8 +160,13 @@ class driver {
       return which.empty() || std::find(which.begin(), which.end(), name) != which.end();
     };
     const size_t first = rows_.size();
+    bool any_pair_benchmark = false;
+    for (const char* name : {"put_bw", "get_bw", "put_bw_bidir", "p_ping_pong", "put_signal_ping_pong",
+                             "put_quiet_latency", "atomic_latency"})
+      any_pair_benchmark |= wanted(name);
     for (const auto& [a, b] : pairs_) {
       select_pair(a, b);
+      if (proxy_ && me_ == init_ && any_pair_benchmark) announce_proxy_pair();
       if (wanted("put_bw")) bandwidth("put_bw", /*get=*/false);
       if (wanted("get_bw")) bandwidth("get_bw", /*get=*/true);
       if (wanted("put_bw_bidir")) bandwidth_bidir();
@@ -192,6 +226,8 @@ class driver {
     target_ = b;
     peer_ = me_ == a ? b : (me_ == b ? a : -1);
     pair_ = std::to_string(a) + "-" + std::to_string(b);
+    direct_ = linked(a, b);
+    proxy_ = !direct_;
   }
   /// All-PE benchmarks: PE 0 measures, PE 1 is the raw baselines' peer, rows carry no pair.
   void select_all_pes() {
@@ -199,9 +235,58 @@ class driver {
     target_ = 1;
     peer_ = me_ == 0 ? 1 : (me_ == 1 ? 0 : -1);
     pair_.clear();
+    direct_ = npes_ < 2 || linked(0, 1);
+    proxy_ = false;
+    for (int a = 0; a < npes_; ++a)
+      for (int b = 0; b < npes_; ++b) proxy_ |= !linked(a, b);
   }
 
   bool active() const { return peer_ >= 0; }
+
+  /// Every PE learns which PEs reach which by load/store: each probes its own row (Api::host_ptr on a
+  /// symmetric word), publishes it in a symmetric buffer, and reads every other row (through the
+  /// peer pointer or a host get). Collective; all PEs end with the same matrix, so the two PEs of a
+  /// pair agree on whether it runs the raw baselines (which both of them take part in).
+  void find_paths() {
+    const size_t row_bytes = static_cast<size_t>(npes_);
+    auto* probe = static_cast<uint8_t*>(Api::host_calloc(row_bytes));
+    std::vector<uint8_t> mine(row_bytes);
+    for (int pe = 0; pe < npes_; ++pe) mine[pe] = pe == me_ || Api::host_ptr(probe, pe) != nullptr;
+    cuda_check(cudaMemcpy(probe, mine.data(), row_bytes, cudaMemcpyHostToDevice), "publish paths");
+    Api::host_barrier();
+    reach_.assign(row_bytes * row_bytes, 0);
+    for (int pe = 0; pe < npes_; ++pe) {
+      uint8_t* row_of_pe = reach_.data() + static_cast<size_t>(pe) * row_bytes;
+      if (mine[pe])
+        cuda_check(cudaMemcpy(row_of_pe, remote(probe, pe), row_bytes, cudaMemcpyDefault), "read paths");
+      else
+        Api::host_getmem(row_of_pe, probe, row_bytes, pe);
+    }
+    Api::host_barrier();
+    Api::host_free(probe);
+  }
+
+  /// PE a has a peer pointer to PE b's heap (true without find_paths: the adapter needs one).
+  bool reaches(int a, int b) const { return reach_.empty() || reach_[static_cast<size_t>(a) * npes_ + b] != 0; }
+  /// PEs a and b reach each other by load/store, the raw baselines' requirement.
+  bool linked(int a, int b) const { return reaches(a, b) && reaches(b, a); }
+
+  /// Said once by the initiator of a pair on the proxy path (stderr), before its benchmarks.
+  void announce_proxy_pair() const {
+    std::fprintf(stderr,
+                 "shoal-bench: pair %s: no load/store path between PE %d and PE %d (the proxy path): no raw "
+                 "load/store baseline rows (sm_copy, copy_engine, raw); the target's memory is filled, cleared and "
+                 "checked through %s host puts and gets\n",
+                 pair_.c_str(), init_, target_, Api::kName);
+    std::fprintf(stderr,
+                 "shoal-bench: pair %s (proxy): latency loops run %d timed iterations per repetition (-n x 10 = %d) "
+                 "after %d warm-up; bandwidth points move at most %zu MiB per timed kernel after a warm-up of one "
+                 "iteration plus at most %.0f ms, with fewer repetitions than -r where one iteration takes over "
+                 "%.0f ms; get_bw reads one slice of the source (no rotation)\n",
+                 pair_.c_str(), loop_iters(), std::max(1, opts_.iterations * 10), loop_warmup(),
+                 kProxyBwBytesPerKernel >> 20, kProxyWarmUs / 1e3, kPointBudgetUs / 1e3 / opts_.reps);
+    std::fflush(stderr);
+  }
 
   /// Moves the rows that PEs other than 0 appended from index `first` on to the end of PE 0's rows
   /// (and their data-check failures with them). Collective: every PE calls it.
@@ -219,7 +304,7 @@ class driver {
     std::vector<uint64_t> length(npes_, 0);
     uint64_t longest = 1;
     for (int pe = 0; pe < npes_; ++pe) {
-      cuda_check(cudaMemcpy(&length[pe], remote(lengths, pe), sizeof(uint64_t), cudaMemcpyDefault), "gather rows");
+      read_from(&length[pe], lengths, sizeof(uint64_t), pe, "gather rows");
       longest = std::max(longest, length[pe]);
     }
     char* text = static_cast<char*>(Api::host_malloc(longest));  // the same size on every PE
@@ -229,7 +314,7 @@ class driver {
       for (int pe = 1; pe < npes_; ++pe) {
         if (length[pe] == 0) continue;
         std::string packed(length[pe], '\0');
-        cuda_check(cudaMemcpy(packed.data(), remote(text, pe), length[pe], cudaMemcpyDefault), "gather rows");
+        read_from(packed.data(), text, length[pe], pe, "gather rows");
         for (row& r : unpack_rows(packed)) {
           check_failed_ |= r.baseline == "DATA-CHECK-FAILED";
           rows_.push_back(std::move(r));
@@ -302,26 +387,42 @@ class driver {
     return ms * 1e3;
   }
 
-  /// Median over reps of timed_us.
+  /// Median over reps (default -r) of timed_us.
   template <class Launch>
-  double median_us(const char* what, Launch&& launch) {
+  double median_us(const char* what, Launch&& launch, int reps = 0) {
     std::vector<double> v;
-    for (int r = 0; r < opts_.reps; ++r) v.push_back(timed_us(what, launch));
+    for (int r = 0; r < (reps > 0 ? reps : opts_.reps); ++r) v.push_back(timed_us(what, launch));
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   }
 
   /// Bandwidth loops: a timed warm-up of `warm` iterations, then before_timed(), then the median of
   /// reps runs of `iters` iterations (fewer when the warm-up says they would exceed kPointBudgetUs;
-  /// `iters` is updated). launch(n) enqueues n iterations. Returns microseconds per iteration.
+  /// `iters` is updated). Proxy: the warm-up is one iteration plus at most kProxyWarmUs, and fewer
+  /// reps where one iteration each would exceed kPointBudgetUs. launch(n) enqueues n iterations.
+  /// Returns microseconds per iteration.
   template <class Launch, class Between>
   double per_iter_us(const char* what, int warm, int& iters, Launch&& launch, Between&& before_timed) {
-    const double warm_us = timed_us(what, [&] { launch(warm); });
-    const double per_iter = warm_us / warm;
+    double per_iter = 0;
+    if (!proxy_) {
+      const double warm_us = timed_us(what, [&] { launch(warm); });
+      per_iter = warm_us / warm;
+    } else {
+      // One iteration can take a large part of a second over the proxy (a thread-scope grid posts one
+      // ring operation per thread): one first, then as many more as kProxyWarmUs allows.
+      per_iter = timed_us(what, [&] { launch(1); });
+      const int more = std::min(warm - 1, static_cast<int>(kProxyWarmUs / std::max(per_iter, 1.0)));
+      if (more > 0) per_iter = timed_us(what, [&] { launch(more); }) / more;
+    }
     const double budget = kPointBudgetUs / opts_.reps;
     if (per_iter * iters > budget) iters = std::max(1, static_cast<int>(budget / per_iter));
+    // Proxy: where even one iteration per repetition overruns the point's budget, fewer repetitions.
+    const int reps =
+        proxy_ ? std::clamp(static_cast<int>(kPointBudgetUs / std::max(per_iter, 1.0)), 1, opts_.reps) : opts_.reps;
     before_timed();
-    return median_us(what, [&] { launch(iters); }) / iters;
+    return median_us(
+               what, [&] { launch(iters); }, reps) /
+           iters;
   }
 
   template <class Launch>
@@ -376,11 +477,104 @@ class driver {
     return static_cast<T*>(p);
   }
 
-  /// Timed iterations of one device loop: 10 x -n for latency loops.
-  int loop_iters() const { return std::max(1, opts_.iterations * 10); }
-  int loop_warmup() const { return std::max(1, opts_.warmup * 10); }
-  /// Bandwidth: at most kBwBytesPerKernel per timed kernel, at least 4 iterations.
+  // ---- a buffer of this PE or of the peer: by peer pointer where the pair is direct_, else host RMA ----
+
+  /// A symmetric buffer on PE pe (this PE or the current peer), as the initiator fills, clears and checks it.
+  struct at {
+    char* sym;
+    int pe;
+  };
+  /// Its load/store address; only where pe is this PE or the pair is direct_.
+  char* raw(at a) { return a.pe == me_ ? a.sym : remote(a.sym, a.pe); }
+  bool through_api(at a) const { return a.pe != me_ && !direct_; }
+
+  /// Local device memory (not symmetric) of at least nbytes that stages the peer's bytes on the proxy path.
+  char* stage(size_t nbytes) {
+    if (nbytes > stage_bytes_) {
+      cuda_check(cudaFree(stage_), "cudaFree");
+      stage_ = nullptr;
+      stage_bytes_ = 0;
+      cuda_check(cudaMalloc(&stage_, nbytes), "cudaMalloc (staging)");
+      stage_bytes_ = nbytes;
+    }
+    return stage_;
+  }
+  /// Host RMA in pieces of kProxyCopyBytes; put_to is complete at the target on return (quiet).
+  void put_to(void* sym, int pe, const void* local, size_t nbytes) {
+    if constexpr (host_rma_api<Api>) {
+      for (size_t off = 0; off < nbytes; off += kProxyCopyBytes)
+        Api::host_putmem(static_cast<char*>(sym) + off, static_cast<const char*>(local) + off,
+                         std::min(kProxyCopyBytes, nbytes - off), pe);
+      Api::host_quiet();
+    } else {
+      throw std::logic_error("host RMA without an adapter that has it");
+    }
+  }
+  void get_from(void* local, const void* sym, int pe, size_t nbytes) {
+    if constexpr (host_rma_api<Api>) {
+      for (size_t off = 0; off < nbytes; off += kProxyCopyBytes)
+        Api::host_getmem(static_cast<char*>(local) + off, static_cast<const char*>(sym) + off,
+                         std::min(kProxyCopyBytes, nbytes - off), pe);
+    } else {
+      throw std::logic_error("host RMA without an adapter that has it");
+    }
+  }
+  /// nbytes of symmetric `sym` on PE pe (this PE included) into `out` (host or device memory): through
+  /// the peer pointer where this PE has one, else a host get.
+  template <class T>
+  void read_from(void* out, T* sym, size_t nbytes, int pe, const char* what) {
+    if (reaches(me_, pe))
+      cuda_check(cudaMemcpy(out, remote(sym, pe), nbytes, cudaMemcpyDefault), what);
+    else
+      get_from(out, sym, pe, nbytes);
+  }
+
+  uint32_t fill_at(at a, size_t nbytes, size_t slices = 1) {
+    if (!through_api(a)) return fill(raw(a), nbytes, slices);
+    const uint32_t seed = fill(stage(nbytes * slices), nbytes, slices);
+    put_to(a.sym, a.pe, stage_, nbytes * slices);
+    return seed;
+  }
+  void clear_at(at a, size_t nbytes) {
+    if (!through_api(a)) return clear(raw(a), nbytes);
+    clear(stage(nbytes), nbytes);
+    put_to(a.sym, a.pe, stage_, nbytes);
+  }
+  bool holds_at(at a, size_t nbytes, uint32_t seed) {
+    if (!through_api(a)) return holds(raw(a), nbytes, seed);
+    get_from(stage(nbytes), a.sym, a.pe, nbytes);
+    return holds(stage_, nbytes, seed);
+  }
+  uint64_t read_word_at(uint64_t* sym, int pe) {
+    if (!through_api({reinterpret_cast<char*>(sym), pe})) return read_word(pe == me_ ? sym : remote(sym, pe));
+    uint64_t v = 0;
+    get_from(&v, sym, pe, sizeof(v));
+    return v;
+  }
+  void write_word_at(uint64_t* sym, int pe, uint64_t value, const char* what) {
+    if (!through_api({reinterpret_cast<char*>(sym), pe})) {
+      untimed(what, [&] { store_u64_kernel<<<1, 1, 0, stream_>>>(pe == me_ ? sym : remote(sym, pe), value); });
+      return;
+    }
+    put_to(sym, pe, &value, sizeof(value));
+  }
+
+  /// Timed iterations of one device loop: 10 x -n for latency loops (proxy: at most kProxyLoopIters).
+  int loop_iters() const {
+    const int n = std::max(1, opts_.iterations * 10);
+    return proxy_ ? std::min(n, kProxyLoopIters) : n;
+  }
+  int loop_warmup() const {
+    const int n = std::max(1, opts_.warmup * 10);
+    return proxy_ ? std::min(n, kProxyLoopWarmup) : n;
+  }
+  /// Bandwidth: at most kBwBytesPerKernel per timed kernel, at least 4 iterations (proxy: at most
+  /// kProxyBwBytesPerKernel, at least 1).
   int bw_iters(size_t nbytes) const {
+    if (proxy_) {
+      const size_t by_bytes = kProxyBwBytesPerKernel / std::max<size_t>(nbytes, 1);
+      return static_cast<int>(std::clamp<size_t>(by_bytes, 1, static_cast<size_t>(loop_iters())));
+    }
     const size_t by_bytes = kBwBytesPerKernel / std::max<size_t>(nbytes, 1);
     return static_cast<int>(std::clamp<size_t>(by_bytes, 4, static_cast<size_t>(std::max(loop_iters(), 4))));
   }
@@ -449,19 +643,21 @@ class driver {
   // ---- put_bw / get_bw: the initiator moves the message to / from the target; the target is passive ----
 
   void bandwidth(const char* name, bool get) {
-    const size_t src_bytes = get ? std::max(max_bytes_, kGetRotateBytes) : max_bytes_;
+    // The rotating get source only where the peer's memory is read by load/store (cached in this
+    // GPU's L2); over the proxy the owner copies it out of its heap.
+    const size_t src_bytes = get && direct_ ? std::max(max_bytes_, kGetRotateBytes) : max_bytes_;
     char* src = static_cast<char*>(Api::host_malloc(src_bytes));
     char* dst = static_cast<char*>(Api::host_malloc(max_bytes_));
     Api::host_barrier();
     // put: local src -> peer dst. get: peer src -> local dst.
-    char* data_src = me_ != init_ ? nullptr : (get ? remote(src, peer_) : src);  // where the pattern is written
-    char* data_dst = me_ != init_ ? nullptr : (get ? dst : remote(dst, peer_));  // where it must arrive
+    const at data_src{src, get ? peer_ : me_};  // where the pattern is written
+    const at data_dst{dst, get ? me_ : peer_};  // where it must arrive
     bool ce_ok = true;
     for (size_t nbytes : sizes(opts_.min_bytes, max_bytes_, opts_.factor)) {
       // One host barrier per size keeps the passive PEs' host waits short (SHOAL_WAIT_TIMEOUT).
       Api::host_barrier();
       if (me_ == init_) {
-        const size_t slices = get ? src_bytes / nbytes : 1;  // kGetRotateBytes
+        const size_t slices = get && direct_ ? src_bytes / nbytes : 1;  // kGetRotateBytes
         const int iters = bw_iters(nbytes);
         const int warm = std::clamp(opts_.warmup * 10, 1, iters);
         std::vector<grid> grids = bw_grids(false);
@@ -470,21 +666,24 @@ class driver {
         double copy_bw = 0;
         for (const grid& g : grids) {
           const std::string copy_grid = std::to_string(g.ctas) + "x" + std::to_string(g.threads);
-          // Baseline: the plain SM copy kernel on the same grid (measured once per grid shape).
-          if (copy_grid != last_copy_grid) {
+          // Baseline: the plain SM copy kernel on the same grid (measured once per grid shape; load/store
+          // pairs only).
+          if (direct_ && copy_grid != last_copy_grid) {
             last_copy_grid = copy_grid;
             auto run = [&] {
-              const uint32_t seed = fill(data_src, nbytes, slices);
+              char* raw_src = raw(data_src);
+              char* raw_dst = raw(data_dst);
+              const uint32_t seed = fill(raw_src, nbytes, slices);
               auto k = [&](int n) {
-                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, data_src, nbytes, n, slices, background{},
+                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(raw_dst, raw_src, nbytes, n, slices, background{},
                                                                   ctx_);
               };
               int n = iters;
-              const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(data_dst, nbytes); });
+              const double us = per_iter_us("sm_copy", warm, n, k, [&] { clear(raw_dst, nbytes); });
               row r = make(name, "sm_copy", "grid/" + copy_grid, nbytes, n, us);
               r.bandwidth_gbps = nbytes / (us * 1e3);
               copy_bw = r.bandwidth_gbps;
-              add(r, holds(data_dst, nbytes, seed));
+              add(r, holds(raw_dst, nbytes, seed));
             };
             run();
             if (g.ctas == sms_) copy_bw_full = copy_bw;
@@ -499,8 +698,10 @@ class driver {
         }
         // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.
         if (ce_ok && copy_bw_full > 0) {
-          const uint32_t seed = fill(data_src, nbytes, slices);
-          cudaError_t e = cudaMemcpyAsync(data_dst, data_src, nbytes, cudaMemcpyDeviceToDevice, stream_);
+          char* raw_src = raw(data_src);
+          char* raw_dst = raw(data_dst);
+          const uint32_t seed = fill(raw_src, nbytes, slices);
+          cudaError_t e = cudaMemcpyAsync(raw_dst, raw_src, nbytes, cudaMemcpyDeviceToDevice, stream_);
           if (e != cudaSuccess) {
             cudaGetLastError();
             std::fprintf(stderr, "shoal-bench: %s: no copy-engine row (cudaMemcpyAsync between the heaps: %s)\n", name,
@@ -513,15 +714,15 @@ class driver {
                 "copy engine", 1, n,
                 [&](int count) {
                   for (int i = 0; i < count; ++i)
-                    cudaMemcpyAsync(data_dst, data_src + (static_cast<size_t>(i) % slices) * nbytes, nbytes,
+                    cudaMemcpyAsync(raw_dst, raw_src + (static_cast<size_t>(i) % slices) * nbytes, nbytes,
                                     cudaMemcpyDeviceToDevice, stream_);
                 },
-                [&] { clear(data_dst, nbytes); });
+                [&] { clear(raw_dst, nbytes); });
             row r = make(name, "copy_engine", "ce", nbytes, n, us);
             r.bandwidth_gbps = nbytes / (us * 1e3);
             r.ratio = r.bandwidth_gbps / copy_bw_full;
             r.baseline = "sm_copy/" + std::to_string(sms_) + "x" + std::to_string(opts_.threads);
-            add(r, holds(data_dst, nbytes, seed));
+            add(r, holds(raw_dst, nbytes, seed));
           }
         }
       }
@@ -532,23 +733,25 @@ class driver {
   }
 
   /// One (size, grid, API path) point of put_bw/get_bw, on the initiator. src/dst: symmetric; data_src/
-  /// data_dst: where the pattern is written / must arrive (raw pointers).
+  /// data_dst: where the pattern is written / must arrive. copy_bw: the sm_copy baseline (0: none).
   template <class A>
-  void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, char* data_src,
-                   char* data_dst, size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
-    const uint32_t seed = fill(data_src, nbytes, slices);
+  void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, at data_src,
+                   at data_dst, size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
+    const uint32_t seed = fill_at(data_src, nbytes, slices);
     auto k = [&](int n) {
       if (get)
         launch_rma_bw_any<A, true>(g, dst, src, nbytes, n, background{}, slices);
       else
         launch_rma_bw_any<A, false>(g, dst, src, nbytes, n, background{}, slices);
     };
-    const double us = per_iter_us(impl, warm, iters, k, [&] { clear(data_dst, nbytes); });
+    const double us = per_iter_us(impl, warm, iters, k, [&] { clear_at(data_dst, nbytes); });
     row r = make(name, impl, g.label(), nbytes, iters, us);
     r.bandwidth_gbps = nbytes / (us * 1e3);
-    r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
-    r.baseline = "sm_copy";
-    add(r, holds(data_dst, nbytes, seed));
+    if (direct_) {
+      r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
+      r.baseline = "sm_copy";
+    }
+    add(r, holds_at(data_dst, nbytes, seed));
   }
 
   // ---- put_bw_bidir: the pair put to each other; the initiator's direction is timed ----
@@ -563,13 +766,14 @@ class driver {
       const int warm = std::clamp(opts_.warmup * 10, 1, iters);
       for (const grid& g : bw_grids(true)) {
         double copy_bw = 0;
-        bidir_point(
-            "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, nbytes,
-            iters, warm, 0,
-            [&](char* peer_dst, int n, background bg) {
-              sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, nbytes, n, 1, bg, ctx_);
-            },
-            &copy_bw);
+        if (direct_)
+          bidir_point(
+              "sm_copy", "grid/" + std::to_string(g.ctas) + "x" + std::to_string(g.threads), src, dst, ctrl, nbytes,
+              iters, warm, 0,
+              [&](char* peer_dst, int n, background bg) {
+                sm_copy_kernel<<<g.ctas, g.threads, 0, stream_>>>(peer_dst, src, nbytes, n, 1, bg, ctx_);
+              },
+              &copy_bw);
         bidir_point(
             Api::kName, g.label(), src, dst, ctrl, nbytes, iters, warm, copy_bw,
             [&](char*, int n, background bg) {
@@ -600,24 +804,38 @@ class driver {
     uint32_t seed_mine = 0, seed_peer = 0;
     if (me_ == init_) {
       seed_mine = fill(src, nbytes);
-      seed_peer = fill(remote(src, peer_), nbytes);
+      seed_peer = fill_at({src, peer_}, nbytes);
     }
     Api::host_barrier();  // the target's source is ready
-    if (me_ == target_) {
+    if (me_ == target_ && direct_) {
       // Background traffic toward the initiator until it says stop (bounded by the device timeout).
       background bg{remote(ctrl, peer_), gen, ctrl + 1, gen};
       untimed("put_bw_bidir background", [&] { launch(remote(dst, peer_), INT_MAX, bg); });
+    } else if (me_ == target_) {
+      // The proxy path: the kernel says it runs in this PE's pinned word; the host passes it on.
+      if (started_ == nullptr) {
+        cuda_check(cudaHostAlloc(&started_, sizeof(uint64_t), cudaHostAllocMapped), "cudaHostAlloc");
+        *started_ = 0;
+      }
+      uint64_t* started_dev = nullptr;
+      cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&started_dev), started_, 0),
+                 "cudaHostGetDevicePointer");
+      launch(nullptr, INT_MAX, background{started_dev, gen, ctrl + 1, gen});
+      launched("put_bw_bidir background");
+      wait_started(gen);
+      write_word_at(ctrl, peer_, gen, "tell the peer");
+      finish("put_bw_bidir background");
     } else if (me_ == init_) {
       untimed("wait for the peer's traffic", [&] { wait_u64_kernel<<<1, 1, 0, stream_>>>(ctrl, gen, ctx_); });
-      char* peer_dst = remote(dst, peer_);
+      char* peer_dst = direct_ ? remote(dst, peer_) : nullptr;
       // The target keeps writing our dst while we clear it: many complete passes land during the timed reps.
       const double us = per_iter_us(
           "put_bw_bidir", warm, iters, [&](int n) { launch(peer_dst, n, background{}); },
           [&] {
-            clear(peer_dst, nbytes);
+            clear_at({dst, peer_}, nbytes);
             clear(dst, nbytes);
           });
-      untimed("stop the peer", [&] { store_u64_kernel<<<1, 1, 0, stream_>>>(remote(ctrl + 1, peer_), gen); });
+      write_word_at(ctrl + 1, peer_, gen, "stop the peer");
       row r = make("put_bw_bidir", impl, label, nbytes, iters, us);
       r.bandwidth_gbps = nbytes / (us * 1e3);
       if (bw_out != nullptr) *bw_out = r.bandwidth_gbps;
@@ -628,7 +846,27 @@ class driver {
       pending_ = r;
     }
     Api::host_barrier();  // the target's traffic has ended
-    if (me_ == init_) add(pending_, holds(remote(dst, peer_), nbytes, seed_mine) && holds(dst, nbytes, seed_peer));
+    if (me_ == init_) add(pending_, holds_at({dst, peer_}, nbytes, seed_mine) && holds(dst, nbytes, seed_peer));
+  }
+
+  /// Until the kernel on the stream has stored `value` into the pinned word started_ (or ended, which
+  /// finish then reports); bounded like finish.
+  void wait_started(uint64_t value) {
+    timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (*reinterpret_cast<volatile uint64_t*>(started_) < value) {
+      if (cudaStreamQuery(stream_) != cudaErrorNotReady) return;
+      timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > kKernelTimeoutSeconds) {
+        std::fprintf(stderr, "shoal-bench: PE %d: put_bw_bidir background (%s) did not start within %.0f s; stopping\n",
+                     me_, Api::kName, kKernelTimeoutSeconds);
+        std::fflush(nullptr);
+        std::_Exit(3);
+      }
+      timespec nap{0, 20000};
+      nanosleep(&nap, nullptr);
+    }
   }
 
   // ---- latency benchmarks (bench/device/driver_latency.cuh) ----
@@ -656,6 +894,15 @@ class driver {
   kernel_ctx ctx_{};
   uint32_t seed_ = 0;
   uint64_t generation_ = 0;
+  // Which PE reaches which by load/store (n_pes x n_pes, row = from; find_paths); empty: all, the
+  // adapter has no host RMA. direct_: the current pair is linked both ways (raw baselines, peer
+  // pointers); proxy_: some operation of the current benchmark goes over the proxy (capped loops).
+  std::vector<uint8_t> reach_;
+  bool direct_ = true;
+  bool proxy_ = false;
+  char* stage_ = nullptr;  // local device memory staging the peer's bytes on the proxy path (stage())
+  size_t stage_bytes_ = 0;
+  uint64_t* started_ = nullptr;  // pinned: put_bw_bidir's background kernel has started (proxy path)
   row pending_;
   bool check_failed_ = false;
 };

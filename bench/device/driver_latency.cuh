@@ -1,6 +1,7 @@
 // The latency benchmarks of shoal-bench's device driver (bench/device/driver.cuh): p_ping_pong,
 // put_signal_ping_pong, put_quiet_latency, atomic_latency and barrier_latency, as out-of-class members
-// of driver<Api>. Included at the end of driver.cuh only.
+// of driver<Api>. Included at the end of driver.cuh only. A pair on the proxy path (no direct_) runs
+// the API rows only: no raw baseline, the target's buffers filled, cleared and checked by host RMA.
 #pragma once
 
 namespace shoal::bench::dev {
@@ -15,11 +16,14 @@ void driver<Api>::p_ping_pong() {
   const int iters = loop_iters();
   const int warm = loop_warmup();
   const int total = warm + opts_.reps * iters;
-  int* raw_peer = active() ? remote(raw_flag, peer_) : nullptr;
+  int* raw_peer = active() && direct_ ? remote(raw_flag, peer_) : nullptr;
   // Both use fresh flags: sequence numbers 1..total.
-  const double raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
-    raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
-  });
+  double raw_us = 0;
+  if (direct_) {
+    raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
+      raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
+    });
+  }
   const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
     p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
   });
@@ -29,10 +33,12 @@ void driver<Api>::p_ping_pong() {
     cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
     cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
     row r = make("p_ping_pong", Api::kName, "thread", sizeof(int), iters, api_us);
-    r.ratio = api_us / raw_us;
-    r.baseline = "raw";
+    if (direct_) {
+      r.ratio = api_us / raw_us;
+      r.baseline = "raw";
+    }
     add(r, seen_api == total);
-    add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
+    if (direct_) add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
   }
   Api::host_barrier();
   Api::host_free(raw_flag);
@@ -77,24 +83,24 @@ void driver<Api>::put_signal_ping_pong() {
   const int warm = loop_warmup();
   const int threads = opts_.threads;
   const std::string label = "block/1x" + std::to_string(threads);
-  char* peer_buf = active() ? remote(buf, peer_) : nullptr;
-  uint64_t* peer_raw_sig = active() ? remote(raw_sig, peer_) : nullptr;
+  char* peer_buf = active() && direct_ ? remote(buf, peer_) : nullptr;  // the raw baseline's
+  uint64_t* peer_raw_sig = active() && direct_ ? remote(raw_sig, peer_) : nullptr;
   uint64_t api_seq = 1, raw_seq = 1;  // next sequence number of each signal word
   for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
     uint32_t seed0 = 0, seed1 = 0;
     if (me_ == init_) {
       seed0 = fill(src, nbytes);
-      seed1 = fill(remote(src, peer_), nbytes);
+      seed1 = fill_at({src, peer_}, nbytes);
     }
     double us[2] = {0, 0};
     bool ok[2] = {true, true};
-    for (int v = 0; v < 2; ++v) {  // 0: raw baseline, 1: the API
+    for (int v = direct_ ? 0 : 1; v < 2; ++v) {  // 0: raw baseline (load/store pairs), 1: the API
       const bool raw = v == 0;
       uint64_t& seq = raw ? raw_seq : api_seq;
       uint64_t* word = raw ? raw_sig : sig;
       if (me_ == init_) {
         clear(buf, nbytes);
-        clear(peer_buf, nbytes);
+        clear_at({buf, peer_}, nbytes);
       }
       us[v] = ping_pong_run(
           raw ? "raw put-signal ping-pong" : "put_signal ping-pong", iters, warm,
@@ -112,15 +118,17 @@ void driver<Api>::put_signal_ping_pong() {
       if (me_ == init_) {
         uint64_t seen = 0;
         cuda_check(cudaMemcpy(&seen, word, sizeof(seen), cudaMemcpyDeviceToHost), "read signal");
-        ok[v] = seen == seq - 1 && holds(buf, nbytes, seed1) && holds(peer_buf, nbytes, seed0);
+        ok[v] = seen == seq - 1 && holds(buf, nbytes, seed1) && holds_at({buf, peer_}, nbytes, seed0);
       }
     }
     if (me_ == init_) {
       row r = make("put_signal_ping_pong", Api::kName, label, nbytes, iters, us[1]);
-      r.ratio = us[1] / us[0];
-      r.baseline = "raw";
+      if (direct_) {
+        r.ratio = us[1] / us[0];
+        r.baseline = "raw";
+      }
       add(r, ok[1]);
-      add(make("put_signal_ping_pong", "raw", label, nbytes, iters, us[0]), ok[0]);
+      if (direct_) add(make("put_signal_ping_pong", "raw", label, nbytes, iters, us[0]), ok[0]);
     }
   }
   Api::host_barrier();
@@ -141,11 +149,11 @@ void driver<Api>::put_quiet_latency() {
   if (me_ == init_) {
     const int iters = loop_iters();
     const int warm = loop_warmup();
-    char* peer_dst = remote(dst, peer_);
+    char* peer_dst = direct_ ? remote(dst, peer_) : nullptr;  // the raw baseline's
     for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-      double us[2];
-      bool ok[2];
-      for (int v = 0; v < 2; ++v) {
+      double us[2] = {0, 0};
+      bool ok[2] = {true, true};
+      for (int v = direct_ ? 0 : 1; v < 2; ++v) {  // 0: raw baseline (load/store pairs), 1: the API
         const bool raw = v == 0;
         const uint32_t seed = fill(src, nbytes);
         auto k = [&](int n) {
@@ -155,15 +163,17 @@ void driver<Api>::put_quiet_latency() {
             put_quiet_kernel<Api><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
         };
         untimed("put_quiet warm-up", [&] { k(warm); });
-        clear(peer_dst, nbytes);
+        clear_at({dst, peer_}, nbytes);
         us[v] = median_us(raw ? "raw put+fence" : "putmem+quiet", [&] { k(iters); }) / iters;
-        ok[v] = holds(peer_dst, nbytes, seed);
+        ok[v] = holds_at({dst, peer_}, nbytes, seed);
       }
       row r = make("put_quiet_latency", Api::kName, "thread", nbytes, iters, us[1]);
-      r.ratio = us[1] / us[0];
-      r.baseline = "raw";
+      if (direct_) {
+        r.ratio = us[1] / us[0];
+        r.baseline = "raw";
+      }
       add(r, ok[1]);
-      add(make("put_quiet_latency", "raw", "thread", nbytes, iters, us[0]), ok[0]);
+      if (direct_) add(make("put_quiet_latency", "raw", "thread", nbytes, iters, us[0]), ok[0]);
     }
   }
   Api::host_barrier();
@@ -181,14 +191,16 @@ void driver<Api>::atomic_latency() {
   if (me_ == init_) {
     const int iters = loop_iters();
     const int warm = loop_warmup();
-    uint64_t* peer_raw = remote(raw_word, peer_);
+    uint64_t* peer_raw = direct_ ? remote(raw_word, peer_) : nullptr;  // the raw baseline's
     const uint64_t expected = warm + static_cast<uint64_t>(opts_.reps) * iters;
-    untimed("raw fetch_add warm-up",
-            [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
-    const double raw_us =
-        median_us("raw fetch_add",
-                  [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
-        iters;
+    double raw_us = 0;
+    if (direct_) {
+      untimed("raw fetch_add warm-up",
+              [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
+      raw_us = median_us("raw fetch_add",
+                         [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
+               iters;
+    }
     untimed("fetch_add warm-up",
             [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, warm, peer_, &scratch_->sink); });
     const double us =
@@ -196,10 +208,13 @@ void driver<Api>::atomic_latency() {
                   [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(word, iters, peer_, &scratch_->sink); }) /
         iters;
     row r = make("atomic_latency", Api::kName, "thread", sizeof(uint64_t), iters, us);
-    r.ratio = us / raw_us;
-    r.baseline = "raw";
-    add(r, read_word(remote(word, peer_)) == expected);
-    add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), read_word(peer_raw) == expected);
+    if (direct_) {
+      r.ratio = us / raw_us;
+      r.baseline = "raw";
+    }
+    add(r, read_word_at(word, peer_) == expected);
+    if (direct_)
+      add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), read_word(peer_raw) == expected);
   }
   Api::host_barrier();
   Api::host_free(raw_word);
@@ -216,7 +231,14 @@ void driver<Api>::barrier_latency() {
   const int iters = loop_iters();
   const int warm = loop_warmup();
   const int threads = opts_.threads;
-  const bool raw_ok = npes_ == 2;  // the raw flag barrier is written for two PEs
+  const bool raw_ok = npes_ == 2 && direct_;  // the raw flag barrier is written for two PEs and peer pointers
+  if (proxy_ && me_ == 0) {
+    std::fprintf(stderr,
+                 "shoal-bench: barrier_latency: some PEs have no load/store path between them (the proxy path):%s "
+                 "%d timed iterations per repetition (-n x 10 = %d) after %d warm-up\n",
+                 npes_ == 2 ? " no raw or raw-fenced rows;" : "", iters, std::max(1, opts_.iterations * 10), warm);
+    std::fflush(stderr);
+  }
   struct variant {
     const char* label;
     bool block;

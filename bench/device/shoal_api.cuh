@@ -35,6 +35,10 @@ struct shoal_api {
   static void* host_ptr(void* p, int pe) { return shoal_ptr(p, pe); }
   static int my_pe() { return shoal_my_pe(); }
   static int n_pes() { return shoal_n_pes(); }
+  /// Host RMA to any PE (the driver's fills and checks of a proxy peer's memory; local side: host or device).
+  static void host_getmem(void* d, const void* s, size_t n, int pe) { shoal_getmem(d, s, n, pe); }
+  static void host_putmem(void* d, const void* s, size_t n, int pe) { shoal_putmem(d, s, n, pe); }
+  static void host_quiet() { shoal_quiet(); }
 
   // --- device ---
   static __device__ void putmem(void* d, const void* s, size_t n, int pe) { shoal_putmem(d, s, n, pe); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Puts shoal-bench's proxy figures beside ucx_perftest's from the same run and checks issue 11's
 targets: host put >= 1 MiB at >= 0.9x ucx_perftest's put bandwidth; small-op latency <= ucx_perftest's
-+ 3 us; device-initiated put >= 0.8x host-initiated (when a device CSV is there).
++ 3 us; device-initiated put (its best scope per size) >= 0.8x host-initiated (when a device CSV is there).
 
 usage: compare.py --dir DIR [--command TEXT] [--machine TEXT]
 Reads DIR/shoal_host.csv, DIR/ucx_host.csv and, when present, DIR/shoal_device.csv; writes
@@ -28,6 +28,20 @@ def load(path, impl=None):
     return out
 
 
+def load_best(path, impl):
+    """(benchmark, size) -> the row of `impl` with the highest bandwidth over its scopes (device rows come at
+    thread, warp and block scope; a thread-scope grid posts one proxy operation per thread)."""
+    out = {}
+    if not path.exists():
+        return out
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            key = (r["benchmark"], int(r["size_bytes"]))
+            if r["impl"] == impl and (key not in out or float(r["bandwidth_gbps"]) > float(out[key]["bandwidth_gbps"])):
+                out[key] = r
+    return out
+
+
 def size_text(n):
     for unit, div in (("MiB", MIB), ("KiB", 1024)):
         if n >= div and n % div == 0:
@@ -44,7 +58,7 @@ def main():
     d = pathlib.Path(args.dir)
     shoal = load(d / "shoal_host.csv", "shoal")
     ucx = load(d / "ucx_host.csv", "ucx_perftest")
-    device = load(d / "shoal_device.csv", "shoal")
+    device = load_best(d / "shoal_device.csv", "shoal")
     typical = load(d / "shoal_host_typical.csv", "shoal")
 
     rows = []  # measure, size, shoal, ucx, unit, relation, target, met
@@ -94,7 +108,7 @@ def main():
             continue
         s, h = float(r["bandwidth_gbps"]), float(shoal[("put_bw", n)]["bandwidth_gbps"])
         ratio = s / h if h > 0 else 0.0
-        add("device put_bw (vs host put_bw)", n, s, h, "GB/s", f"{ratio:.2f}x", ">= 0.8x",
+        add("device put_bw (vs host put_bw)", n, s, h, "GB/s", f"{ratio:.2f}x ({r['scope']})", ">= 0.8x",
             "yes" if ratio >= 0.8 else "NO")
 
     header = ["measure", "size", "shoal", "reference", "unit", "shoal vs reference", "target", "met"]

@@ -5,9 +5,12 @@
 #  2. ucx_perftest (ucp_put_bw, ucp_get, ucp_put_lat, ucp_fadd, ucp_add) as a server/client pair on
 #     127.0.0.1 over the same transport (bench/proxy/perftest.py);
 #  3. where a GPU is present: the device-initiated set on GPU heaps (UCX_TLS=tcp,cuda_copy) and
-#     ucx_perftest on CUDA memory;
-#  4. bench/proxy/compare.py: the table against the targets (compare.csv, README.md), and plots
-#     with bench/plot.py.
+#     ucx_perftest on CUDA memory. With no load/store path between the PEs, shoal-bench runs the shoal
+#     rows only (thread, warp and block scope; no sm_copy/copy_engine/raw baselines, said on stderr),
+#     checks every row's data through host gets, and bounds its loops (at most 200 timed iterations
+#     per latency repetition, 64 MiB per timed bandwidth kernel, warm-ups bounded in time);
+#  4. bench/proxy/compare.py: the table against the targets (compare.csv, README.md; device put
+#     at its best scope per size), and plots with bench/plot.py.
 #
 #   bench/proxy/run.sh [--build DIR] [--out DIR] [--quick] [--no-device]
 #     --build DIR   build tree with shoalrun and shoal-bench (default build/ci)
@@ -75,6 +78,7 @@ if ((device)) && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>
   gpu=$(nvidia-smi -L | head -1)
   echo "== device-initiated over the proxy ($gpu)"
   # cuda_copy stages GPU memory through host buffers; never cuda_ipc here (a same-node GPU path).
+  # SHOAL_DISABLE_P2P=1 keeps the GPUs apart too: the pair is on the proxy, device calls go through its ring.
   SHOAL_BACKEND=cuda UCX_TLS=tcp,cuda_copy "$shoalrun" -n 2 --timeout 1200 -- "$bench" "${host_set[@]}" \
     "${range[@]}" --csv "$out/shoal_device.csv" || echo "run.sh: the device set failed; see above" >&2
   if ((perftest_runs)); then
