@@ -184,7 +184,7 @@ __device__ __forceinline__ bool vec16_ok(const void* dest, const void* source, s
     return false;
   } else {
     return ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source) | nbytes) & 15) == 0 &&
-           (nbytes >> 35) == 0 && Scope::size() % 32 == 0 && __isGlobal(source);
+           nbytes != 0 && (nbytes >> 35) == 0 && Scope::size() % 32 == 0 && __isGlobal(source);
   }
 }
 
@@ -240,9 +240,10 @@ inline constexpr int kPutLeadLoads = 4;
 /// address): each thread loads its vectors of the first round of copy_vec16 and only then looks `pe`
 /// up (peer_route), so that the lookup and the address arithmetic overlap the loads' round trip
 /// instead of preceding it. A load/store peer: stores them, copies the later rounds, returns the
-/// peer's node-local index; no scope sync. A proxy peer: stores nothing and returns -1 (the caller
-/// takes its proxy branch; the values loaded are dropped: reading `source` has no effect). Checked
-/// builds trap for a bad pe as peer_route does.
+/// peer's node-local index (a thread without a vector in a world without a proxy ring: 0, unrouted);
+/// no scope sync. A proxy peer: stores nothing and returns -1 (the caller takes its proxy branch;
+/// the values loaded are dropped: reading `source` has no effect). Checked builds trap for a bad pe
+/// as peer_route does.
 /// kDepth: loads per thread per round (kPutLeadLoads by default).
 template <class Scope, int kDepth = kPutLeadLoads>
 __device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void* dest, const void* source,
@@ -251,9 +252,13 @@ __device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void*
   const uint4* s = static_cast<const uint4*>(source);
   uint32_t j = vec16_first<Scope, kDepth>(Scope::rank());
   // A thread with no vector (a small put leaves most warps of a block without one) skips the loads,
-  // the address arithmetic and the stores, but still routes: every thread of the scope takes the
-  // same branch (proxy or not) and reaches the caller's sync.
+  // the address arithmetic and the stores: every warp of the block runs this call to reach the
+  // caller's sync, so the instructions of such a warp bound how fast a small put can go. In a world
+  // with a proxy ring it still routes (every thread of the scope must take the same branch, proxy or
+  // not); without one no peer takes the proxy branch and it returns at once (rank 0 always has a
+  // vector, nbytes > 0 by vec16_ok, and routes: checked builds still trap on a bad pe).
   const bool mine = j < num_vecs;
+  if (!mine && w.proxy_ring == nullptr) return 0;
   uint4 v[kDepth];
   if (mine) vec16_load(v, s, j, num_vecs);
   const int32_t local = peer_route(w, pe, call);

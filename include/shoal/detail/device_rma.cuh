@@ -43,7 +43,7 @@ __device__ __forceinline__ void putmem_generic(Scope, const device_world& w, voi
 /// putmem with put_routed_vec16 at kDepth loads per thread per round: wide scopes (block, warps<N>)
 /// with vec16_ok buffers (16-byte multiples, global source) issue their first loads before the peer
 /// lookup; everything else is putmem_generic. Same result, same final sync. shoal-bench's
-/// "shoal-d8" rows run kDepth 8 (126 registers in its kernel with nvcc 13.0: at most 512 threads per block).
+/// "shoal-d8" rows run kDepth 8 (96 registers in its kernel with nvcc 13.0: at most 672 threads per block).
 template <bool kNbi, int kDepth, class Scope>
 __device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe, const char* call) {
