@@ -2,7 +2,10 @@
 // sizes, iteration counts, CUDA-event timing (median of reps), the same-run baselines, the data
 // spot check, and the rows. Templated on the API adapter (see kernels.cuh), whose host part is
 //   kName, host_malloc/host_calloc/host_free (collective), host_barrier, host_ptr(addr, pe),
-//   my_pe, n_pes; optionally `using tma = <adapter>` and kTmaName: a second block-put path.
+//   my_pe, n_pes; optionally `using tma = <adapter>` and kTmaName: a second block-put path, and
+//   `using generic` / `using deep` (adapters with their own kName): more block puts measured beside
+//   it in put_bw (shoal: the previous path and a deeper round; skipped where their kernel's registers
+//   do not allow -t threads). put_bw's block grids also get "raw_block" rows (raw_block_put_kernel).
 //
 // Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
 // default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
@@ -688,12 +691,38 @@ class driver {
             run();
             if (g.ctas == sms_) copy_bw_full = copy_bw;
           }
+          if (!get && g.is_block()) {
+            // Baseline: the block put on raw pointers, this binary's heap (raw_block_put_kernel).
+            const uint32_t seed = fill(data_src, nbytes, slices);
+            auto k = [&](int n) {
+              raw_block_put_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, src, nbytes, g.chunk(nbytes), n,
+                                                                      slices);
+            };
+            int n = iters;
+            const double us = per_iter_us("raw_block", warm, n, k, [&] { clear(data_dst, nbytes); });
+            row r = make(name, "raw_block", g.label(), nbytes, n, us);
+            r.bandwidth_gbps = nbytes / (us * 1e3);
+            r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
+            r.baseline = "sm_copy";
+            add(r, holds(data_dst, nbytes, seed));
+          }
           measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
                            copy_bw);
           if constexpr (requires { typename Api::tma; }) {
             if (!get && g.is_block())
               measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, nbytes, slices,
                                              iters, warm, copy_bw);
+          }
+          // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round).
+          if constexpr (requires { typename Api::generic; }) {
+            if (!get && g.is_block())
+              measure_rma_if_fits<typename Api::generic>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
+                                                         warm, copy_bw);
+          }
+          if constexpr (requires { typename Api::deep; }) {
+            if (!get && g.is_block())
+              measure_rma_if_fits<typename Api::deep>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
+                                                      warm, copy_bw);
           }
         }
         // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.
@@ -752,6 +781,21 @@ class driver {
       r.baseline = "sm_copy";
     }
     add(r, holds_at(data_dst, nbytes, seed));
+  }
+
+  /// measure_rma of a put variant A (named A::kName) at block scope, unless its kernel has too many
+  /// registers for g's block size (then a note on stderr instead of a launch failure).
+  template <class A>
+  void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, char* data_src, char* data_dst,
+                           size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
+    cudaFuncAttributes attr{};
+    cuda_check(cudaFuncGetAttributes(&attr, rma_bw_kernel<A, shoal::block_scope, false>), "cudaFuncGetAttributes");
+    if (g.threads > attr.maxThreadsPerBlock) {
+      std::fprintf(stderr, "shoal-bench: %s %s: no %s row (%d registers: at most %d threads per block)\n", name,
+                   g.label().c_str(), A::kName, attr.numRegs, attr.maxThreadsPerBlock);
+      return;
+    }
+    measure_rma<A>(name, A::kName, g, false, src, dst, data_src, data_dst, nbytes, slices, iters, warm, copy_bw);
   }
 
   // ---- put_bw_bidir: the pair put to each other; the initiator's direction is timed ----

@@ -1,8 +1,9 @@
 // Kernels of the device-initiated benchmarks, shared by shoal-bench (shoal's header-only device API,
 // no -rdc) and shoal-bench-nvshmem (NVSHMEM, -rdc): each measured kernel is a template on an API
 // adapter `Api` (bench/device/shoal_api.cuh, bench/nvshmem/nvshmem_api.cuh) with static __device__
-// functions named after the NVSHMEM calls they stand for. The baselines (plain SM copy, raw flag
-// ping-pong, raw atomics, raw flag barrier) use peer pointers only and are the same for every API.
+// functions named after the NVSHMEM calls they stand for. The baselines (plain SM copy, raw block put,
+// raw flag ping-pong, raw atomics, raw flag barrier) use peer pointers only and are the same for every
+// API.
 //
 // Defines kernels: included by exactly one translation unit of each binary.
 //
@@ -231,6 +232,30 @@ __global__ void rma_bw_kernel(char* dst, const char* src_base, size_t nbytes, si
     }
   }
   Api::quiet();
+}
+
+/// Baseline of the block put: rma_bw_kernel's loop at block scope with the put written out on raw
+/// pointers, one 16-byte load and store per thread per step (int4, the shape of NVSHMEM's block copy:
+/// no unrolling), then __syncthreads(); `peer_dst` is the peer's buffer as this process maps it
+/// (Api::host_ptr). Run by both binaries on their own heaps ("raw_block" rows): the same code on
+/// shoal's heap and on NVSHMEM's, so its two figures separate the heap from the put path.
+__global__ void raw_block_put_kernel(char* peer_dst, const char* src_base, size_t nbytes, size_t chunk, int iters,
+                                     size_t slices) {
+  const size_t off = static_cast<size_t>(blockIdx.x) * chunk;
+  const size_t n = off < nbytes ? (nbytes - off < chunk ? nbytes - off : chunk) : 0;
+  const size_t span = slices * nbytes;
+  size_t shift = 0;  // as in rma_bw_kernel
+  for (int i = 0; i < iters; ++i) {
+    if (n == 0) break;
+    const char* src = src_base + shift + off;
+    char* dst = peer_dst + off;
+    shift = shift + nbytes >= span ? 0 : shift + nbytes;
+    const size_t vecs = n / 16;  // off and both buffers are 16-byte aligned (grid::chunk)
+    for (size_t v = threadIdx.x; v < vecs; v += blockDim.x)
+      reinterpret_cast<int4*>(dst)[v] = reinterpret_cast<const int4*>(src)[v];
+    for (size_t b = vecs * 16 + threadIdx.x; b < n; b += blockDim.x) dst[b] = src[b];
+    __syncthreads();
+  }
 }
 
 /// Baseline: the plain SM copy kernel, grid-stride int4 loads and stores (4 loads in flight per

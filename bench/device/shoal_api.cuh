@@ -20,12 +20,19 @@ inline constexpr int kTmaStages = 4;
 inline constexpr int kTmaStageBytes = 16384;
 
 struct shoal_tma_api;
+template <int kDepth>
+struct shoal_vec_api;
+struct shoal_generic_api;
 
 struct shoal_api {
   static constexpr const char* kName = "shoal";
   static constexpr const char* kTmaName = "shoal-tma";
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
+  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the previous
+  /// path and a deeper first round.
+  using generic = shoal_generic_api;
+  using deep = shoal_vec_api<8>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -93,6 +100,39 @@ struct shoal_tma_api : shoal_api {
       extern __shared__ __align__(16) unsigned char tma_smem[];
       shoal::device::putmem_tma<kTmaStages, kTmaStageBytes>(scope, shoal::device::facade_world(), d, s, n, pe,
                                                             tma_smem);
+    } else {
+      shoal_api::putmem_nbi(scope, d, s, n, pe);
+    }
+  }
+};
+
+/// shoal with block puts through detail::putmem_vec at kDepth loads per thread per round (the
+/// facade's block put is kDepth 4): "shoal-d8" rows.
+template <int kDepth>
+struct shoal_vec_api : shoal_api {
+  static constexpr const char* kName = kDepth == 8 ? "shoal-d8" : "shoal-d?";
+
+  template <class S>
+  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::block_scope>) {
+      shoal::detail::putmem_vec<true, kDepth>(scope, shoal::device::facade_world(), d, s, n, pe,
+                                              "shoal::detail::putmem_vec");
+    } else {
+      shoal_api::putmem_nbi(scope, d, s, n, pe);
+    }
+  }
+};
+
+/// shoal with block puts through detail::putmem_generic: the block put as it was before the
+/// loads-first path (put_routed_vec16), measured beside it in the same run ("shoal-generic" rows).
+struct shoal_generic_api : shoal_api {
+  static constexpr const char* kName = "shoal-generic";
+
+  template <class S>
+  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::block_scope>) {
+      shoal::detail::putmem_generic<true>(scope, shoal::device::facade_world(), d, s, n, pe,
+                                          "shoal::detail::putmem_generic");
     } else {
       shoal_api::putmem_nbi(scope, d, s, n, pe);
     }

@@ -210,7 +210,9 @@ void mem_case(int team_index, kind k, size_t nb, int root, int iters) {
   sync_all_pes();
 }
 
-const size_t kSizes[] = {0, 1, 3, 8, 37, 1000, 4099, kMaxBytes};
+// 4096 and 49168 (3073 x 16): multiples of 16 bytes, so alltoallmem takes copy_vec16 (one partial
+// round; several rounds and a partial one).
+const size_t kSizes[] = {0, 1, 3, 8, 37, 1000, 4096, 4099, 49168, kMaxBytes};
 
 GPU_TEST(broadcast_block) {
   for (int ti = 0; ti < 3; ++ti)
@@ -228,7 +230,7 @@ GPU_TEST(alltoall_block) {
 }
 GPU_TEST(mem_thread_warp) {
   for (int ti = 0; ti < 3; ++ti)
-    for (size_t nb : {size_t{0}, size_t{37}, size_t{1000}})
+    for (size_t nb : {size_t{0}, size_t{37}, size_t{1000}, size_t{1024}})
       for (kind k : {kind::broadcast, kind::fcollect, kind::alltoall}) {
         const int root = k == kind::broadcast ? bufs().teams.handle[ti].n_pes - 1 : 0;
         mem_case<thread_scope>(ti, k, nb, root, 10);

@@ -174,6 +174,107 @@ __device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_s
   }
 }
 
+/// True when a copy at Scope may take copy_vec16 / put_routed_vec16: the scope is whole warps
+/// (size a multiple of 32), destination, source and size are multiples of 16 bytes, the size is below
+/// 32 GiB (vector indices plus a round stay below 2^32) and the source is global memory (no head, no
+/// tail, no narrower width, ld.global).
+template <class Scope>
+__device__ __forceinline__ bool vec16_ok(const void* dest, const void* source, size_t nbytes) {
+  if constexpr (std::is_same_v<Scope, thread_scope>) {
+    return false;
+  } else {
+    return ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source) | nbytes) & 15) == 0 &&
+           nbytes != 0 && (nbytes >> 35) == 0 && Scope::size() % 32 == 0 && __isGlobal(source);
+  }
+}
+
+/// Where a warp's round of copy_vec16 starts: warp k of the scope takes vectors [k*kDepth*32,
+/// (k+1)*kDepth*32) of each round (rounds are size*kDepth vectors apart), lane l vectors l, l + 32, ...
+/// of that span: every access instruction of a warp is 512 contiguous bytes (coalesced, like the
+/// interleaved order), and a lane's kDepth accesses are 512 bytes apart, so one 64-bit address per
+/// side serves them all (immediate offsets: fewer registers than copy_width).
+template <class Scope, int kDepth>
+__device__ __forceinline__ uint32_t vec16_first(uint32_t rank) {
+  return (rank / 32) * (kDepth * 32) + rank % 32;
+}
+
+/// Loads of this lane's vectors j, j + 32, ... (kDepth of them, those below num_vecs) of `s`.
+template <int kDepth>
+__device__ __forceinline__ void vec16_load(uint4 (&v)[kDepth], const uint4* s, uint32_t j, uint32_t num_vecs) {
+  const uint4* p = s + j;
+#pragma unroll
+  for (int u = 0; u < kDepth; ++u) {
+    if (j + u * 32 < num_vecs) v[u] = ptx::ld_global_v4(p + u * 32);
+  }
+}
+/// The matching stores into `d`.
+template <int kDepth>
+__device__ __forceinline__ void vec16_store(const uint4 (&v)[kDepth], uint4* d, uint32_t j, uint32_t num_vecs) {
+  uint4* p = d + j;
+#pragma unroll
+  for (int u = 0; u < kDepth; ++u) {
+    if (j + u * 32 < num_vecs) ptx::st_global_v4(p + u * 32, v[u]);
+  }
+}
+
+/// The 16-byte copy of vec16_ok buffers (`dest` global, e.g. a peer's heap; `source` global) in
+/// rounds of kDepth loads per thread, then their stores (vec16_first's order; 32-bit indices, no head
+/// or tail). No scope sync.
+template <class Scope, int kDepth>
+__device__ __forceinline__ void copy_vec16(void* dest, const void* source, size_t nbytes) {
+  const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
+  const uint32_t round = Scope::size() * kDepth;
+  uint4 v[kDepth];
+#pragma unroll 1
+  for (uint32_t j = vec16_first<Scope, kDepth>(Scope::rank()); j < num_vecs; j += round) {
+    vec16_load(v, static_cast<const uint4*>(source), j, num_vecs);
+    vec16_store(v, static_cast<uint4*>(dest), j, num_vecs);
+  }
+}
+
+/// Loads in flight per thread in each round of put_routed_vec16 (4 x 16 B, as copy_width at wide
+/// scopes: a block of 512 threads moves 32 KiB per round trip).
+inline constexpr int kPutLeadLoads = 4;
+
+/// The wide-scope put of vec16_ok buffers with the loads first (`dest` is the local symmetric
+/// address): each thread loads its vectors of the first round of copy_vec16 and only then looks `pe`
+/// up (peer_route), so that the lookup and the address arithmetic overlap the loads' round trip
+/// instead of preceding it. A load/store peer: stores them, copies the later rounds, returns the
+/// peer's node-local index (a thread without a vector in a world without a proxy ring: 0, unrouted);
+/// no scope sync. A proxy peer: stores nothing and returns -1 (the caller takes its proxy branch;
+/// the values loaded are dropped: reading `source` has no effect). Checked builds trap for a bad pe
+/// as peer_route does.
+/// kDepth: loads per thread per round (kPutLeadLoads by default).
+template <class Scope, int kDepth = kPutLeadLoads>
+__device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void* dest, const void* source,
+                                                    size_t nbytes, int pe, const char* call) {
+  const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
+  const uint4* s = static_cast<const uint4*>(source);
+  uint32_t j = vec16_first<Scope, kDepth>(Scope::rank());
+  // A thread with no vector (a small put leaves most warps of a block without one) skips the loads,
+  // the address arithmetic and the stores: every warp of the block runs this call to reach the
+  // caller's sync, so the instructions of such a warp bound how fast a small put can go. In a world
+  // with a proxy ring it still routes (every thread of the scope must take the same branch, proxy or
+  // not); without one no peer takes the proxy branch and it returns at once (rank 0 always has a
+  // vector, nbytes > 0 by vec16_ok, and routes: checked builds still trap on a bad pe).
+  const bool mine = j < num_vecs;
+  if (!mine && w.proxy_ring == nullptr) return 0;
+  uint4 v[kDepth];
+  if (mine) vec16_load(v, s, j, num_vecs);
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0 || !mine) return local;
+  uint4* d = ptx::opaque_ptr(local_peer_ptr(w, static_cast<uint4*>(dest), local));
+  const uint32_t round = Scope::size() * kDepth;
+#pragma unroll 1
+  while (true) {
+    vec16_store(v, d, j, num_vecs);
+    if (j + round >= num_vecs) break;  // no 32-bit wrap: j < num_vecs + round < 2^32 (vec16_ok)
+    j += round;
+    vec16_load(v, s, j, num_vecs);
+  }
+  return local;
+}
+
 /// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;
 

@@ -28,14 +28,42 @@ struct sized_elem<128> {
   };
 };
 
-/// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
+/// putmem without the loads-first path: peer lookup, then copy_to_remote (any alignment, any source
+/// space), then the scope's sync. kNbi: the _nbi form (differs only for proxy peers, where it does not
+/// wait for completion). What putmem did before put_routed_vec16; shoal-bench's "shoal-generic" rows.
 template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void putmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
-                                       int pe, const char* call) {
+__device__ __forceinline__ void putmem_generic(Scope, const device_world& w, void* dest, const void* source,
+                                               size_t nbytes, int pe, const char* call) {
   const int32_t local = peer_route(w, pe, call);
   if (local < 0) return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
   copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
   Scope::sync();
+}
+
+/// putmem with put_routed_vec16 at kDepth loads per thread per round: wide scopes (block, warps<N>)
+/// with vec16_ok buffers (16-byte multiples, global source) issue their first loads before the peer
+/// lookup; everything else is putmem_generic. Same result, same final sync. shoal-bench's
+/// "shoal-d8" rows run kDepth 8 (96 registers in its kernel with nvcc 13.0: at most 672 threads per block).
+template <bool kNbi, int kDepth, class Scope>
+__device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void* dest, const void* source,
+                                           size_t nbytes, int pe, const char* call) {
+  if constexpr (Scope::kWide) {
+    if (vec16_ok<Scope>(dest, source, nbytes)) {
+      if (put_routed_vec16<Scope, kDepth>(w, dest, source, nbytes, pe, call) < 0)
+        return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
+      Scope::sync();
+      return;
+    }
+  }
+  putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
+}
+
+/// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
+/// putmem_vec at kPutLeadLoads (4) loads per thread per round.
+template <bool kNbi = false, class Scope>
+__device__ __forceinline__ void putmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
+                                       int pe, const char* call) {
+  putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
 }
 
 template <bool kNbi = false, class Scope>
