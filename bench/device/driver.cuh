@@ -691,20 +691,21 @@ class driver {
             run();
             if (g.ctas == sms_) copy_bw_full = copy_bw;
           }
-          if (!get && g.is_block()) {
-            // Baseline: the block put on raw pointers, this binary's heap (raw_block_put_kernel).
-            const uint32_t seed = fill(data_src, nbytes, slices);
+          if (!get && g.is_block() && direct_) {
+            // Baseline: the block put on raw pointers, this binary's heap (raw_block_put_kernel; load/store
+            // pairs only).
+            char* raw_dst = raw(data_dst);
+            const uint32_t seed = fill_at(data_src, nbytes, slices);
             auto k = [&](int n) {
-              raw_block_put_kernel<<<g.ctas, g.threads, 0, stream_>>>(data_dst, src, nbytes, g.chunk(nbytes), n,
-                                                                      slices);
+              raw_block_put_kernel<<<g.ctas, g.threads, 0, stream_>>>(raw_dst, src, nbytes, g.chunk(nbytes), n, slices);
             };
             int n = iters;
-            const double us = per_iter_us("raw_block", warm, n, k, [&] { clear(data_dst, nbytes); });
+            const double us = per_iter_us("raw_block", warm, n, k, [&] { clear(raw_dst, nbytes); });
             row r = make(name, "raw_block", g.label(), nbytes, n, us);
             r.bandwidth_gbps = nbytes / (us * 1e3);
             r.ratio = copy_bw > 0 ? r.bandwidth_gbps / copy_bw : 0;
             r.baseline = "sm_copy";
-            add(r, holds(data_dst, nbytes, seed));
+            add(r, holds(raw_dst, nbytes, seed));
           }
           measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
                            copy_bw);
@@ -786,7 +787,7 @@ class driver {
   /// measure_rma of a put variant A (named A::kName) at block scope, unless its kernel has too many
   /// registers for g's block size (then a note on stderr instead of a launch failure).
   template <class A>
-  void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, char* data_src, char* data_dst,
+  void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, at data_src, at data_dst,
                            size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
     cudaFuncAttributes attr{};
     cuda_check(cudaFuncGetAttributes(&attr, rma_bw_kernel<A, shoal::block_scope, false>), "cudaFuncGetAttributes");
