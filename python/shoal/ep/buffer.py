@@ -9,6 +9,7 @@ such a job then holds the staging slabs too (``staged``). Low-latency mode forwa
 
 from __future__ import annotations
 
+import os
 from typing import Any, List, Optional, Tuple, Union
 
 from .config import CONTROL_NBYTES, MAX_RANKS, Config, combine_slot_nbytes, dispatch_slot_nbytes, num_slabs
@@ -104,6 +105,16 @@ class Buffer:
                 raise RuntimeError(f"Buffer: rank {self.rank} cannot address its own buffer (shoal_ptr returned 0)")
             self.num_proxy_peers = sum(1 for p in self._peers if p == 0)
             self._staged = self._agree_staged()
+            if self._staged and os.environ.get("SHOAL_EP_PROXY", "0") != "1":
+                # Agreed on every rank above, so every rank raises alike.
+                proxies = [pe for pe, p in enumerate(self._peers) if p == 0]
+                _core.free(self._base)  # collective, like the malloc: every rank is here
+                self._base, self._peers = 0, []
+                raise NotImplementedError(
+                    f"Buffer: rank {self.rank}: ranks {proxies} of this job are reached through shoal's proxy path "
+                    "(another node, or SHOAL_DISABLE_P2P=1); normal mode over the proxy is not enabled yet: its GPU "
+                    "test stalled in the count exchange (docs/ep.md, 'Ranks behind the proxy'). SHOAL_EP_PROXY=1 runs "
+                    "the experimental path anyway")
             self._host = ep.host_alloc(4 * (2 + ep.max_local_experts))
         self._ll: Any = None
         if low_latency_mode:
