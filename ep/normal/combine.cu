@@ -131,6 +131,8 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
 
 }  // namespace
 
+cudaError_t detail::load_combine_kernel() { return load_channels<combine_args, sender, receiver>(); }
+
 void combine(const combine_args& args, cudaStream_t stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);

@@ -187,4 +187,15 @@ void launch_channels(const Args& a, cudaStream_t stream) {
   channel_kernel<Args, Send, Recv><<<2 * a.num_channels, 32 * a.num_warps, 0, stream>>>(a);
 }
 
+/// Loads channel_kernel now rather than at its first launch (load_kernels()).
+template <class Args, void (*Send)(const Args&, uint64_t, int), void (*Recv)(const Args&, uint64_t, int)>
+cudaError_t load_channels() {
+  cudaFuncAttributes attr{};
+  return cudaFuncGetAttributes(&attr, channel_kernel<Args, Send, Recv>);
+}
+
+/// load_channels for dispatch's and combine's kernels (defined next to their Send and Recv).
+cudaError_t load_dispatch_kernel();
+cudaError_t load_combine_kernel();
+
 }  // namespace shoal_ep::detail

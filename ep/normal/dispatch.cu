@@ -160,6 +160,8 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
 
 }  // namespace
 
+cudaError_t detail::load_dispatch_kernel() { return load_channels<dispatch_args, sender, receiver>(); }
+
 void dispatch(const dispatch_args& args, cudaStream_t stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);

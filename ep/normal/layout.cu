@@ -165,4 +165,12 @@ void notify_dispatch(const notify_args& a, cudaStream_t stream) {
   notify_kernel<<<a.num_ranks + 1, kNotifyThreads, 0, stream>>>(a);
 }
 
+cudaError_t load_kernels() {
+  cudaFuncAttributes attr{};
+  if (cudaError_t err = cudaFuncGetAttributes(&attr, layout_kernel); err != cudaSuccess) return err;
+  if (cudaError_t err = cudaFuncGetAttributes(&attr, notify_kernel); err != cudaSuccess) return err;
+  if (cudaError_t err = detail::load_dispatch_kernel(); err != cudaSuccess) return err;
+  return detail::load_combine_kernel();
+}
+
 }  // namespace shoal_ep

@@ -215,6 +215,9 @@ NB_MODULE(_ep, m) {
       "Mapped pinned host memory, zeroed: (host address, device address).");
   m.def("host_free",
         [](std::uintptr_t host) { cuda_check(cudaFreeHost(reinterpret_cast<void*>(host)), "cudaFreeHost"); });
+  m.def(
+      "load_kernels", [] { cuda_check(shoal_ep::load_kernels(), "loading the normal-mode kernels"); },
+      "Loads every normal-mode kernel on the current device now (not at its first launch).");
   m.def("wait_counts", &wait_counts, nb::arg("host"), nb::arg("num_local_experts"), nb::arg("timeout_s"));
   m.def("get_dispatch_layout", &launch_layout, nb::arg("args"), nb::arg("stream"));
   m.def("notify_dispatch", &launch_notify, nb::arg("peers"), nb::arg("args"), nb::arg("stream"));

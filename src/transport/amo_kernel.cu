@@ -146,4 +146,12 @@ cudaError_t launch_amo_kernel(scalar type, void* target, amo_args args, unsigned
   return cudaGetLastError();
 }
 
+cudaError_t preload_amo_kernel(unsigned long long* fetched, cudaStream_t stream) {
+  const scalar type{scalar_kind::unsigned_int, 8};
+  if (cudaError_t err = launch_amo_kernel(type, fetched, amo_args{amo_op::fetch, 0, 0}, fetched, stream);
+      err != cudaSuccess)
+    return err;
+  return cudaStreamSynchronize(stream);
+}
+
 }  // namespace shoal::detail

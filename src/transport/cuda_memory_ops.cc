@@ -17,6 +17,8 @@ class cuda_memory_ops final : public memory_ops {
   cuda_memory_ops() {
     SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "shoal_init");
     SHOAL_CUDA_CHECK(cudaMallocHost(&fetched_, sizeof(unsigned long long)), "shoal_init");
+    // Loaded now: a host atomic that wakes a spinning kernel must not wait for that kernel to load.
+    SHOAL_CUDA_CHECK(preload_amo_kernel(fetched_, stream_), "shoal_init");
   }
   ~cuda_memory_ops() override {
     cudaStreamSynchronize(stream_);

@@ -124,4 +124,10 @@ struct combine_args {
 /// Sends every received row back to its source rank, which sums them in FP32 (plus bias) into BF16.
 void combine(const combine_args& a, cudaStream_t stream);
 
+/// Loads every normal-mode kernel on the current device now (cudaFuncGetAttributes), not at its first
+/// launch: under lazy module loading (PyTorch's setting) a first launch waits for the context's running
+/// kernels, here an earlier EP kernel that may be waiting on this rank's proxy thread. Once per process
+/// and device, before the first launch (Buffer's constructor); cudaSuccess or the first error.
+cudaError_t load_kernels();
+
 }  // namespace shoal_ep

@@ -112,9 +112,12 @@ class Buffer:
                 self._base, self._peers = 0, []
                 raise NotImplementedError(
                     f"Buffer: rank {self.rank}: ranks {proxies} of this job are reached through shoal's proxy path "
-                    "(another node, or SHOAL_DISABLE_P2P=1); normal mode over the proxy is not enabled yet: its GPU "
-                    "test stalled in the count exchange (docs/ep.md, 'Ranks behind the proxy'). SHOAL_EP_PROXY=1 runs "
-                    "the experimental path anyway")
+                    "(another node, or SHOAL_DISABLE_P2P=1); normal mode over the proxy is not enabled yet: it has "
+                    "not passed its GPU test (docs/ep.md, 'Proxy peers'). SHOAL_EP_PROXY=1 runs the experimental "
+                    "path anyway")
+            # Loaded now, not at a first launch: under lazy module loading (PyTorch's setting) a first launch
+            # waits for the running kernels, e.g. a notify still waiting on this rank's proxy thread.
+            ep.load_kernels()
             self._host = ep.host_alloc(4 * (2 + ep.max_local_experts))
         self._ll: Any = None
         if low_latency_mode:

@@ -50,6 +50,8 @@ class am_atomics {
   /// A get: the owner copies nbytes at `offset` of `pe` out and sends them back; this side copies them
   /// to `dest` (host or this PE's GPU memory) and then reports `token` through `done`.
   ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest);
+  /// GPU heaps: the owner's first-use work done now (owner_amo::prepare); call at init. Empty on success.
+  std::string prepare() { return owner_.prepare(); }
   /// This PE's copy engine for staging (the owner_amo's stream): `dest` <- `source`, landed on return.
   std::string copy(void* dest, const void* source, size_t nbytes) { return owner_.copy(dest, source, nbytes); }
   /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.

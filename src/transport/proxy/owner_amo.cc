@@ -88,6 +88,17 @@ std::string owner_amo::enter(int* previous) {
   return {};
 }
 
+std::string owner_amo::prepare() {
+  if (host_heap_) return {};
+  int previous = -1;
+  std::string err = enter(&previous);
+  restore_device restore{previous};
+  if (!err.empty()) return err;
+  if (cudaError_t e = preload_amo_kernel(fetched_, static_cast<cudaStream_t>(stream_)); e != cudaSuccess)
+    return failed("loading the atomic kernel", e);
+  return {};
+}
+
 std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   if (nbytes == 0) return {};
   if (host_heap_) {
@@ -148,6 +159,8 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
 #else
 
 owner_amo::~owner_amo() = default;
+
+std::string owner_amo::prepare() { return {}; }
 
 std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                              uint64_t* old) {

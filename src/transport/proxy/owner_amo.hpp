@@ -13,7 +13,7 @@ namespace shoal::detail {
 
 class owner_amo {
  public:
-  /// `device`: the CUDA device of this PE's heap (the proxy thread makes it current on first use).
+  /// `device`: the CUDA device of this PE's heap (made current for each call of the owner's work).
   /// `host_heap`: the heap is host memory (tests: SHOAL_TEST_PROXY_AMO_BY_OWNER), applied with CPU
   /// atomics, which are atomic with the owner's own host AMOs.
   owner_amo(int device, bool host_heap) : device_(device), host_heap_(host_heap) {}
@@ -25,6 +25,14 @@ class owner_amo {
   /// new one) to the nbytes (4, 8) word at `target`; the old value into *old. Empty on success, else
   /// what failed.
   std::string apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in, uint64_t* old);
+
+  /// Does now what the first GPU-heap atomic or copy would do: makes the heap's GPU current, creates
+  /// the private stream and the pinned reply word, and runs the atomic kernel once (loading it). At
+  /// init, while no kernel of the program can be waiting on this PE's proxy: under lazy module loading
+  /// a first launch of the atomic kernel waits for every running kernel of the context, so one made
+  /// while a kernel spins on the signal it would set never returns. Empty on success (and for host
+  /// heaps, which need nothing), else what failed.
+  std::string prepare();
 
   /// Copies nbytes from `source` to `dest` (either may be this PE's GPU memory or host memory) and
   /// waits until they have landed: the owner's side of a staged put or get on a GPU heap (memcpy on a
@@ -40,7 +48,7 @@ class owner_amo {
 
   int device_;
   bool host_heap_;
-  void* stream_ = nullptr;                 // cudaStream_t, created on first use
+  void* stream_ = nullptr;                 // cudaStream_t, created by prepare() (or the first use)
   unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
 };
 

@@ -899,6 +899,11 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     if (staged_on_host) s_->amo_by_owner = true;
     s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
                                           &s_->data_base, &state::on_owner_reply, s_.get());
+    // Now, not at the first atomic from a peer: that one may come while a kernel here spins on the very
+    // word it sets, and the atomic kernel's first launch (its lazy load) would wait for that kernel.
+    if (const std::string err = s_->am->prepare(); !err.empty())
+      SHOAL_THROW(errc::system, call, "PE {}: preparing the owner-applied atomics on its GPU failed: {}", boot.rank(),
+                  err);
   }
   s_->thread = std::thread([s = s_.get()] { s->run(); });
   s_->hooked = progress_hooks::add(&state::progress_hook, s_.get());
