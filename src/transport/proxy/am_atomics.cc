@@ -26,6 +26,20 @@ struct get_reply {
   int64_t status;
 };
 
+// A message's fixed header as T; false (the message is dropped) when its size is not T's.
+template <class T>
+bool read_header(const void* header, size_t header_nbytes, T* out) {
+  if (header_nbytes != sizeof(T)) return false;
+  std::memcpy(out, header, sizeof(T));
+  return true;
+}
+
+// The owner's work for PE `from` failed: says so, and gives the status its answer carries.
+int64_t owner_failed(int my_pe, const char* what, int from, const std::string& err) {
+  std::fprintf(stderr, "shoal: PE %d: %s from PE %d on this PE's heap failed: %s\n", my_pe, what, from, err.c_str());
+  return UCS_ERR_IO_ERROR;
+}
+
 void free_buffer(void* request, ucs_status_t, void* buffer) {
   delete[] static_cast<char*>(buffer);
   ucp_request_free(request);
@@ -144,8 +158,7 @@ ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t hea
                                        const ucp_am_recv_param_t* param) {
   auto* self = static_cast<am_atomics*>(arg);
   request m;
-  if (header_nbytes != sizeof(m)) return UCS_OK;
-  std::memcpy(&m, header, sizeof(m));
+  if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
     r.status = UCS_ERR_UNSUPPORTED;  // sent eager only: never expected
@@ -164,18 +177,13 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
                                 const ucp_am_recv_param_t* param) {
   auto* self = static_cast<am_atomics*>(arg);
   request m;
-  if (header_nbytes != sizeof(m)) return UCS_OK;
-  std::memcpy(&m, header, sizeof(m));
+  if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length != m.operand) {
     r.status = UCS_ERR_UNSUPPORTED;  // sent eager, whole: never expected
   } else {
     const std::string err = self->owner_.copy(reinterpret_cast<void*>(self->local_address(m.offset)), data, length);
-    if (!err.empty()) {
-      std::fprintf(stderr, "shoal: PE %d: a put from PE %d into this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
-                   err.c_str());
-      r.status = UCS_ERR_IO_ERROR;
-    }
+    if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", m.from, err);
   }
   self->answer(m.from, r);
   return UCS_OK;
@@ -186,18 +194,13 @@ ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nby
                                 const ucp_am_recv_param_t*) {
   auto* self = static_cast<am_atomics*>(arg);
   request m;
-  if (header_nbytes != sizeof(m)) return UCS_OK;
-  std::memcpy(&m, header, sizeof(m));
+  if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   const size_t nbytes = m.operand;
   auto* buffer = new char[sizeof(get_reply) + nbytes];
   get_reply r{m.token, m.swap_in, 0};
   const std::string err = self->owner_.copy(buffer + sizeof(get_reply),
                                             reinterpret_cast<const void*>(self->local_address(m.offset)), nbytes);
-  if (!err.empty()) {
-    std::fprintf(stderr, "shoal: PE %d: a get of PE %d from this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
-                 err.c_str());
-    r.status = UCS_ERR_IO_ERROR;
-  }
+  if (!err.empty()) r.status = owner_failed(self->my_pe_, "a get", m.from, err);
   std::memcpy(buffer, &r, sizeof(r));
   ucp_ep_h ep = m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr;
   ucs_status_ptr_t sent = UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
@@ -223,8 +226,7 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
                                       const ucp_am_recv_param_t* param) {
   auto* self = static_cast<am_atomics*>(arg);
   get_reply r;
-  if (header_nbytes != sizeof(r)) return UCS_OK;
-  std::memcpy(&r, header, sizeof(r));
+  if (!read_header(header, header_nbytes, &r)) return UCS_OK;
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) r.status = UCS_ERR_UNSUPPORTED;
   if (r.status == 0 && length > 0) {
     const std::string err = self->owner_.copy(reinterpret_cast<void*>(r.dest), data, length);
@@ -243,16 +245,11 @@ ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header
                                     const ucp_am_recv_param_t*) {
   auto* self = static_cast<am_atomics*>(arg);
   request m;
-  if (header_nbytes != sizeof(m)) return UCS_OK;
-  std::memcpy(&m, header, sizeof(m));
+  if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
   const std::string err = self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(self->local_address(m.offset)),
                                              m.operand, m.swap_in, &r.value);
-  if (!err.empty()) {
-    std::fprintf(stderr, "shoal: PE %d: an atomic from PE %d on this PE's GPU heap failed: %s\n", self->my_pe_, m.from,
-                 err.c_str());
-    r.status = UCS_ERR_IO_ERROR;
-  }
+  if (!err.empty()) r.status = owner_failed(self->my_pe_, "an atomic", m.from, err);
   self->answer(m.from, r);
   return UCS_OK;
 }
@@ -262,8 +259,7 @@ ucs_status_t am_atomics::on_reply(void* arg, const void* header, size_t header_n
                                   const ucp_am_recv_param_t*) {
   auto* self = static_cast<am_atomics*>(arg);
   reply r;
-  if (header_nbytes != sizeof(r)) return UCS_OK;
-  std::memcpy(&r, header, sizeof(r));
+  if (!read_header(header, header_nbytes, &r)) return UCS_OK;
   --self->outstanding_;
   self->done_(self->ctx_, r.token, r.value, r.status);
   return UCS_OK;
