@@ -104,9 +104,10 @@ __device__ __noinline__ void move_proxy(const device_world& w, const device_team
 /// broadcastmem / fcollectmem / alltoallmem of the device API: the whole scope pushes every byte
 /// (move_direct as channel 0 of 1), then a team barrier; worlds with proxy peers: move_proxy.
 /// kFast: move_direct's copy_vec16 path, 8 loads in flight per thread, for 16-byte-aligned global
-/// buffers at scopes of whole warps (others: copy_to_remote); alltoallmem's choice (a block-scope
-/// alltoall kernel: 108 registers instead of 82 with nvcc 13.0, sm_90). false: copy_to_remote, 4
-/// loads in flight at wide scopes (broadcastmem, fcollectmem; shoal-bench's "shoal-u4" alltoall rows).
+/// buffers at scopes of whole warps (others: copy_to_remote); a block-scope alltoall kernel then takes
+/// 108 registers instead of 82 (nvcc 13.0, sm_90) and measured 1.4% faster at 1 MiB on one H200
+/// (session 12), so no call uses it: shoal-bench's "shoal-v16" alltoall rows only. false:
+/// copy_to_remote, 4 loads in flight at wide scopes (broadcastmem, fcollectmem, alltoallmem).
 template <class Scope, move_kind kKind, bool kFast = false>
 __device__ __forceinline__ void move_team(const device_world& w, const device_team& t, void* dest, const void* source,
                                           size_t bytes, int root, const char* call) {

@@ -118,8 +118,8 @@ __device__ __forceinline__ void fcollectmem(Scope, const device_world& w, const 
 template <SHOAL_SCOPE_TYPE Scope>
 __device__ __forceinline__ void alltoallmem(Scope, const device_world& w, const device_team& t, void* dest,
                                             const void* source, size_t nbytes_per_pe) {
-  detail::move_team<Scope, detail::move_kind::alltoall, true>(w, t, dest, source, nbytes_per_pe, 0,
-                                                              "shoal::device::alltoallmem");
+  detail::move_team<Scope, detail::move_kind::alltoall>(w, t, dest, source, nbytes_per_pe, 0,
+                                                        "shoal::device::alltoallmem");
 }
 /// collect: member r's nbytes of source (sizes may differ between members) land in every member's
 /// dest at the sum of the sizes of team PEs 0..r-1. Collective contract (dest symmetric; source
