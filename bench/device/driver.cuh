@@ -3,9 +3,10 @@
 // spot check, and the rows. Templated on the API adapter (see kernels.cuh), whose host part is
 //   kName, host_malloc/host_calloc/host_free (collective), host_barrier, host_ptr(addr, pe),
 //   my_pe, n_pes; optionally `using tma = <adapter>` and kTmaName: a second block-put path, and
-//   `using generic` / `using deep` (adapters with their own kName): more block puts measured beside
-//   it in put_bw (shoal: the previous path and a deeper round; skipped where their kernel's registers
-//   do not allow -t threads). put_bw's block grids also get "raw_block" rows (raw_block_put_kernel).
+//   `using generic` / `using deep` / `using lean` (adapters with their own kName): more block puts
+//   measured beside it in put_bw (shoal: the previous path, a deeper round, a lookup-first small put;
+//   skipped where their kernel's registers do not allow -t threads). put_bw's block grids also get "raw_block" rows
+//   (raw_block_put_kernel).
 //
 // Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
 // default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
@@ -714,7 +715,8 @@ class driver {
               measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, nbytes, slices,
                                              iters, warm, copy_bw);
           }
-          // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round).
+          // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round,
+          // the lookup-first small put).
           if constexpr (requires { typename Api::generic; }) {
             if (!get && g.is_block())
               measure_rma_if_fits<typename Api::generic>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
@@ -723,6 +725,11 @@ class driver {
           if constexpr (requires { typename Api::deep; }) {
             if (!get && g.is_block())
               measure_rma_if_fits<typename Api::deep>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
+                                                      warm, copy_bw);
+          }
+          if constexpr (requires { typename Api::lean; }) {
+            if (!get && g.is_block())
+              measure_rma_if_fits<typename Api::lean>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
                                                       warm, copy_bw);
           }
         }

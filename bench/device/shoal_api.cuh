@@ -23,6 +23,7 @@ struct shoal_tma_api;
 template <int kDepth>
 struct shoal_vec_api;
 struct shoal_generic_api;
+struct shoal_lean_api;
 
 struct shoal_api {
   static constexpr const char* kName = "shoal";
@@ -30,9 +31,10 @@ struct shoal_api {
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
   /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the previous
-  /// path and a deeper first round.
+  /// path, a deeper first round, and a lookup-first shape for puts below one round.
   using generic = shoal_generic_api;
   using deep = shoal_vec_api<8>;
+  using lean = shoal_lean_api;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -133,6 +135,22 @@ struct shoal_generic_api : shoal_api {
     if constexpr (std::is_same_v<S, shoal::block_scope>) {
       shoal::detail::putmem_generic<true>(scope, shoal::device::facade_world(), d, s, n, pe,
                                           "shoal::detail::putmem_generic");
+    } else {
+      shoal_api::putmem_nbi(scope, d, s, n, pe);
+    }
+  }
+};
+
+/// shoal with block puts through detail::putmem_lean: below one round of the default path (4 vectors
+/// per thread; 32 KiB per 512-thread block) the lookup-first one-vector-per-thread put, the default
+/// path above ("shoal-lf1" rows).
+struct shoal_lean_api : shoal_api {
+  static constexpr const char* kName = "shoal-lf1";
+
+  template <class S>
+  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
+    if constexpr (std::is_same_v<S, shoal::block_scope>) {
+      shoal::detail::putmem_lean<true>(scope, shoal::device::facade_world(), d, s, n, pe, "shoal::detail::putmem_lean");
     } else {
       shoal_api::putmem_nbi(scope, d, s, n, pe);
     }

@@ -275,6 +275,43 @@ __device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void*
   return local;
 }
 
+/// Vectors in one full round of put_routed_vec16 at Scope (kPutLeadLoads per thread of the scope):
+/// a put of fewer leaves some thread without a full round.
+template <class Scope>
+__device__ __forceinline__ uint32_t put_round_vecs() {
+  return Scope::size() * kPutLeadLoads;
+}
+
+/// The small wide-scope put of vec16_ok buffers, lookup first (`dest` is the local symmetric
+/// address): peer_route, then rank r of the scope copies vectors r, r + size, ... with one load and
+/// its store per step (32-bit index, the interleaved order: a put of k*32 vectors takes one vector
+/// per lane of warps 0..k-1, the shape of raw_block_put_kernel and NVSHMEM's block copy). Meant for
+/// puts below put_round_vecs<Scope>(), where put_routed_vec16 moves every vector through warp 0's
+/// chain of loads, lookup, address and store predicates (docs/results/gpu-1xh200/protocol, session
+/// 12). A load/store peer: returns its node-local index; a proxy peer: stores nothing and returns -1
+/// (the caller takes its proxy branch). No scope sync. Every thread routes, so checked builds trap
+/// for a bad pe in every thread, as peer_route does.
+template <class Scope>
+__device__ __forceinline__ int32_t put_lean_vec16(const device_world& w, void* dest, const void* source, size_t nbytes,
+                                                  int pe, const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return local;
+  const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
+  uint32_t j = Scope::rank();
+  if (j >= num_vecs) return local;
+  const uint4* s = static_cast<const uint4*>(source) + j;
+  uint4* d = local_peer_ptr(w, static_cast<uint4*>(dest), static_cast<uint32_t>(local)) + j;  // local >= 0
+  ptx::st_global_v4(d, ptx::ld_global_v4(s));  // the first vector straight: most threads have one
+  const uint32_t size = Scope::size();
+#pragma unroll 1
+  for (j += size; j < num_vecs; j += size) {
+    s += size;
+    d += size;
+    ptx::st_global_v4(d, ptx::ld_global_v4(s));
+  }
+  return local;
+}
+
 /// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;
 

@@ -58,6 +58,24 @@ __device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void*
   putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
 }
 
+/// putmem_vec at kPutLeadLoads (4) loads per round, except that wide-scope puts of vec16_ok buffers
+/// below one full round (put_round_vecs: fewer than 4 vectors per thread of the scope) go through
+/// put_lean_vec16 (lookup first, one vector per thread per step). Same result, same final sync. Not
+/// the default yet (docs/results/gpu-1xh200/protocol: not yet measured); shoal-bench's "shoal-lf1" rows.
+template <bool kNbi, class Scope>
+__device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void* dest, const void* source,
+                                            size_t nbytes, int pe, const char* call) {
+  if constexpr (Scope::kWide) {
+    if (vec16_ok<Scope>(dest, source, nbytes) && static_cast<uint32_t>(nbytes / 16) < put_round_vecs<Scope>()) {
+      if (put_lean_vec16<Scope>(w, dest, source, nbytes, pe, call) < 0)
+        return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
+      Scope::sync();
+      return;
+    }
+  }
+  putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
+}
+
 /// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
 /// putmem_vec at kPutLeadLoads (4) loads per thread per round.
 template <bool kNbi = false, class Scope>
