@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "shoal/shoal.h"
 
 namespace {
@@ -424,13 +425,7 @@ TEST(Coll, BackToBack100) {
 
 void expect_error(int rc, int code, std::initializer_list<std::string> parts) {
   EXPECT_EQ(rc, code);
-  const char* msg = nullptr;
-  int got = shoal_last_error(&msg);
-  std::string text = msg != nullptr ? msg : "";
-  EXPECT_EQ(got, code) << "message: " << text;
-  for (const auto& part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-  shoal_clear_error();
+  shoal_mp::expect_error(code, parts);
 }
 
 TEST(Coll, BadInputFailsOnEveryMemberAndTheJobGoesOn) {

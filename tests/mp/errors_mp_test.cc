@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "shoal/shoal.h"
 #include "shoal/world.hpp"
 
@@ -33,22 +34,6 @@ constexpr size_t kCanaryBytes = 256;
 constexpr size_t kTargetBytes = 100;  // not a multiple of 16: "one byte past" is really past
 
 unsigned char pattern(int pe, size_t i, int salt) { return static_cast<unsigned char>(pe * 41 + i * 3 + salt); }
-
-// Checks the last error of this thread: code, and every part in its message. Then clears it.
-void expect_error(int code, std::initializer_list<std::string> parts) {
-  const char* msg = nullptr;
-  int got = shoal_last_error(&msg);
-  std::string text = msg != nullptr ? msg : "";
-  EXPECT_EQ(got, code) << "message: " << text;
-  for (const auto& part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-  shoal_clear_error();
-}
-#define EXPECT_SHOAL_ERROR(code, ...) \
-  do {                                \
-    SCOPED_TRACE(#code);              \
-    expect_error(code, __VA_ARGS__);  \
-  } while (0)
 
 class Errors : public ::testing::Test {
  protected:

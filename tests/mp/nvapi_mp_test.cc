@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "shoal/shoal.h"
 
 namespace {
@@ -48,21 +49,6 @@ std::vector<int64_t> gather(int64_t v) {
   shoal_free(buf);
   return all;
 }
-
-void expect_error(int code, std::initializer_list<std::string> parts) {
-  const char* msg = nullptr;
-  const int got = shoal_last_error(&msg);
-  const std::string text = msg != nullptr ? msg : "";
-  EXPECT_EQ(got, code) << "message: " << text;
-  for (const auto& part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-  shoal_clear_error();
-}
-#define EXPECT_SHOAL_ERROR(code, ...) \
-  do {                                \
-    SCOPED_TRACE(#code);              \
-    expect_error(code, __VA_ARGS__);  \
-  } while (0)
 
 TEST(HalfAtomics, EveryPeOnTheSameWords) {
   const int n = npes();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "shoal/shoal.h"
 #include "shoal/team.h"
 #include "shoal/world.hpp"
@@ -73,17 +74,6 @@ bool mapped(int pe) {
 bool reaches(int) { return !disabled(); }
 bool maps_globals(int pe) { return !disabled() && mapped(pe); }
 
-// The last error of this thread: its code, and every part in its message. Then clears it.
-void expect_error(int code, std::initializer_list<std::string> parts) {
-  const char* msg = nullptr;
-  int got = shoal_last_error(&msg);
-  std::string text = msg != nullptr ? msg : "";
-  EXPECT_EQ(got, code) << "message: " << text;
-  for (const auto& part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-  shoal_clear_error();
-}
-
 void expect_ok(const char* what) {
   const char* msg = nullptr;
   EXPECT_EQ(shoal_last_error(&msg), SHOAL_OK) << what << ": " << (msg != nullptr ? msg : "");
@@ -107,7 +97,8 @@ class SymmetricData : public ::testing::Test {
     if (reaches(pe)) {
       expect_ok(what);
     } else {
-      expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"global/static variable", "not symmetric", "SHOAL_SYMMETRIC_DATA=0"});
+      shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT,
+                             {"global/static variable", "not symmetric", "SHOAL_SYMMETRIC_DATA=0"});
     }
   }
   int old_mode_ = SHOAL_ERRORS_ABORT;
@@ -294,7 +285,7 @@ TEST_F(SymmetricData, PutSignalAndWaits) {
   // wait_until / test on a plain global long, set by the left with p.
   EXPECT_EQ(shoal_long_test(&s_flag, SHOAL_CMP_EQ, 5), 0);
   if (disabled())
-    expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_test", "ivar"});
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_test", "ivar"});
   else
     expect_ok("test");
   shoal_barrier_all();
@@ -328,26 +319,27 @@ TEST_F(SymmetricData, BadInputStillFails) {
   long on_stack[4] = {1, 2, 3, 4};
   long src[4] = {};
   shoal_long_put(on_stack, src, 4, right());
-  expect_error(SHOAL_ERR_INVALID_ARGUMENT,
-               {"shoal_long_put", "dest=", "not in the symmetric heap nor a global/static variable"});
+  shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT,
+                         {"shoal_long_put", "dest=", "not in the symmetric heap nor a global/static variable"});
   EXPECT_EQ(on_stack[0], 1);
   shoal_long_atomic_add(&on_stack[1], 1, right());
-  expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_atomic_add", "dest="});
+  shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_atomic_add", "dest="});
   shoal_long_wait_until(&on_stack[2], SHOAL_CMP_EQ, 3);
-  expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_wait_until", "ivar"});
+  shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_wait_until", "ivar"});
   if (!disabled()) {
     // A range that starts in the data segment and runs past its end (two pages after _end).
     std::vector<char> big(2 * 65536);
     void* last_word = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(&_end) - 8);
     shoal_putmem(last_word, big.data(), big.size(), me());
-    expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_putmem", "dest=", "past the end of the program's global"});
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT,
+                           {"shoal_putmem", "dest=", "past the end of the program's global"});
     // Misaligned typed access to a global.
     shoal_long_atomic_add(reinterpret_cast<long*>(reinterpret_cast<char*>(&s_counter) + 1), 1, me());
-    expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_atomic_add", "not aligned"});
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_atomic_add", "not aligned"});
   }
   // Collectives take heap memory only; a global says so (every PE, so nobody waits).
   shoal_long_sum_reduce(SHOAL_TEAM_WORLD, s_payload, src, 4);
-  expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_sum_reduce", "dest="});
+  shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_sum_reduce", "dest="});
 }
 
 TEST_F(SymmetricData, SecondWorldReachesTheSameGlobals) {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/shoal.h"
 
@@ -89,21 +90,6 @@ void expect_device_handle(shoal_team_t team) {
   for (int r = 0; r < d.n_pes; ++r) EXPECT_EQ(d.world_pe(r), shoal_team_translate_pe(team, r, SHOAL_TEAM_WORLD));
   for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(d.team_pe_of(pe), shoal_team_translate_pe(SHOAL_TEAM_WORLD, pe, team));
 }
-
-void expect_error(int code, std::initializer_list<std::string> parts) {
-  const char* msg = nullptr;
-  int got = shoal_last_error(&msg);
-  std::string text = msg != nullptr ? msg : "";
-  EXPECT_EQ(got, code) << "message: " << text;
-  for (const auto& part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-  shoal_clear_error();
-}
-#define EXPECT_SHOAL_ERROR(code, ...) \
-  do {                                \
-    SCOPED_TRACE(#code);              \
-    expect_error(code, __VA_ARGS__);  \
-  } while (0)
 
 TEST(Teams, Predefined) {
   int n = npes();
