@@ -933,28 +933,28 @@ void ucx_engine::register_data(const void* base, uint64_t nbytes, std::string_vi
                       s_->data_nbytes, s_->data_rkeys, s_->data_bases);
 }
 
-void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+namespace {
+proxy_desc rma_desc(proxy_op op, int pe, uint64_t offset, const void* local, size_t nbytes) {
   proxy_desc d{};
-  d.op = proxy_op::put, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes;
-  s_->call(call, "ucp_put_nbx", d);
+  d.op = op, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(local), d.nbytes = nbytes;
+  return d;
+}
+}  // namespace
+
+void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+  s_->call(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-  proxy_desc d{};
-  d.op = proxy_op::get, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(dest), d.nbytes = nbytes;
-  s_->call(call, "ucp_get_nbx", d);
+  s_->call(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, dest, nbytes));
 }
 
 void ucx_engine::put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-  proxy_desc d{};
-  d.op = proxy_op::put, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes;
-  s_->post_nbi(call, "ucp_put_nbx", d);
+  s_->post_nbi(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
 
 void ucx_engine::get_nbi(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-  proxy_desc d{};
-  d.op = proxy_op::get, d.pe = pe, d.offset = offset, d.local = reinterpret_cast<uint64_t>(dest), d.nbytes = nbytes;
-  s_->post_nbi(call, "ucp_get_nbx", d);
+  s_->post_nbi(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, dest, nbytes));
 }
 
 void ucx_engine::atomic(std::string_view call, int pe, uint64_t offset, ucx_amo op, size_t nbytes, const void* value,
