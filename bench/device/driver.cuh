@@ -38,6 +38,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -717,20 +718,15 @@ class driver {
           }
           // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round,
           // the lookup-first small put).
-          if constexpr (requires { typename Api::generic; }) {
+          if constexpr (requires { typename Api::block_put_variants; }) {
             if (!get && g.is_block())
-              measure_rma_if_fits<typename Api::generic>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
-                                                         warm, copy_bw);
-          }
-          if constexpr (requires { typename Api::deep; }) {
-            if (!get && g.is_block())
-              measure_rma_if_fits<typename Api::deep>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
-                                                      warm, copy_bw);
-          }
-          if constexpr (requires { typename Api::lean; }) {
-            if (!get && g.is_block())
-              measure_rma_if_fits<typename Api::lean>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters,
-                                                      warm, copy_bw);
+              std::apply(
+                  [&]<class... V>(V...) {
+                    (measure_rma_if_fits<V>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
+                                            copy_bw),
+                     ...);
+                  },
+                  typename Api::block_put_variants{});
           }
         }
         // Information: the copy engines (cudaMemcpyAsync between the two heaps), not reachable from a kernel.

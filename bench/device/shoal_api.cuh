@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
 #include "shoal/device/facade.cuh"
@@ -20,10 +21,11 @@ inline constexpr int kTmaStages = 4;
 inline constexpr int kTmaStageBytes = 16384;
 
 struct shoal_tma_api;
-template <int kDepth>
-struct shoal_vec_api;
-struct shoal_generic_api;
-struct shoal_lean_api;
+template <class Path>
+struct shoal_block_put_api;
+struct generic_put_path;
+struct deep_put_path;
+struct lean_put_path;
 
 struct shoal_api {
   static constexpr const char* kName = "shoal";
@@ -32,9 +34,8 @@ struct shoal_api {
   using tma = shoal_tma_api;
   /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the previous
   /// path, a deeper first round, and a lookup-first shape for puts below one round.
-  using generic = shoal_generic_api;
-  using deep = shoal_vec_api<8>;
-  using lean = shoal_lean_api;
+  using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<deep_put_path>,
+                                        shoal_block_put_api<lean_put_path>>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -108,52 +109,46 @@ struct shoal_tma_api : shoal_api {
   }
 };
 
-/// shoal with block puts through detail::putmem_vec at kDepth loads per thread per round (the
-/// facade's block put is kDepth 4): "shoal-d8" rows.
-template <int kDepth>
-struct shoal_vec_api : shoal_api {
-  static constexpr const char* kName = kDepth == 8 ? "shoal-d8" : "shoal-d?";
+/// shoal with its block puts through another path of the library (Path::put; other scopes as
+/// shoal_api), measured beside the default one in the same run: rows named Path::kName.
+template <class Path>
+struct shoal_block_put_api : shoal_api {
+  static constexpr const char* kName = Path::kName;
 
   template <class S>
   static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    if constexpr (std::is_same_v<S, shoal::block_scope>) {
-      shoal::detail::putmem_vec<true, kDepth>(scope, shoal::device::facade_world(), d, s, n, pe,
-                                              "shoal::detail::putmem_vec");
-    } else {
+    if constexpr (std::is_same_v<S, shoal::block_scope>)
+      Path::put(scope, shoal::device::facade_world(), d, s, n, pe);
+    else
       shoal_api::putmem_nbi(scope, d, s, n, pe);
-    }
   }
 };
 
-/// shoal with block puts through detail::putmem_generic: the block put as it was before the
-/// loads-first path (put_routed_vec16), measured beside it in the same run ("shoal-generic" rows).
-struct shoal_generic_api : shoal_api {
+/// The block put as it was before the loads-first path (put_routed_vec16): "shoal-generic" rows.
+struct generic_put_path {
   static constexpr const char* kName = "shoal-generic";
-
-  template <class S>
-  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    if constexpr (std::is_same_v<S, shoal::block_scope>) {
-      shoal::detail::putmem_generic<true>(scope, shoal::device::facade_world(), d, s, n, pe,
-                                          "shoal::detail::putmem_generic");
-    } else {
-      shoal_api::putmem_nbi(scope, d, s, n, pe);
-    }
+  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
+                             int pe) {
+    shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_generic");
   }
 };
 
-/// shoal with block puts through detail::putmem_lean: below one round of the default path (4 vectors
-/// per thread; 32 KiB per 512-thread block) the lookup-first one-vector-per-thread put, the default
-/// path above ("shoal-lf1" rows).
-struct shoal_lean_api : shoal_api {
-  static constexpr const char* kName = "shoal-lf1";
+/// detail::putmem_vec at 8 loads per thread per round (the facade's block put: 4): "shoal-d8" rows.
+struct deep_put_path {
+  static constexpr const char* kName = "shoal-d8";
+  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
+                             int pe) {
+    shoal::detail::putmem_vec<true, 8>(scope, w, d, s, n, pe, "shoal::detail::putmem_vec");
+  }
+};
 
-  template <class S>
-  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    if constexpr (std::is_same_v<S, shoal::block_scope>) {
-      shoal::detail::putmem_lean<true>(scope, shoal::device::facade_world(), d, s, n, pe, "shoal::detail::putmem_lean");
-    } else {
-      shoal_api::putmem_nbi(scope, d, s, n, pe);
-    }
+/// detail::putmem_lean: below one round of the default path (4 vectors per thread; 32 KiB per 512-thread
+/// block) the lookup-first one-vector-per-thread put, the default path above: "shoal-lf1" rows.
+struct lean_put_path {
+  static constexpr const char* kName = "shoal-lf1";
+  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
+                             int pe) {
+    shoal::detail::putmem_lean<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_lean");
   }
 };
 
