@@ -430,7 +430,9 @@ void job::signal_all(int sig) {
     // an unreaped zombie, so its pid (the group id) cannot have been reused.
     kill(-pe.pid, sig);
     if (!pe.ended) {
-      kill(pe.pid, sig);  // in case the PE moved itself to another group
+      // Only when the PE has moved itself to another group: a second copy of the signal would run
+      // a PE's handler twice (a shell's trap does).
+      if (getpgid(pe.pid) != pe.pid) kill(pe.pid, sig);
       pe.signalled = true;
     }
   }
