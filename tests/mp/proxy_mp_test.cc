@@ -48,6 +48,46 @@ TEST(Proxy, FenceOrdersPutsBeforeSignal) {
   shoal_free(slots);
 }
 
+// put_signal orders this PE's earlier puts to the target before its signal, as put-then-AMO does
+// (docs/memory-model.md): a bulk put (a direct active message from SHOAL_PROXY_AM_BYTES, by rendezvous
+// when large, whose data may land after later messages are handled) followed by a small put_signal
+// (one eager message) without a fence; the bulk puts are nbi, so nothing but that order makes them land. The target
+// checks the whole bulk block of round k once it sees signal k.
+TEST(Proxy, PutSignalLandsAfterEarlierBulkPuts) {
+  constexpr size_t kWords = 32 * 1024;  // 256 KiB
+  constexpr uint64_t kRounds = 40;
+  auto* bulk = static_cast<uint64_t*>(shoal_calloc(kWords, sizeof(uint64_t)));
+  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));                 // [0] signal, [1] tag
+  std::vector<std::vector<uint64_t>> sources(kRounds + 1, std::vector<uint64_t>(kWords));  // unchanged till quiet
+  shoal_barrier_all();
+  const int to = (me() + 1) % npes();
+  std::thread writer([&] {
+    for (uint64_t k = 1; k <= kRounds; ++k) {
+      for (size_t i = 0; i < kWords; ++i) sources[k][i] = k * kWords + i;
+      shoal_putmem_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), to);
+      shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], k, SHOAL_SIGNAL_SET, to);
+    }
+    shoal_quiet();
+  });
+  uint64_t violations = 0, rounds_checked = 0, seen = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (seen < kRounds && std::chrono::steady_clock::now() < deadline) {
+    const uint64_t now = load(&words[0]);
+    if (now == seen) continue;
+    seen = now;
+    ++rounds_checked;
+    // Round `seen`'s block, or a later round's arriving over it: never an earlier round's word.
+    for (size_t i = 0; i < kWords; ++i)
+      if (load(&bulk[i]) < seen * kWords + i) ++violations;
+  }
+  writer.join();
+  EXPECT_EQ(seen, kRounds) << "the last signal did not arrive within 60 s";
+  EXPECT_EQ(violations, 0u) << "bulk words older than the signal's round, over " << rounds_checked << " rounds seen";
+  shoal_barrier_all();
+  shoal_free(words);
+  shoal_free(bulk);
+}
+
 // Two symmetric words for the idle-target tests: [0] = 0 (a counter), [1] = base + this PE.
 uint64_t* target_words(uint64_t base) {
   auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));

@@ -50,6 +50,13 @@ void free_message(void* request, ucs_status_t, void* message) {
   ucp_request_free(request);
 }
 
+// A rendezvous message's payload, being received straight into its destination.
+struct landing {
+  am_atomics* self;
+  int from;
+  uint64_t token, dest;
+};
+
 }  // namespace
 
 am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
@@ -61,7 +68,8 @@ am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_hea
       data_base_(data_base),
       done_(done),
       ctx_(ctx),
-      owner_(device, host_heap) {
+      owner_(device, host_heap),
+      host_heap_(host_heap) {
   for (auto [id, cb] :
        {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}, std::pair{kAmPutSignal, &on_put_signal},
         std::pair{kAmPut, &on_put}, std::pair{kAmGet, &on_get}, std::pair{kAmGetReply, &on_get_reply}}) {
@@ -116,19 +124,23 @@ ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t cod
 }
 
 ucs_status_ptr_t am_atomics::send_put(int pe, uint64_t token, uint64_t offset, const void* staged, size_t nbytes,
-                                      void* header, ucp_request_param_t& param) {
+                                      void* header, ucp_request_param_t& param, bool eager) {
   if (eps_[pe] == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
   const request m{token, my_pe_, 0, 0, {}, offset, nbytes, 0};
   std::memcpy(header, &m, sizeof(m));
-  param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message (any size: fragments)
+  if (eager) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message (any size: fragments)
+  }
   ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPut, header, sizeof(m), staged, nbytes, &param);
   if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
   return r;
 }
 
-ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest) {
-  const request m{token, my_pe_, 0, 0, {}, offset, nbytes, dest};
+ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest,
+                                  bool direct) {
+  const request m{token, my_pe_, direct ? kGetDirect : uint8_t{0}, 0, {}, offset, nbytes, dest};
+  static_assert(sizeof(request) == kPutSignalHeaderBytes);
   ucs_status_t st = post(eps_[pe], kAmGet, &m, sizeof(m));
   if (st == UCS_OK) ++outstanding_;
   return st;
@@ -179,14 +191,36 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_ && length == m.operand) {
+    // A direct put (host heaps): UCX moves the data straight into place; answered once they landed.
+    auto* ctx = new landing{self, m.from, m.token, 0};
+    ucp_request_param_t recv{};
+    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am = &on_put_landed;
+    recv.user_data = ctx;
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data,
+                                                reinterpret_cast<void*>(self->local_address(m.offset)), length, &recv);
+    if (!UCS_PTR_IS_PTR(req)) on_put_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    return UCS_OK;
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length != m.operand) {
-    r.status = UCS_ERR_UNSUPPORTED;  // sent eager, whole: never expected
+    r.status = UCS_ERR_UNSUPPORTED;  // staged puts are sent eager and whole: never expected
   } else {
     const std::string err = self->owner_.copy(reinterpret_cast<void*>(self->local_address(m.offset)), data, length);
     if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", m.from, err);
   }
   self->answer(m.from, r);
   return UCS_OK;
+}
+
+// A direct put's data are in place (or failed): the answer.
+void am_atomics::on_put_landed(void* request, ucs_status_t status, size_t, void* user_data) {
+  auto* ctx = static_cast<landing*>(user_data);
+  reply r{ctx->token, 0, 0};
+  if (status != UCS_OK) r.status = owner_failed(ctx->self->my_pe_, "a put", ctx->from, ucs_status_string(status));
+  ctx->self->answer(ctx->from, r);
+  delete ctx;
+  if (request != nullptr) ucp_request_free(request);
 }
 
 // The owner's side of a staged get: the bytes out of place, back to the requester with its token.
@@ -196,21 +230,30 @@ ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nby
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   const size_t nbytes = m.operand;
-  auto* buffer = new char[sizeof(get_reply) + nbytes];
+  const auto* source = reinterpret_cast<const char*>(self->local_address(m.offset));
+  // Host heaps answer straight from the heap (rendezvous for large answers: the requester's UCX pulls
+  // them into place); GPU heaps stage the bytes in a host buffer behind the answer's header.
+  const bool direct = self->host_heap_ && m.code == kGetDirect;
+  auto* buffer = new char[sizeof(get_reply) + (direct ? 0 : nbytes)];
   get_reply r{m.token, m.swap_in, 0};
-  const std::string err = self->owner_.copy(buffer + sizeof(get_reply),
-                                            reinterpret_cast<const void*>(self->local_address(m.offset)), nbytes);
-  if (!err.empty()) r.status = owner_failed(self->my_pe_, "a get", m.from, err);
+  if (!direct) {
+    const std::string err = self->owner_.copy(buffer + sizeof(get_reply), source, nbytes);
+    if (!err.empty()) r.status = owner_failed(self->my_pe_, "a get", m.from, err);
+    source = buffer + sizeof(get_reply);
+  }
   std::memcpy(buffer, &r, sizeof(r));
   ucp_ep_h ep = m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr;
   ucs_status_ptr_t sent = UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
   if (ep != nullptr) {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = free_buffer;
     param.user_data = buffer;
-    param.flags = UCP_AM_SEND_FLAG_EAGER;
-    sent = ucp_am_send_nbx(ep, kAmGetReply, buffer, sizeof(r), buffer + sizeof(r), r.status == 0 ? nbytes : 0, &param);
+    if (!direct) {
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_AM_SEND_FLAG_EAGER;
+    }
+    sent = ucp_am_send_nbx(ep, kAmGetReply, buffer, sizeof(r), source, r.status == 0 ? nbytes : 0, &param);
   }
   if (!UCS_PTR_IS_PTR(sent)) {
     delete[] buffer;
@@ -227,6 +270,17 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
   auto* self = static_cast<am_atomics*>(arg);
   get_reply r;
   if (!read_header(header, header_nbytes, &r)) return UCS_OK;
+  if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
+    // A direct get's large answer: UCX moves it straight to the destination; reported once landed.
+    auto* ctx = new landing{self, -1, r.token, r.dest};
+    ucp_request_param_t recv{};
+    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am = &on_get_landed;
+    recv.user_data = ctx;
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data, reinterpret_cast<void*>(r.dest), length, &recv);
+    if (!UCS_PTR_IS_PTR(req)) on_get_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    return UCS_OK;
+  }
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) r.status = UCS_ERR_UNSUPPORTED;
   if (r.status == 0 && length > 0) {
     const std::string err = self->owner_.copy(reinterpret_cast<void*>(r.dest), data, length);
@@ -238,6 +292,18 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
   --self->outstanding_;
   self->done_(self->ctx_, r.token, 0, r.status);
   return UCS_OK;
+}
+
+// A direct get's answer has landed at its destination (or failed): the caller is told.
+void am_atomics::on_get_landed(void* request, ucs_status_t status, size_t, void* user_data) {
+  auto* ctx = static_cast<landing*>(user_data);
+  am_atomics* self = ctx->self;
+  if (status != UCS_OK)
+    std::fprintf(stderr, "shoal: PE %d: landing a get's data failed: %s\n", self->my_pe_, ucs_status_string(status));
+  --self->outstanding_;
+  self->done_(self->ctx_, ctx->token, 0, status == UCS_OK ? 0 : static_cast<int64_t>(status));
+  delete ctx;
+  if (request != nullptr) ucp_request_free(request);
 }
 
 // The owner's side: apply on this PE's GPU heap, answer the requester.

@@ -45,11 +45,16 @@ class am_atomics {
   /// `offset` of `pe`; the owner copies them into place (owner_amo::copy) and answers `token` through
   /// `done`. `header` (kPutSignalHeaderBytes) and `staged` must stay valid until `param`'s send
   /// callback reports local completion.
+  ///
+  /// Direct puts (host heaps, `eager` false: large puts, where UCX's active messages outrun its RMA
+  /// over TCP): `staged` is the caller's source itself, and UCX may send it by rendezvous, which the
+  /// owner receives straight into its heap and answers once the data landed.
   ucs_status_ptr_t send_put(int pe, uint64_t token, uint64_t offset, const void* staged, size_t nbytes, void* header,
-                            ucp_request_param_t& param);
+                            ucp_request_param_t& param, bool eager = true);
   /// A get: the owner copies nbytes at `offset` of `pe` out and sends them back; this side copies them
-  /// to `dest` (host or this PE's GPU memory) and then reports `token` through `done`.
-  ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest);
+  /// to `dest` (host or this PE's GPU memory) and then reports `token` through `done`. `direct` (host
+  /// heaps): the owner answers straight from its heap and a large answer lands straight at `dest`.
+  ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest, bool direct = false);
   /// GPU heaps: the owner's first-use work done now (owner_amo::prepare); call at init. Empty on success.
   std::string prepare() { return owner_.prepare(); }
   /// This PE's copy engine for staging (the owner_amo's stream): `dest` <- `source`, landed on return.
@@ -81,6 +86,9 @@ class am_atomics {
                              const ucp_am_recv_param_t*);
   static ucs_status_t on_get_reply(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
                                    const ucp_am_recv_param_t* param);
+  static void on_put_landed(void* request, ucs_status_t status, size_t length, void* user_data);
+  static void on_get_landed(void* request, ucs_status_t status, size_t length, void* user_data);
+  static constexpr uint8_t kGetDirect = 1;  // a get request's code: answer straight from the heap
   static ucs_status_t on_put_signal(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
                                     const ucp_am_recv_param_t* param);
   // This PE's address of heap or data-segment `offset` (kDataOffsetBit).
@@ -96,6 +104,7 @@ class am_atomics {
   done_fn done_;
   void* ctx_;
   owner_amo owner_;
+  bool host_heap_;
   uint64_t outstanding_ = 0;
 };
 

@@ -123,6 +123,11 @@ struct ucx_engine::state {
   // Put-with-signal messages (am_atomics) sent since the last settle: a get or an atomic after them
   // waits for their answers first, as it fences after puts.
   bool ams_unsettled = false;
+  // Direct puts (start_am_put) sent since the last settle; see there.
+  bool direct_puts_unsettled = false;
+  // Host heaps: puts and gets of at least this many bytes travel as active messages, received straight
+  // into place (SHOAL_PROXY_AM_BYTES; 0: never).
+  uint64_t am_bytes = 0;
 
   ucs_status_t fence_after_puts() {
     if (ams_unsettled) {  // a put-with-signal message: applied by its owner outside UCX's ordering
@@ -504,8 +509,8 @@ struct ucx_engine::state {
   // Sends an AMO to its owner (GPU heaps). Earlier puts are flushed (complete at the target) first:
   // the owner applies the atomic outside UCX's ordering, so a fence would not order them.
   void start_by_owner(in_flight* op, int pe, uint8_t code, uint64_t nbytes, uint64_t offset, uint64_t swap_in) {
-    ucs_status_t st = UCS_OK;
-    if (puts_unfenced) {
+    ucs_status_t st = direct_puts_unsettled ? settle_owner_amos() : UCS_OK;
+    if (st == UCS_OK && puts_unfenced) {
       puts_unfenced = false;
       ucp_request_param_t param{};
       st = wait_for(ucp_worker_flush_nbx(worker, &param));
@@ -521,6 +526,7 @@ struct ucx_engine::state {
   // Fence and quiet first wait for every owner-applied AMO's answer (it is then applied).
   ucs_status_t settle_owner_amos() {
     ams_unsettled = false;
+    direct_puts_unsettled = false;
     return am == nullptr ? UCS_OK : am->drain(timeout);
   }
 
@@ -535,24 +541,35 @@ struct ucx_engine::state {
     return {bases[pe] + offset, rkeys[pe]};
   }
 
-  // Staged RMA (GPU heaps): a put copies its source to host memory here and travels as one active
-  // message that the owner copies into place; `data` (the descriptor's own in_flight when it waits)
-  // completes when the message has left, `ack` (not waiting) at the owner's answer, which fence and
-  // quiet wait for (ams_unsettled). Active messages to one PE are delivered in order, so a later
-  // staged get or owner-applied atomic to that PE sees the put without a flush.
-  void start_staged_put(in_flight* data, in_flight* ack, int pe, uint64_t offset, const void* source, uint64_t nbytes) {
-    data->staged.reset(new char[nbytes > 0 ? nbytes : 1]);
-    if (const std::string err = am->copy(data->staged.get(), source, nbytes); !err.empty()) {
-      std::fprintf(stderr, "shoal: PE %d: staging a put to PE %d failed: %s\n", my_pe, pe, err.c_str());
-      complete(data, UCS_ERR_IO_ERROR);
-      return complete(ack, UCS_ERR_IO_ERROR);
+  // A put as an active message that the owner puts into place; `data` (the descriptor's own in_flight
+  // when it waits) completes when the message has left (its source is reusable), `ack` (not waiting)
+  // at the owner's answer, which fence and quiet wait for (ams_unsettled).
+  // - Staged (GPU heaps, `stage`): the source is first copied to host memory here, and the message is
+  //   eager. Active messages to one PE are delivered in order, so a later staged get or owner-applied
+  //   atomic to that PE sees the put without a flush.
+  // - Direct (host heaps, puts of at least am_bytes): the source itself, by rendezvous when UCX picks
+  //   it (the owner's UCX pulls the data straight into its heap). A rendezvous message's data may land
+  //   after a later message is handled, so direct_puts_unsettled makes the next put-with-signal
+  //   message or owner-applied atomic wait for the answers first.
+  void start_am_put(in_flight* data, in_flight* ack, int pe, uint64_t offset, const void* source, uint64_t nbytes,
+                    bool stage) {
+    if (stage) {
+      data->staged.reset(new char[nbytes > 0 ? nbytes : 1]);
+      if (const std::string err = am->copy(data->staged.get(), source, nbytes); !err.empty()) {
+        std::fprintf(stderr, "shoal: PE %d: staging a put to PE %d failed: %s\n", my_pe, pe, err.c_str());
+        complete(data, UCS_ERR_IO_ERROR);
+        return complete(ack, UCS_ERR_IO_ERROR);
+      }
+      source = data->staged.get();
+    } else {
+      direct_puts_unsettled = true;
     }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = on_complete;
     param.user_data = data;
     ucs_status_ptr_t request =
-        am->send_put(pe, reinterpret_cast<uint64_t>(ack), offset, data->staged.get(), nbytes, data->header, param);
+        am->send_put(pe, reinterpret_cast<uint64_t>(ack), offset, source, nbytes, data->header, param, stage);
     if (UCS_PTR_IS_PTR(request)) {
       ++requests_in_flight;
     } else {
@@ -574,7 +591,7 @@ struct ucx_engine::state {
     if (staged_rma && (d.op == proxy_op::put || d.op == proxy_op::p)) {
       auto* ack = new in_flight{this, ticket, false, 0, 0};
       const void* from = d.op == proxy_op::p ? static_cast<const void*>(&op->value) : reinterpret_cast<void*>(d.local);
-      return start_staged_put(op, ack, pe, d.offset, from, d.nbytes);
+      return start_am_put(op, ack, pe, d.offset, from, d.nbytes, true);
     }
     if (staged_rma && (d.op == proxy_op::get || d.op == proxy_op::g)) {
       // The owner's answer carries the data; they land at the destination before op completes.
@@ -582,6 +599,18 @@ struct ucx_engine::state {
       op->data_landed = true;
       if (ucs_status_t st = am->send_get(pe, reinterpret_cast<uint64_t>(op), d.offset, d.nbytes, to); st != UCS_OK)
         complete(op, st);
+      return;
+    }
+    if (!staged_rma && am_bytes != 0 && d.nbytes >= am_bytes && d.op == proxy_op::put) {
+      auto* ack = new in_flight{this, ticket, false, 0, 0};
+      return start_am_put(op, ack, pe, d.offset, reinterpret_cast<const void*>(d.local), d.nbytes, false);
+    }
+    if (!staged_rma && am_bytes != 0 && d.nbytes >= am_bytes && d.op == proxy_op::get) {
+      // Ordered after earlier puts like an RMA get; the answer lands at the destination, then op completes.
+      op->data_landed = true;
+      ucs_status_t st = fence_after_puts();
+      if (st == UCS_OK) st = am->send_get(pe, reinterpret_cast<uint64_t>(op), d.offset, d.nbytes, d.local, true);
+      if (st != UCS_OK) complete(op, st);
       return;
     }
     switch (d.op) {
@@ -636,6 +665,12 @@ struct ucx_engine::state {
         auto* data = new in_flight{this, ticket, wait, 0, 0};
         op->wait = false;
         if (!gpu_heap && !amo_by_owner && !puts_unfenced && d.nbytes <= kPutSignalMessageMax) {
+          if (direct_puts_unsettled) {  // earlier direct puts land first (one of them may be a rendezvous)
+            if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) {
+              complete(data, st);
+              return complete(op, st);
+            }
+          }
           // Host heaps: one eager active message carries data and signal; the owner writes both and
           // answers op (fence and quiet wait for that answer); data completes when sent.
           ucp_request_param_t param{};
@@ -656,7 +691,7 @@ struct ucx_engine::state {
         }
         if (staged_rma) {  // data and then signal as active messages, delivered in order at the owner
           auto* ack = new in_flight{this, ticket, false, 0, 0};
-          start_staged_put(data, ack, pe, d.offset, reinterpret_cast<const void*>(d.local), d.nbytes);
+          start_am_put(data, ack, pe, d.offset, reinterpret_cast<const void*>(d.local), d.nbytes, true);
           return start_by_owner(op, pe, d.amo, 8, d.compare, 0);
         }
         if (d.nbytes == 0) {
@@ -896,6 +931,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     const char* staged_test = std::getenv("SHOAL_TEST_PROXY_STAGED");
     const bool staged_on_host = staged_test != nullptr && std::strcmp(staged_test, "1") == 0;
     s_->staged_rma = gpu_heap || staged_on_host;
+    s_->am_bytes = env::get_size("SHOAL_PROXY_AM_BYTES");
     if (staged_on_host) s_->amo_by_owner = true;
     s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
                                           &s_->data_base, &state::on_owner_reply, s_.get());
