@@ -51,8 +51,9 @@ TEST(Proxy, FenceOrdersPutsBeforeSignal) {
 // put_signal orders this PE's earlier puts to the target before its signal, as put-then-AMO does
 // (docs/memory-model.md): a bulk put (a direct active message from SHOAL_PROXY_AM_BYTES, by rendezvous
 // when large, whose data may land after later messages are handled) followed by a small put_signal
-// (one eager message) without a fence; the bulk puts are nbi, so nothing but that order makes them land. The target
-// checks the whole bulk block of round k once it sees signal k.
+// (one eager message) without a fence; the bulk puts are nbi, so nothing but that order makes them land.
+// Every other round the bulk is the put_signal's own data (one large message), which its signal must
+// follow. The target checks the whole bulk block of round k once it sees signal k.
 TEST(Proxy, PutSignalLandsAfterEarlierBulkPuts) {
   constexpr size_t kWords = 32 * 1024;  // 256 KiB
   constexpr uint64_t kRounds = 40;
@@ -64,8 +65,12 @@ TEST(Proxy, PutSignalLandsAfterEarlierBulkPuts) {
   std::thread writer([&] {
     for (uint64_t k = 1; k <= kRounds; ++k) {
       for (size_t i = 0; i < kWords; ++i) sources[k][i] = k * kWords + i;
-      shoal_putmem_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), to);
-      shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], k, SHOAL_SIGNAL_SET, to);
+      if (k % 2 == 1) {  // a bulk put, then a small put_signal
+        shoal_putmem_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), to);
+        shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], k, SHOAL_SIGNAL_SET, to);
+      } else {  // the bulk itself with the signal (one direct message by rendezvous)
+        shoal_putmem_signal_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), &words[0], k, SHOAL_SIGNAL_SET, to);
+      }
     }
     shoal_quiet();
   });

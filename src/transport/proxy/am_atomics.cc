@@ -55,6 +55,9 @@ struct landing {
   am_atomics* self;
   int from;
   uint64_t token, dest;
+  bool signal = false;  // a put-with-signal: its signal's ring atomic (proxy_amo), word and operand
+  uint8_t code = 0;
+  uint64_t sig_offset = 0, operand = 0;
 };
 
 }  // namespace
@@ -110,14 +113,16 @@ ucs_status_t am_atomics::send(int pe, uint64_t token, uint8_t code, uint64_t nby
 
 ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t code, uint64_t sig_offset,
                                              uint64_t operand, uint64_t offset, const void* source, size_t nbytes,
-                                             void* header, ucp_request_param_t& param) {
+                                             void* header, ucp_request_param_t& param, bool eager) {
   static_assert(sizeof(request) == kPutSignalHeaderBytes);
   if (eps_[pe] == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
   // The request's fields: offset = the signal word, swap_in = where the data go.
   const request m{token, my_pe_, code, 8, {}, sig_offset, operand, offset};
   std::memcpy(header, &m, sizeof(m));
-  param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message, so the handler applies both
+  if (eager) {  // the data arrive with the message, so the handler applies both
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags |= UCP_AM_SEND_FLAG_EAGER;
+  }
   ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPutSignal, header, sizeof(m), source, nbytes, &param);
   if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
   return r;
@@ -172,8 +177,20 @@ ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t hea
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
+    // A large one (host heaps): the data straight into place, then the signal, then the answer.
+    auto* ctx = new landing{self, m.from, m.token, 0, true, m.code, m.offset, m.operand};
+    ucp_request_param_t recv{};
+    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am = &on_put_landed;
+    recv.user_data = ctx;
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data,
+                                                reinterpret_cast<void*>(self->local_address(m.swap_in)), length, &recv);
+    if (!UCS_PTR_IS_PTR(req)) on_put_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    return UCS_OK;
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
-    r.status = UCS_ERR_UNSUPPORTED;  // sent eager only: never expected
+    r.status = UCS_ERR_UNSUPPORTED;  // GPU heaps send eager only: never expected
   } else {
     if (length > 0) std::memcpy(reinterpret_cast<void*>(self->local_address(m.swap_in)), data, length);
     const std::string err =
@@ -213,11 +230,17 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   return UCS_OK;
 }
 
-// A direct put's data are in place (or failed): the answer.
+// A direct put's data are in place (or failed): a put-with-signal's signal, then the answer.
 void am_atomics::on_put_landed(void* request, ucs_status_t status, size_t, void* user_data) {
   auto* ctx = static_cast<landing*>(user_data);
   reply r{ctx->token, 0, 0};
-  if (status != UCS_OK) r.status = owner_failed(ctx->self->my_pe_, "a put", ctx->from, ucs_status_string(status));
+  if (status != UCS_OK) {
+    r.status = owner_failed(ctx->self->my_pe_, "a put", ctx->from, ucs_status_string(status));
+  } else if (ctx->signal) {
+    const std::string err = ctx->self->owner_.apply(
+        ctx->code, 8, reinterpret_cast<void*>(ctx->self->local_address(ctx->sig_offset)), ctx->operand, 0, &r.value);
+    if (!err.empty()) r.status = owner_failed(ctx->self->my_pe_, "a put-with-signal's signal", ctx->from, err);
+  }
   ctx->self->answer(ctx->from, r);
   delete ctx;
   if (request != nullptr) ucp_request_free(request);

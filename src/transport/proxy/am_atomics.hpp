@@ -35,9 +35,11 @@ class am_atomics {
   /// the owner writes and then applies (a seq_cst atomic, after the data); its answer to `token`
   /// comes through `done` like an atomic's. `header` (kPutSignalHeaderBytes) and `source` must stay
   /// valid until `param`'s send callback (the caller's) reports local completion.
+  /// `eager` false (large ones): UCX may send the data by rendezvous; the owner then receives them
+  /// straight into place and applies the signal once they landed.
   ucs_status_ptr_t send_put_signal(int pe, uint64_t token, uint8_t code, uint64_t sig_offset, uint64_t operand,
                                    uint64_t offset, const void* source, size_t nbytes, void* header,
-                                   ucp_request_param_t& param);
+                                   ucp_request_param_t& param, bool eager = true);
   static constexpr size_t kPutSignalHeaderBytes = 40;
   /// Staged RMA on GPU heaps (UCX's own RMA would read and write the heap's device memory from its
   /// software protocols over TCP, which crashed on the VMM heap): a put travels as one eager active

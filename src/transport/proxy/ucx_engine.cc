@@ -664,22 +664,27 @@ struct ucx_engine::state {
         // the signal completes in the background, like an nbi operation (fence and quiet wait).
         auto* data = new in_flight{this, ticket, wait, 0, 0};
         op->wait = false;
-        if (!gpu_heap && !amo_by_owner && !puts_unfenced && d.nbytes <= kPutSignalMessageMax) {
+        const bool eager_message = d.nbytes <= kPutSignalMessageMax;
+        if (!gpu_heap && !amo_by_owner && !puts_unfenced &&
+            (eager_message || (am_bytes != 0 && d.nbytes >= am_bytes))) {
           if (direct_puts_unsettled) {  // earlier direct puts land first (one of them may be a rendezvous)
             if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) {
               complete(data, st);
               return complete(op, st);
             }
           }
-          // Host heaps: one eager active message carries data and signal; the owner writes both and
-          // answers op (fence and quiet wait for that answer); data completes when sent.
+          // Host heaps: one active message carries data and signal; the owner writes both and answers
+          // op (fence and quiet wait for that answer); data completes when sent. Up to 8 KiB it is
+          // eager; a larger one is a direct put (start_am_put) whose owner applies the signal once the
+          // data landed.
           ucp_request_param_t param{};
           param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
           param.cb.send = on_complete;
           param.user_data = data;
           ucs_status_ptr_t request =
               am->send_put_signal(pe, reinterpret_cast<uint64_t>(op), d.amo, d.compare, d.operand, d.offset,
-                                  reinterpret_cast<const void*>(d.local), d.nbytes, data->header, param);
+                                  reinterpret_cast<const void*>(d.local), d.nbytes, data->header, param, eager_message);
+          if (!eager_message) direct_puts_unsettled = true;
           if (UCS_PTR_IS_PTR(request)) {
             ++requests_in_flight;
           } else {
