@@ -74,9 +74,14 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 // longest sleep (a safety net: arming makes the worker's fd report every incoming event), 1 ms
 // while UCX requests are in flight. A wake-up from poll() costs tens of microseconds on a virtual
 // machine, more than a round trip over TCP, so requests that keep arriving every few tens of
-// microseconds are served by a polling thread; a yield on a busy core gives the CPU away for a
-// whole time slice, so the thread does not yield while requests are that close together.
+// microseconds are served by a polling thread. While requests are that close together it yields
+// only every kYieldEvery-th round (a yield on a core busy with an unrelated thread gives the CPU away
+// for a time slice), but it does yield: the thread that sends the next request -- a peer PE's, on
+// a machine with fewer cores than polling threads -- may share this core, and a poll that never
+// yields keeps it off the core for all of kSpin (a self-sustaining ~270 us per round trip, seen on
+// the 2-core VM in about one run in four). Host waits (host_poll, backoff) yield the same way.
 constexpr auto kSpin = std::chrono::microseconds(250);
+constexpr uint32_t kYieldEvery = 8;
 constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
 constexpr int kSleepInFlightMs = 1;
@@ -769,7 +774,7 @@ struct ucx_engine::state {
         idle = 0;
       } else if (++idle >= 4096) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
-      } else if (idle >= 512) {
+      } else if (idle >= 512 || idle % kYieldEvery == 0) {
         std::this_thread::yield();
       }
       return (idle & 63) == 0 && std::chrono::steady_clock::now() > end;
@@ -818,6 +823,7 @@ struct ucx_engine::state {
     if (cuda_device >= 0) (void)cudaSetDevice(cuda_device);
 #endif
     auto last_work = std::chrono::steady_clock::now();
+    uint32_t spins = 0;
     while (!stop.load(std::memory_order_acquire)) {
       if (!try_lock()) {  // a host thread drives
         nap(false, kDrivenNapNs);
@@ -841,7 +847,7 @@ struct ucx_engine::state {
       }
       if (now - last_work < kSpinYield) {
         unlock();
-        if (now - last_work >= kSpin) std::this_thread::yield();
+        if (now - last_work >= kSpin || (++spins % kYieldEvery) == 0) std::this_thread::yield();
         continue;
       }
       if (ucp_worker_arm(worker) == UCS_ERR_BUSY) {
