@@ -1,6 +1,7 @@
 #include "transport/proxy/am_atomics.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -73,6 +74,10 @@ am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_hea
       ctx_(ctx),
       owner_(device, host_heap),
       host_heap_(host_heap) {
+  // SHOAL_TEST_PROXY_RNDV=1: UCX picks eager or rendezvous for every direct message (the tests pair it
+  // with UCX_RNDV_THRESH=1, so that small messages take the rendezvous protocol too).
+  if (const char* rndv = std::getenv("SHOAL_TEST_PROXY_RNDV"); rndv != nullptr && std::strcmp(rndv, "1") == 0)
+    rendezvous_min_ = 0;
   for (auto [id, cb] :
        {std::pair{kAmRequest, &on_request}, std::pair{kAmReply, &on_reply}, std::pair{kAmPutSignal, &on_put_signal},
         std::pair{kAmPut, &on_put}, std::pair{kAmGet, &on_get}, std::pair{kAmGetReply, &on_get_reply}}) {
@@ -119,7 +124,7 @@ ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t cod
   // The request's fields: offset = the signal word, swap_in = where the data go.
   const request m{token, my_pe_, code, 8, {}, sig_offset, operand, offset};
   std::memcpy(header, &m, sizeof(m));
-  if (eager) {  // the data arrive with the message, so the handler applies both
+  if (eager || nbytes < rendezvous_min_) {  // the data arrive with the message, so the handler applies both
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param.flags |= UCP_AM_SEND_FLAG_EAGER;
   }
@@ -133,7 +138,7 @@ ucs_status_ptr_t am_atomics::send_put(int pe, uint64_t token, uint64_t offset, c
   if (eps_[pe] == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
   const request m{token, my_pe_, 0, 0, {}, offset, nbytes, 0};
   std::memcpy(header, &m, sizeof(m));
-  if (eager) {
+  if (eager || nbytes < rendezvous_min_) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message (any size: fragments)
   }
@@ -272,7 +277,7 @@ ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nby
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = free_buffer;
     param.user_data = buffer;
-    if (!direct) {
+    if (!direct || nbytes < self->rendezvous_min_) {
       param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
       param.flags = UCP_AM_SEND_FLAG_EAGER;
     }
