@@ -50,10 +50,11 @@ constexpr std::array kTable = {
     variable{"SHOAL_DISABLE_P2P", kind::boolean, "0",
              "1: reach every other PE through the UCX proxy transport, even same-node PEs whose heap could be "
              "mapped (tests, debugging); UCX's own variables (UCX_TLS, UCX_NET_DEVICES) pick its transports"},
-    variable{"SHOAL_PROXY_AM_BYTES", kind::size, "16K",
+    variable{"SHOAL_PROXY_AM_BYTES", kind::string, "auto",
              "proxy transport on host heaps: puts and gets of at least this size travel as UCX active messages that "
-             "land straight in place (rendezvous for large ones; over TCP 2-3x UCX's RMA bandwidth); 0: every put "
-             "and get is UCX RMA"},
+             "land straight in place; auto: from 16K to peers UCX reaches only over TCP (where it emulates RMA), gets "
+             "always and puts with UCX's v1 protocols (before 1.16, or UCX_PROTO_ENABLE=n); a size: from that size "
+             "to every proxy peer; 0: never"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},

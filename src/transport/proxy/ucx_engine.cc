@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -100,6 +102,43 @@ constexpr uint32_t kRingSlots = 256;
 // Host heaps: put-with-signal of at most this many bytes travels as one active message.
 constexpr uint64_t kPutSignalMessageMax = 8192;
 
+// The transports of `ep`'s lanes ("tcp/lo", "rc_mlx5/mlx5_0:1", ...), once each, from
+// ucp_ep_print_info's lane lines ("lane[0]:  0:tcp/lo.0 md[0] ...").
+std::vector<std::string> lane_transports(ucp_ep_h ep) {
+  std::vector<std::string> names;
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* stream = ::open_memstream(&buffer, &size);
+  if (stream == nullptr) return names;
+  ucp_ep_print_info(ep, stream);
+  std::fclose(stream);
+  const std::string info(buffer, size);
+  std::free(buffer);
+  for (size_t at = info.find("lane["); at != std::string::npos; at = info.find("lane[", at + 1)) {
+    const size_t colon = info.find(':', info.find(']', at));
+    const size_t start = info.find_first_not_of(' ', colon + 1);
+    if (colon == std::string::npos || start == std::string::npos) break;
+    const size_t end = info.find_first_of(" \n", start);
+    std::string name = info.substr(start, end - start);
+    name = name.substr(name.find(':') + 1);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+// True when the UCX context runs its v2 protocols (UCX_PROTO_ENABLE=y: the default from UCX 1.16).
+bool runs_protocols_v2(const ucp_config_t* config) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* stream = ::open_memstream(&buffer, &size);
+  if (stream == nullptr) return true;
+  ucp_config_print(config, stream, nullptr, UCS_CONFIG_PRINT_CONFIG);
+  std::fclose(stream);
+  const std::string text(buffer, size);
+  std::free(buffer);
+  return text.find("PROTO_ENABLE=y") != std::string::npos;
+}
+
 }  // namespace
 
 struct ucx_engine::state {
@@ -130,9 +169,11 @@ struct ucx_engine::state {
   bool ams_unsettled = false;
   // Direct puts (start_am_put) sent since the last settle; see there.
   bool direct_puts_unsettled = false;
-  // Host heaps: puts and gets of at least this many bytes travel as active messages, received straight
-  // into place (SHOAL_PROXY_AM_BYTES; 0: never).
-  uint64_t am_bytes = 0;
+  // Host heaps, per PE: puts and gets of at least this many bytes travel as direct active messages,
+  // received straight into place (SHOAL_PROXY_AM_BYTES; kNever: never). See choose_direct.
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  std::vector<uint64_t> am_put_min, am_get_min;
+  bool protocols_v2 = true;  // the context's UCX_PROTO_ENABLE
 
   ucs_status_t fence_after_puts() {
     if (ams_unsettled) {  // a put-with-signal message: applied by its owner outside UCX's ordering
@@ -496,6 +537,44 @@ struct ucx_engine::state {
       complete(op, UCS_PTR_STATUS(request));
   }
 
+  // Which puts and gets to each peer are direct active messages (host heaps; SHOAL_PROXY_AM_BYTES).
+  // "auto": from 16 KiB where UCX only emulates RMA -- every lane to the peer is TCP (or a CUDA copy
+  // lane): gets always (UCX serves an emulated get in the target's progress loop: ~1.9 GB/s on
+  // loopback, against 2.8 GB/s direct with UCX 1.22 and 7.9 with 1.13), puts with UCX's v1 protocols
+  // only (UCX before 1.16, or UCX_PROTO_ENABLE=n: its RMA put over TCP moved 1.7 GB/s against 7.8
+  // direct; the v2 protocols put zero-copy at ~5 GB/s, while their active-message rendezvous over TCP
+  // copies fragments at ~2.6). A size: from that size to every proxy peer; 0: never.
+  void choose_direct(std::string_view call) {
+    am_put_min.assign(eps.size(), kNever);
+    am_get_min.assign(eps.size(), kNever);
+    const std::string setting = env::get_string("SHOAL_PROXY_AM_BYTES");
+    std::optional<uint64_t> fixed;
+    if (setting != "auto") {
+      fixed = env::parse_size(setting);
+      if (!fixed)
+        SHOAL_THROW(errc::invalid_argument, call,
+                    "SHOAL_PROXY_AM_BYTES='{}' is neither 'auto' nor a size (bytes, with K/M/G suffixes)", setting);
+    }
+    constexpr uint64_t kAutoMin = uint64_t{16} << 10;
+    for (size_t pe = 0; pe < eps.size(); ++pe) {
+      if (eps[pe] == nullptr) continue;
+      if (fixed) {
+        if (*fixed != 0) am_put_min[pe] = am_get_min[pe] = *fixed;
+        continue;
+      }
+      bool tcp = false, other = false;
+      for (const std::string& lane : lane_transports(eps[pe])) {
+        if (lane.starts_with("tcp/"))
+          tcp = true;
+        else if (!lane.starts_with("cuda_copy/") && !lane.starts_with("rocm_copy/"))
+          other = true;
+      }
+      if (!tcp || other) continue;
+      am_get_min[pe] = kAutoMin;
+      if (!protocols_v2) am_put_min[pe] = kAutoMin;
+    }
+  }
+
   // Progresses until `request` (a UCX request or status) completes, bounded by SHOAL_WAIT_TIMEOUT.
   ucs_status_t wait_for(ucs_status_ptr_t request) {
     if (!UCS_PTR_IS_PTR(request)) return UCS_PTR_STATUS(request);
@@ -552,7 +631,7 @@ struct ucx_engine::state {
   // - Staged (GPU heaps, `stage`): the source is first copied to host memory here, and the message is
   //   eager. Active messages to one PE are delivered in order, so a later staged get or owner-applied
   //   atomic to that PE sees the put without a flush.
-  // - Direct (host heaps, puts of at least am_bytes): the source itself, by rendezvous when UCX picks
+  // - Direct (host heaps, puts of at least am_put_min): the source itself, by rendezvous when UCX picks
   //   it (the owner's UCX pulls the data straight into its heap). A rendezvous message's data may land
   //   after a later message is handled, so direct_puts_unsettled makes the next put-with-signal
   //   message or owner-applied atomic wait for the answers first.
@@ -606,11 +685,11 @@ struct ucx_engine::state {
         complete(op, st);
       return;
     }
-    if (!staged_rma && am_bytes != 0 && d.nbytes >= am_bytes && d.op == proxy_op::put) {
+    if (!staged_rma && d.op == proxy_op::put && d.nbytes >= am_put_min[pe]) {
       auto* ack = new in_flight{this, ticket, false, 0, 0};
       return start_am_put(op, ack, pe, d.offset, reinterpret_cast<const void*>(d.local), d.nbytes, false);
     }
-    if (!staged_rma && am_bytes != 0 && d.nbytes >= am_bytes && d.op == proxy_op::get) {
+    if (!staged_rma && d.op == proxy_op::get && d.nbytes >= am_get_min[pe]) {
       // Ordered after earlier puts like an RMA get; the answer lands at the destination, then op completes.
       op->data_landed = true;
       ucs_status_t st = fence_after_puts();
@@ -670,8 +749,7 @@ struct ucx_engine::state {
         auto* data = new in_flight{this, ticket, wait, 0, 0};
         op->wait = false;
         const bool eager_message = d.nbytes <= kPutSignalMessageMax;
-        if (!gpu_heap && !amo_by_owner && !puts_unfenced &&
-            (eager_message || (am_bytes != 0 && d.nbytes >= am_bytes))) {
+        if (!gpu_heap && !amo_by_owner && !puts_unfenced && (eager_message || d.nbytes >= am_put_min[pe])) {
           if (direct_puts_unsettled) {  // earlier direct puts land first (one of them may be a rendezvous)
             if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) {
               complete(data, st);
@@ -877,6 +955,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) fail_ucx(call, "ucp_config_read", -1, st);
+  s_->protocols_v2 = runs_protocols_v2(config);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP | UCP_FEATURE_AM;
@@ -942,7 +1021,6 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     const char* staged_test = std::getenv("SHOAL_TEST_PROXY_STAGED");
     const bool staged_on_host = staged_test != nullptr && std::strcmp(staged_test, "1") == 0;
     s_->staged_rma = gpu_heap || staged_on_host;
-    s_->am_bytes = env::get_size("SHOAL_PROXY_AM_BYTES");
     if (staged_on_host) s_->amo_by_owner = true;
     s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
                                           &s_->data_base, &state::on_owner_reply, s_.get());
@@ -962,6 +1040,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
       ucs_status_t est = ucp_ep_create(s_->worker, &ep, &s_->eps[pe]);
       if (est != UCS_OK) fail_ucx(call, "ucp_ep_create", pe, est);
     }
+    s_->choose_direct(call);
   });
 }
 
@@ -1047,23 +1126,7 @@ std::string ucx_engine::transports(int pe) {
   std::string text;
   s_->on_thread([&] {
     if (s_->eps[pe] == nullptr) return;
-    char* buffer = nullptr;
-    size_t size = 0;
-    FILE* stream = ::open_memstream(&buffer, &size);
-    if (stream == nullptr) return;
-    ucp_ep_print_info(s_->eps[pe], stream);
-    std::fclose(stream);
-    // Keep "tcp/lo.0"-like names from the lane lines ("lane[0]:  0:tcp/lo.0 md[0] ..."), once each.
-    std::string info(buffer, size);
-    std::free(buffer);
-    for (size_t at = info.find("lane["); at != std::string::npos; at = info.find("lane[", at + 1)) {
-      size_t colon = info.find(':', info.find(']', at));
-      size_t start = info.find_first_not_of(' ', colon + 1);
-      size_t end = info.find_first_of(" \n", start);
-      std::string name = info.substr(start, end - start);
-      name = name.substr(name.find(':') + 1);
-      if (text.find(name) == std::string::npos) text += (text.empty() ? "" : ",") + name;
-    }
+    for (const std::string& name : lane_transports(s_->eps[pe])) text += (text.empty() ? "" : ",") + name;
   });
   return text;
 }
