@@ -61,6 +61,18 @@ struct landing {
   uint64_t sig_offset = 0, operand = 0;
 };
 
+// Receives a rendezvous message's `length` bytes straight into `dest`; `landed` runs once they are there
+// (or failed), at once when UCX completes the receive immediately, and owns `ctx`.
+void receive_into(ucp_worker_h worker, void* data, void* dest, size_t length, landing* ctx,
+                  ucp_am_recv_data_nbx_callback_t landed) {
+  ucp_request_param_t recv{};
+  recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  recv.cb.recv_am = landed;
+  recv.user_data = ctx;
+  ucs_status_ptr_t req = ucp_am_recv_data_nbx(worker, data, dest, length, &recv);
+  if (!UCS_PTR_IS_PTR(req)) landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+}
+
 }  // namespace
 
 am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
@@ -150,7 +162,6 @@ ucs_status_ptr_t am_atomics::send_put(int pe, uint64_t token, uint64_t offset, c
 ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest,
                                   bool direct) {
   const request m{token, my_pe_, direct ? kGetDirect : uint8_t{0}, 0, {}, offset, nbytes, dest};
-  static_assert(sizeof(request) == kPutSignalHeaderBytes);
   ucs_status_t st = post(eps_[pe], kAmGet, &m, sizeof(m));
   if (st == UCS_OK) ++outstanding_;
   return st;
@@ -184,14 +195,8 @@ ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t hea
   reply r{m.token, 0, 0};
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
     // A large one (host heaps): the data straight into place, then the signal, then the answer.
-    auto* ctx = new landing{self, m.from, m.token, 0, true, m.code, m.offset, m.operand};
-    ucp_request_param_t recv{};
-    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    recv.cb.recv_am = &on_put_landed;
-    recv.user_data = ctx;
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data,
-                                                reinterpret_cast<void*>(self->local_address(m.swap_in)), length, &recv);
-    if (!UCS_PTR_IS_PTR(req)) on_put_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    receive_into(self->worker_, data, reinterpret_cast<void*>(self->local_address(m.swap_in)), length,
+                 new landing{self, m.from, m.token, 0, true, m.code, m.offset, m.operand}, &on_put_landed);
     return UCS_OK;
   }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
@@ -215,14 +220,8 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   reply r{m.token, 0, 0};
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_ && length == m.operand) {
     // A direct put (host heaps): UCX moves the data straight into place; answered once they landed.
-    auto* ctx = new landing{self, m.from, m.token, 0};
-    ucp_request_param_t recv{};
-    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    recv.cb.recv_am = &on_put_landed;
-    recv.user_data = ctx;
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data,
-                                                reinterpret_cast<void*>(self->local_address(m.offset)), length, &recv);
-    if (!UCS_PTR_IS_PTR(req)) on_put_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    receive_into(self->worker_, data, reinterpret_cast<void*>(self->local_address(m.offset)), length,
+                 new landing{self, m.from, m.token, 0}, &on_put_landed);
     return UCS_OK;
   }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length != m.operand) {
@@ -300,13 +299,8 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
   if (!read_header(header, header_nbytes, &r)) return UCS_OK;
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
     // A direct get's large answer: UCX moves it straight to the destination; reported once landed.
-    auto* ctx = new landing{self, -1, r.token, r.dest};
-    ucp_request_param_t recv{};
-    recv.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    recv.cb.recv_am = &on_get_landed;
-    recv.user_data = ctx;
-    ucs_status_ptr_t req = ucp_am_recv_data_nbx(self->worker_, data, reinterpret_cast<void*>(r.dest), length, &recv);
-    if (!UCS_PTR_IS_PTR(req)) on_get_landed(nullptr, UCS_PTR_STATUS(req), length, ctx);
+    receive_into(self->worker_, data, reinterpret_cast<void*>(r.dest), length, new landing{self, -1, r.token, r.dest},
+                 &on_get_landed);
     return UCS_OK;
   }
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) r.status = UCS_ERR_UNSUPPORTED;

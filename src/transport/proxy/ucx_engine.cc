@@ -102,18 +102,25 @@ constexpr uint32_t kRingSlots = 256;
 // Host heaps: put-with-signal of at most this many bytes travels as one active message.
 constexpr uint64_t kPutSignalMessageMax = 8192;
 
+// What `print` (a UCX print call) writes to a FILE, as a string.
+template <class Print>
+std::string printed(Print&& print) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* stream = ::open_memstream(&buffer, &size);
+  if (stream == nullptr) return {};
+  print(stream);
+  std::fclose(stream);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
 // The transports of `ep`'s lanes ("tcp/lo", "rc_mlx5/mlx5_0:1", ...), once each, from
 // ucp_ep_print_info's lane lines ("lane[0]:  0:tcp/lo.0 md[0] ...").
 std::vector<std::string> lane_transports(ucp_ep_h ep) {
   std::vector<std::string> names;
-  char* buffer = nullptr;
-  size_t size = 0;
-  FILE* stream = ::open_memstream(&buffer, &size);
-  if (stream == nullptr) return names;
-  ucp_ep_print_info(ep, stream);
-  std::fclose(stream);
-  const std::string info(buffer, size);
-  std::free(buffer);
+  const std::string info = printed([&](FILE* stream) { ucp_ep_print_info(ep, stream); });
   for (size_t at = info.find("lane["); at != std::string::npos; at = info.find("lane[", at + 1)) {
     const size_t colon = info.find(':', info.find(']', at));
     const size_t start = info.find_first_not_of(' ', colon + 1);
@@ -128,15 +135,9 @@ std::vector<std::string> lane_transports(ucp_ep_h ep) {
 
 // True when the UCX context runs its v2 protocols (UCX_PROTO_ENABLE=y: the default from UCX 1.16).
 bool runs_protocols_v2(const ucp_config_t* config) {
-  char* buffer = nullptr;
-  size_t size = 0;
-  FILE* stream = ::open_memstream(&buffer, &size);
-  if (stream == nullptr) return true;
-  ucp_config_print(config, stream, nullptr, UCS_CONFIG_PRINT_CONFIG);
-  std::fclose(stream);
-  const std::string text(buffer, size);
-  std::free(buffer);
-  return text.find("PROTO_ENABLE=y") != std::string::npos;
+  return printed([&](FILE* stream) {
+           ucp_config_print(config, stream, nullptr, UCS_CONFIG_PRINT_CONFIG);
+         }).find("PROTO_ENABLE=y") != std::string::npos;
 }
 
 }  // namespace
