@@ -25,6 +25,7 @@
 
 #include "common/check.hpp"
 #include "common/env.hpp"
+#include "common/log.hpp"
 #include "common/progress.hpp"
 #include "transport/proxy/am_atomics.hpp"
 #include "transport/proxy/ring_consumer.hpp"
@@ -573,6 +574,15 @@ struct ucx_engine::state {
       if (!tcp || other) continue;
       am_get_min[pe] = kAutoMin;
       if (!protocols_v2) am_put_min[pe] = kAutoMin;
+    }
+    for (size_t pe = 0; pe < eps.size(); ++pe) {
+      if (eps[pe] == nullptr) continue;
+      auto from = [](uint64_t bytes) {
+        return bytes == kNever ? std::string("never") : fmt::format("from {} B", bytes);
+      };
+      SHOAL_LOG(info, transport,
+                "PE {} -> PE {}: direct puts {}, direct gets {} (SHOAL_PROXY_AM_BYTES={}, UCX {} protocols)", my_pe, pe,
+                from(am_put_min[pe]), from(am_get_min[pe]), setting, protocols_v2 ? "v2" : "v1");
     }
   }
 
