@@ -117,7 +117,7 @@ void bandwidth(context& ctx, bool is_put) {
   char* sym = static_cast<char*>(shoal_malloc(ctx.cfg.max_bytes));
   std::vector<char> local(ctx.cfg.max_bytes, 1);
   std::vector<char> local2(ctx.cfg.max_bytes, 2);
-  std::memset(sym, 3, ctx.cfg.max_bytes);
+  if (ctx.backend != "cuda") std::memset(sym, 3, ctx.cfg.max_bytes);  // a GPU heap is not the CPU's to fill
   shoal_barrier_all();
   if (ctx.me == 0) {
     for (size_t bytes : sizes(ctx.cfg)) {
@@ -338,7 +338,8 @@ int main(int argc, char** argv) {
   };
   app.footer(
       fmt::format("Benchmarks (positional; default: the whole set that runs):\n"
-                  "  host set (host-memory PEs, or no device code):\n{}\n"
+                  "  host set (host-memory PEs, or no device code; on GPU heaps, with --host-issued: put_bw get_bw\n"
+                  "    put_quiet_latency atomic_latency):\n{}\n"
                   "  device set (GPU heaps; device-initiated, collectives beside NCCL where built):\n{}\n"
                   "Run between PEs: shoalrun -n 2 shoal-bench [benchmarks] [options]; plot a --csv with bench/plot.py.",
                   wrapped(host_set), wrapped(device_set)));
@@ -378,14 +379,21 @@ int main(int argc, char** argv) {
   }
   ctx.backend = shoalx_backend_name();
   // Device-initiated operations where the heap is on GPUs; host-issued ones otherwise.
-  const bool device = SHOAL_BENCH_DEVICE && ctx.backend == "cuda";
-  const std::vector<std::string>& set = device ? device_set : host_set;
+  const bool gpu_heap = ctx.backend == "cuda";
+  const bool device = SHOAL_BENCH_DEVICE && gpu_heap && !opts.host_issued;
+  // Host-issued on a GPU heap: the host set's benchmarks whose host side touches only its own host
+  // buffers (the others poll or fill heap memory from the CPU).
+  const std::vector<std::string> host_on_gpu_set = {"put_bw", "get_bw", "put_quiet_latency", "atomic_latency"};
+  const std::vector<std::string>& set = device ? device_set : gpu_heap ? host_on_gpu_set : host_set;
   std::vector<std::string> which;
   for (const auto& w : opts.which.empty() ? set : opts.which) {
     if (in(set, w))
       which.push_back(w);
     else if (ctx.me == 0)
-      std::fprintf(stderr, "shoal-bench: '%s' is not in the %s set; skipped\n", w.c_str(), device ? "device" : "host");
+      std::fprintf(stderr, "shoal-bench: '%s' is not in the %s set; skipped\n", w.c_str(),
+                   device     ? "device"
+                   : gpu_heap ? "host-issued (GPU heap)"
+                              : "host");
   }
   bool checks_passed = true;
   bool aborted = false;

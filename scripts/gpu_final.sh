@@ -33,12 +33,14 @@ bn nvshmem38_lat 50 2 $NV38 p_ping_pong put_signal_ping_pong put_quiet_latency a
 SHOAL_BENCH_COLL_SCOPES=block SHOAL_BENCH_NCCL=0 bn shoal_a2a 30 2 $SB alltoall -b 1M -e 1M
 bn nvshmem_a2a 30 2 $NV alltoall -b 1M -e 1M
 bn nvshmem38_a2a 30 2 $NV38 alltoall -b 1M -e 1M
-# Device-initiated over the proxy (GPU heaps) beside host-issued (host heaps), same sizes (issue 11: device
-# put >= 0.8x host). Few
+# Device-initiated over the proxy (GPU heaps) beside host-issued on the same GPU heaps (--host-issued) and on
+# host heaps, same sizes (issue 11: device put >= 0.8x host). Few
 # points and a time limit: the first try in session 12 ran past 100 s.
 proxy_set=(put_bw get_bw put_quiet_latency atomic_latency -b 4K -e 4M -f 32 -n 100 -r 3)
 task proxy_device 90 env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo \
   $R -n 2 --timeout 80 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_device.csv
+task proxy_device_host 60 env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo \
+  $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --host-issued --csv $O/proxy/shoal_device_host.csv
 task proxy_host 60 env SHOAL_BACKEND=host SHOAL_DISABLE_P2P=1 UCX_TLS=tcp UCX_NET_DEVICES=lo \
   $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_host.csv
 t coll_gpu_test.np2 10 90; t litmus_gpu_test.np2 20 90

@@ -47,6 +47,9 @@ void add_options(CLI::App& app, options& opts) {
                  "device RMA set: PE pairs to measure, initiator:target[,...], all, from0 or ring (default 0:1)");
   app.add_option("--csv", opts.csv, "write the rows as CSV to this file (PE 0)");
   app.add_option("--json", opts.json, "write the rows as JSON to this file (PE 0)");
+  app.add_flag("--host-issued", opts.host_issued,
+               "GPU heaps: run the host set's put_bw, get_bw, put_quiet_latency and atomic_latency through the host "
+               "API instead of the device set (the host-issued side of a device-vs-host comparison)");
 }
 
 std::string finish(options& opts) {

@@ -29,6 +29,7 @@ struct options {
   std::vector<std::string> which;  ///< benchmark names; empty: all of the set that runs
   std::string csv;                 ///< --csv: rows as CSV (PE 0)
   std::string json;                ///< --json: rows as JSON (PE 0)
+  bool host_issued = false;        ///< --host-issued: the host set on GPU heaps too (host API, no kernels)
 
   // Texts of -b/-e as given (K/M/G suffixes); turned into bytes by finish().
   std::string min_text = "8";
