@@ -4,7 +4,8 @@ targets: host put >= 1 MiB at >= 0.9x ucx_perftest's put bandwidth; small-op lat
 + 3 us; device-initiated put (its best scope per size) >= 0.8x host-initiated (when a device CSV is there).
 
 usage: compare.py --dir DIR [--command TEXT] [--machine TEXT]
-Reads DIR/shoal_host.csv, DIR/ucx_host.csv and, when present, DIR/shoal_device.csv; writes
+Reads DIR/shoal_host.csv, DIR/ucx_host.csv and, when present, DIR/shoal_device.csv and
+DIR/shoal_device_host.csv (host-issued on GPU heaps); writes
 DIR/compare.csv (shoal-bench's columns: ratio = shoal / reference, baseline = the reference, pair =
 the target and whether it was met) and DIR/README.md (machine, command, the table, files).
 """
@@ -59,6 +60,7 @@ def main():
     shoal = load(d / "shoal_host.csv", "shoal")
     ucx = load(d / "ucx_host.csv", "ucx_perftest")
     device = load_best(d / "shoal_device.csv", "shoal")
+    device_host = load(d / "shoal_device_host.csv", "shoal")  # host-issued on the same GPU heaps
     typical = load(d / "shoal_host_typical.csv", "shoal")
 
     rows = []  # measure, size, shoal, ucx, unit, relation, target, met
@@ -110,6 +112,11 @@ def main():
         ratio = s / h if h > 0 else 0.0
         add("device put_bw (vs host put_bw)", n, s, h, "GB/s", f"{ratio:.2f}x ({r['scope']})", ">= 0.8x",
             "yes" if ratio >= 0.8 else "NO")
+        if ("put_bw", n) in device_host:
+            h = float(device_host[("put_bw", n)]["bandwidth_gbps"])
+            ratio = s / h if h > 0 else 0.0
+            add("device put_bw (vs host-issued put_bw, same GPU heaps)", n, s, h, "GB/s",
+                f"{ratio:.2f}x ({r['scope']})", ">= 0.8x", "yes" if ratio >= 0.8 else "NO")
 
     header = ["measure", "size", "shoal", "reference", "unit", "shoal vs reference", "target", "met"]
     with (d / "compare.csv").open("w", newline="") as f:
@@ -141,6 +148,7 @@ def main():
     ] + table + [
         "",
         "Files: `shoal_host.csv`, `shoal_host_typical.csv`, `ucx_host.csv`" + (", `shoal_device.csv`" if device else "") +
+        (", `shoal_device_host.csv`" if device_host else "") +
         ", `compare.csv`" + ("; plots: " + ", ".join(f"`plots/{p}`" for p in plots) if plots else ""),
         "",
     ]

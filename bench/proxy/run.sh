@@ -4,7 +4,8 @@
 #     fetch_add) at 2 PEs with every peer on the proxy: SHOAL_DISABLE_P2P=1 UCX_TLS=tcp UCX_NET_DEVICES=lo;
 #  2. ucx_perftest (ucp_put_bw, ucp_get, ucp_put_lat, ucp_fadd, ucp_add) as a server/client pair on
 #     127.0.0.1 over the same transport (bench/proxy/perftest.py);
-#  3. where a GPU is present: the device-initiated set on GPU heaps (UCX_TLS=tcp,cuda_copy) and
+#  3. where a GPU is present: the device-initiated set on GPU heaps (UCX_TLS=tcp,cuda_copy), the host-issued
+#     put_bw/get_bw on the same GPU heaps (shoal-bench --host-issued), and
 #     ucx_perftest on CUDA memory. With no load/store path between the PEs, shoal-bench runs the shoal
 #     rows only (thread, warp and block scope; no sm_copy/copy_engine/raw baselines, said on stderr),
 #     checks every row's data through host gets, and bounds its loops (at most 200 timed iterations
@@ -81,6 +82,9 @@ if ((device)) && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>
   # SHOAL_DISABLE_P2P=1 keeps the GPUs apart too: the pair is on the proxy, device calls go through its ring.
   SHOAL_BACKEND=cuda UCX_TLS=tcp,cuda_copy "$shoalrun" -n 2 --timeout 1200 -- "$bench" "${host_set[@]}" \
     "${range[@]}" --csv "$out/shoal_device.csv" || echo "run.sh: the device set failed; see above" >&2
+  # The same GPU heaps through the host API (shoal-bench --host-issued): the host side of the device target.
+  SHOAL_BACKEND=cuda UCX_TLS=tcp,cuda_copy "$shoalrun" -n 2 --timeout 600 -- "$bench" put_bw get_bw \
+    "${range[@]}" --host-issued --csv "$out/shoal_device_host.csv" || echo "run.sh: the host-issued GPU-heap set failed" >&2
   if ((perftest_runs)); then
     UCX_TLS=tcp,cuda_copy python3 "$root/bench/proxy/perftest.py" --csv "$out/ucx_cuda.csv" --sizes "$sizes" \
       --mem cuda --ucx-perftest "$perftest" || echo "run.sh: ucx_perftest on CUDA memory failed" >&2
@@ -102,8 +106,10 @@ for f in sorted(d.glob("shoal_*.csv")) + sorted(d.glob("ucx_*.csv")):
             continue
         if r["benchmark"] == "am_bw":
             r["benchmark"], r["impl"] = "put_bw", "ucx_perftest am_bw"
-        if f.name == "ucx_cuda.csv" or f.name == "shoal_device.csv":
+        if f.name in ("ucx_cuda.csv", "shoal_device.csv"):
             r["impl"] += " (GPU memory)"
+        if f.name == "shoal_device_host.csv":
+            r["impl"] += " host-issued (GPU memory)"
         rows.append(r)
 with (d / "plots" / "input.csv").open("w", newline="") as out:
     w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
