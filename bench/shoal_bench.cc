@@ -338,8 +338,8 @@ int main(int argc, char** argv) {
   };
   app.footer(
       fmt::format("Benchmarks (positional; default: the whole set that runs):\n"
-                  "  host set (host-memory PEs, or no device code; on GPU heaps, with --host-issued: put_bw get_bw\n"
-                  "    put_quiet_latency atomic_latency):\n{}\n"
+                  "  host set (host-memory PEs, or no device code; --host-issued: its put/get bandwidth, put+quiet and "
+                  "atomic latency on GPU heaps):\n{}\n"
                   "  device set (GPU heaps; device-initiated, collectives beside NCCL where built):\n{}\n"
                   "Run between PEs: shoalrun -n 2 shoal-bench [benchmarks] [options]; plot a --csv with bench/plot.py.",
                   wrapped(host_set), wrapped(device_set)));
