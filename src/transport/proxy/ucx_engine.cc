@@ -229,14 +229,19 @@ struct ucx_engine::state {
     return !driving.load(std::memory_order_relaxed) && !driving.exchange(true, std::memory_order_acquire);
   }
   void unlock() { driving.store(false, std::memory_order_release); }
-  // Under `driving`: issues every committed descriptor and progresses the worker until it is idle;
-  // true when anything happened.
-  bool drive() {
+  // Under `driving`: issues every committed descriptor and progresses the worker until it is idle
+  // (the proxy thread), or once (`once`: a host thread that polls for an answer or a memory word checks
+  // it after each progress call, as ucx_perftest does; over TCP each call is an epoll_wait, and a
+  // second one on the way to the check costs ~1 us per hop); true when anything happened.
+  bool drive(bool once = false) {
     bool any = drain_ring();
-    while (ucp_worker_progress(worker) != 0) any = true;
+    while (ucp_worker_progress(worker) != 0) {
+      any = true;
+      if (once) break;
+    }
     return any;
   }
-  // drive() from a host thread of the program, whose current CUDA device may be another or none: UCX's
+  // drive(once) from a host thread of the program, whose current CUDA device may be another or none: UCX's
   // cuda_copy stages GPU heap data through the calling thread's current context, and with no context
   // (or another device's) it fails or crashes on the heap's VMM memory. The heap's GPU is current for
   // the drive only. (The proxy thread makes it current once, in run().)
@@ -246,13 +251,13 @@ struct ucx_engine::state {
     if (cuda_device >= 0 && (cudaGetDevice(&previous) != cudaSuccess || previous != cuda_device)) {
       (void)cudaGetLastError();
       if (cudaSetDevice(cuda_device) == cudaSuccess) {
-        const bool any = drive();
+        const bool any = drive(true);
         if (previous >= 0) cudaSetDevice(previous);
         return any;
       }
     }
 #endif
-    return drive();
+    return drive(true);
   }
   // A host thread's drive: false when another thread holds the worker (it drains the ring too).
   // `progressed` (optional) says whether anything happened. `polling`: the caller polls without
