@@ -50,7 +50,7 @@ class backoff {
     ++rounds_;
     // Progress of engines this thread can help (progress_hooks): for kHotWindow after the last
     // progress the wait polls without yielding or sleeping, since a peer may be waiting for this
-    // PE's answers and the engine's thread relies on this one meanwhile (it yields only every 8th
+    // PE's answers and the engine's thread relies on this one meanwhile (it yields only every 2nd
     // round: a yield on a core busy with an unrelated thread gives the CPU away for a time slice).
     bool hot = false;
     if (progress_hooks::run()) {
@@ -60,8 +60,8 @@ class backoff {
     } else if (rounds_ >= 64 && hot_until_ != std::chrono::steady_clock::time_point{}) {
       hot = std::chrono::steady_clock::now() < hot_until_;
     }
-    if (hot && (++hot_rounds_ & 7) == 0) {
-      // Hot, yet every 8th round yields: the thread whose answer this one waits for (a peer PE's, or
+    if (hot && (++hot_rounds_ & 1) == 0) {
+      // Hot, yet every 2nd round yields: the thread whose answer this one waits for (a peer PE's, or
       // this PE's proxy thread) may share this core, and a poll that never yields keeps it off the
       // core for the whole hot window -- on a 2-core machine a self-sustaining ~250 us per round trip.
       // With nothing else runnable here a yield returns at once.

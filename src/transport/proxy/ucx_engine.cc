@@ -84,7 +84,7 @@ ucp_atomic_op_t to_ucp(ucx_amo op) {
 // yields keeps it off the core for all of kSpin (a self-sustaining ~270 us per round trip, seen on
 // the 2-core VM in about one run in four). Host waits (host_poll, backoff) yield the same way.
 constexpr auto kSpin = std::chrono::microseconds(250);
-constexpr uint32_t kYieldEvery = 8;
+constexpr uint32_t kYieldEvery = 2;
 constexpr auto kSpinYield = std::chrono::microseconds(1000);
 constexpr int kSleepMs = 100;
 constexpr int kSleepInFlightMs = 1;
