@@ -140,14 +140,15 @@ def main():
         " ucx_perftest: a server/client pair on 127.0.0.1; both `UCX_TLS=tcp UCX_NET_DEVICES=lo`.",
         "- statistics: *mean* = mean time per operation on both sides (shoal: median over 5 repetitions of the"
         " mean; ucx_perftest: its `overall` column); *typical* = shoal's median over 201 repetitions of 10"
-        " operations (shoal_host_typical.csv) against ucx_perftest's 50th percentile (ucx_host.csv, column `pair`).",
+        " operations, in the median of 5 launches (shoal_host_typical.csv; every launch in"
+        " shoal_host_typical_runs.csv) against ucx_perftest's 50th percentile (ucx_host.csv, column `pair`).",
         "",
         f"Targets met: {met}, missed: {missed}. Why, the profile and what was tried: [analysis.md](analysis.md)"
         " (by hand).",
         "",
     ] + table + [
         "",
-        "Files: `shoal_host.csv`, `shoal_host_typical.csv`, `ucx_host.csv`" + (", `shoal_device.csv`" if device else "") +
+        "Files: `shoal_host.csv`, `shoal_host_typical.csv`, `shoal_host_typical_runs.csv`, `ucx_host.csv`" + (", `shoal_device.csv`" if device else "") +
         (", `shoal_device_host.csv`" if device_host else "") +
         ", `compare.csv`" + ("; plots: " + ", ".join(f"`plots/{p}`" for p in plots) if plots else ""),
         "",
