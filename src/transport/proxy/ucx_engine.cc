@@ -546,8 +546,8 @@ struct ucx_engine::state {
 
   // Which puts and gets to each peer are direct active messages (host heaps; SHOAL_PROXY_AM_BYTES).
   // "auto": from 16 KiB where UCX only emulates RMA -- every lane to the peer is TCP (or a CUDA copy
-  // lane): gets always (UCX serves an emulated get in the target's progress loop: ~1.9 GB/s on
-  // loopback, against 2.8 GB/s direct with UCX 1.22 and 7.9 with 1.13), puts with UCX's v1 protocols
+  // lane): gets always (with UCX 1.13 its emulated get moved ~1.9 GB/s on loopback against 7.9 direct;
+  // with 1.22 both move 1.8-2.9 GB/s, varying between launches), puts with UCX's v1 protocols
   // only (UCX before 1.16, or UCX_PROTO_ENABLE=n: its RMA put over TCP moved 1.7 GB/s against 7.8
   // direct; the v2 protocols put zero-copy at ~5 GB/s, while their active-message rendezvous over TCP
   // copies fragments at ~2.6). A size: from that size to every proxy peer; 0: never.
