@@ -76,12 +76,15 @@ void receive_into(ucp_worker_h worker, void* data, void* dest, size_t length, la
 }  // namespace
 
 am_atomics::am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
-                       const std::vector<uint64_t>& bases, const uint64_t* data_base, done_fn done, void* ctx)
+                       const std::vector<uint64_t>& bases, const uint64_t* data_base, const uint64_t* heap_nbytes,
+                       const uint64_t* data_nbytes, done_fn done, void* ctx)
     : worker_(worker),
       my_pe_(my_pe),
       eps_(eps),
       bases_(bases),
       data_base_(data_base),
+      heap_nbytes_(heap_nbytes),
+      data_nbytes_(data_nbytes),
       done_(done),
       ctx_(ctx),
       owner_(device, host_heap),
@@ -124,7 +127,7 @@ ucs_status_t am_atomics::send(int pe, uint64_t token, uint8_t code, uint64_t nby
                               uint64_t swap_in) {
   const request m{token, my_pe_, code, static_cast<uint8_t>(nbytes), {}, offset, operand, swap_in};
   ucs_status_t st = post(eps_[pe], kAmRequest, &m, sizeof(m));
-  if (st == UCS_OK) ++outstanding_;
+  if (st == UCS_OK) awaited_.emplace(token, get_landing{});
   return st;
 }
 
@@ -141,7 +144,7 @@ ucs_status_ptr_t am_atomics::send_put_signal(int pe, uint64_t token, uint8_t cod
     param.flags |= UCP_AM_SEND_FLAG_EAGER;
   }
   ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPutSignal, header, sizeof(m), source, nbytes, &param);
-  if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
+  if (!UCS_PTR_IS_ERR(r)) awaited_.emplace(token, get_landing{});
   return r;
 }
 
@@ -155,7 +158,7 @@ ucs_status_ptr_t am_atomics::send_put(int pe, uint64_t token, uint64_t offset, c
     param.flags |= UCP_AM_SEND_FLAG_EAGER;  // the data arrive with the message (any size: fragments)
   }
   ucs_status_ptr_t r = ucp_am_send_nbx(eps_[pe], kAmPut, header, sizeof(m), staged, nbytes, &param);
-  if (!UCS_PTR_IS_ERR(r)) ++outstanding_;
+  if (!UCS_PTR_IS_ERR(r)) awaited_.emplace(token, get_landing{});
   return r;
 }
 
@@ -163,17 +166,42 @@ ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint6
                                   bool direct) {
   const request m{token, my_pe_, direct ? kGetDirect : uint8_t{0}, 0, {}, offset, nbytes, dest};
   ucs_status_t st = post(eps_[pe], kAmGet, &m, sizeof(m));
-  if (st == UCS_OK) ++outstanding_;
+  if (st == UCS_OK) awaited_.emplace(token, get_landing{true, dest, nbytes});
   return st;
 }
 
 ucs_status_t am_atomics::drain(std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
-  while (outstanding_ > 0) {
+  while (!awaited_.empty()) {
     ucp_worker_progress(worker_);
     if (timeout.count() > 0 && std::chrono::steady_clock::now() > end) return UCS_ERR_TIMED_OUT;
   }
   return UCS_OK;
+}
+
+bool am_atomics::in_place(uint64_t offset, uint64_t nbytes) const {
+  const bool data = (offset & kDataOffsetBit) != 0;
+  const uint64_t at = offset & ~kDataOffsetBit, size = data ? *data_nbytes_ : *heap_nbytes_;
+  return at <= size && nbytes <= size - at;
+}
+
+std::optional<am_atomics::get_landing> am_atomics::answered(uint64_t token, const char* what) {
+  auto it = awaited_.find(token);
+  if (it == awaited_.end()) {
+    std::fprintf(stderr, "shoal: PE %d: dropped %s that answers no request of this PE\n", my_pe_, what);
+    return std::nullopt;
+  }
+  const get_landing landing = it->second;
+  awaited_.erase(it);
+  return landing;
+}
+
+int64_t am_atomics::refused(const char* what, int from, uint64_t offset, uint64_t nbytes) const {
+  std::fprintf(stderr, "shoal: PE %d: refused %s from PE %d: %llu bytes at offset 0x%llx are outside this PE's %s\n",
+               my_pe_, what, from, static_cast<unsigned long long>(nbytes),
+               static_cast<unsigned long long>(offset & ~kDataOffsetBit),
+               (offset & kDataOffsetBit) != 0 ? "data segment" : "heap");
+  return UCS_ERR_INVALID_ADDR;
 }
 
 uint64_t am_atomics::local_address(uint64_t offset) const {
@@ -193,6 +221,12 @@ ucs_status_t am_atomics::on_put_signal(void* arg, const void* header, size_t hea
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
+  if (!self->in_place(m.swap_in, length) || !self->in_place(m.offset, 8)) {
+    r.status = self->refused("a put-with-signal", m.from, self->in_place(m.offset, 8) ? m.swap_in : m.offset,
+                             self->in_place(m.offset, 8) ? length : 8);
+    self->answer(m.from, r);
+    return UCS_OK;  // a rendezvous's data are dropped
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
     // A large one (host heaps): the data straight into place, then the signal, then the answer.
     receive_into(self->worker_, data, reinterpret_cast<void*>(self->local_address(m.swap_in)), length,
@@ -218,6 +252,11 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
+  if (!self->in_place(m.offset, length)) {
+    r.status = self->refused("a put", m.from, m.offset, length);
+    self->answer(m.from, r);
+    return UCS_OK;  // a rendezvous's data are dropped
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_ && length == m.operand) {
     // A direct put (host heaps): UCX moves the data straight into place; answered once they landed.
     receive_into(self->worker_, data, reinterpret_cast<void*>(self->local_address(m.offset)), length,
@@ -256,14 +295,17 @@ ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nby
   auto* self = static_cast<am_atomics*>(arg);
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
-  const size_t nbytes = m.operand;
+  const bool inside = self->in_place(m.offset, m.operand);
+  const size_t nbytes = inside ? m.operand : 0;
   const auto* source = reinterpret_cast<const char*>(self->local_address(m.offset));
   // Host heaps answer straight from the heap (rendezvous for large answers: the requester's UCX pulls
   // them into place); GPU heaps stage the bytes in a host buffer behind the answer's header.
   const bool direct = self->host_heap_ && m.code == kGetDirect;
   auto* buffer = new char[sizeof(get_reply) + (direct ? 0 : nbytes)];
   get_reply r{m.token, m.swap_in, 0};
-  if (!direct) {
+  if (!inside) {
+    r.status = self->refused("a get", m.from, m.offset, m.operand);
+  } else if (!direct) {
     const std::string err = self->owner_.copy(buffer + sizeof(get_reply), source, nbytes);
     if (!err.empty()) r.status = owner_failed(self->my_pe_, "a get", m.from, err);
     source = buffer + sizeof(get_reply);
@@ -297,6 +339,14 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
   auto* self = static_cast<am_atomics*>(arg);
   get_reply r;
   if (!read_header(header, header_nbytes, &r)) return UCS_OK;
+  // The destination is the one this PE asked for (the token's), never the one the answer names, and
+  // an answer brings at most the bytes asked for.
+  const auto asked = self->awaited_.find(r.token);
+  if (asked == self->awaited_.end() || !asked->second.get || length > asked->second.nbytes) {
+    std::fprintf(stderr, "shoal: PE %d: dropped a get's answer that matches no get of this PE\n", self->my_pe_);
+    return UCS_OK;
+  }
+  r.dest = asked->second.dest;
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 && self->host_heap_) {
     // A direct get's large answer: UCX moves it straight to the destination; reported once landed.
     receive_into(self->worker_, data, reinterpret_cast<void*>(r.dest), length, new landing{self, -1, r.token, r.dest},
@@ -311,7 +361,7 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
       r.status = UCS_ERR_IO_ERROR;
     }
   }
-  --self->outstanding_;
+  self->awaited_.erase(asked);
   self->done_(self->ctx_, r.token, 0, r.status);
   return UCS_OK;
 }
@@ -322,7 +372,7 @@ void am_atomics::on_get_landed(void* request, ucs_status_t status, size_t, void*
   am_atomics* self = ctx->self;
   if (status != UCS_OK)
     std::fprintf(stderr, "shoal: PE %d: landing a get's data failed: %s\n", self->my_pe_, ucs_status_string(status));
-  --self->outstanding_;
+  self->awaited_.erase(ctx->token);
   self->done_(self->ctx_, ctx->token, 0, status == UCS_OK ? 0 : static_cast<int64_t>(status));
   delete ctx;
   if (request != nullptr) ucp_request_free(request);
@@ -335,9 +385,13 @@ ucs_status_t am_atomics::on_request(void* arg, const void* header, size_t header
   request m;
   if (!read_header(header, header_nbytes, &m)) return UCS_OK;
   reply r{m.token, 0, 0};
-  const std::string err = self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(self->local_address(m.offset)),
-                                             m.operand, m.swap_in, &r.value);
-  if (!err.empty()) r.status = owner_failed(self->my_pe_, "an atomic", m.from, err);
+  if ((m.nbytes != 4 && m.nbytes != 8) || !self->in_place(m.offset, m.nbytes)) {
+    r.status = self->refused("an atomic", m.from, m.offset, m.nbytes);
+  } else {
+    const std::string err = self->owner_.apply(m.code, m.nbytes, reinterpret_cast<void*>(self->local_address(m.offset)),
+                                               m.operand, m.swap_in, &r.value);
+    if (!err.empty()) r.status = owner_failed(self->my_pe_, "an atomic", m.from, err);
+  }
   self->answer(m.from, r);
   return UCS_OK;
 }
@@ -348,7 +402,7 @@ ucs_status_t am_atomics::on_reply(void* arg, const void* header, size_t header_n
   auto* self = static_cast<am_atomics*>(arg);
   reply r;
   if (!read_header(header, header_nbytes, &r)) return UCS_OK;
-  --self->outstanding_;
+  if (!self->answered(r.token, "an answer")) return UCS_OK;
   self->done_(self->ctx_, r.token, r.value, r.status);
   return UCS_OK;
 }

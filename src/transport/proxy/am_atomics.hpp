@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include <ucp/api/ucp.h>
@@ -23,8 +25,12 @@ class am_atomics {
   /// Registers the request and reply handlers on `worker` (its context has UCP_FEATURE_AM). `eps`
   /// (per PE), `bases` (per PE: its heap's address in its own process) and `data_base` (this PE's
   /// shared data segment, for offsets with kDataOffsetBit) stay owned by the engine.
+  /// `heap_nbytes`/`data_nbytes` (this PE's registered extents, also the engine's) bound what a message
+  /// may touch here: a put, get or atomic outside them is refused with UCS_ERR_INVALID_ADDR, and an
+  /// answer that matches no request of this PE is dropped (its destination is always the one asked for).
   am_atomics(ucp_worker_h worker, int my_pe, int device, bool host_heap, const std::vector<ucp_ep_h>& eps,
-             const std::vector<uint64_t>& bases, const uint64_t* data_base, done_fn done, void* ctx);
+             const std::vector<uint64_t>& bases, const uint64_t* data_base, const uint64_t* heap_nbytes,
+             const uint64_t* data_nbytes, done_fn done, void* ctx);
 
   /// Sends the ring atomic `code` (proxy_amo) on the nbytes word at heap `offset` of `pe`; `done`
   /// reports the old value later. Non-OK when the send failed at once (no answer will come).
@@ -63,7 +69,7 @@ class am_atomics {
   std::string copy(void* dest, const void* source, size_t nbytes) { return owner_.copy(dest, source, nbytes); }
   /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.
   ucs_status_t drain(std::chrono::milliseconds timeout);
-  uint64_t outstanding() const { return outstanding_; }
+  uint64_t outstanding() const { return awaited_.size(); }
 
  private:
   struct request {
@@ -93,8 +99,20 @@ class am_atomics {
   static constexpr uint8_t kGetDirect = 1;  // a get request's code: answer straight from the heap
   static ucs_status_t on_put_signal(void* arg, const void* header, size_t header_nbytes, void* data, size_t length,
                                     const ucp_am_recv_param_t* param);
+  // A get's destination here and the bytes it asked for (`get` false: another request).
+  struct get_landing {
+    bool get = false;
+    uint64_t dest = 0, nbytes = 0;
+  };
   // This PE's address of heap or data-segment `offset` (kDataOffsetBit).
   uint64_t local_address(uint64_t offset) const;
+  // True when [offset, offset + nbytes) lies inside this PE's registered heap or data segment.
+  bool in_place(uint64_t offset, uint64_t nbytes) const;
+  // The awaited request `token` answers, removed from awaited_; nullopt (and a message naming `what`)
+  // when this PE awaits no such answer.
+  std::optional<get_landing> answered(uint64_t token, const char* what);
+  // Says that `what` from PE `from` reached outside this PE's heap or data segment; the answer's status.
+  int64_t refused(const char* what, int from, uint64_t offset, uint64_t nbytes) const;
   void answer(int to, const reply& r);
   ucs_status_t post(ucp_ep_h ep, unsigned id, const void* message, size_t nbytes);
 
@@ -103,6 +121,8 @@ class am_atomics {
   const std::vector<ucp_ep_h>& eps_;
   const std::vector<uint64_t>& bases_;
   const uint64_t* data_base_;
+  const uint64_t* heap_nbytes_;
+  const uint64_t* data_nbytes_;
   done_fn done_;
   void* ctx_;
   owner_amo owner_;
@@ -110,7 +130,8 @@ class am_atomics {
   // Direct messages smaller than this are sent eager even where UCX would pick rendezvous: over TCP
   // on loopback eager moved 32-128 KiB puts at 1.5-2x the rate, rendezvous won from 256 KiB.
   size_t rendezvous_min_ = size_t{256} << 10;
-  uint64_t outstanding_ = 0;
+  // Requests sent and not yet answered, by token (their in_flight's address, unique while awaited).
+  std::unordered_map<uint64_t, get_landing> awaited_;
 };
 
 }  // namespace shoal::detail

@@ -1038,8 +1038,9 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     const bool staged_on_host = staged_test != nullptr && std::strcmp(staged_test, "1") == 0;
     s_->staged_rma = gpu_heap || staged_on_host;
     if (staged_on_host) s_->amo_by_owner = true;
-    s_->am = std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases,
-                                          &s_->data_base, &state::on_owner_reply, s_.get());
+    s_->am =
+        std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases, &s_->data_base,
+                                     &s_->heap_nbytes, &s_->data_nbytes, &state::on_owner_reply, s_.get());
     // Now, not at the first atomic from a peer: that one may come while a kernel here spins on the very
     // word it sets, and the atomic kernel's first launch (its lazy load) would wait for that kernel.
     if (const std::string err = s_->am->prepare(); !err.empty())
