@@ -664,12 +664,21 @@ struct ucx_engine::state {
     } else {
       direct_puts_unsettled = true;
     }
+    start_message(data, ack, [&](ucp_request_param_t& param) {
+      return am->send_put(pe, reinterpret_cast<uint64_t>(ack), offset, source, nbytes, data->header, param, stage);
+    });
+  }
+
+  // Sends one active message that the owner answers: `data` completes when the send does (its buffers
+  // are reusable), `ack` at the owner's answer (fence and quiet wait for it: ams_unsettled), or both at
+  // once when the send fails.
+  template <class Send>
+  void start_message(in_flight* data, in_flight* ack, Send&& send) {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = on_complete;
     param.user_data = data;
-    ucs_status_ptr_t request =
-        am->send_put(pe, reinterpret_cast<uint64_t>(ack), offset, source, nbytes, data->header, param, stage);
+    ucs_status_ptr_t request = send(param);
     if (UCS_PTR_IS_PTR(request)) {
       ++requests_in_flight;
     } else {
@@ -776,21 +785,12 @@ struct ucx_engine::state {
           // op (fence and quiet wait for that answer); data completes when sent. Up to 8 KiB it is
           // eager; a larger one is a direct put (start_am_put) whose owner applies the signal once the
           // data landed.
-          ucp_request_param_t param{};
-          param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-          param.cb.send = on_complete;
-          param.user_data = data;
-          ucs_status_ptr_t request =
-              am->send_put_signal(pe, reinterpret_cast<uint64_t>(op), d.amo, d.compare, d.operand, d.offset,
-                                  reinterpret_cast<const void*>(d.local), d.nbytes, data->header, param, eager_message);
           if (!eager_message) direct_puts_unsettled = true;
-          if (UCS_PTR_IS_PTR(request)) {
-            ++requests_in_flight;
-          } else {
-            complete(data, UCS_PTR_STATUS(request));
-            if (UCS_PTR_IS_ERR(request)) complete(op, UCS_PTR_STATUS(request));  // no answer will come
-          }
-          ams_unsettled = true;
+          start_message(data, op, [&](ucp_request_param_t& param) {
+            return am->send_put_signal(pe, reinterpret_cast<uint64_t>(op), d.amo, d.compare, d.operand, d.offset,
+                                       reinterpret_cast<const void*>(d.local), d.nbytes, data->header, param,
+                                       eager_message);
+          });
           return;
         }
         if (staged_rma) {  // data and then signal as active messages, delivered in order at the owner
