@@ -495,7 +495,7 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
       if (block && size <= block_end) {
         bool slow = false;
         shoal_rows.push_back(block_point(c, s, &slow));
-        if (c == coll::alltoall && !slow)  // the previous device alltoall copy, beside the current one
+        if (c == coll::alltoall && !slow && v16_fits())  // the 8-deep copy, beside the device alltoall's
           shoal_rows.push_back(block_point(c, s, &slow, /*v16=*/true));
         if (slow) block = stop_note(c, "shoal/block", s);
       }
@@ -521,6 +521,21 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
       }
       for (measured& m : nccl_rows) add(std::move(m));
     }
+  }
+
+  /// True when the "shoal-v16" alltoall kernel launches with -t threads per block; else says once (PE 0)
+  /// that its rows are left out: it holds more registers than the facade's kernel, and a launch with too
+  /// many threads fails (cudaErrorLaunchOutOfResources) rather than running slower.
+  bool v16_fits() {
+    cudaFuncAttributes attr{};
+    cuda_check(cudaFuncGetAttributes(&attr, block_coll_kernel<coll::alltoall, true>), "cudaFuncGetAttributes");
+    if (opts_.threads <= attr.maxThreadsPerBlock) return true;
+    if (me_ == 0 && !v16_noted_)
+      std::fprintf(stderr,
+                   "shoal-bench: alltoall: no shoal-v16 rows (%d registers: at most %d threads per block, -t is %d)\n",
+                   attr.numRegs, attr.maxThreadsPerBlock, opts_.threads);
+    v16_noted_ = true;
+    return false;
   }
 
   /// Says that variant `what` of c stops after size s (calls over kSlowCallUs); returns false.
@@ -618,6 +633,7 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
 
   bool block_on_ = true, stream_on_ = true, graph_on_ = true;  // SHOAL_BENCH_COLL_SCOPES
   bool nccl_graph_on_ = true;                                  // SHOAL_BENCH_NCCL_GRAPH
+  bool v16_noted_ = false;                                     // v16_fits said its note
   std::vector<size_t> size_list_;                              // SHOAL_BENCH_COLL_SIZES (sorted)
   shoal::device_team team_{};
   char* src_ = nullptr;      // symmetric, buffer_bytes_

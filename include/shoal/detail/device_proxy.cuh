@@ -35,7 +35,10 @@ struct ring_clock {
 };
 
 inline __device__ __noinline__ void proxy_failed(const char* call, int my_pe, int pe, const char* what, long long st) {
-  printf("shoal: PE %d: %s to PE %d over the proxy: %s (status %lld)\n", my_pe, call, pe, what, st);
+  if (pe >= 0)
+    printf("shoal: PE %d: %s to PE %d over the proxy: %s (status %lld)\n", my_pe, call, pe, what, st);
+  else  // fence, quiet: no one peer
+    printf("shoal: PE %d: %s over the proxy: %s (status %lld)\n", my_pe, call, what, st);
   __trap();
 }
 

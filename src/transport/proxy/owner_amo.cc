@@ -1,5 +1,6 @@
 #include "transport/proxy/owner_amo.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "shoal/detail/proxy_ring.hpp"
@@ -53,6 +54,7 @@ std::string owner_amo::apply_on_host(uint8_t code, size_t nbytes, void* target, 
 owner_amo::~owner_amo() {
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   if (fetched_ != nullptr) cudaFreeHost(fetched_);
+  if (bounce_ != nullptr) cudaFreeHost(bounce_);
 }
 
 namespace {
@@ -84,9 +86,26 @@ std::string owner_amo::enter(int* previous) {
     if (cudaError_t err = cudaHostAlloc(&word, sizeof(unsigned long long), cudaHostAllocMapped); err != cudaSuccess)
       return failed("cudaHostAlloc", err);
     fetched_ = static_cast<unsigned long long*>(word);
+    void* bounce = nullptr;
+    if (cudaError_t err = cudaHostAlloc(&bounce, kBounceBytes, cudaHostAllocDefault); err != cudaSuccess)
+      return failed("cudaHostAlloc (the staging bounce buffer)", err);
+    bounce_ = bounce;
   }
   return {};
 }
+
+namespace {
+/// True when `p` is host memory that CUDA does not know (pageable): a copy from or to it would take the
+/// driver's own staging path, which the owner avoids (see copy()).
+bool pageable(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // older drivers report unknown host pointers as an error; not sticky
+    return true;
+  }
+  return attr.type == cudaMemoryTypeUnregistered;
+}
+}  // namespace
 
 std::string owner_amo::prepare() {
   if (host_heap_) return {};
@@ -111,10 +130,24 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   if (!err.empty()) return err;
   // On the private stream, then waited for: the bytes are in place (not merely staged by the driver)
   // before the answer leaves, and before any later owner-applied atomic's kernel on the same stream.
+  // A pageable host side (the staging of a put, a UCX receive buffer) goes through the pinned bounce
+  // buffer in pieces: the copy is then a DMA on the private stream alone. The driver's own pageable path
+  // was seen on the H200 under MPS to wait for the PE's running kernel (issue 11, docs/multi-node.md).
   auto* stream = static_cast<cudaStream_t>(stream_);
-  if (cudaError_t e = cudaMemcpyAsync(dest, source, nbytes, cudaMemcpyDefault, stream); e != cudaSuccess)
-    return failed("cudaMemcpyAsync", e);
-  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return failed("the staged copy", e);
+  auto* to = static_cast<char*>(dest);
+  const auto* from = static_cast<const char*>(source);
+  const bool host_to = pageable(dest), host_from = !host_to && pageable(source);
+  for (size_t done = 0; done < nbytes;) {
+    const size_t n = (host_to || host_from) ? std::min(nbytes - done, kBounceBytes) : nbytes;
+    void* d = host_to ? bounce_ : to + done;
+    const void* src = from + done;
+    if (host_from) std::memcpy(bounce_, from + done, n), src = bounce_;
+    if (cudaError_t e = cudaMemcpyAsync(d, src, n, cudaMemcpyDefault, stream); e != cudaSuccess)
+      return failed("cudaMemcpyAsync", e);
+    if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return failed("the staged copy", e);
+    if (host_to) std::memcpy(to + done, bounce_, n);
+    done += n;
+  }
   return {};
 }
 

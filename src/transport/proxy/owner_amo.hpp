@@ -35,8 +35,9 @@ class owner_amo {
   std::string prepare();
 
   /// Copies nbytes from `source` to `dest` (either may be this PE's GPU memory or host memory) and
-  /// waits until they have landed: the owner's side of a staged put or get on a GPU heap (memcpy on a
-  /// host heap). Empty on success, else what failed.
+  /// waits until they have landed: the owner's side of a staged put or get on a GPU heap, and the
+  /// requester's staging of a put from GPU memory (memcpy on a host heap). A pageable host side goes
+  /// through a pinned bounce buffer, 4 MiB at a time. Empty on success, else what failed.
   std::string copy(void* dest, const void* source, size_t nbytes);
 
  private:
@@ -50,6 +51,8 @@ class owner_amo {
   bool host_heap_;
   void* stream_ = nullptr;                 // cudaStream_t, created by prepare() (or the first use)
   unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
+  static constexpr size_t kBounceBytes = size_t{4} << 20;
+  void* bounce_ = nullptr;  // pinned, kBounceBytes: copies with a pageable host side go through it
 };
 
 }  // namespace shoal::detail
