@@ -11,19 +11,36 @@
 #   the bundles of scripts/carry_bundle.sh, carried to the machine.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+# First, before the build (it needs none, about a minute): the proxy stall in one small program
+# (docs/results/proxy/analysis.md, "The stall"), once per machine.
+if [[ ! -f build/gpu/.final_done/stall ]]; then
+  mkdir -p "${OUT:-$PWD/gpu-out}/logs" build/gpu/.final_done
+  timeout 150 docs/results/proxy/stall/run.sh >"${OUT:-$PWD/gpu-out}/logs/stall_repro.log" 2>&1
+  echo "stall_repro rc=$?"; touch build/gpu/.final_done/stall
+fi
 source scripts/gpu_tasks.sh
 gpu_tasks_init .final_done "${1:-560}"
 source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
-# Priority order (what is owed first, session 13's list): the EP proxy path after the preload fix and
-# its default refusal; the tests that cover the lean block put (rma: handle-lean) and the commits since the
-# last GPU run; the issue-14 figures (block put incl. shoal-lf1, latencies, alltoall) beside both
-# NVSHMEMs; the device-initiated proxy rows beside the host-issued ones (issue 11), bounded; then the rest
-# of the suite.
+# Priority order (session 14's list): what closes issues 12 and 13 (the -rdc compat program and the EP
+# tests at 4 PEs, never run on the current kernels), the EP proxy path with the stall's logs, then the
+# device-initiated proxy rows (issue 11), the issue-14 figures beside both NVSHMEMs, then the rest.
+t nv_rdc.np2 5 60
+t python_ep_normal_test.np4 30 150; t python_ep_normal_graph_test.np4 30 150; t python_ep_low_latency_test.np4 20 120
 t python_ep_normal_proxy_refused_test.np2 10 60
-t rma_gpu_test.np2 10 90
 t python_ep_normal_test_proxy.np2 60 150
+# Device-initiated over the proxy (GPU heaps) beside host-issued on the same GPU heaps (--host-issued) and on
+# host heaps (issue 11: device >= 0.8x host). Block scope, one CTA: one ring operation per put (a thread-scope
+# grid posts one per thread: 225 us each in session 14). Bounded: these loops stalled in session 14.
+proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
+lat_set=(put_quiet_latency atomic_latency -b 8 -e 8 -n 20 -r 3)
+PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo"
+task proxy_device_lat 30 $PXC $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --csv $O/proxy/shoal_device_lat.csv
+task proxy_device_host_lat 30 $PXC $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --host-issued --csv $O/proxy/shoal_device_host_lat.csv
+task proxy_device 60 $PXC $R -n 2 --timeout 60 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_device.csv
+task proxy_device_host 50 $PXC $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --host-issued --csv $O/proxy/shoal_device_host.csv
+t rma_gpu_test.np2 10 90
 bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M
 bn nvshmem_bw 40 2 $NV put_bw -s block -c 32 -b 64K -e 4M
 bn nvshmem38_bw 40 2 $NV38 put_bw -s block -c 32 -b 64K -e 4M
@@ -33,16 +50,6 @@ bn nvshmem38_lat 50 2 $NV38 p_ping_pong put_signal_ping_pong put_quiet_latency a
 SHOAL_BENCH_COLL_SCOPES=block SHOAL_BENCH_NCCL=0 bn shoal_a2a 30 2 $SB alltoall -b 1M -e 1M
 bn nvshmem_a2a 30 2 $NV alltoall -b 1M -e 1M
 bn nvshmem38_a2a 30 2 $NV38 alltoall -b 1M -e 1M
-# Device-initiated over the proxy (GPU heaps) beside host-issued on the same GPU heaps (--host-issued) and on
-# host heaps, same sizes (issue 11: device put >= 0.8x host). Few
-# points and a time limit: the first try in session 12 ran past 100 s.
-proxy_set=(put_bw get_bw put_quiet_latency atomic_latency -b 4K -e 4M -f 32 -n 100 -r 3)
-task proxy_device 90 env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo \
-  $R -n 2 --timeout 80 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_device.csv
-task proxy_device_host 60 env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo \
-  $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --host-issued --csv $O/proxy/shoal_device_host.csv
-task proxy_host 60 env SHOAL_BACKEND=host SHOAL_DISABLE_P2P=1 UCX_TLS=tcp UCX_NET_DEVICES=lo \
-  $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_host.csv
 t coll_gpu_test.np2 10 90; t litmus_gpu_test.np2 20 90
 for x in rma amo sync litmus nvapi coll coll_facade; do t ${x}_gpu_test_proxy.np2 25 110; done
 t python_ep_normal_graph_test_proxy.np2 60 150
