@@ -131,8 +131,9 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   // On the private stream, then waited for: the bytes are in place (not merely staged by the driver)
   // before the answer leaves, and before any later owner-applied atomic's kernel on the same stream.
   // A pageable host side (the staging of a put, a UCX receive buffer) goes through the pinned bounce
-  // buffer in pieces: the copy is then a DMA on the private stream alone. The driver's own pageable path
-  // was seen on the H200 under MPS to wait for the PE's running kernel (issue 11, docs/multi-node.md).
+  // buffer in pieces, so the copy is a DMA on the private stream alone rather than the driver's own
+  // pageable staging. (It did not cure the stall of docs/results/proxy/analysis.md: a kernel that keeps
+  // proxy operations in flight still holds these copies back.)
   auto* stream = static_cast<cudaStream_t>(stream_);
   auto* to = static_cast<char*>(dest);
   const auto* from = static_cast<const char*>(source);
