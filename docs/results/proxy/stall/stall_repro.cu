@@ -6,7 +6,9 @@
 //   PENDING  work the main thread queues behind the spinning kernel before the helper starts:
 //            none | d2h_A | h2d_A (a pinned copy on the kernel's stream) | d2h_legacy (a pinned copy on the
 //            legacy stream after cudaStreamWaitEvent on the kernel) | kern_A (a kernel) |
-//            d2h_pageable_A (a pageable copy, from another thread: it blocks its caller)
+//            d2h_pageable_A (a pageable copy, from another thread: it blocks its caller) |
+//            d2h_pageable_legacy (cudaMemcpy to pageable memory on the legacy stream after an event wait on
+//            the kernel, from another thread: what tensor.cpu() after EventOverlap.current_stream_wait() does)
 //   OP       what the helper thread does on its own stream, then waits for: d2h | h2d (64 KiB, pinned) | kern
 //   POLLERS  threads of the spinning kernel that poll the pinned flag (1..1024; shoal's ring waits poll
 //            pinned host memory)
@@ -96,6 +98,9 @@ int main(int argc, char** argv) {
     tiny<<<1, 1, 0, a>>>(word);
   } else if (!std::strcmp(pending, "d2h_pageable_A")) {
     blocked = std::thread([&] { cudaMemcpyAsync(pageable.data(), dev1, nbytes, cudaMemcpyDeviceToHost, a); });
+  } else if (!std::strcmp(pending, "d2h_pageable_legacy")) {  // what tensor.cpu() after an event wait does
+    CK(cudaStreamWaitEvent(nullptr, after, 0));
+    blocked = std::thread([&] { cudaMemcpy(pageable.data(), dev1, nbytes, cudaMemcpyDeviceToHost); });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
