@@ -5,7 +5,8 @@
 //   stall_repro PENDING OP POLLERS FENCE
 //   PENDING  work the main thread queues behind the spinning kernel before the helper starts:
 //            none | d2h_A | h2d_A (a pinned copy on the kernel's stream) | d2h_legacy (a pinned copy on the
-//            legacy stream after cudaStreamWaitEvent on the kernel) | kern_A (a kernel) |
+//            legacy stream after cudaStreamWaitEvent on the kernel) | kern_A (a kernel) | event_A (a timing
+//            event recorded behind the kernel, as shoal-bench's timed loops do) |
 //            d2h_pageable_A (a pageable copy, from another thread: it blocks its caller) |
 //            d2h_pageable_legacy (cudaMemcpy to pageable memory on the legacy stream after an event wait on
 //            the kernel, from another thread: what tensor.cpu() after EventOverlap.current_stream_wait() does)
@@ -94,6 +95,10 @@ int main(int argc, char** argv) {
   } else if (!std::strcmp(pending, "d2h_legacy")) {
     CK(cudaStreamWaitEvent(nullptr, after, 0));
     CK(cudaMemcpyAsync(pinned1, dev1, nbytes, cudaMemcpyDeviceToHost, nullptr));
+  } else if (!std::strcmp(pending, "event_A")) {  // shoal-bench's timed loop: an event recorded behind the kernel
+    cudaEvent_t stop;
+    CK(cudaEventCreate(&stop));
+    CK(cudaEventRecord(stop, a));
   } else if (!std::strcmp(pending, "kern_A")) {
     tiny<<<1, 1, 0, a>>>(word);
   } else if (!std::strcmp(pending, "d2h_pageable_A")) {
