@@ -11,11 +11,11 @@
 #   the bundles of scripts/carry_bundle.sh, carried to the machine.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-# First, before the build (it needs none, about a minute): the proxy stall in one small program
+# First, before the build (it needs none; one to two minutes): the proxy stall in one small program
 # (docs/results/proxy/analysis.md, "The stall"), once per machine.
 if [[ ! -f build/gpu/.final_done/stall ]]; then
   mkdir -p "${OUT:-$PWD/gpu-out}/logs" build/gpu/.final_done
-  timeout 150 docs/results/proxy/stall/run.sh >"${OUT:-$PWD/gpu-out}/logs/stall_repro.log" 2>&1
+  timeout 200 docs/results/proxy/stall/run.sh >"${OUT:-$PWD/gpu-out}/logs/stall_repro.log" 2>&1
   echo "stall_repro rc=$?"; touch build/gpu/.final_done/stall
 fi
 source scripts/gpu_tasks.sh

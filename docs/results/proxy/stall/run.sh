@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every variant of stall_repro.cu on the first GPU (about a minute; a stalled variant takes 3 s).
+# Every variant of stall_repro.cu on the first GPU (one to two minutes: a stalled variant takes 2 s).
 set -u
 cd "$(dirname "$0")" || exit 2
 nvcc -O2 -arch=sm_90 -std=c++17 -o /tmp/shoal_stall_repro stall_repro.cu || exit 1
