@@ -57,5 +57,17 @@ t coll_stream_gpu_test.np2 10 90; t coll_facade_gpu_test.np2 8 90; t nvapi_gpu_t
 t nv_device_all.np2 5 60; t python_ep_normal_test.np2 20 90; t python_ep_normal_graph_test.np2 16 90; t python_ep_low_latency_test.np2 12 90
 t amo_gpu_test.np2 4 60; t sync_gpu_test.np2 4 60; t stream_gpu_test.np2 4 60; t coll_collect_gpu_test.np2 4 60
 t python_gpu_test.np2 12 60
+# Issue 14's open question, why the 64 KiB block put costs 3x raw_block per call: where the warps stall,
+# per SASS line (Nsight Compute, if the machine has it; time-sliced, since ncu does not profile MPS clients).
+if command -v ncu >/dev/null && fits 120 && [[ ! -f $M/x_ncu ]]; then
+  mps_stop 2>/dev/null
+  mkdir -p $O/ncu
+  timeout 150 $R -n 2 --timeout 140 -- ncu --target-processes application-only -k "regex:rma_bw_kernel|raw_block_put_kernel" \
+    -c 4 --set full --import-source no -o $O/ncu/put64k-%p $SB put_bw -s block -c 32 -b 64K -e 64K -n 1 -r 1 \
+    >$O/logs/ncu.log 2>&1
+  echo "ncu rc=$? [$(gt_el)s]"
+  for f in $O/ncu/*.ncu-rep; do [[ -f $f ]] && ncu --import "$f" --page source --csv >"${f%.ncu-rep}.source.csv" 2>&1; done
+  touch $M/x_ncu
+fi
 echo "end $(gt_el) s"
 gpu_tasks_pack
