@@ -53,41 +53,48 @@ TEST(Proxy, FenceOrdersPutsBeforeSignal) {
 // when large, whose data may land after later messages are handled) followed by a small put_signal
 // (one eager message) without a fence; the bulk puts are nbi, so nothing but that order makes them land.
 // Every other round the bulk is the put_signal's own data (one large message), which its signal must
-// follow. The target checks the whole bulk block of round k once it sees signal k.
+// follow. Each round writes its own block: puts of different rounds to one block would be unordered
+// with each other (no fence between them), so an older round's data could legally land last. Each
+// signal adds 1: two put_signals without a fence may be applied in either order, but a count of k
+// means some signal of round k or later was applied, so rounds 1..k have landed, and the count ends
+// at the number of rounds. The target checks the blocks of rounds 1..k once the count reaches k.
 TEST(Proxy, PutSignalLandsAfterEarlierBulkPuts) {
-  constexpr size_t kWords = 32 * 1024;  // 256 KiB
-  constexpr uint64_t kRounds = 40;
-  auto* bulk = static_cast<uint64_t*>(shoal_calloc(kWords, sizeof(uint64_t)));
+  constexpr size_t kWords = 32 * 1024;  // 256 KiB a round
+  constexpr uint64_t kRounds = 20;
+  auto* bulk = static_cast<uint64_t*>(shoal_calloc(kRounds * kWords, sizeof(uint64_t)));
   auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));                 // [0] signal, [1] tag
   std::vector<std::vector<uint64_t>> sources(kRounds + 1, std::vector<uint64_t>(kWords));  // unchanged till quiet
   shoal_barrier_all();
   const int to = (me() + 1) % npes();
+  auto block = [&](uint64_t k) { return bulk + (k - 1) * kWords; };
   std::thread writer([&] {
     for (uint64_t k = 1; k <= kRounds; ++k) {
       for (size_t i = 0; i < kWords; ++i) sources[k][i] = k * kWords + i;
       if (k % 2 == 1) {  // a bulk put, then a small put_signal
-        shoal_putmem_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), to);
-        shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], k, SHOAL_SIGNAL_SET, to);
+        shoal_putmem_nbi(block(k), sources[k].data(), kWords * sizeof(uint64_t), to);
+        shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], 1, SHOAL_SIGNAL_ADD, to);
       } else {  // the bulk itself with the signal (one direct message by rendezvous)
-        shoal_putmem_signal_nbi(bulk, sources[k].data(), kWords * sizeof(uint64_t), &words[0], k, SHOAL_SIGNAL_SET, to);
+        shoal_putmem_signal_nbi(block(k), sources[k].data(), kWords * sizeof(uint64_t), &words[0], 1, SHOAL_SIGNAL_ADD,
+                                to);
       }
     }
     shoal_quiet();
   });
-  uint64_t violations = 0, rounds_checked = 0, seen = 0;
+  uint64_t violations = 0, rounds_checked = 0, seen = 0, verified = 0;  // rounds 1..verified checked whole
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (seen < kRounds && std::chrono::steady_clock::now() < deadline) {
-    const uint64_t now = load(&words[0]);
-    if (now == seen) continue;
-    seen = now;
+  while (verified < kRounds && std::chrono::steady_clock::now() < deadline) {
+    seen = load(&words[0]);
+    if (seen <= verified) continue;
     ++rounds_checked;
-    // Round `seen`'s block, or a later round's arriving over it: never an earlier round's word.
-    for (size_t i = 0; i < kWords; ++i)
-      if (load(&bulk[i]) < seen * kWords + i) ++violations;
+    // `seen` signals applied: the blocks of rounds 1..seen are in place (each is written once).
+    for (; verified < seen; ++verified)
+      for (size_t i = 0; i < kWords; ++i)
+        if (load(&block(verified + 1)[i]) != (verified + 1) * kWords + i) ++violations;
   }
   writer.join();
-  EXPECT_EQ(seen, kRounds) << "the last signal did not arrive within 60 s";
-  EXPECT_EQ(violations, 0u) << "bulk words older than the signal's round, over " << rounds_checked << " rounds seen";
+  EXPECT_EQ(verified, kRounds) << "the last signal did not arrive within 60 s";
+  EXPECT_EQ(violations, 0u) << "bulk words missing below the signal's round, over " << rounds_checked
+                            << " signals seen";
   shoal_barrier_all();
   shoal_free(words);
   shoal_free(bulk);
