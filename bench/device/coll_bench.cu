@@ -86,7 +86,6 @@ namespace shoal::bench {
 namespace {
 
 using coll_harness::coll;
-using coll_harness::cuda_check;
 using coll_harness::kDataColls;
 using coll_harness::kSlowCallUs;
 using coll_harness::measured;
@@ -527,8 +526,7 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
   /// that its rows are left out: it holds more registers than the facade's kernel, and a launch with too
   /// many threads fails (cudaErrorLaunchOutOfResources) rather than running slower.
   bool v16_fits() {
-    cudaFuncAttributes attr{};
-    cuda_check(cudaFuncGetAttributes(&attr, block_coll_kernel<coll::alltoall, true>), "cudaFuncGetAttributes");
+    const cudaFuncAttributes attr = kernel_attributes(block_coll_kernel<coll::alltoall, true>);
     if (opts_.threads <= attr.maxThreadsPerBlock) return true;
     if (me_ == 0 && !v16_noted_)
       std::fprintf(stderr,

@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "device/coll_data.cuh"
+#include "device/cuda_util.hpp"
 #include "device/options.hpp"
 #include "report.hpp"
 
@@ -59,15 +60,6 @@ inline constexpr size_t kBytesPerRun = size_t{64} << 20;
 inline constexpr double kPointBudgetUs = 100'000;
 /// A variant slower than this per call ends its sweep (larger sizes would take too long).
 inline constexpr double kSlowCallUs = 100'000;
-
-struct cuda_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-inline void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw cuda_failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
 
 inline double now_s() {
   timespec t;

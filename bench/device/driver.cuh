@@ -45,6 +45,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device/cuda_util.hpp"
 #include "device/kernels.cuh"
 #include "device/options.hpp"
 #include "report.hpp"
@@ -84,15 +85,6 @@ concept host_rma_api = requires(void* dest, const void* source) {
   Api::host_putmem(dest, source, size_t{1}, 0);
   Api::host_quiet();
 };
-
-struct cuda_failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-inline void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw cuda_failure(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
 
 /// The GPU for this PE, before the library initializes: SHOAL_DEVICE if set, else the launcher's
 /// local rank (shoalrun, mpirun, srun, torchrun) modulo the visible GPUs. false: no usable GPU.
@@ -792,8 +784,7 @@ class driver {
   template <class A>
   void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, at data_src, at data_dst,
                            size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
-    cudaFuncAttributes attr{};
-    cuda_check(cudaFuncGetAttributes(&attr, rma_bw_kernel<A, shoal::block_scope, false>), "cudaFuncGetAttributes");
+    const cudaFuncAttributes attr = kernel_attributes(rma_bw_kernel<A, shoal::block_scope, false>);
     if (g.threads > attr.maxThreadsPerBlock) {
       std::fprintf(stderr, "shoal-bench: %s %s: no %s row (%d registers: at most %d threads per block)\n", name,
                    g.label().c_str(), A::kName, attr.numRegs, attr.maxThreadsPerBlock);
