@@ -55,6 +55,11 @@ constexpr std::array kTable = {
              "land straight in place; auto: from 16K to peers UCX reaches only over TCP (where it emulates RMA), gets "
              "always and puts with UCX's v1 protocols (before 1.16, or UCX_PROTO_ENABLE=n); a size: from that size "
              "to every proxy peer; 0: never"},
+    variable{"SHOAL_PROXY_CUDA_CONTEXT", kind::string, "private",
+             "proxy transport on GPU heaps: where the proxy runs its staging copies and the owner's atomic kernel; "
+             "private: a CUDA context of its own on the heap's GPU, so a program thread blocked in a CUDA call "
+             "(a pageable cudaMemcpy behind a kernel waiting for the proxy) cannot hold it back; primary: the "
+             "program's primary context"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},

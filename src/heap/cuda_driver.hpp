@@ -43,6 +43,10 @@ inline constexpr int kCudaDriverApiVersion = 12000;
   X(cuDevicePrimaryCtxRetain, 7000)                \
   X(cuDevicePrimaryCtxRelease, 11000)              \
   X(cuCtxGetCurrent, 4000)                         \
+  X(cuCtxCreate, 11040)                            \
+  X(cuCtxDestroy, 4000)                            \
+  X(cuCtxPushCurrent, 4000)                        \
+  X(cuCtxPopCurrent, 4000)                         \
   X(cuCtxSetCurrent, 4000)                         \
   X(cuCtxGetDevice, 2000)                          \
   X(cuCtxSynchronize, 2000)                        \

@@ -63,6 +63,10 @@ class am_atomics {
   /// to `dest` (host or this PE's GPU memory) and then reports `token` through `done`. `direct` (host
   /// heaps): the owner answers straight from its heap and a large answer lands straight at `dest`.
   ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest, bool direct = false);
+  /// GPU heaps: the owner's CUDA work in a context of its own (true, the default) or the primary one.
+  void use_private_context(bool on) { owner_.use_private_context(on); }
+  /// GPU heaps: the owner's CUDA waits, bounded and reported (owner_amo::bound_waits).
+  void bound_waits(std::chrono::milliseconds timeout) { owner_.bound_waits(my_pe_, timeout); }
   /// GPU heaps: the owner's first-use work done now (owner_amo::prepare); call at init. Empty on success.
   std::string prepare() { return owner_.prepare(); }
   /// This PE's copy engine for staging (the owner_amo's stream): `dest` <- `source`, landed on return.

@@ -1,13 +1,17 @@
 #include "transport/proxy/owner_amo.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "shoal/detail/proxy_ring.hpp"
 
 #ifdef SHOAL_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "heap/cuda_driver.hpp"
 #include "transport/amo_kernel.hpp"
 #endif
 
@@ -51,31 +55,50 @@ std::string owner_amo::apply_on_host(uint8_t code, size_t nbytes, void* target, 
 
 #ifdef SHOAL_HAVE_CUDA
 
+namespace {
+std::string failed(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
+std::string failed_cu(const char* what, CUresult r) { return std::string(what) + ": " + describe_cu_result(r); }
+}  // namespace
+
 owner_amo::~owner_amo() {
+  const cuda_driver* drv = context_ != nullptr ? load_cuda_driver() : nullptr;
+  const bool pushed = drv != nullptr && drv->cuCtxPushCurrent(static_cast<CUcontext>(context_)) == CUDA_SUCCESS;
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   if (fetched_ != nullptr) cudaFreeHost(fetched_);
   if (bounce_ != nullptr) cudaFreeHost(bounce_);
+  if (pushed) {
+    CUcontext popped = nullptr;
+    drv->cuCtxPopCurrent(&popped);
+    drv->cuCtxDestroy(popped);
+  }
 }
 
-namespace {
-std::string failed(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
-struct restore_device {
-  int device;
-  ~restore_device() {
-    if (device >= 0) cudaSetDevice(device);
-  }
-};
-}  // namespace
-
 // Whichever thread drives the engine runs the owner's work (the proxy thread, or a host thread of the
-// program whose current device may be another): the heap's GPU is made current for the call only.
-std::string owner_amo::enter(int* previous) {
-  *previous = -1;
-  int current = -1;
-  if (cudaGetDevice(&current) != cudaSuccess) current = -1;
-  if (current != device_) {
-    if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
-    *previous = current;
+// program whose current device may be another): the private context (or the heap's GPU) is made
+// current for the call only.
+std::string owner_amo::enter(entered* e) {
+  *e = {};
+  if (private_context_) {
+    const cuda_driver* drv = load_cuda_driver();
+    if (drv == nullptr) return "loading the CUDA driver: " + cuda_driver_load_error();
+    if (context_ == nullptr) {
+      CUdevice device = 0;
+      if (CUresult r = drv->cuDeviceGet(&device, device_); r != CUDA_SUCCESS) return failed_cu("cuDeviceGet", r);
+      CUcontext context = nullptr;
+      if (CUresult r = drv->cuCtxCreate(&context, nullptr, 0, 0, device); r != CUDA_SUCCESS)  // pushes it
+        return failed_cu("cuCtxCreate (the proxy's private context; SHOAL_PROXY_CUDA_CONTEXT=primary avoids it)", r);
+      context_ = context;
+    } else if (CUresult r = drv->cuCtxPushCurrent(static_cast<CUcontext>(context_)); r != CUDA_SUCCESS) {
+      return failed_cu("cuCtxPushCurrent (the proxy's private context)", r);
+    }
+    e->pushed = true;
+  } else {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) current = -1;
+    if (current != device_) {
+      if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) return failed("cudaSetDevice", err);
+      e->previous = current;
+    }
   }
   if (stream_ == nullptr) {
     cudaStream_t stream = nullptr;
@@ -94,6 +117,37 @@ std::string owner_amo::enter(int* previous) {
   return {};
 }
 
+std::string owner_amo::wait(const char* what, size_t nbytes) {
+  auto* stream = static_cast<cudaStream_t>(stream_);
+  const auto start = std::chrono::steady_clock::now();
+  bool reported = false;
+  for (uint32_t polls = 0;; ++polls) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return {};
+    if (e != cudaErrorNotReady) return failed(what, e);
+    if ((polls & 1023u) != 1023u) continue;
+    std::this_thread::yield();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (!reported && waited >= std::chrono::seconds(5)) {
+      std::fprintf(stderr, "shoal: PE %d: proxy: %s (%zu bytes) on the heap's GPU not complete after %lld ms\n", my_pe_,
+                   what, nbytes, static_cast<long long>(waited.count()));
+      reported = true;
+    }
+    if (timeout_.count() > 0 && waited > timeout_)
+      return std::string(what) + " (" + std::to_string(nbytes) + " bytes) on the heap's GPU not complete within " +
+             std::to_string(timeout_.count()) + " ms (SHOAL_WAIT_TIMEOUT)";
+  }
+}
+
+void owner_amo::leave(const entered& e) {
+  if (e.pushed) {
+    CUcontext popped = nullptr;
+    load_cuda_driver()->cuCtxPopCurrent(&popped);
+  } else if (e.previous >= 0) {
+    cudaSetDevice(e.previous);
+  }
+}
+
 namespace {
 /// True when `p` is host memory that CUDA does not know (pageable): a copy from or to it would take the
 /// driver's own staging path, which the owner avoids (see copy()).
@@ -109,10 +163,8 @@ bool pageable(const void* p) {
 
 std::string owner_amo::prepare() {
   if (host_heap_) return {};
-  int previous = -1;
-  std::string err = enter(&previous);
-  restore_device restore{previous};
-  if (!err.empty()) return err;
+  const in_context scope(*this);
+  if (!scope.error.empty()) return scope.error;
   if (cudaError_t e = preload_amo_kernel(fetched_, static_cast<cudaStream_t>(stream_)); e != cudaSuccess)
     return failed("loading the atomic kernel", e);
   return {};
@@ -124,10 +176,8 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
     std::memcpy(dest, source, nbytes);
     return {};
   }
-  int previous = -1;
-  std::string err = enter(&previous);
-  restore_device restore{previous};
-  if (!err.empty()) return err;
+  const in_context scope(*this);
+  if (!scope.error.empty()) return scope.error;
   // On the private stream, then waited for: the bytes are in place (not merely staged by the driver)
   // before the answer leaves, and before any later owner-applied atomic's kernel on the same stream.
   // A pageable host side (the staging of a put, a UCX receive buffer) goes through the pinned bounce
@@ -145,7 +195,7 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
     if (host_from) std::memcpy(bounce_, from + done, n), src = bounce_;
     if (cudaError_t e = cudaMemcpyAsync(d, src, n, cudaMemcpyDefault, stream); e != cudaSuccess)
       return failed("cudaMemcpyAsync", e);
-    if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return failed("the staged copy", e);
+    if (std::string err = wait("a staging copy", n); !err.empty()) return err;
     if (host_to) std::memcpy(to + done, bounce_, n);
     done += n;
   }
@@ -155,10 +205,8 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
 std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                              uint64_t* old) {
   if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
-  int previous = -1;
-  std::string err = enter(&previous);
-  restore_device restore{previous};
-  if (!err.empty()) return err;
+  const in_context scope(*this);
+  if (!scope.error.empty()) return scope.error;
   amo_args args{amo_op::fetch_add, operand, 0};
   switch (static_cast<proxy_amo>(code)) {
     case proxy_amo::add:
@@ -185,7 +233,7 @@ std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t
   auto* stream = static_cast<cudaStream_t>(stream_);
   if (cudaError_t err = launch_amo_kernel(type, target, args, fetched_, stream); err != cudaSuccess)
     return failed("the atomic kernel's launch", err);
-  if (cudaError_t err = cudaStreamSynchronize(stream); err != cudaSuccess) return failed("the atomic kernel", err);
+  if (std::string err = wait("the atomic kernel", nbytes); !err.empty()) return err;
   *old = *fetched_;
   return {};
 }

@@ -3,8 +3,15 @@
 // active message and is applied there by a one-thread kernel (transport/amo_kernel.hpp) on a private
 // stream, atomic with every device atomic on that word (kernels' and the host's, which also run on
 // the owning GPU). Proxy thread only.
+//
+// That CUDA work runs in a context of its own on the heap's GPU (SHOAL_PROXY_CUDA_CONTEXT=private, the
+// default): a program thread blocked in a pageable cudaMemcpy on the legacy stream behind a kernel
+// (what tensor.cpu() does) holds back every CUDA call of the primary context until that kernel ends, and
+// the kernel may be waiting for this very work (docs/results/proxy/analysis.md, "The stall"). The heap is
+// virtual-memory-management memory, which every context of its GPU reaches.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,6 +25,13 @@ class owner_amo {
   /// atomics, which are atomic with the owner's own host AMOs.
   owner_amo(int device, bool host_heap) : device_(device), host_heap_(host_heap) {}
   ~owner_amo();
+  /// false: the CUDA work runs in the primary context (SHOAL_PROXY_CUDA_CONTEXT=primary). Before the
+  /// first use.
+  void use_private_context(bool on) { private_context_ = on; }
+  /// `pe`: this PE (for reports); `timeout`: how long one CUDA copy or atomic may take before it fails
+  /// (SHOAL_WAIT_TIMEOUT; 0: unbounded). One that takes over 5 s is reported on stderr once, so a
+  /// stuck proxy says what it waits for.
+  void bound_waits(int pe, std::chrono::milliseconds timeout) { my_pe_ = pe, timeout_ = timeout; }
   owner_amo(const owner_amo&) = delete;
   owner_amo& operator=(const owner_amo&) = delete;
 
@@ -41,14 +55,35 @@ class owner_amo {
   std::string copy(void* dest, const void* source, size_t nbytes);
 
  private:
-  // Makes the heap's GPU current (and creates the private stream and the pinned reply word on first
-  // use); empty on success. `previous`: the device to restore afterwards, -1 for none.
-  std::string enter(int* previous);
+  // What enter() changed on the calling thread, undone by leave().
+  struct entered {
+    bool pushed = false;  // the private context was pushed
+    int previous = -1;    // primary: the device to restore, -1 for none
+  };
+  // Makes the private context (or the heap's GPU) current, and creates the context, the private stream,
+  // the pinned reply word and the bounce buffer on first use; empty on success. Undo with leave().
+  std::string enter(entered* e);
+  static void leave(const entered& e);
+  // Waits for the private stream's work (`what`, for reports), bounded as bound_waits() says.
+  std::string wait(const char* what, size_t nbytes);
+  // enter() for a scope: `error` is enter()'s answer; leave() at the end of the scope either way.
+  struct in_context {
+    entered e;
+    std::string error;
+    explicit in_context(owner_amo& o) : error(o.enter(&e)) {}
+    ~in_context() { leave(e); }
+    in_context(const in_context&) = delete;
+    in_context& operator=(const in_context&) = delete;
+  };
   std::string apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                             uint64_t* old);
 
   int device_;
   bool host_heap_;
+  bool private_context_ = true;
+  int my_pe_ = -1;
+  std::chrono::milliseconds timeout_{0};
+  void* context_ = nullptr;                // CUcontext: the private context, made by the first enter()
   void* stream_ = nullptr;                 // cudaStream_t, created by prepare() (or the first use)
   unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
   static constexpr size_t kBounceBytes = size_t{4} << 20;

@@ -55,6 +55,10 @@ class ring_consumer {
   /// making): the proxy's cue, without a doorbell, that work is coming.
   bool pending() const { return ring_atomic::load_acquire(&ring_->reserved) != head_.load(std::memory_order_relaxed); }
 
+  /// The next ticket to take, and how far credits were handed back (for reports).
+  uint64_t head() const { return head_.load(std::memory_order_relaxed); }
+  uint64_t released() const { return tail_; }
+
   /// True while some taken descriptor's slot is not free yet (a reply not acknowledged).
   bool holding() const { return tail_ != head_.load(std::memory_order_relaxed); }
 

@@ -906,6 +906,31 @@ struct ucx_engine::state {
     }
   }
 
+  // A proxy with work outstanding and no progress for 5 s says once (and again every 30 s) what it holds:
+  // the ring's counters and what is in flight, so that a stuck job shows where it waits.
+  std::chrono::steady_clock::time_point last_progress{}, last_report{};
+  void report_if_stuck(bool busy, std::chrono::steady_clock::time_point now) {
+    const uint64_t awaited = am != nullptr ? am->outstanding() : 0;
+    const bool holding = consumer != nullptr && (consumer->pending() || consumer->holding());
+    if (busy || (requests_in_flight == 0 && awaited == 0 && !holding)) {
+      last_progress = now;
+      return;
+    }
+    if (now - last_progress < std::chrono::seconds(5) || now - last_report < std::chrono::seconds(30)) return;
+    last_report = now;
+    const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress).count();
+    if (consumer != nullptr) {
+      std::fprintf(
+          stderr,
+          "shoal: PE %d: proxy: no progress for %lld ms: ring reserved %llu, taken %llu, credits back to %llu; "
+          "UCX requests in flight %lld, owner answers awaited %llu\n",
+          my_pe, static_cast<long long>(idle),
+          static_cast<unsigned long long>(ring_atomic::load_acquire(&ring->reserved)),
+          static_cast<unsigned long long>(consumer->head()), static_cast<unsigned long long>(consumer->released()),
+          static_cast<long long>(requests_in_flight), static_cast<unsigned long long>(awaited));
+    }
+  }
+
   // The proxy thread: runs posted tasks, drains the ring and progresses the worker while nobody
   // else does, spins briefly after work, then sleeps on the worker's fd and the doorbell. While
   // host threads drive the worker themselves it naps on the doorbell only.
@@ -926,6 +951,7 @@ struct ucx_engine::state {
       drain();
       const bool busy = drive();
       const auto now = std::chrono::steady_clock::now();
+      report_if_stuck(busy, now);
       if (busy || !queue_empty()) {
         last_work = now;
         if (busy) traffic_ns.store(now_ns(), std::memory_order_relaxed);
@@ -1041,6 +1067,12 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     s_->am =
         std::make_unique<am_atomics>(s_->worker, boot.rank(), device, !gpu_heap, s_->eps, s_->bases, &s_->data_base,
                                      &s_->heap_nbytes, &s_->data_nbytes, &state::on_owner_reply, s_.get());
+    const std::string context = env::get_string("SHOAL_PROXY_CUDA_CONTEXT");
+    if (context != "private" && context != "primary")
+      SHOAL_THROW(errc::invalid_argument, call, "SHOAL_PROXY_CUDA_CONTEXT='{}' is neither 'private' nor 'primary'",
+                  context);
+    s_->am->use_private_context(context == "private");
+    s_->am->bound_waits(s_->timeout);
     // Now, not at the first atomic from a peer: that one may come while a kernel here spins on the very
     // word it sets, and the atomic kernel's first launch (its lazy load) would wait for that kernel.
     if (const std::string err = s_->am->prepare(); !err.empty())
