@@ -36,14 +36,14 @@ def group():
 PROXY = os.environ.get("SHOAL_DISABLE_P2P", "0").lower() in ("1", "true", "yes", "on")
 
 
-# Normal mode over the proxy is experimental (SHOAL_EP_PROXY=1); without it a Buffer whose ranks reach
-# each other through the proxy raises a clear error on every rank.
-PROXY_ENABLED = os.environ.get("SHOAL_EP_PROXY", "0") == "1"
+# Normal mode over the proxy is on unless SHOAL_EP_PROXY=0; with it off, a Buffer whose ranks reach each
+# other through the proxy raises a clear error on every rank.
+PROXY_ENABLED = os.environ.get("SHOAL_EP_PROXY", "1") != "0"
 
 
-@pytest.mark.skipif(not PROXY or PROXY_ENABLED, reason="the refusal needs proxy peers and SHOAL_EP_PROXY unset")
-def test_proxy_refused_by_default(group):
-    with pytest.raises(NotImplementedError, match=r"reached through shoal's proxy path.*SHOAL_EP_PROXY=1"):
+@pytest.mark.skipif(not PROXY or PROXY_ENABLED, reason="the refusal needs proxy peers and SHOAL_EP_PROXY=0")
+def test_proxy_refused_when_off(group):
+    with pytest.raises(NotImplementedError, match=r"reached through shoal's proxy path.*SHOAL_EP_PROXY=0"):
         Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8, proxy=True))
     # Nothing is left behind: a Buffer without proxy peers could follow; the group still works.
     dist.barrier()
@@ -52,7 +52,7 @@ def test_proxy_refused_by_default(group):
 @pytest.fixture(scope="module")
 def buffer(group):
     if PROXY and not PROXY_ENABLED:
-        pytest.skip("normal mode over the proxy is off without SHOAL_EP_PROXY=1 (test_proxy_refused_by_default)")
+        pytest.skip("normal mode over the proxy is off with SHOAL_EP_PROXY=0 (test_proxy_refused_when_off)")
     buf = Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8, proxy=PROXY))
     if PROXY:  # the proxy variant must really take the proxy path
         assert buf.num_proxy_peers == group.size() - 1 and buf.staged

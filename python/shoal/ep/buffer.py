@@ -105,16 +105,15 @@ class Buffer:
                 raise RuntimeError(f"Buffer: rank {self.rank} cannot address its own buffer (shoal_ptr returned 0)")
             self.num_proxy_peers = sum(1 for p in self._peers if p == 0)
             self._staged = self._agree_staged()
-            if self._staged and os.environ.get("SHOAL_EP_PROXY", "0") != "1":
+            if self._staged and os.environ.get("SHOAL_EP_PROXY", "1") == "0":
                 # Agreed on every rank above, so every rank raises alike.
                 proxies = [pe for pe, p in enumerate(self._peers) if p == 0]
                 _core.free(self._base)  # collective, like the malloc: every rank is here
                 self._base, self._peers = 0, []
                 raise NotImplementedError(
                     f"Buffer: rank {self.rank}: ranks {proxies} of this job are reached through shoal's proxy path "
-                    "(another node, or SHOAL_DISABLE_P2P=1); normal mode over the proxy is not enabled yet: it has "
-                    "not passed its GPU test (docs/ep.md, 'Proxy peers'). SHOAL_EP_PROXY=1 runs the experimental "
-                    "path anyway")
+                    "(another node, or SHOAL_DISABLE_P2P=1), and SHOAL_EP_PROXY=0 turns normal mode over the proxy "
+                    "off (docs/ep.md, 'Proxy peers'); unset it to stage those ranks' rows through the proxy")
             # Loaded now, not at a first launch: under lazy module loading (PyTorch's setting) a first launch
             # waits for the running kernels, e.g. a notify still waiting on this rank's proxy thread.
             ep.load_kernels()
