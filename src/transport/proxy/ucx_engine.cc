@@ -907,28 +907,35 @@ struct ucx_engine::state {
   }
 
   // A proxy with work outstanding and no progress for 5 s says once (and again every 30 s) what it holds:
-  // the ring's counters and what is in flight, so that a stuck job shows where it waits.
+  // the ring's counters and what is in flight, so that a stuck job shows where it waits. Progress is a
+  // change of those counters (a busy worker that completes nothing is no progress).
   std::chrono::steady_clock::time_point last_progress{}, last_report{};
-  void report_if_stuck(bool busy, std::chrono::steady_clock::time_point now) {
+  uint64_t last_seen[5] = {};
+  uint64_t calls_since_progress = 0;
+  void report_if_stuck(std::chrono::steady_clock::time_point now) {
     const uint64_t awaited = am != nullptr ? am->outstanding() : 0;
-    const bool holding = consumer != nullptr && (consumer->pending() || consumer->holding());
-    if (busy || (requests_in_flight == 0 && awaited == 0 && !holding)) {
+    const uint64_t reserved = consumer != nullptr ? ring_atomic::load_acquire(&ring->reserved) : 0;
+    const uint64_t seen[5] = {reserved, consumer != nullptr ? consumer->head() : 0,
+                              consumer != nullptr ? consumer->released() : 0, static_cast<uint64_t>(requests_in_flight),
+                              awaited};
+    const bool outstanding = seen[0] != seen[2] || requests_in_flight != 0 || awaited != 0;
+    if (!outstanding || !std::equal(seen, seen + 5, last_seen)) {
+      std::copy(seen, seen + 5, last_seen);
       last_progress = now;
+      calls_since_progress = 0;
       return;
     }
+    ++calls_since_progress;
     if (now - last_progress < std::chrono::seconds(5) || now - last_report < std::chrono::seconds(30)) return;
     last_report = now;
     const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress).count();
-    if (consumer != nullptr) {
-      std::fprintf(
-          stderr,
-          "shoal: PE %d: proxy: no progress for %lld ms: ring reserved %llu, taken %llu, credits back to %llu; "
-          "UCX requests in flight %lld, owner answers awaited %llu\n",
-          my_pe, static_cast<long long>(idle),
-          static_cast<unsigned long long>(ring_atomic::load_acquire(&ring->reserved)),
-          static_cast<unsigned long long>(consumer->head()), static_cast<unsigned long long>(consumer->released()),
-          static_cast<long long>(requests_in_flight), static_cast<unsigned long long>(awaited));
-    }
+    std::fprintf(stderr,
+                 "shoal: PE %d: proxy: no progress for %lld ms (%llu loop turns): ring reserved %llu, taken %llu, "
+                 "credits back to %llu; UCX requests in flight %lld, owner answers awaited %llu\n",
+                 my_pe, static_cast<long long>(idle), static_cast<unsigned long long>(calls_since_progress),
+                 static_cast<unsigned long long>(seen[0]), static_cast<unsigned long long>(seen[1]),
+                 static_cast<unsigned long long>(seen[2]), static_cast<long long>(requests_in_flight),
+                 static_cast<unsigned long long>(awaited));
   }
 
   // The proxy thread: runs posted tasks, drains the ring and progresses the worker while nobody
@@ -951,7 +958,7 @@ struct ucx_engine::state {
       drain();
       const bool busy = drive();
       const auto now = std::chrono::steady_clock::now();
-      report_if_stuck(busy, now);
+      report_if_stuck(now);
       if (busy || !queue_empty()) {
         last_work = now;
         if (busy) traffic_ns.store(now_ns(), std::memory_order_relaxed);
