@@ -1,11 +1,13 @@
 // The proxy's request ring (shoal/detail/proxy_ring.hpp + ring_consumer.hpp) with host threads as
 // producers and a stand-in proxy that applies descriptors to a local array: wrap-around and
-// back-pressure on a 4-slot ring, many producers, fetching replies, and quiet covering every
-// earlier descriptor while the stand-in completes puts late and out of order.
+// back-pressure on a 4-slot ring, many producers, fetching replies, quiet covering every earlier
+// descriptor while the stand-in completes puts late and out of order, and the shared quiet
+// (ring_quiet_shared) covering many producers with one quiet.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +62,7 @@ class fake_proxy {
   std::vector<uint64_t> memory;
   std::vector<uint64_t> taken;  // tickets in the order they were taken
   uint64_t max_pending = 0;
+  std::atomic<int> quiets{0};  // quiet descriptors taken
 
  private:
   struct pending_put {
@@ -69,7 +72,8 @@ class fake_proxy {
   void complete_some(bool all) {
     std::shuffle(pending_.begin(), pending_.end(), rng_);
     size_t keep = all || pending_.empty() ? 0 : rng_() % pending_.size();
-    for (size_t i = keep; i < pending_.size(); ++i) memory[pending_[i].offset / 8] = pending_[i].value;
+    for (size_t i = keep; i < pending_.size(); ++i)  // atomic: producers read the words after a shared quiet
+      __atomic_store_n(&memory[pending_[i].offset / 8], pending_[i].value, __ATOMIC_RELAXED);
     pending_.resize(keep);
   }
 
@@ -100,8 +104,12 @@ class fake_proxy {
           reply = memory[d.offset / 8];
           break;
         case proxy_op::fence:
+          complete_some(true);
+          break;
         case proxy_op::quiet:
           complete_some(true);
+          ++quiets;
+          consumer_.answered_quiet(ticket);  // as the engine does before it answers a quiet
           break;
         default:
           ADD_FAILURE() << "unexpected op " << static_cast<int>(d.op);
@@ -259,6 +267,58 @@ TEST(ProxyRing, QuietWaitsForLateCompletions) {
   proxy.stop();
   // The stand-in really held puts back (else this test could not catch a quiet that returns early).
   EXPECT_GT(proxy.max_pending, 1u);
+}
+
+// Many producers end a round with the shared quiet at once (as every thread of a kernel ending with
+// quiet does): one quiet descriptor serves them all, and each finds its own puts complete when it returns
+// (the stand-in holds puts back until a quiet, so a producer that returned early would read old values).
+TEST(ProxyRing, SharedQuietServesManyProducersWithOneQuiet) {
+  constexpr int kThreads = 8, kRounds = 60, kWords = 4;
+  ring_memory mem(16);  // 32 puts a round: back-pressure too
+  fake_proxy proxy(mem.ring(), kThreads * kWords);
+  proxy.start();
+  std::barrier sync(kThreads);
+  std::atomic<int> stale{0}, failed{0};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&, t] {
+      for (int round = 1; round <= kRounds; ++round) {
+        for (int w = 0; w < kWords; ++w) {
+          const int word = t * kWords + w;
+          post(mem.ring(), proxy_op::p, 8 * word, round * 1000 + word, false);
+        }
+        sync.arrive_and_wait();  // every put of the round is posted before any quiet
+        test_clock clock;
+        if (ring_quiet_shared(mem.ring(), clock, [] { std::this_thread::yield(); }) != 0) ++failed;
+        for (int w = 0; w < kWords; ++w) {
+          const int word = t * kWords + w;
+          if (__atomic_load_n(&proxy.memory[word], __ATOMIC_RELAXED) != uint64_t(round * 1000 + word)) ++stale;
+        }
+        sync.arrive_and_wait();  // no descriptor of the next round before every quiet of this one returned
+      }
+    });
+  for (auto& p : producers) p.join();
+  proxy.stop();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(stale.load(), 0) << "a producer returned from the shared quiet before its puts completed";
+  EXPECT_EQ(proxy.quiets.load(), kRounds) << "one quiet a round serves every producer";
+  EXPECT_GT(proxy.max_pending, 1u);  // the stand-in really held puts back
+}
+
+// A producer with nothing posted since the last answered quiet returns at once, posting nothing.
+TEST(ProxyRing, SharedQuietWithNothingNewPostsNothing) {
+  ring_memory mem(8);
+  fake_proxy proxy(mem.ring(), 8);
+  proxy.start();
+  post(mem.ring(), proxy_op::p, 0, 7, false);
+  test_clock clock;
+  auto yield = [] { std::this_thread::yield(); };
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield), 0);
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield), 0);
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield), 0);
+  proxy.stop();
+  EXPECT_EQ(proxy.quiets.load(), 1);
+  EXPECT_EQ(proxy.memory[0], 7u);
 }
 
 }  // namespace

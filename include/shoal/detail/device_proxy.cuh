@@ -149,9 +149,16 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
   proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
 }
 
-/// quiet over the ring: returns once every descriptor this PE posted before it is complete.
-__device__ __forceinline__ void proxy_quiet(const device_world& w, const char* call) {
-  proxy_post(w.proxy_ring, w, proxy_make(proxy_op::quiet, true, -1, 0), call);
+/// quiet over the ring: returns once every descriptor this PE posted before it is complete. Shared
+/// (ring_quiet_shared): threads calling it together wait for one quiet's answer instead of each posting
+/// one (a grid ending with quiet in every thread would otherwise queue one proxy flush per thread).
+inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
+  ring_clock clock{w.wait_timeout_ns};
+  ptx::fence_sc_sys();  // this thread's earlier stores before the proxy acts on what it posted
+  const int64_t status = ring_quiet_shared(w.proxy_ring, clock, [] { __nanosleep(256); });
+  if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (status == kQuietNoReply) proxy_failed(call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+  if (status != 0) proxy_failed(call, w.my_pe, -1, "the engine failed", status);
 }
 
 /// fence over the ring: descriptors posted before it are ordered before those posted after it.

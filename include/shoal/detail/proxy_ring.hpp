@@ -44,6 +44,9 @@ enum class proxy_op : uint8_t {
 /// equal the engine's ucx_amo (checked in ucx_engine.cc).
 enum class proxy_amo : uint8_t { add, swap, cswap, and_, or_, xor_ };
 
+/// proxy_ring::quiet_posted's flag: a producer is posting the next shared quiet (ring_quiet_shared).
+inline constexpr uint64_t kQuietPosting = uint64_t{1} << 63;
+
 /// Descriptor flag: the producer waits for the proxy's reply (blocking calls, fetches, quiet).
 inline constexpr uint8_t kProxyWait = 1;
 
@@ -72,9 +75,13 @@ enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotReplied = 2, kSlotDone = 
 /// The ring's control words, followed in the same allocation by `slots` descriptors. Each counter
 /// sits on its own cache line: producers hammer `reserved`, the proxy writes `released`.
 struct proxy_ring {
-  alignas(64) uint64_t reserved;  ///< the next ticket (producers' fetch_add)
-  alignas(64) uint64_t released;  ///< tickets below this are free (the proxy's credits)
-  alignas(64) uint32_t slots;     ///< a power of two
+  alignas(64) uint64_t reserved;      ///< the next ticket (producers' fetch_add)
+  alignas(64) uint64_t released;      ///< tickets below this are free (the proxy's credits)
+  alignas(64) uint64_t quiet_posted;  ///< 1 + the newest shared quiet's ticket (0: none); kQuietPosting: one is
+                                      ///< being posted
+  alignas(64) uint64_t quiet_done;    ///< 1 + the newest answered quiet's ticket (0: none): every other ticket
+                                      ///< below it is complete
+  alignas(64) uint32_t slots;         ///< a power of two
   uint32_t reserved_pad;
   uint64_t pad[7];
 
@@ -86,7 +93,7 @@ struct proxy_ring {
     return sizeof(proxy_ring) + uint64_t{slots} * sizeof(proxy_desc);
   }
 };
-static_assert(sizeof(proxy_ring) == 192);
+static_assert(sizeof(proxy_ring) == 320);
 
 namespace ring_atomic {
 
@@ -96,10 +103,17 @@ namespace ring_atomic {
 __device__ __forceinline__ uint64_t fetch_add(uint64_t* a, uint64_t v) { return ptx::atom_add_relaxed_sys(a, v); }
 __device__ __forceinline__ uint64_t load_acquire(uint64_t* a) { return ptx::ld_acquire_sys(a); }
 __device__ __forceinline__ void store_release(uint64_t* a, uint64_t v) { ptx::st_release_sys(a, v); }
+__device__ __forceinline__ uint64_t cas(uint64_t* a, uint64_t expected, uint64_t desired) {
+  return ptx::atom_cas_relaxed_sys(a, expected, desired);
+}
 #else
 inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
 inline uint64_t load_acquire(uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
 inline void store_release(uint64_t* a, uint64_t v) { __atomic_store_n(a, v, __ATOMIC_RELEASE); }
+inline uint64_t cas(uint64_t* a, uint64_t expected, uint64_t desired) {
+  __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;  // the value found: `expected` itself when the exchange happened
+}
 #endif
 
 }  // namespace ring_atomic
@@ -132,6 +146,51 @@ SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* re
   *status = static_cast<int64_t>(s->compare);
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotDone);
   return true;
+}
+
+/// What ring_quiet_shared reports besides success (0) and the proxy's own status (negative).
+inline constexpr int64_t kQuietNoCredit = 1;  ///< its quiet found no ring credit before `expired`
+inline constexpr int64_t kQuietNoReply = 2;   ///< no answer before `expired`
+
+/// quiet for one producer among many calling it at once (every thread of a grid ending a kernel with
+/// quiet): where a quiet at or after this producer's last possible descriptor exists (ticket >=
+/// `reserved` - 1 as read on entry: the slot just below may be that quiet itself), the producer waits
+/// for that quiet's answer (the proxy raises `quiet_done` when it answers one) instead of posting its
+/// own; otherwise it posts a waiting quiet (one producer at a time, through kQuietPosting) and the
+/// others wait for it. So a grid of N threads costs a few ring round trips, not N. Returns 0 once every
+/// descriptor posted before the call is complete; a quiet this producer posted itself returns the
+/// proxy's status (negative: the engine failed; a failure answered to another producer's quiet is that
+/// producer's to report); kQuietNoCredit or kQuietNoReply when `expired()` ended a wait. `pause()` runs
+/// between polls.
+template <class Clock, class Pause>
+SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pause&& pause) {
+  // This producer's descriptors have tickets below `mine`; a quiet with ticket >= mine - 1 covers them
+  // (both counters hold 1 + a ticket, so the test is >= mine).
+  const uint64_t mine = ring_atomic::load_acquire(&ring->reserved);
+  for (;;) {
+    if (ring_atomic::load_acquire(&ring->quiet_done) >= mine) return 0;
+    const uint64_t posted = ring_atomic::load_acquire(&ring->quiet_posted);
+    if ((posted & kQuietPosting) != 0 || posted >= mine) {  // a quiet that covers this producer is coming
+      if (expired()) return kQuietNoReply;
+      pause();
+      continue;
+    }
+    if (ring_atomic::cas(&ring->quiet_posted, posted, posted | kQuietPosting) != posted) continue;
+    proxy_desc d{};
+    d.op = proxy_op::quiet;
+    d.flags = kProxyWait;
+    d.pe = -1;
+    const uint64_t ticket = ring_post(ring, d, expired);  // at or above `mine`
+    if (ticket == ~uint64_t{0}) {
+      ring_atomic::store_release(&ring->quiet_posted, posted);
+      return kQuietNoCredit;
+    }
+    ring_atomic::store_release(&ring->quiet_posted, ticket + 1);
+    uint64_t reply = 0;
+    int64_t status = 0;
+    if (!ring_wait(ring, ticket, &reply, &status, expired)) return kQuietNoReply;
+    return status;
+  }
 }
 
 }  // namespace shoal::detail

@@ -28,6 +28,15 @@ class ring_consumer {
     return true;
   }
 
+  /// A quiet `ticket` completed (every earlier descriptor is complete): raises ring->quiet_done, which
+  /// producers waiting in ring_quiet_shared read. Call before reply() answers it.
+  void answered_quiet(uint64_t ticket) {
+    if (ticket + 1 > quiet_done_) {
+      quiet_done_ = ticket + 1;
+      ring_atomic::store_release(&ring_->quiet_done, quiet_done_);
+    }
+  }
+
   /// Frees a non-waiting descriptor's slot (its contents were copied by take()).
   void finish(uint64_t ticket) {
     ring_atomic::store_release(&ring_->slot(ticket)->state, ticket * 4 + kSlotDone);
@@ -66,6 +75,7 @@ class ring_consumer {
   proxy_ring* ring_;
   std::atomic<uint64_t> head_{0};  // next ticket to take (written by the holder, read by pending())
   uint64_t tail_ = 0;              // every ticket below is free (published as ring->released)
+  uint64_t quiet_done_ = 0;        // published as ring->quiet_done
 };
 
 }  // namespace shoal::detail

@@ -481,6 +481,7 @@ struct ucx_engine::state {
     uint64_t header[am_atomics::kPutSignalHeaderBytes / 8] = {};  // a put-with-signal message's header
     std::unique_ptr<char[]> staged = nullptr;                     // a staged put's host copy of its source
     bool data_landed = false;  // a staged get: the answer wrote the data (g: into reply); keep them
+    bool quiet = false;        // a quiet: its success raises the ring's quiet_done (ring_quiet_shared)
   };
 
   // Takes every committed descriptor and issues it; true when there was any.
@@ -499,6 +500,7 @@ struct ucx_engine::state {
 
   // Completion of one descriptor's UCX request (or of one that completed at once).
   void complete(in_flight* op, ucs_status_t st) {
+    if (op->quiet && st == UCS_OK) consumer->answered_quiet(op->ticket);
     if (op->wait)
       consumer->reply(op->ticket, op->reply, st == UCS_OK ? 0 : static_cast<int64_t>(st));
     else if (st != UCS_OK && async_error == UCS_OK)
@@ -761,6 +763,7 @@ struct ucx_engine::state {
         });
         return;
       case proxy_op::quiet:
+        op->quiet = true;
         start(op, [&](ucp_request_param_t& param) {
           puts_unfenced = false;
           if (ucs_status_t st = settle_owner_amos(); st != UCS_OK) return UCS_STATUS_PTR(st);
