@@ -16,12 +16,14 @@ gpu_tasks_init .final_done "${1:-560}"
 source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
-# Priority order (session 15's list): the device-initiated proxy rows (issue 11: bandwidth with the bench's
+# Priority order (session 15's list): the _proxy GPU tests (the device quiet became the ring's shared quiet
+# after their last run), the device-initiated proxy rows (issue 11: bandwidth with the bench's
 # one quiet per CTA, never measured; device >= 0.8x host-issued latency), the EP path over the proxy (on by
 # default since session 15), then the issue-14 figures beside both NVSHMEMs, then the rest.
 proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
 lat_set=(put_quiet_latency atomic_latency -b 8 -e 8 -n 20 -r 3)
 PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo"
+for x in rma amo sync litmus nvapi coll coll_facade; do t ${x}_gpu_test_proxy.np2 25 110; done
 task proxy_device 60 $PXC $R -n 2 --timeout 60 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_device.csv
 task proxy_device_host 50 $PXC $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --host-issued --csv $O/proxy/shoal_device_host.csv
 task proxy_device_lat 30 $PXC $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --csv $O/proxy/shoal_device_lat.csv
@@ -40,7 +42,6 @@ SHOAL_BENCH_COLL_SCOPES=block SHOAL_BENCH_NCCL=0 bn shoal_a2a 30 2 $SB alltoall 
 bn nvshmem_a2a 30 2 $NV alltoall -b 1M -e 1M
 bn nvshmem38_a2a 30 2 $NV38 alltoall -b 1M -e 1M
 t coll_gpu_test.np2 10 90; t litmus_gpu_test.np2 20 90
-for x in rma amo sync litmus nvapi coll coll_facade; do t ${x}_gpu_test_proxy.np2 25 110; done
 t coll_stream_gpu_test.np2 10 90; t coll_facade_gpu_test.np2 8 90; t nvapi_gpu_test.np2 4 60; t team_gpu_test.np2 4 60
 t nv_device_all.np2 5 60; t python_ep_normal_test.np2 20 90; t python_ep_normal_graph_test.np2 16 90; t python_ep_low_latency_test.np2 12 90
 t amo_gpu_test.np2 4 60; t sync_gpu_test.np2 4 60; t stream_gpu_test.np2 4 60; t coll_collect_gpu_test.np2 4 60
