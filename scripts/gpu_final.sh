@@ -17,8 +17,8 @@ source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
 # Priority order (session 15's list): the _proxy GPU tests (the device quiet became the ring's shared quiet
-# after their last run), the device-initiated proxy rows (issue 11: bandwidth with the bench's
-# one quiet per CTA, never measured; device >= 0.8x host-issued latency), the EP path over the proxy (on by
+# after their last run), the device-initiated proxy rows (issue 11: bandwidth, whose kernels' per-thread
+# quiets the shared quiet now serves, never measured; device >= 0.8x host-issued latency), the EP path over the proxy (on by
 # default since session 15), then the issue-14 figures beside both NVSHMEMs, then the rest.
 proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
 lat_set=(put_quiet_latency atomic_latency -b 8 -e 8 -n 20 -r 3)

@@ -135,7 +135,7 @@ class driver {
     int device = 0;
     cuda_check(cudaGetDevice(&device), "cudaGetDevice");
     cuda_check(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-    ctx_ = kernel_ctx{&scratch_->status, kSpinTimeoutNs, proxy_};
+    ctx_ = kernel_ctx{&scratch_->status, kSpinTimeoutNs};
   }
   ~driver() {
     cudaFree(stage_);
@@ -225,7 +225,6 @@ class driver {
     pair_ = std::to_string(a) + "-" + std::to_string(b);
     direct_ = linked(a, b);
     proxy_ = !direct_;
-    ctx_.quiet_per_cta = proxy_;
   }
   /// All-PE benchmarks: PE 0 measures, PE 1 is the raw baselines' peer, rows carry no pair.
   void select_all_pes() {
@@ -237,7 +236,6 @@ class driver {
     proxy_ = false;
     for (int a = 0; a < npes_; ++a)
       for (int b = 0; b < npes_; ++b) proxy_ |= !linked(a, b);
-    ctx_.quiet_per_cta = proxy_;
   }
 
   bool active() const { return peer_ >= 0; }

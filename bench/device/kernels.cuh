@@ -39,11 +39,6 @@ inline constexpr unsigned int kTimedOut = 1;
 struct kernel_ctx {
   status_word* status;  ///< this PE's status word
   uint64_t timeout_ns;  ///< bound on every spin
-  /// Proxy pairs: the bandwidth kernels end with one quiet per CTA (thread 0, after the CTA's barrier)
-  /// instead of one per thread. A quiet over the proxy covers every operation the PE posted before it,
-  /// and each is a round trip through the proxy thread (a UCX flush): a 132x512 grid's per-thread quiets
-  /// took seconds per kernel, which made the proxy's bandwidth loops look stalled (session 15).
-  bool quiet_per_cta = false;
 };
 
 __device__ __forceinline__ uint64_t now_ns() {
@@ -236,12 +231,7 @@ __global__ void rma_bw_kernel(char* dst, const char* src_base, size_t nbytes, si
       Api::putmem_nbi(S{}, dst + off, src + off, n, peer);
     }
   }
-  if (ctx.quiet_per_cta) {
-    __syncthreads();  // the CTA's operations are posted before thread 0's quiet
-    if (threadIdx.x == 0) Api::quiet();
-  } else {
-    Api::quiet();
-  }
+  Api::quiet();
 }
 
 /// Baseline of the block put: rma_bw_kernel's loop at block scope with the put written out on raw
