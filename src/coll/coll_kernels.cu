@@ -29,11 +29,12 @@ __device__ const char kFcollectName[] = "shoalx_fcollect_on_stream";
 __device__ const char kAlltoallName[] = "shoalx_alltoall_on_stream";
 __device__ const char kCollectName[] = "shoalx_collectmem_on_stream";
 
-__global__ void team_sync_kernel(device_world w, device_team t) {
+__global__ void __launch_bounds__(32) team_sync_kernel(device_world w, device_team t) {
   if (threadIdx.x == 0) team_barrier_thread(w, t, kSyncName, 0);
 }
 
-__global__ void collect_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes) {
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    collect_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes) {
   collectmem<block_scope>(w, t, dest, source, bytes, kCollectName);
 }
 
@@ -45,8 +46,8 @@ __device__ __forceinline__ const char* move_name() {
 }
 
 template <move_kind kKind>
-__global__ void move_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes, int root,
-                            int ll) {
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    move_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes, int root, int ll) {
   const char* call = move_name<kKind>();
   if (ll) {
     move_ll<block_scope, kKind>(w, t, dest, source, bytes, root, call);

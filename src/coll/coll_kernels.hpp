@@ -24,10 +24,15 @@ const char* to_string(algo a);
 
 enum class move : int { broadcast = 0, fcollect = 1, alltoall = 2 };
 
+/// The most threads an on-stream collective kernel is launched with; every such kernel carries it as its
+/// __launch_bounds__, so the compiler keeps it within 65536 / kMaxThreads = 128 registers and a launch cannot fail
+/// for want of registers when the device API's inlined paths grow (session 16: 134 registers failed at 512).
+inline constexpr uint32_t kMaxThreads = 512;
+
 struct launch_config {
   algo how = algo::direct;
   uint32_t channels = 1;  // CTAs (direct); 1 for ll
-  uint32_t threads = 512;
+  uint32_t threads = kMaxThreads;
   cudaStream_t stream = nullptr;
 };
 

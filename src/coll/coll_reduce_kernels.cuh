@@ -21,7 +21,8 @@ __device__ const char kReduceName[] = "shoalx_reduce_on_stream";
 __device__ const char kReducescatterName[] = "shoalx_reducescatter_on_stream";
 
 template <class Op, class T, bool kScatter>
-__global__ void reduce_kernel(device_world w, device_team t, T* dest, const T* source, size_t nreduce, int ll) {
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    reduce_kernel(device_world w, device_team t, T* dest, const T* source, size_t nreduce, int ll) {
   const char* call = kScatter ? kReducescatterName : kReduceName;
   if (ll) {
     reduce_ll<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);

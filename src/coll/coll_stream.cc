@@ -266,10 +266,10 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
     cfg.how = fits ? algo::ll : algo::direct;
   }
   static const int64_t threads = env::get_int("SHOAL_COLL_THREADS");
-  SHOAL_CHECK_ARG(threads >= 32 && threads <= 512 && threads % 32 == 0, c.call,
-                  "SHOAL_COLL_THREADS={} is not a multiple of 32 in 32..512 (the kernels need more than 64 registers "
-                  "per thread)",
-                  threads);
+  SHOAL_CHECK_ARG(threads >= 32 && threads <= kMaxThreads && threads % 32 == 0, c.call,
+                  "SHOAL_COLL_THREADS={} is not a multiple of 32 in 32..{} (the kernels are built for at most {} "
+                  "threads)",
+                  threads, kMaxThreads, kMaxThreads);
   cfg.threads = static_cast<uint32_t>(threads);
   if (cfg.how == algo::ll) {  // one line (8 bytes) per thread and peer is plenty for small messages
     const size_t lines = (message_bytes + 7) / 8;

@@ -113,7 +113,7 @@ __device__ void amo_half(void* target, amo_args a, unsigned long long* fetched) 
 }
 
 // 1-byte and 2-byte integer atomics do not exist on the GPU: the host API's integer AMO types are 4 and 8 bytes.
-__global__ void amo_kernel(scalar type, void* target, amo_args a, unsigned long long* fetched) {
+__global__ void __launch_bounds__(1) amo_kernel(scalar type, void* target, amo_args a, unsigned long long* fetched) {
   switch (type.kind) {
     case scalar_kind::signed_int:
       if (type.bytes == 4)

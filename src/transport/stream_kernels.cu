@@ -7,7 +7,8 @@ namespace shoal::detail {
 
 namespace {
 
-__global__ void p_kernel(device_world w, void* dest, uint64_t value_bits, size_t num_bytes, int pe) {
+__global__ void __launch_bounds__(1)
+    p_kernel(device_world w, void* dest, uint64_t value_bits, size_t num_bytes, int pe) {
   switch (num_bytes) {
     case 1:
       shoal::device::p(w, static_cast<uint8_t*>(dest), static_cast<uint8_t>(value_bits), pe);
@@ -24,7 +25,8 @@ __global__ void p_kernel(device_world w, void* dest, uint64_t value_bits, size_t
   }
 }
 
-__global__ void signal_op_kernel(device_world w, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+__global__ void __launch_bounds__(1)
+    signal_op_kernel(device_world w, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   // Everything earlier on the stream has finished (kernel boundary); the fence makes those writes
   // visible at system scope before the signal's release.
   shoal::device::fence(w);
@@ -38,7 +40,8 @@ __device__ void wait_typed(const device_world& w, void* ivar, int cmp, uint64_t 
   shoal::device::wait_until(w, static_cast<T*>(ivar), cmp, value);
 }
 
-__global__ void wait_until_kernel(device_world w, void* ivar, scalar type, int cmp, uint64_t value_bits) {
+__global__ void __launch_bounds__(1)
+    wait_until_kernel(device_world w, void* ivar, scalar type, int cmp, uint64_t value_bits) {
   bool is_signed = type.kind == scalar_kind::signed_int;
   switch (type.bytes) {
     case 2:
@@ -62,9 +65,11 @@ __global__ void wait_until_kernel(device_world w, void* ivar, scalar type, int c
   }
 }
 
-__global__ void quiet_kernel(device_world w) { shoal::device::quiet(w); }
+__global__ void __launch_bounds__(1) quiet_kernel(device_world w) { shoal::device::quiet(w); }
 
-__global__ void barrier_all_kernel(device_world w) { shoal::device::barrier_all(shoal::thread, w); }
+__global__ void __launch_bounds__(1) barrier_all_kernel(device_world w) {
+  shoal::device::barrier_all(shoal::thread, w);
+}
 
 }  // namespace
 
