@@ -2,7 +2,8 @@
 // putmem/getmem at thread, warp and block scope, blocking and _nbi (+ quiet), at sizes 1 B .. 1 MiB+5
 // with unaligned and mis-co-aligned offsets (the vector head/tail paths); the block TMA put; puts
 // from and gets into non-symmetric memory; typed put/get; p/g; iput/iget; ptr on the device; a
-// global refused by the host API (globals are not symmetric on GPU heaps).
+// global refused by the host API (globals are not symmetric on GPU heaps); p + quiet from every thread of a
+// full grid (the quiet shared in the warp and in the proxy ring).
 // Every destination is poisoned first and checked byte for byte, including guard bytes around it.
 #include <cuda_runtime.h>
 
@@ -327,6 +328,54 @@ void pg_all(Api api) {
 
 GPU_TEST(p_g_handle) { pg_all(handle_api{device_handle()}); }
 GPU_TEST(p_g_facade) { pg_all(facade_api{}); }
+
+// ---- a grid whose every thread quiets -----------------------------------------------------------
+
+/// Thread t stores storm_value(me, t) to dst[t] on pe with p and quiets; the lanes of each warp split into
+/// two branches that both quiet (odd lanes after a lane-dependent pause), so a quiet shared in the warp meets
+/// lanes that may or may not have reconverged, and the warps of the last block quiet twice.
+__host__ __device__ uint32_t storm_value(int pe, size_t t, uint32_t salt) {
+  return static_cast<uint32_t>(0x10000000u + pe * 0x01000000u + (t * 2654435761u) % 0x00ffffffu + salt % 13);
+}
+
+template <class Api>
+__global__ void quiet_storm_kernel(Api api, int* dst, int pe, uint32_t salt) {
+  const size_t t = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  api.p(dst + t, static_cast<int>(storm_value(api.my_pe(), t, salt)), pe);
+  if ((threadIdx.x & 1) != 0) {
+    __nanosleep(32 * (threadIdx.x % 32));
+    api.quiet();
+  } else {
+    api.quiet();
+  }
+  if (blockIdx.x + 1 == gridDim.x) api.quiet();
+}
+
+template <class Api>
+void quiet_storm(Api api) {
+  buffers& b = bufs();
+  int dev = 0, sms = 0;
+  GT_CUDA(cudaGetDevice(&dev));
+  GT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  constexpr unsigned kThreads = 512;
+  const size_t n = static_cast<size_t>(sms) * kThreads;  // a full grid: 67,584 threads on an H200
+  if (n * sizeof(int) > kMaxBytes) fail("quiet_storm: %zu threads do not fit the %zu-byte buffer", n, kMaxBytes);
+  const uint32_t salt = next_salt();
+  const std::string what = format("%s p + quiet from every thread of %d x %u", Api::kName, sms, kThreads);
+  GT_CUDA(cudaMemset(b.dst, kPoison, kRegion));
+  sync_all_pes();
+  quiet_storm_kernel<Api><<<sms, kThreads>>>(api, reinterpret_cast<int*>(b.dst), peer(), salt);
+  GT_LAUNCHED(what.c_str());
+  sync_all_pes();
+  std::vector<int> expected(n);
+  for (size_t t = 0; t < n; ++t) expected[t] = static_cast<int>(storm_value(left(), t, salt));
+  std::vector<uint8_t> bytes(n * sizeof(int));
+  std::memcpy(bytes.data(), expected.data(), bytes.size());
+  check_landed(what, b.dst, 0, bytes);
+}
+
+GPU_TEST(quiet_from_every_thread_handle) { quiet_storm(handle_api{device_handle()}); }
+GPU_TEST(quiet_from_every_thread_facade) { quiet_storm(facade_api{}); }
 
 // ---- iput / iget ----------------------------------------------------------------------------------
 

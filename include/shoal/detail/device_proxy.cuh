@@ -21,12 +21,18 @@
 
 namespace shoal::detail {
 
-/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed.
+/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed. Each unsatisfied
+/// poll of the ring's host-memory words also pauses, from 32 ns doubling to 1 us: a full grid of producers
+/// polling at full rate (waiting for ring credit, a reply or a quiet) saturates the GPU's reads of host memory,
+/// which the proxy's answers and the other producers' posts need too; a lone waiter loses at most ~1 us.
 struct ring_clock {
   uint64_t timeout_ns;
   uint64_t start = 0;
   uint32_t polls = 0;
+  uint32_t pause_ns = 32;
   __device__ __forceinline__ bool operator()() {
+    __nanosleep(pause_ns);
+    pause_ns = pause_ns < 1024 ? pause_ns * 2 : pause_ns;
     if (timeout_ns == 0 || (++polls & 63u) != 0) return false;
     const uint64_t now = ptx::globaltimer();
     if (start == 0) start = now;
@@ -149,13 +155,26 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
   proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
 }
 
-/// quiet over the ring: returns once every descriptor this PE posted before it is complete. Shared
-/// (ring_quiet_shared): threads calling it together wait for one quiet's answer instead of each posting
-/// one (a grid ending with quiet in every thread would otherwise queue one proxy flush per thread).
+/// quiet over the ring: returns once every descriptor this PE posted before it is complete. Shared twice
+/// over, so that a grid whose every thread ends with quiet costs a few proxy round trips, not one UCX flush
+/// (nor one stream of host-memory polls) per thread:
+/// - in the warp: the lanes that call it together elect one, which quiets for all of them after a
+///   __syncwarp (their descriptors were posted before it, so the leader's quiet covers them);
+/// - in the ring (ring_quiet_shared): a leader finding a quiet already posted after its warp's descriptors
+///   waits for that one's answer instead of posting its own.
+/// Its polls back off (ring_clock): session 16's 132 x 512 grid, every thread polling every 256 ns, took
+/// 250 ms for one put and quiet per block.
 inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
-  ring_clock clock{w.wait_timeout_ns};
-  ptx::fence_sc_sys();  // this thread's earlier stores before the proxy acts on what it posted
-  const int64_t status = ring_quiet_shared(w.proxy_ring, clock, [] { __nanosleep(256); });
+  const unsigned lanes = __activemask();
+  const int leader = __ffs(lanes) - 1;
+  __syncwarp(lanes);  // the lanes' posts (made before they called) are visible to the leader
+  int64_t status = 0;
+  if (static_cast<int>(ptx::lane_id()) == leader) {
+    ring_clock clock{w.wait_timeout_ns};
+    ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
+    status = ring_quiet_shared(w.proxy_ring, clock, [] {});  // the clock pauses between polls
+  }
+  status = static_cast<int64_t>(__shfl_sync(lanes, static_cast<unsigned long long>(status), leader));
   if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   if (status == kQuietNoReply) proxy_failed(call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
   if (status != 0) proxy_failed(call, w.my_pe, -1, "the engine failed", status);
