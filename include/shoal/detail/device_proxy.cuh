@@ -180,9 +180,17 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
   if (status != 0) proxy_failed(call, w.my_pe, -1, "the engine failed", status);
 }
 
-/// fence over the ring: descriptors posted before it are ordered before those posted after it.
-__device__ __forceinline__ void proxy_fence(const device_world& w, const char* call) {
-  proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
+/// fence over the ring: descriptors posted before it are ordered before those posted after it. Shared in
+/// the warp like proxy_quiet: one fence descriptor, posted by one of the lanes calling together after a
+/// __syncwarp and before a second one, has a higher ticket than every descriptor those lanes posted before
+/// the call and a lower one than every descriptor they post after it, so it orders them all (a grid whose
+/// every thread fences posts one descriptor per warp, not one per thread).
+inline __device__ __noinline__ void proxy_fence(const device_world& w, const char* call) {
+  const unsigned lanes = __activemask();
+  __syncwarp(lanes);
+  if (static_cast<int>(ptx::lane_id()) == __ffs(lanes) - 1)
+    proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
+  __syncwarp(lanes);
 }
 
 /// Strided put/get as one descriptor per element (posted by rank 0), then a waiting quiet: the
