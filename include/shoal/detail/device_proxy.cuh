@@ -155,6 +155,19 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
   proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
 }
 
+/// The lanes of a warp that called a warp-shared proxy call together (__activemask), met at a __syncwarp so
+/// that what each posted before the call is visible to the others, and the lowest of them, which acts for all.
+struct warp_group {
+  unsigned lanes;
+  int leader;
+  __device__ __forceinline__ bool leads() const { return static_cast<int>(ptx::lane_id()) == leader; }
+};
+__device__ __forceinline__ warp_group warp_group_enter() {
+  const unsigned lanes = __activemask();
+  __syncwarp(lanes);
+  return {lanes, __ffs(lanes) - 1};
+}
+
 /// quiet over the ring: returns once every descriptor this PE posted before it is complete. Shared twice
 /// over, so that a grid whose every thread ends with quiet costs a few proxy round trips, not one UCX flush
 /// (nor one stream of host-memory polls) per thread:
@@ -165,16 +178,14 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
 /// Its polls back off (ring_clock): session 16's 132 x 512 grid, every thread polling every 256 ns, took
 /// 250 ms for one put and quiet per block.
 inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
-  const unsigned lanes = __activemask();
-  const int leader = __ffs(lanes) - 1;
-  __syncwarp(lanes);  // the lanes' posts (made before they called) are visible to the leader
+  const warp_group g = warp_group_enter();
   int64_t status = 0;
-  if (static_cast<int>(ptx::lane_id()) == leader) {
+  if (g.leads()) {
     ring_clock clock{w.wait_timeout_ns};
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
     status = ring_quiet_shared(w.proxy_ring, clock, [] {});  // the clock pauses between polls
   }
-  status = static_cast<int64_t>(__shfl_sync(lanes, static_cast<unsigned long long>(status), leader));
+  status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
   if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   if (status == kQuietNoReply) proxy_failed(call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
   if (status != 0) proxy_failed(call, w.my_pe, -1, "the engine failed", status);
@@ -186,11 +197,9 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
 /// the call and a lower one than every descriptor they post after it, so it orders them all (a grid whose
 /// every thread fences posts one descriptor per warp, not one per thread).
 inline __device__ __noinline__ void proxy_fence(const device_world& w, const char* call) {
-  const unsigned lanes = __activemask();
-  __syncwarp(lanes);
-  if (static_cast<int>(ptx::lane_id()) == __ffs(lanes) - 1)
-    proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
-  __syncwarp(lanes);
+  const warp_group g = warp_group_enter();
+  if (g.leads()) proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
+  __syncwarp(g.lanes);
 }
 
 /// Strided put/get as one descriptor per element (posted by rank 0), then a waiting quiet: the
