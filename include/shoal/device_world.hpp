@@ -29,6 +29,20 @@ SHOAL_HOST_DEVICE constexpr bool is_load_store(peer_path path) { return path <= 
 
 namespace detail {
 
+/// Producer-side cache of the words the proxy writes, in memory local to the producers (device memory for
+/// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at
+/// once. A kernel's polls of the ring cross PCIe to host memory; a full grid of waiters (every thread
+/// posting, or waiting for credit or a quiet) saturates the GPU's reads of host memory, which the proxy's
+/// staging copies need too: session 16's 132 x 512 grid took 250 ms for one put and quiet per block.
+/// Through the gate at most kRingPollers threads read the ring at a time and publish what they read;
+/// the others watch the gate's copies (lower bounds: the counters only grow). shoal/detail/proxy_ring.hpp
+/// (ring_gated) uses it.
+struct ring_gate {
+  uint64_t released;    ///< a lower bound of proxy_ring::released
+  uint64_t quiet_done;  ///< a lower bound of proxy_ring::quiet_done
+  uint64_t pollers;     ///< producers reading the ring's words now
+};
+
 /// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
 /// Zero-filled when the heap grows; epochs only grow, so nothing is ever reset.
 struct device_sync {
@@ -39,7 +53,9 @@ struct device_sync {
   /// This PE's own barrier epoch: written and read only by this PE's GPU (the one thread that
   /// runs the barrier), kept here so that it survives across kernels.
   uint64_t barrier_epoch;
-  uint64_t reserved[15];
+  /// The proxy ring's gate (ring_gate): read and written by this PE's kernels only.
+  ring_gate proxy_gate;
+  uint64_t reserved[12];
 
   /// Team barriers (<shoal/device/coll.cuh>) count signals per pair of PEs, indexed by node-local PE
   /// index (device_world::local_of), so that any number of teams share the words: a team barrier's

@@ -12,6 +12,11 @@ extern "C" __global__ void probe_st_relaxed_sys(uint64_t* a, uint64_t v) { ptx::
 extern "C" __global__ void probe_st_release_sys(uint64_t* a, uint64_t v) { ptx::st_release_sys(a, v); }
 extern "C" __global__ void probe_red_add_release_sys(uint64_t* a, uint64_t v) { ptx::red_add_release_sys(a, v); }
 extern "C" __global__ void probe_red_add_relaxed_sys(uint64_t* a, uint64_t v) { ptx::red_add_relaxed_sys(a, v); }
+extern "C" __global__ void probe_ld_acquire_gpu(const uint64_t* a, uint64_t* out) { *out = ptx::ld_acquire_gpu(a); }
+extern "C" __global__ void probe_atom_add_relaxed_gpu(uint64_t* a, uint64_t v, uint64_t* out) {
+  *out = ptx::atom_add_relaxed_gpu(a, v);
+}
+extern "C" __global__ void probe_red_max_release_gpu(uint64_t* a, uint64_t v) { ptx::red_max_release_gpu(a, v); }
 extern "C" __global__ void probe_fence_acq_rel_sys() { ptx::fence_acq_rel_sys(); }
 extern "C" __global__ void probe_fence_sc_sys() { ptx::fence_sc_sys(); }
 extern "C" __global__ void probe_globaltimer(uint64_t* out) { *out = ptx::globaltimer(); }

@@ -129,7 +129,8 @@ class fake_proxy {
   std::thread thread_;
 };
 
-uint64_t post(proxy_ring* ring, proxy_op op, uint64_t offset, uint64_t operand, bool wait) {
+template <class Watch = ring_direct>
+uint64_t post(proxy_ring* ring, proxy_op op, uint64_t offset, uint64_t operand, bool wait, Watch&& watch = Watch{}) {
   proxy_desc d{};
   d.op = op;
   d.flags = wait ? kProxyWait : 0;
@@ -137,14 +138,14 @@ uint64_t post(proxy_ring* ring, proxy_op op, uint64_t offset, uint64_t operand, 
   d.operand = operand;
   d.nbytes = 8;
   test_clock clock;
-  const uint64_t ticket = ring_post(ring, d, clock);
+  const uint64_t ticket = ring_post(ring, d, clock, watch);
   EXPECT_NE(ticket, ~uint64_t{0}) << "no credit within 20 s: reserved " << ring->reserved << " released "
                                   << ring->released << " states " << ring->slot(0)->state << " " << ring->slot(1)->state
                                   << " " << ring->slot(2)->state << " " << ring->slot(3)->state;
   uint64_t reply = 0;
   int64_t status = -1;
   if (wait) {
-    EXPECT_TRUE(ring_wait(ring, ticket, &reply, &status, clock))
+    EXPECT_TRUE(ring_wait(ring, ticket, &reply, &status, clock, watch))
         << "no reply within 20 s: ticket " << ticket << " reserved " << ring->reserved << " released " << ring->released
         << " state " << ring->slot(ticket)->state;
     EXPECT_EQ(status, 0);
@@ -319,6 +320,107 @@ TEST(ProxyRing, SharedQuietWithNothingNewPostsNothing) {
   proxy.stop();
   EXPECT_EQ(proxy.quiets.load(), 1);
   EXPECT_EQ(proxy.memory[0], 7u);
+}
+
+// ring_gated as the kernels use it (host atomics here), instrumented: how many producers read the ring at
+// once. leave() holds the read a moment longer, so that readers pile up if the gate lets them.
+struct counted_gate {
+  ring_gate gate{};
+  std::atomic<int> reading{0}, most{0};
+  std::atomic<long> reads{0};
+};
+struct counted_watch : ring_gated {
+  counted_gate* g;
+  explicit counted_watch(counted_gate* c) : ring_gated{&c->gate}, g(c) {}
+  bool enter() {
+    if (!ring_gated::enter()) return false;
+    const int now = ++g->reading;
+    int most = g->most.load();
+    while (now > most && !g->most.compare_exchange_weak(most, now)) {
+    }
+    ++g->reads;
+    return true;
+  }
+  void leave() {
+    std::this_thread::sleep_for(50us);
+    --g->reading;
+    ring_gated::leave();
+  }
+};
+
+// Many producers through one gate: credits, replies and shared quiets stay right (each producer's puts are
+// complete when its quiet returns; fetch_adds see distinct values), at most kRingPollers of them read the
+// ring at once, and the gate ends with no reader and copies that never run ahead of the ring.
+TEST(ProxyRing, GatedProducersReadTheRingFewAtATime) {
+  constexpr int kThreads = 24, kRounds = 30, kWords = 4;
+  ring_memory mem(16);
+  fake_proxy proxy(mem.ring(), 1 + kThreads * kWords);
+  proxy.start();
+  counted_gate gate;
+  std::barrier sync(kThreads);
+  std::atomic<int> stale{0}, failed{0};
+  std::vector<std::vector<uint64_t>> fetched(kThreads);
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&, t] {
+      counted_watch watch(&gate);
+      for (int round = 1; round <= kRounds; ++round) {
+        fetched[t].push_back(post(mem.ring(), proxy_op::amo, 0, 1, true, watch));
+        for (int w = 0; w < kWords; ++w) {
+          const int word = 1 + t * kWords + w;
+          post(mem.ring(), proxy_op::p, 8 * word, round * 1000 + word, false, watch);
+        }
+        sync.arrive_and_wait();
+        test_clock clock;
+        if (ring_quiet_shared(
+                mem.ring(), clock, [] { std::this_thread::yield(); }, watch) != 0)
+          ++failed;
+        for (int w = 0; w < kWords; ++w) {
+          const int word = 1 + t * kWords + w;
+          if (__atomic_load_n(&proxy.memory[word], __ATOMIC_RELAXED) != uint64_t(round * 1000 + word)) ++stale;
+        }
+        sync.arrive_and_wait();
+      }
+    });
+  for (auto& p : producers) p.join();
+  proxy.stop();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(stale.load(), 0) << "a producer returned from the gated shared quiet before its puts completed";
+  std::set<uint64_t> all;
+  for (auto& f : fetched) all.insert(f.begin(), f.end());
+  EXPECT_EQ(all.size(), size_t{kThreads * kRounds});
+  EXPECT_LE(gate.most.load(), static_cast<int>(kRingPollers))
+      << "more producers read the ring at once than the gate allows";
+  EXPECT_EQ(gate.most.load(), static_cast<int>(kRingPollers)) << "readers never piled up: the cap was not exercised";
+  EXPECT_EQ(gate.gate.pollers, 0u) << "a reader's place in the gate was not given back";
+  EXPECT_LE(gate.gate.released, mem.ring()->released);
+  EXPECT_LE(gate.gate.quiet_done, mem.ring()->quiet_done);
+  EXPECT_GT(gate.gate.quiet_done, 0u) << "waiters were not served by the gate's copy of quiet_done";
+  EXPECT_GT(proxy.max_pending, 1u);
+}
+
+// A gated producer that finds the gate's copy of quiet_done at or past its descriptors returns without
+// reading the ring; the copy only counts when it really is that far (a stale copy makes it read the ring).
+TEST(ProxyRing, GatedQuietTrustsTheGateCopyOnlyWhenFarEnough) {
+  ring_memory mem(8);
+  fake_proxy proxy(mem.ring(), 8);
+  proxy.start();
+  counted_gate gate;
+  counted_watch watch(&gate);
+  post(mem.ring(), proxy_op::p, 0, 7, false, watch);
+  test_clock clock;
+  auto yield = [] { std::this_thread::yield(); };
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);
+  EXPECT_EQ(proxy.quiets.load(), 1);
+  EXPECT_EQ(gate.gate.quiet_done, mem.ring()->quiet_done);
+  const long reads = gate.reads.load();
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);  // nothing new: the copy answers
+  EXPECT_EQ(gate.reads.load(), reads) << "the gate's copy of quiet_done covered this quiet, yet it read the ring";
+  post(mem.ring(), proxy_op::p, 8, 9, false, watch);  // new put: the copy no longer covers
+  EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);
+  EXPECT_EQ(proxy.quiets.load(), 2) << "a stale copy of quiet_done answered a quiet";
+  EXPECT_EQ(proxy.memory[1], 9u);
+  proxy.stop();
 }
 
 }  // namespace

@@ -51,25 +51,31 @@ inline __device__ __noinline__ void proxy_failed(const char* call, int my_pe, in
 /// Posts `d` from this thread into `ring`; waiting descriptors (kProxyWait) return the proxy's reply.
 /// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its
 /// registers (scalars only: no device_world copy in local memory).
-inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, int my_pe, uint64_t timeout_ns, proxy_desc d,
-                                                      const char* call) {
+inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gate* gate, int my_pe, uint64_t timeout_ns,
+                                                      proxy_desc d, const char* call) {
   ring_clock clock{timeout_ns};
+  ring_gated watch{gate};
   ptx::fence_sc_sys();  // this thread's earlier stores (a put's source) before the proxy reads them
-  const uint64_t ticket = ring_post(ring, d, clock);
+  const uint64_t ticket = ring_post(ring, d, clock, watch);
   if (ticket == ~uint64_t{0}) proxy_failed(call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   uint64_t reply = 0;
   if ((d.flags & kProxyWait) == 0) return 0;
   int64_t status = 0;
-  if (!ring_wait(ring, ticket, &reply, &status, clock))
+  if (!ring_wait(ring, ticket, &reply, &status, clock, watch))
     proxy_failed(call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
   if (status != 0) proxy_failed(call, my_pe, d.pe, "the engine failed", status);
   return reply;
 }
 
-/// proxy_post_to with the world's ring, PE and timeout.
+/// This PE's ring gate (device_sync::proxy_gate, in its own heap's device memory).
+__device__ __forceinline__ ring_gate* proxy_gate(const device_world& w) {
+  return &reinterpret_cast<device_sync*>(w.heap_base + w.sync_offset)->proxy_gate;
+}
+
+/// proxy_post_to with the world's ring, gate, PE and timeout.
 __device__ __forceinline__ uint64_t proxy_post(proxy_ring* ring, const device_world& w, const proxy_desc& d,
                                                const char* call) {
-  return proxy_post_to(ring, w.my_pe, w.wait_timeout_ns, d, call);
+  return proxy_post_to(ring, proxy_gate(w), w.my_pe, w.wait_timeout_ns, d, call);
 }
 
 /// The scoped form (put/get and their nbi variants at any scope): rank 0 posts, the scope syncs
@@ -175,15 +181,16 @@ __device__ __forceinline__ warp_group warp_group_enter() {
 ///   __syncwarp (their descriptors were posted before it, so the leader's quiet covers them);
 /// - in the ring (ring_quiet_shared): a leader finding a quiet already posted after its warp's descriptors
 ///   waits for that one's answer instead of posting its own.
-/// Its polls back off (ring_clock): session 16's 132 x 512 grid, every thread polling every 256 ns, took
-/// 250 ms for one put and quiet per block.
+/// Its polls back off (ring_clock) and go through the PE's ring gate (ring_gated: a few readers of the ring
+/// at a time, the others watch the gate's copy of quiet_done in device memory).
 inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
   const warp_group g = warp_group_enter();
   int64_t status = 0;
   if (g.leads()) {
     ring_clock clock{w.wait_timeout_ns};
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
-    status = ring_quiet_shared(w.proxy_ring, clock, [] {});  // the clock pauses between polls
+    status = ring_quiet_shared(
+        w.proxy_ring, clock, [] {}, ring_gated{proxy_gate(w)});  // the clock pauses
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
   if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);

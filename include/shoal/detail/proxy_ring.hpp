@@ -118,13 +118,74 @@ inline uint64_t cas(uint64_t* a, uint64_t expected, uint64_t desired) {
 
 }  // namespace ring_atomic
 
+/// Producers reading the ring's host-memory words at once, per gate.
+inline constexpr uint64_t kRingPollers = 8;
+
+namespace gate_atomic {
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ uint64_t load_acquire(const uint64_t* a) { return ptx::ld_acquire_gpu(a); }
+__device__ __forceinline__ uint64_t fetch_add(uint64_t* a, uint64_t v) { return ptx::atom_add_relaxed_gpu(a, v); }
+__device__ __forceinline__ void raise_release(uint64_t* a, uint64_t v) { ptx::red_max_release_gpu(a, v); }
+#else
+inline uint64_t load_acquire(const uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
+inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
+inline void raise_release(uint64_t* a, uint64_t v) {
+  uint64_t seen = __atomic_load_n(a, __ATOMIC_RELAXED);
+  while (seen < v && !__atomic_compare_exchange_n(a, &seen, v, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+}
+#endif
+}  // namespace gate_atomic
+
+/// How a producer reads the ring's proxy-written words: ring_direct reads them at every poll (host
+/// producers: the ring is in their own memory); ring_gated goes through a ring_gate (kernels).
+///   released_seen(), quiet_done_seen()   lower bounds known without reading the ring (0: none)
+///   enter()                              true: this producer may read the ring now (then leave())
+///   saw_released(v), saw_quiet_done(v)   publish what it read
+struct ring_direct {
+  SHOAL_HOST_DEVICE uint64_t released_seen() const { return 0; }
+  SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return 0; }
+  SHOAL_HOST_DEVICE bool enter() { return true; }
+  SHOAL_HOST_DEVICE void leave() {}
+  SHOAL_HOST_DEVICE void saw_released(uint64_t) {}
+  SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t) {}
+};
+
+struct ring_gated {
+  ring_gate* gate;
+  SHOAL_HOST_DEVICE uint64_t released_seen() const { return gate_atomic::load_acquire(&gate->released); }
+  SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return gate_atomic::load_acquire(&gate->quiet_done); }
+  SHOAL_HOST_DEVICE bool enter() {
+    // test, then take: waiters that find the gate full only load it
+    if (gate_atomic::load_acquire(&gate->pollers) >= kRingPollers) return false;
+    if (gate_atomic::fetch_add(&gate->pollers, 1) < kRingPollers) return true;
+    leave();
+    return false;
+  }
+  SHOAL_HOST_DEVICE void leave() { gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0}); }
+  SHOAL_HOST_DEVICE void saw_released(uint64_t v) { gate_atomic::raise_release(&gate->released, v); }
+  SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t v) { gate_atomic::raise_release(&gate->quiet_done, v); }
+};
+
+/// True when `ticket` has a credit (ticket < released + slots), as far as `watch` can tell now.
+template <class Watch>
+SHOAL_HOST_DEVICE bool ring_credit(proxy_ring* ring, uint64_t ticket, uint64_t slots, Watch& watch) {
+  if (ticket < watch.released_seen() + slots) return true;
+  if (!watch.enter()) return false;
+  const uint64_t released = ring_atomic::load_acquire(&ring->released);
+  watch.leave();
+  watch.saw_released(released);
+  return ticket < released + slots;
+}
+
 /// Posts `d` (its op, flags and fields; state is ignored) and returns its ticket. Waits for a
-/// credit when the ring is full; `expired()` is asked once per unsatisfied poll and ends the wait
-/// (returning ~0) when it says true. Thread-safe across any number of producers.
-template <class Clock>
-SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired) {
+/// credit when the ring is full (its polls through `watch`); `expired()` is asked once per unsatisfied
+/// poll and ends the wait (returning ~0) when it says true. Thread-safe across any number of producers.
+template <class Clock, class Watch = ring_direct>
+SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired, Watch&& watch = Watch{}) {
+  const uint64_t slots = ring->slots;
   const uint64_t ticket = ring_atomic::fetch_add(&ring->reserved, 1);
-  while (ticket >= ring_atomic::load_acquire(&ring->released) + ring->slots)
+  while (!ring_credit(ring, ticket, slots, watch))
     if (expired()) return ~uint64_t{0};
   proxy_desc* s = ring->slot(ticket);
   s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
@@ -136,12 +197,19 @@ SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Cloc
 
 /// Waits for the proxy's reply to the waiting descriptor `ticket`, acknowledges it (freeing the
 /// slot) and returns `reply` and the proxy's status (0: success). False when `expired()` ended the
-/// wait (the slot stays held).
-template <class Clock>
-SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired) {
+/// wait (the slot stays held). Polls through `watch`.
+template <class Clock, class Watch = ring_direct>
+SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired,
+                                 Watch&& watch = Watch{}) {
   proxy_desc* s = ring->slot(ticket);
-  while (ring_atomic::load_acquire(&s->state) != ticket * 4 + kSlotReplied)
+  for (;;) {
+    if (watch.enter()) {
+      const uint64_t state = ring_atomic::load_acquire(&s->state);
+      watch.leave();
+      if (state == ticket * 4 + kSlotReplied) break;
+    }
     if (expired()) return false;
+  }
   *reply = s->reply;
   *status = static_cast<int64_t>(s->compare);
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotDone);
@@ -160,36 +228,50 @@ inline constexpr int64_t kQuietNoReply = 2;   ///< no answer before `expired`
 /// others wait for it. So a grid of N threads costs a few ring round trips, not N. Returns 0 once every
 /// descriptor posted before the call is complete; a quiet this producer posted itself returns the
 /// proxy's status (negative: the engine failed; a failure answered to another producer's quiet is that
-/// producer's to report); kQuietNoCredit or kQuietNoReply when `expired()` ended a wait. `pause()` runs
-/// between polls.
-template <class Clock, class Pause>
-SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pause&& pause) {
+/// producer's to report); kQuietNoCredit or kQuietNoReply when `expired()` ended a wait. Its polls go
+/// through `watch` (a producer that cannot read the ring now watches the gate's quiet_done);
+/// `pause()` runs between polls.
+template <class Clock, class Pause, class Watch = ring_direct>
+SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pause&& pause, Watch&& watch = Watch{}) {
   // This producer's descriptors have tickets below `mine`; a quiet with ticket >= mine - 1 covers them
   // (both counters hold 1 + a ticket, so the test is >= mine).
   const uint64_t mine = ring_atomic::load_acquire(&ring->reserved);
+  bool covered = false;  // a quiet that covers this producer is posted: only its answer is awaited
   for (;;) {
-    if (ring_atomic::load_acquire(&ring->quiet_done) >= mine) return 0;
-    const uint64_t posted = ring_atomic::load_acquire(&ring->quiet_posted);
-    if ((posted & kQuietPosting) != 0 || posted >= mine) {  // a quiet that covers this producer is coming
-      if (expired()) return kQuietNoReply;
-      pause();
-      continue;
+    if (watch.quiet_done_seen() >= mine) return 0;
+    uint64_t posted = 0;
+    if (watch.enter()) {
+      const uint64_t done = ring_atomic::load_acquire(&ring->quiet_done);
+      if (!covered) posted = ring_atomic::load_acquire(&ring->quiet_posted);
+      watch.leave();
+      watch.saw_quiet_done(done);
+      if (done >= mine) return 0;
+      if (!covered && (posted & kQuietPosting) == 0) {
+        if (posted >= mine) {
+          covered = true;
+        } else if (ring_atomic::cas(&ring->quiet_posted, posted, posted | kQuietPosting) == posted) {
+          proxy_desc d{};
+          d.op = proxy_op::quiet;
+          d.flags = kProxyWait;
+          d.pe = -1;
+          const uint64_t ticket = ring_post(ring, d, expired, watch);  // at or above `mine`
+          if (ticket == ~uint64_t{0}) {
+            ring_atomic::store_release(&ring->quiet_posted, posted);
+            return kQuietNoCredit;
+          }
+          ring_atomic::store_release(&ring->quiet_posted, ticket + 1);
+          uint64_t reply = 0;
+          int64_t status = 0;
+          if (!ring_wait(ring, ticket, &reply, &status, expired, watch)) return kQuietNoReply;
+          if (status == 0) watch.saw_quiet_done(ticket + 1);  // what the proxy raised before answering
+          return status;
+        } else {
+          continue;  // another producer changed quiet_posted first: look again at once
+        }
+      }
     }
-    if (ring_atomic::cas(&ring->quiet_posted, posted, posted | kQuietPosting) != posted) continue;
-    proxy_desc d{};
-    d.op = proxy_op::quiet;
-    d.flags = kProxyWait;
-    d.pe = -1;
-    const uint64_t ticket = ring_post(ring, d, expired);  // at or above `mine`
-    if (ticket == ~uint64_t{0}) {
-      ring_atomic::store_release(&ring->quiet_posted, posted);
-      return kQuietNoCredit;
-    }
-    ring_atomic::store_release(&ring->quiet_posted, ticket + 1);
-    uint64_t reply = 0;
-    int64_t status = 0;
-    if (!ring_wait(ring, ticket, &reply, &status, expired)) return kQuietNoReply;
-    return status;
+    if (expired()) return kQuietNoReply;
+    pause();
   }
 }
 

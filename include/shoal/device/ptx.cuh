@@ -178,6 +178,25 @@ __device__ __forceinline__ uint64_t atom_cas_relaxed_sys(uint64_t* addr, uint64_
   return old;
 }
 
+// --- GPU-scope words (device memory that only this GPU's threads touch) ---------------------------
+
+/// ld.acquire.gpu: an acquire load at GPU scope (the proxy ring's gate, shoal/detail/proxy_ring.hpp).
+__device__ __forceinline__ uint64_t ld_acquire_gpu(const uint64_t* addr) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+  return v;
+}
+/// atom.relaxed.gpu.add.u64: returns the old value.
+__device__ __forceinline__ uint64_t atom_add_relaxed_gpu(uint64_t* addr, uint64_t value) {
+  uint64_t old;
+  asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(addr), "l"(value) : "memory");
+  return old;
+}
+/// red.release.gpu.max.u64: raises the word to `value` (no lower), releasing this thread's earlier accesses.
+__device__ __forceinline__ void red_max_release_gpu(uint64_t* addr, uint64_t value) {
+  asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
+}
+
 // --- fences ------------------------------------------------------------------------------------
 
 /// fence.acq_rel.sys: release for this thread's earlier accesses + acquire for its later ones, at
