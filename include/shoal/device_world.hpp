@@ -34,13 +34,14 @@ namespace detail {
 /// once. A kernel's polls of the ring cross PCIe to host memory; a full grid of waiters (every thread
 /// posting, or waiting for credit or a quiet) saturates the GPU's reads of host memory, which the proxy's
 /// staging copies need too: session 16's 132 x 512 grid took 250 ms for one put and quiet per block.
-/// Through the gate at most kRingPollers threads read the ring at a time and publish what they read;
+/// Through the gate at most 2 x kRingPollers threads read the ring at a time and publish what they read;
 /// the others watch the gate's copies (lower bounds: the counters only grow). shoal/detail/proxy_ring.hpp
 /// (ring_gated) uses it.
 struct ring_gate {
   uint64_t released;    ///< a lower bound of proxy_ring::released
   uint64_t quiet_done;  ///< a lower bound of proxy_ring::quiet_done
-  uint64_t pollers;     ///< producers reading the ring's words now
+  uint64_t pollers;     ///< producers reading the ring's words now through a place of the gate
+  uint64_t waiting;     ///< producers in a wait now (the first kRingPollers read the ring without a place)
 };
 
 /// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
@@ -55,7 +56,7 @@ struct device_sync {
   uint64_t barrier_epoch;
   /// The proxy ring's gate (ring_gate): read and written by this PE's kernels only.
   ring_gate proxy_gate;
-  uint64_t reserved[12];
+  uint64_t reserved[11];
 
   /// Team barriers (<shoal/device/coll.cuh>) count signals per pair of PEs, indexed by node-local PE
   /// index (device_world::local_of), so that any number of teams share the words: a team barrier's

@@ -150,6 +150,7 @@ uint64_t post(proxy_ring* ring, proxy_op op, uint64_t offset, uint64_t operand, 
         << " state " << ring->slot(ticket)->state;
     EXPECT_EQ(status, 0);
   }
+  watch.done();
   return reply;
 }
 
@@ -324,6 +325,7 @@ TEST(ProxyRing, SharedQuietWithNothingNewPostsNothing) {
 
 // ring_gated as the kernels use it (host atomics here), instrumented: how many producers read the ring at
 // once. leave() holds the read a moment longer, so that readers pile up if the gate lets them.
+// counted_watch hides ring_gated's enter/leave (the ring's templates call them on this type).
 struct counted_gate {
   ring_gate gate{};
   std::atomic<int> reading{0}, most{0};
@@ -349,8 +351,9 @@ struct counted_watch : ring_gated {
 };
 
 // Many producers through one gate: credits, replies and shared quiets stay right (each producer's puts are
-// complete when its quiet returns; fetch_adds see distinct values), at most kRingPollers of them read the
-// ring at once, and the gate ends with no reader and copies that never run ahead of the ring.
+// complete when its quiet returns; fetch_adds see distinct values), at most 2 x kRingPollers of them read the
+// ring at once (kRingPollers first waiters without a place, kRingPollers more through places), and the gate
+// ends with no reader, no waiter and copies that never run ahead of the ring.
 TEST(ProxyRing, GatedProducersReadTheRingFewAtATime) {
   constexpr int kThreads = 24, kRounds = 30, kWords = 4;
   ring_memory mem(16);
@@ -372,9 +375,9 @@ TEST(ProxyRing, GatedProducersReadTheRingFewAtATime) {
         }
         sync.arrive_and_wait();
         test_clock clock;
-        if (ring_quiet_shared(
-                mem.ring(), clock, [] { std::this_thread::yield(); }, watch) != 0)
-          ++failed;
+        auto yield = [] { std::this_thread::yield(); };
+        if (ring_quiet_shared(mem.ring(), clock, yield, watch) != 0) ++failed;
+        watch.done();
         for (int w = 0; w < kWords; ++w) {
           const int word = 1 + t * kWords + w;
           if (__atomic_load_n(&proxy.memory[word], __ATOMIC_RELAXED) != uint64_t(round * 1000 + word)) ++stale;
@@ -389,10 +392,12 @@ TEST(ProxyRing, GatedProducersReadTheRingFewAtATime) {
   std::set<uint64_t> all;
   for (auto& f : fetched) all.insert(f.begin(), f.end());
   EXPECT_EQ(all.size(), size_t{kThreads * kRounds});
-  EXPECT_LE(gate.most.load(), static_cast<int>(kRingPollers))
+  // kRingPollers waiters read without a place, kRingPollers more through the places
+  EXPECT_LE(gate.most.load(), static_cast<int>(2 * kRingPollers))
       << "more producers read the ring at once than the gate allows";
-  EXPECT_EQ(gate.most.load(), static_cast<int>(kRingPollers)) << "readers never piled up: the cap was not exercised";
+  EXPECT_GT(gate.most.load(), static_cast<int>(kRingPollers)) << "readers never piled up: the cap was not exercised";
   EXPECT_EQ(gate.gate.pollers, 0u) << "a reader's place in the gate was not given back";
+  EXPECT_EQ(gate.gate.waiting, 0u) << "a waiter was still counted after its call";
   EXPECT_LE(gate.gate.released, mem.ring()->released);
   EXPECT_LE(gate.gate.quiet_done, mem.ring()->quiet_done);
   EXPECT_GT(gate.gate.quiet_done, 0u) << "waiters were not served by the gate's copy of quiet_done";
@@ -411,13 +416,17 @@ TEST(ProxyRing, GatedQuietTrustsTheGateCopyOnlyWhenFarEnough) {
   test_clock clock;
   auto yield = [] { std::this_thread::yield(); };
   EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);
+  watch.done();
   EXPECT_EQ(proxy.quiets.load(), 1);
   EXPECT_EQ(gate.gate.quiet_done, mem.ring()->quiet_done);
   const long reads = gate.reads.load();
   EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);  // nothing new: the copy answers
+  watch.done();
   EXPECT_EQ(gate.reads.load(), reads) << "the gate's copy of quiet_done covered this quiet, yet it read the ring";
   post(mem.ring(), proxy_op::p, 8, 9, false, watch);  // new put: the copy no longer covers
   EXPECT_EQ(ring_quiet_shared(mem.ring(), clock, yield, watch), 0);
+  watch.done();
+  EXPECT_EQ(gate.gate.waiting, 0u);
   EXPECT_EQ(proxy.quiets.load(), 2) << "a stale copy of quiet_done answered a quiet";
   EXPECT_EQ(proxy.memory[1], 9u);
   proxy.stop();

@@ -57,12 +57,14 @@ inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gat
   ring_gated watch{gate};
   ptx::fence_sc_sys();  // this thread's earlier stores (a put's source) before the proxy reads them
   const uint64_t ticket = ring_post(ring, d, clock, watch);
+  if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
   if (ticket == ~uint64_t{0}) proxy_failed(call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   uint64_t reply = 0;
   if ((d.flags & kProxyWait) == 0) return 0;
   int64_t status = 0;
-  if (!ring_wait(ring, ticket, &reply, &status, clock, watch))
-    proxy_failed(call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+  const bool replied = ring_wait(ring, ticket, &reply, &status, clock, watch);
+  watch.done();
+  if (!replied) proxy_failed(call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
   if (status != 0) proxy_failed(call, my_pe, d.pe, "the engine failed", status);
   return reply;
 }
@@ -189,8 +191,10 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
   if (g.leads()) {
     ring_clock clock{w.wait_timeout_ns};
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
+    ring_gated watch{proxy_gate(w)};
     status = ring_quiet_shared(
-        w.proxy_ring, clock, [] {}, ring_gated{proxy_gate(w)});  // the clock pauses
+        w.proxy_ring, clock, [] {}, watch);  // the clock pauses between polls
+    watch.done();
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
   if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);

@@ -141,7 +141,8 @@ inline void raise_release(uint64_t* a, uint64_t v) {
 /// producers: the ring is in their own memory); ring_gated goes through a ring_gate (kernels).
 ///   released_seen(), quiet_done_seen()   lower bounds known without reading the ring (0: none)
 ///   enter()                              true: this producer may read the ring now (then leave())
-///   saw_released(v), saw_quiet_done(v)   publish what it read
+///   saw_released(v), saw_quiet_done(v)   publish what it read (only values above what it had seen)
+///   done()                               the producer's waiting is over (its call returns)
 struct ring_direct {
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return 0; }
   SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return 0; }
@@ -149,32 +150,51 @@ struct ring_direct {
   SHOAL_HOST_DEVICE void leave() {}
   SHOAL_HOST_DEVICE void saw_released(uint64_t) {}
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t) {}
+  SHOAL_HOST_DEVICE void done() {}
 };
 
+/// Through a ring_gate. The first kRingPollers producers waiting at once read the ring at every poll, as
+/// ring_direct does (a lone waiter pays two gate atomics per call, not per poll); later ones take one of
+/// kRingPollers places for each read, and otherwise watch the gate's copies.
 struct ring_gated {
   ring_gate* gate;
+  bool waiting = false;  // counted in gate->waiting
+  bool direct = false;   // among the first kRingPollers waiters: reads without taking a place
+
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return gate_atomic::load_acquire(&gate->released); }
   SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return gate_atomic::load_acquire(&gate->quiet_done); }
   SHOAL_HOST_DEVICE bool enter() {
-    // test, then take: waiters that find the gate full only load it
+    if (!waiting) {
+      waiting = true;
+      direct = gate_atomic::fetch_add(&gate->waiting, 1) < kRingPollers;
+    }
+    if (direct) return true;
+    // test, then take: waiters that find every place taken only load the count
     if (gate_atomic::load_acquire(&gate->pollers) >= kRingPollers) return false;
     if (gate_atomic::fetch_add(&gate->pollers, 1) < kRingPollers) return true;
-    leave();
+    gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0});
     return false;
   }
-  SHOAL_HOST_DEVICE void leave() { gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0}); }
+  SHOAL_HOST_DEVICE void leave() {
+    if (!direct) gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0});
+  }
   SHOAL_HOST_DEVICE void saw_released(uint64_t v) { gate_atomic::raise_release(&gate->released, v); }
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t v) { gate_atomic::raise_release(&gate->quiet_done, v); }
+  SHOAL_HOST_DEVICE void done() {
+    if (waiting) gate_atomic::fetch_add(&gate->waiting, ~uint64_t{0});
+    waiting = direct = false;
+  }
 };
 
 /// True when `ticket` has a credit (ticket < released + slots), as far as `watch` can tell now.
 template <class Watch>
 SHOAL_HOST_DEVICE bool ring_credit(proxy_ring* ring, uint64_t ticket, uint64_t slots, Watch& watch) {
-  if (ticket < watch.released_seen() + slots) return true;
+  const uint64_t seen = watch.released_seen();
+  if (ticket < seen + slots) return true;
   if (!watch.enter()) return false;
   const uint64_t released = ring_atomic::load_acquire(&ring->released);
   watch.leave();
-  watch.saw_released(released);
+  if (released > seen) watch.saw_released(released);
   return ticket < released + slots;
 }
 
@@ -229,8 +249,8 @@ inline constexpr int64_t kQuietNoReply = 2;   ///< no answer before `expired`
 /// descriptor posted before the call is complete; a quiet this producer posted itself returns the
 /// proxy's status (negative: the engine failed; a failure answered to another producer's quiet is that
 /// producer's to report); kQuietNoCredit or kQuietNoReply when `expired()` ended a wait. Its polls go
-/// through `watch` (a producer that cannot read the ring now watches the gate's quiet_done);
-/// `pause()` runs between polls.
+/// through `watch` (a producer that cannot read the ring now watches the gate's quiet_done); the caller
+/// ends the watch (done()). `pause()` runs between polls.
 template <class Clock, class Pause, class Watch = ring_direct>
 SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pause&& pause, Watch&& watch = Watch{}) {
   // This producer's descriptors have tickets below `mine`; a quiet with ticket >= mine - 1 covers them
@@ -238,13 +258,14 @@ SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pa
   const uint64_t mine = ring_atomic::load_acquire(&ring->reserved);
   bool covered = false;  // a quiet that covers this producer is posted: only its answer is awaited
   for (;;) {
-    if (watch.quiet_done_seen() >= mine) return 0;
+    const uint64_t seen = watch.quiet_done_seen();
+    if (seen >= mine) return 0;
     uint64_t posted = 0;
     if (watch.enter()) {
       const uint64_t done = ring_atomic::load_acquire(&ring->quiet_done);
       if (!covered) posted = ring_atomic::load_acquire(&ring->quiet_posted);
       watch.leave();
-      watch.saw_quiet_done(done);
+      if (done > seen) watch.saw_quiet_done(done);
       if (done >= mine) return 0;
       if (!covered && (posted & kQuietPosting) == 0) {
         if (posted >= mine) {
