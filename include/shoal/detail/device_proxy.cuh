@@ -21,21 +21,18 @@
 
 namespace shoal::detail {
 
-/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed. A waiter that the
-/// ring gate counts among its first few (ring_gated::direct) polls the ring back to back, so that a lone
-/// call sees its answer at once (a poll of host memory is a PCIe round trip anyway); any other waiter pauses
-/// between polls, from 32 ns doubling to 1 us, watching the gate's copies in device memory.
+/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed. Each unsatisfied
+/// poll of the ring's host-memory words also pauses, from 32 ns doubling to 1 us: a full grid of producers
+/// polling at full rate (waiting for ring credit, a reply or a quiet) saturates the GPU's reads of host memory,
+/// which the proxy's answers and the other producers' posts need too; a lone waiter loses at most ~1 us.
 struct ring_clock {
   uint64_t timeout_ns;
-  const ring_gated* watch;
   uint64_t start = 0;
   uint32_t polls = 0;
   uint32_t pause_ns = 32;
   __device__ __forceinline__ bool operator()() {
-    if (!watch->direct) {
-      __nanosleep(pause_ns);
-      pause_ns = pause_ns < 1024 ? pause_ns * 2 : pause_ns;
-    }
+    __nanosleep(pause_ns);
+    pause_ns = pause_ns < 1024 ? pause_ns * 2 : pause_ns;
     if (timeout_ns == 0 || (++polls & 63u) != 0) return false;
     const uint64_t now = ptx::globaltimer();
     if (start == 0) start = now;
@@ -56,8 +53,8 @@ inline __device__ __noinline__ void proxy_failed(const char* call, int my_pe, in
 /// registers (scalars only: no device_world copy in local memory).
 inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gate* gate, int my_pe, uint64_t timeout_ns,
                                                       proxy_desc d, const char* call) {
+  ring_clock clock{timeout_ns};
   ring_gated watch{gate};
-  ring_clock clock{timeout_ns, &watch};
   ptx::fence_sc_sys();  // this thread's earlier stores (a put's source) before the proxy reads them
   const uint64_t ticket = ring_post(ring, d, clock, watch);
   if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
@@ -192,9 +189,9 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
   const warp_group g = warp_group_enter();
   int64_t status = 0;
   if (g.leads()) {
-    ring_gated watch{proxy_gate(w)};
-    ring_clock clock{w.wait_timeout_ns, &watch};
+    ring_clock clock{w.wait_timeout_ns};
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
+    ring_gated watch{proxy_gate(w)};
     status = ring_quiet_shared(
         w.proxy_ring, clock, [] {}, watch);  // the clock pauses between polls
     watch.done();
