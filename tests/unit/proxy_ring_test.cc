@@ -432,5 +432,59 @@ TEST(ProxyRing, GatedQuietTrustsTheGateCopyOnlyWhenFarEnough) {
   proxy.stop();
 }
 
+// A producer waiting for credit that never gets a place in the gate (others hold them all) still gets its
+// credit: the other waiters' reads of the ring refresh the gate's copy of released, which it watches.
+// Without that refresh it would wait until it could take a place itself, which a crowd can deny it.
+TEST(ProxyRing, GatedCreditWaiterWithoutAPlaceIsServedByOtherReaders) {
+  struct no_place : ring_gated {
+    bool enter() { return false; }  // loses every race for a place
+  };
+  ring_memory mem(4);
+  proxy_ring* ring = mem.ring();
+  for (int i = 0; i < 4; ++i) post(ring, proxy_op::p, 8 * i, 100 + i, false);  // the ring is full
+  ring_gate gate{};
+  std::atomic<bool> x_done{false};
+  std::atomic<uint64_t> x_ticket{0};
+  std::thread x([&] {
+    no_place watch{{&gate}};
+    proxy_desc d{};
+    d.op = proxy_op::p;
+    d.offset = 8 * 4;
+    d.operand = 104;
+    d.nbytes = 8;
+    auto until = std::chrono::steady_clock::now() + 5s;
+    auto clock = [&] {
+      std::this_thread::yield();
+      return std::chrono::steady_clock::now() > until;
+    };
+    x_ticket = ring_post(ring, d, clock, watch);
+    x_done = true;
+  });
+  std::thread y([&] {  // a waiter reading the ring for a reply that never comes, until x is through
+    ring_gated watch{&gate};
+    auto until = std::chrono::steady_clock::now() + 6s;
+    auto clock = [&] {
+      std::this_thread::yield();
+      return x_done.load() || std::chrono::steady_clock::now() > until;
+    };
+    uint64_t reply = 0;
+    int64_t status = 0;
+    EXPECT_FALSE(ring_wait(ring, 1000, &reply, &status, clock, watch));
+    watch.done();
+  });
+  std::this_thread::sleep_for(20ms);
+  fake_proxy proxy(ring, 8);
+  proxy.start();
+  x.join();
+  y.join();
+  EXPECT_EQ(x_ticket.load(), 4u) << "the producer without a place never saw its credit";
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::atomic_ref(ring->released).load() < 5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  proxy.stop();
+  EXPECT_EQ(proxy.memory[4], 104u);
+  EXPECT_EQ(gate.waiting, 0u);
+}
+
 }  // namespace
 }  // namespace shoal::detail

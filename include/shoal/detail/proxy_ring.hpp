@@ -142,6 +142,7 @@ inline void raise_release(uint64_t* a, uint64_t v) {
 ///   released_seen(), quiet_done_seen()   lower bounds known without reading the ring (0: none)
 ///   enter()                              true: this producer may read the ring now (then leave())
 ///   saw_released(v), saw_quiet_done(v)   publish what it read (only values above what it had seen)
+///   also_released()                      true: this read of the ring should also refresh the copy of released
 ///   done()                               the producer's waiting is over (its call returns)
 struct ring_direct {
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return 0; }
@@ -150,16 +151,20 @@ struct ring_direct {
   SHOAL_HOST_DEVICE void leave() {}
   SHOAL_HOST_DEVICE void saw_released(uint64_t) {}
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t) {}
+  SHOAL_HOST_DEVICE bool also_released() { return false; }
   SHOAL_HOST_DEVICE void done() {}
 };
 
 /// Through a ring_gate. The first kRingPollers producers waiting at once read the ring at every poll, as
 /// ring_direct does (a lone waiter pays two gate atomics per call, not per poll); later ones take one of
-/// kRingPollers places for each read, and otherwise watch the gate's copies.
+/// kRingPollers places for each read, and otherwise watch the gate's copies. Every fourth read of a reply or of
+/// quiet_done also refreshes the copy of released: a producer waiting for credit may lose the race for a place
+/// to other waiters for as long as they keep reading, but then their reads refresh the copy it watches.
 struct ring_gated {
   ring_gate* gate;
   bool waiting = false;  // counted in gate->waiting
   bool direct = false;   // among the first kRingPollers waiters: reads without taking a place
+  uint32_t reads = 0;    // reads of a reply or of quiet_done (also_released)
 
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return gate_atomic::load_acquire(&gate->released); }
   SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return gate_atomic::load_acquire(&gate->quiet_done); }
@@ -180,11 +185,21 @@ struct ring_gated {
   }
   SHOAL_HOST_DEVICE void saw_released(uint64_t v) { gate_atomic::raise_release(&gate->released, v); }
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t v) { gate_atomic::raise_release(&gate->quiet_done, v); }
+  SHOAL_HOST_DEVICE bool also_released() { return (reads++ & 3u) == 0; }
   SHOAL_HOST_DEVICE void done() {
     if (waiting) gate_atomic::fetch_add(&gate->waiting, ~uint64_t{0});
     waiting = direct = false;
   }
 };
+
+/// Inside a read of the ring (between watch.enter() and leave()): where the watch asks for it, also reads
+/// released and publishes it, for the producers waiting for credit without a place.
+template <class Watch>
+SHOAL_HOST_DEVICE void ring_share_released(proxy_ring* ring, Watch& watch) {
+  if (!watch.also_released()) return;
+  const uint64_t released = ring_atomic::load_acquire(&ring->released);
+  if (released > watch.released_seen()) watch.saw_released(released);
+}
 
 /// True when `ticket` has a credit (ticket < released + slots), as far as `watch` can tell now.
 template <class Watch>
@@ -225,6 +240,7 @@ SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* re
   for (;;) {
     if (watch.enter()) {
       const uint64_t state = ring_atomic::load_acquire(&s->state);
+      ring_share_released(ring, watch);
       watch.leave();
       if (state == ticket * 4 + kSlotReplied) break;
     }
@@ -264,6 +280,7 @@ SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pa
     if (watch.enter()) {
       const uint64_t done = ring_atomic::load_acquire(&ring->quiet_done);
       if (!covered) posted = ring_atomic::load_acquire(&ring->quiet_posted);
+      ring_share_released(ring, watch);
       watch.leave();
       if (done > seen) watch.saw_quiet_done(done);
       if (done >= mine) return 0;
