@@ -30,13 +30,12 @@ SHOAL_HOST_DEVICE constexpr bool is_load_store(peer_path path) { return path <= 
 namespace detail {
 
 /// Producer-side cache of the words the proxy writes, in memory local to the producers (device memory for
-/// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at
-/// once. A kernel's polls of the ring cross PCIe to host memory; a full grid of waiters (every thread
-/// posting, or waiting for credit or a quiet) saturates the GPU's reads of host memory, which the proxy's
-/// staging copies need too: session 16's 132 x 512 grid took 250 ms for one put and quiet per block.
-/// Through the gate at most 2 x kRingPollers threads read the ring at a time and publish what they read;
-/// the others watch the gate's copies (lower bounds: the counters only grow). shoal/detail/proxy_ring.hpp
-/// (ring_gated) uses it.
+/// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at once. A
+/// kernel's poll of the ring is a read of host memory across PCIe; with every thread of a 132 x 512 grid
+/// polling, a put + quiet round over the proxy took 240-440 ms and a p + quiet from every thread found no
+/// answer in 20 s (sessions 16-17); through the gate, 2-7 ms and 2.1 s. At most 2 x kRingPollers threads read
+/// the ring at a time and publish what they read; the others watch the gate's copies (lower bounds: the
+/// counters only grow). shoal/detail/proxy_ring.hpp (ring_gated) uses it.
 struct ring_gate {
   uint64_t released;    ///< a lower bound of proxy_ring::released
   uint64_t quiet_done;  ///< a lower bound of proxy_ring::quiet_done
