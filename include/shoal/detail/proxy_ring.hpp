@@ -192,13 +192,20 @@ struct ring_gated {
   }
 };
 
-/// Inside a read of the ring (between watch.enter() and leave()): where the watch asks for it, also reads
-/// released and publishes it, for the producers waiting for credit without a place.
+/// Inside a read of the ring (between watch.enter() and leave()): reads released and publishes it where it
+/// is above `seen`, the watch's copy.
+template <class Watch>
+SHOAL_HOST_DEVICE uint64_t ring_read_released(proxy_ring* ring, Watch& watch, uint64_t seen) {
+  const uint64_t released = ring_atomic::load_acquire(&ring->released);
+  if (released > seen) watch.saw_released(released);
+  return released;
+}
+
+/// The same where the watch asks for it (every few reads of other words), for the producers waiting for
+/// credit without a place.
 template <class Watch>
 SHOAL_HOST_DEVICE void ring_share_released(proxy_ring* ring, Watch& watch) {
-  if (!watch.also_released()) return;
-  const uint64_t released = ring_atomic::load_acquire(&ring->released);
-  if (released > watch.released_seen()) watch.saw_released(released);
+  if (watch.also_released()) ring_read_released(ring, watch, watch.released_seen());
 }
 
 /// True when `ticket` has a credit (ticket < released + slots), as far as `watch` can tell now.
@@ -207,9 +214,8 @@ SHOAL_HOST_DEVICE bool ring_credit(proxy_ring* ring, uint64_t ticket, uint64_t s
   const uint64_t seen = watch.released_seen();
   if (ticket < seen + slots) return true;
   if (!watch.enter()) return false;
-  const uint64_t released = ring_atomic::load_acquire(&ring->released);
+  const uint64_t released = ring_read_released(ring, watch, seen);
   watch.leave();
-  if (released > seen) watch.saw_released(released);
   return ticket < released + slots;
 }
 
