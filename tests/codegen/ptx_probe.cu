@@ -17,6 +17,13 @@ extern "C" __global__ void probe_atom_add_relaxed_gpu(uint64_t* a, uint64_t v, u
   *out = ptx::atom_add_relaxed_gpu(a, v);
 }
 extern "C" __global__ void probe_red_max_release_gpu(uint64_t* a, uint64_t v) { ptx::red_max_release_gpu(a, v); }
+extern "C" __global__ void probe_red_add_relaxed_gpu(uint64_t* a, uint64_t v) { ptx::red_add_relaxed_gpu(a, v); }
+extern "C" __global__ void probe_ld_acquire_sys_v2(const uint64_t* a, uint64_t* out) {
+  ptx::ld_acquire_sys_v2(a, out[0], out[1]);
+}
+extern "C" __global__ void probe_st_relaxed_sys_v2(uint64_t* a, uint64_t x, uint64_t y) {
+  ptx::st_relaxed_sys_v2(a, x, y);
+}
 extern "C" __global__ void probe_fence_acq_rel_sys() { ptx::fence_acq_rel_sys(); }
 extern "C" __global__ void probe_fence_sc_sys() { ptx::fence_sc_sys(); }
 extern "C" __global__ void probe_globaltimer(uint64_t* out) { *out = ptx::globaltimer(); }

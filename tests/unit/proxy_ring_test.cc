@@ -234,6 +234,68 @@ TEST(ProxyRing, CreditWaitEnds) {
   for (uint64_t t = 0; t < 4; ++t) EXPECT_EQ(ring->slot(t)->operand, 100 + t);
 }
 
+// The reply line: a value's two halves and a failure's status arrive whole; a line left from an earlier lap of
+// the slot, or with only one word written, is not taken for the answer.
+TEST(ProxyRing, ReplyLineCarriesWholeValuesAndNothingStale) {
+  ring_memory mem(4);
+  proxy_ring* ring = mem.ring();
+  ring_consumer consumer(ring);
+  auto post_waiting = [&] {
+    proxy_desc d{};
+    d.op = proxy_op::g;
+    d.flags = kProxyWait;
+    test_clock clock;
+    return ring_post(ring, d, clock);
+  };
+  auto take = [&](uint64_t expect) {
+    proxy_desc d{};
+    uint64_t ticket = ~uint64_t{0};
+    EXPECT_TRUE(consumer.take(&d, &ticket));
+    EXPECT_EQ(ticket, expect);
+    return d;
+  };
+  int polls = 0;
+  auto few_polls = [&] { return ++polls > 50; };
+  uint64_t reply = 0;
+  int64_t status = 0;
+
+  // A value wider than 32 bits, then a failure.
+  const uint64_t t0 = post_waiting();
+  take(t0);
+  consumer.reply(t0, 0x89abcdef01234567u);
+  test_clock clock;
+  ASSERT_TRUE(ring_wait(ring, t0, &reply, &status, clock));
+  EXPECT_EQ(reply, 0x89abcdef01234567u);
+  EXPECT_EQ(status, 0);
+  const uint64_t t1 = post_waiting();
+  take(t1);
+  consumer.reply(t1, 5, -7);
+  ASSERT_TRUE(ring_wait(ring, t1, &reply, &status, clock));
+  EXPECT_EQ(status, -7);
+  EXPECT_EQ(reply, 0u);
+
+  // Ticket t0 + 4 reuses t0's slot, whose line still holds t0's answer until the producer clears it.
+  for (int i = 0; i < 2; ++i) post(ring, proxy_op::p, 0, 1, false);
+  take(t1 + 1), consumer.finish(t1 + 1);
+  take(t1 + 2), consumer.finish(t1 + 2);
+  consumer.reclaim();
+  const uint64_t t4 = post_waiting();
+  ASSERT_EQ(t4, t0 + 4);
+  EXPECT_FALSE(ring_wait(ring, t4, &reply, &status, few_polls)) << "took an earlier lap's answer";
+  // Only one word of the answer written (as a reader between the proxy's two stores sees it): not yet.
+  take(t4);
+  proxy_reply* line = ring->reply_line(t4);
+  line->lo = (uint64_t{reply_flag(t4, true)} << 32) | 0x1111u;
+  polls = 0;
+  EXPECT_FALSE(ring_wait(ring, t4, &reply, &status, few_polls)) << "took half an answer";
+  consumer.reply(t4, 0xfedcba9876543210u);
+  ASSERT_TRUE(ring_wait(ring, t4, &reply, &status, clock));
+  EXPECT_EQ(reply, 0xfedcba9876543210u);
+  EXPECT_EQ(status, 0);
+  consumer.reclaim();
+  EXPECT_EQ(ring->released, t4 + 1);
+}
+
 // The idle proxy's doorbell-free cue (device producers): pending() turns true at a producer's
 // reservation, before its commit, and false once the consumer has taken every reserved ticket.
 TEST(ProxyRing, PendingSeesReservationsBeforeCommit) {

@@ -21,18 +21,13 @@
 
 namespace shoal::detail {
 
-/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed. Each unsatisfied
-/// poll of the ring's host-memory words also pauses, from 32 ns doubling to 1 us: a full grid of producers
-/// polling at full rate (waiting for ring credit, a reply or a quiet) saturates the GPU's reads of host memory,
-/// which the proxy's answers and the other producers' posts need too; a lone waiter loses at most ~1 us.
+/// The bounded wait of one ring call: false until wait_timeout_ns (0: never) has passed. The pauses between
+/// polls are the ring gate's (ring_gated::idle).
 struct ring_clock {
   uint64_t timeout_ns;
   uint64_t start = 0;
   uint32_t polls = 0;
-  uint32_t pause_ns = 32;
   __device__ __forceinline__ bool operator()() {
-    __nanosleep(pause_ns);
-    pause_ns = pause_ns < 1024 ? pause_ns * 2 : pause_ns;
     if (timeout_ns == 0 || (++polls & 63u) != 0) return false;
     const uint64_t now = ptx::globaltimer();
     if (start == 0) start = now;
@@ -55,7 +50,8 @@ inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gat
                                                       proxy_desc d, const char* call) {
   ring_clock clock{timeout_ns};
   ring_gated watch{gate};
-  ptx::fence_sc_sys();  // this thread's earlier stores (a put's source) before the proxy reads them
+  // No fence first: the commit is a st.release.sys, which makes this thread's earlier stores (a put's source;
+  // for a scoped call, the scope's, ordered before it by the scope's sync) visible before the descriptor.
   const uint64_t ticket = ring_post(ring, d, clock, watch);
   if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
   if (ticket == ~uint64_t{0}) proxy_failed(call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
@@ -183,7 +179,7 @@ __device__ __forceinline__ warp_group warp_group_enter() {
 ///   __syncwarp (their descriptors were posted before it, so the leader's quiet covers them);
 /// - in the ring (ring_quiet_shared): a leader finding a quiet already posted after its warp's descriptors
 ///   waits for that one's answer instead of posting its own.
-/// Its polls back off (ring_clock) and go through the PE's ring gate (ring_gated: a few readers of the ring
+/// Its polls back off (ring_gated::idle) and go through the PE's ring gate (ring_gated: a few readers of the ring
 /// at a time, the others watch the gate's copy of quiet_done in device memory).
 inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
   const warp_group g = warp_group_enter();
@@ -193,7 +189,7 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
     ring_gated watch{proxy_gate(w)};
     status = ring_quiet_shared(
-        w.proxy_ring, clock, [] {}, watch);  // the clock pauses between polls
+        w.proxy_ring, clock, [] {}, watch);  // the gate pauses between polls
     watch.done();
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));

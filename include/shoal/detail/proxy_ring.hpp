@@ -7,7 +7,9 @@
 //   reserve  ticket = fetch_add(reserved, 1); wait for a credit: ticket < released + slots
 //   commit   fill slot ticket % slots, then state = ticket*4 + committed (release)
 //   consume  the proxy reads slot head % slots once its state is head*4 + committed (acquire)
-//   reply    for a waiting descriptor the proxy writes `reply`, then state = ticket*4 + replied;
+//   reply    for a waiting descriptor (whose producer cleared the slot's reply line before committing) the
+//            proxy writes the reply line: two words, each half of the value (or of the failure status) and
+//            the ticket's flag, so one 16-byte read shows both halves and that they are this ticket's answer;
 //            the producer reads it and acknowledges with state = ticket*4 + done
 //   release  other descriptors: the proxy sets done once it copied them out; `released` advances
 //            over consecutive done slots, which gives producers their credits back
@@ -63,14 +65,31 @@ struct proxy_desc {
   uint64_t local;   ///< address of the local buffer (source of put, destination of get)
   uint64_t nbytes;
   uint64_t operand;  ///< p value, AMO operand, signal value
-  uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset; the proxy's status
-                     ///< (0: success, else the engine's negative error code) when it replies
-  uint64_t reply;    ///< written by the proxy before `replied`: fetched value, g value
+  uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset
+  uint64_t spare;    ///< zero (the answer travels in the slot's proxy_reply)
 };
 static_assert(sizeof(proxy_desc) == 64);
 
 /// Low two bits of proxy_desc::state.
-enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotReplied = 2, kSlotDone = 3 };
+enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotDone = 3 };
+
+/// The proxy's answer to a waiting descriptor, one per slot after the descriptors: each word holds a 32-bit half
+/// of the value (low bits) under the ticket's flag (high bits, reply_flag). A kernel reads the line with one
+/// 16-byte load across PCIe, where reading a state word and then the value cost two round trips (~1.4 us each on
+/// an H200, shoal-ring-probe); each 8-byte word is single-copy atomic, so a word with the right flag holds the
+/// right half. The producer zeroes the line before committing (a zero flag is never valid).
+struct proxy_reply {
+  uint64_t lo;  ///< flag << 32 | low half of the value
+  uint64_t hi;  ///< flag << 32 | high half
+};
+static_assert(sizeof(proxy_reply) == 16);
+
+/// The flag of `ticket`'s reply line: odd, so never zero; a failure (the value then holds the engine's status)
+/// flips the top bit.
+SHOAL_HOST_DEVICE constexpr uint32_t reply_flag(uint64_t ticket, bool ok) {
+  const uint32_t flag = static_cast<uint32_t>(ticket) * 2u + 1u;
+  return ok ? flag : flag ^ 0x80000000u;
+}
 
 /// The ring's control words, followed in the same allocation by `slots` descriptors. Each counter
 /// sits on its own cache line: producers hammer `reserved`, the proxy writes `released`.
@@ -88,9 +107,12 @@ struct proxy_ring {
   SHOAL_HOST_DEVICE proxy_desc* slot(uint64_t ticket) {
     return reinterpret_cast<proxy_desc*>(this + 1) + (ticket & (slots - 1));
   }
-  /// Bytes of a ring with `slots` descriptors.
+  SHOAL_HOST_DEVICE proxy_reply* reply_line(uint64_t ticket) {
+    return reinterpret_cast<proxy_reply*>(reinterpret_cast<proxy_desc*>(this + 1) + slots) + (ticket & (slots - 1));
+  }
+  /// Bytes of a ring with `slots` descriptors and their reply lines.
   static constexpr uint64_t nbytes_for(uint32_t slots) {
-    return sizeof(proxy_ring) + uint64_t{slots} * sizeof(proxy_desc);
+    return sizeof(proxy_ring) + uint64_t{slots} * (sizeof(proxy_desc) + sizeof(proxy_reply));
   }
 };
 static_assert(sizeof(proxy_ring) == 320);
@@ -106,6 +128,11 @@ __device__ __forceinline__ void store_release(uint64_t* a, uint64_t v) { ptx::st
 __device__ __forceinline__ uint64_t cas(uint64_t* a, uint64_t expected, uint64_t desired) {
   return ptx::atom_cas_relaxed_sys(a, expected, desired);
 }
+__device__ __forceinline__ void store_relaxed(uint64_t* a, uint64_t v) { ptx::st_relaxed_sys(a, v); }
+__device__ __forceinline__ void load_line(proxy_reply* r, uint64_t& lo, uint64_t& hi) {
+  ptx::ld_acquire_sys_v2(&r->lo, lo, hi);
+}
+__device__ __forceinline__ void clear_line(proxy_reply* r) { ptx::st_relaxed_sys_v2(&r->lo, 0, 0); }
 #else
 inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
 inline uint64_t load_acquire(uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
@@ -113,6 +140,15 @@ inline void store_release(uint64_t* a, uint64_t v) { __atomic_store_n(a, v, __AT
 inline uint64_t cas(uint64_t* a, uint64_t expected, uint64_t desired) {
   __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return expected;  // the value found: `expected` itself when the exchange happened
+}
+inline void store_relaxed(uint64_t* a, uint64_t v) { __atomic_store_n(a, v, __ATOMIC_RELAXED); }
+inline void load_line(proxy_reply* r, uint64_t& lo, uint64_t& hi) {
+  lo = __atomic_load_n(&r->lo, __ATOMIC_ACQUIRE);
+  hi = __atomic_load_n(&r->hi, __ATOMIC_ACQUIRE);
+}
+inline void clear_line(proxy_reply* r) {
+  __atomic_store_n(&r->lo, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->hi, 0, __ATOMIC_RELAXED);
 }
 #endif
 
@@ -125,10 +161,12 @@ namespace gate_atomic {
 #if defined(__CUDA_ARCH__)
 __device__ __forceinline__ uint64_t load_acquire(const uint64_t* a) { return ptx::ld_acquire_gpu(a); }
 __device__ __forceinline__ uint64_t fetch_add(uint64_t* a, uint64_t v) { return ptx::atom_add_relaxed_gpu(a, v); }
+__device__ __forceinline__ void add(uint64_t* a, uint64_t v) { ptx::red_add_relaxed_gpu(a, v); }
 __device__ __forceinline__ void raise_release(uint64_t* a, uint64_t v) { ptx::red_max_release_gpu(a, v); }
 #else
 inline uint64_t load_acquire(const uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
 inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
+inline void add(uint64_t* a, uint64_t v) { __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
 inline void raise_release(uint64_t* a, uint64_t v) {
   uint64_t seen = __atomic_load_n(a, __ATOMIC_RELAXED);
   while (seen < v && !__atomic_compare_exchange_n(a, &seen, v, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
@@ -142,7 +180,9 @@ inline void raise_release(uint64_t* a, uint64_t v) {
 ///   released_seen(), quiet_done_seen()   lower bounds known without reading the ring (0: none)
 ///   enter()                              true: this producer may read the ring now (then leave())
 ///   saw_released(v), saw_quiet_done(v)   publish what it read (only values above what it had seen)
-///   also_released()                      true: this read of the ring should also refresh the copy of released
+///   also_released()                      true: this unsatisfied read of the ring should also refresh the copy of
+///                                        released
+///   idle()                               after an unsatisfied poll: the pause before the next one
 ///   done()                               the producer's waiting is over (its call returns)
 struct ring_direct {
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return 0; }
@@ -152,19 +192,28 @@ struct ring_direct {
   SHOAL_HOST_DEVICE void saw_released(uint64_t) {}
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t) {}
   SHOAL_HOST_DEVICE bool also_released() { return false; }
+  SHOAL_HOST_DEVICE void idle() {}
   SHOAL_HOST_DEVICE void done() {}
 };
 
+/// ring_gated's pauses between polls on the device (__nanosleep(t) sleeps up to 2t on an H200: 1024 took 2.05 us
+/// in shoal-ring-probe): a direct waiter's poll is itself a ~1.4 us read of host memory, so it pauses little;
+/// the others back off to 1 us (a full grid watching the gate's copies).
+inline constexpr uint32_t kDirectPauseNs = 64;
+inline constexpr uint32_t kGatedPauseNs = 1024;
+
 /// Through a ring_gate. The first kRingPollers producers waiting at once read the ring at every poll, as
 /// ring_direct does (a lone waiter pays two gate atomics per call, not per poll); later ones take one of
-/// kRingPollers places for each read, and otherwise watch the gate's copies. Every fourth read of a reply or of
-/// quiet_done also refreshes the copy of released: a producer waiting for credit may lose the race for a place
-/// to other waiters for as long as they keep reading, but then their reads refresh the copy it watches.
+/// kRingPollers places for each read, and otherwise watch the gate's copies. Every fourth unsatisfied read of a
+/// reply or of quiet_done also refreshes the copy of released: a producer waiting for credit may lose the race
+/// for a place to other waiters for as long as they keep reading, but then their reads refresh the copy it
+/// watches. A satisfied read returns at once (the refresh is off a lone waiter's path).
 struct ring_gated {
   ring_gate* gate;
-  bool waiting = false;  // counted in gate->waiting
-  bool direct = false;   // among the first kRingPollers waiters: reads without taking a place
-  uint32_t reads = 0;    // reads of a reply or of quiet_done (also_released)
+  bool waiting = false;    // counted in gate->waiting
+  bool direct = false;     // among the first kRingPollers waiters: reads without taking a place
+  uint32_t reads = 0;      // unsatisfied reads of a reply or of quiet_done (also_released)
+  uint32_t pause_ns = 32;  // idle(): doubles up to kDirectPauseNs or kGatedPauseNs
 
   SHOAL_HOST_DEVICE uint64_t released_seen() const { return gate_atomic::load_acquire(&gate->released); }
   SHOAL_HOST_DEVICE uint64_t quiet_done_seen() const { return gate_atomic::load_acquire(&gate->quiet_done); }
@@ -177,17 +226,24 @@ struct ring_gated {
     // test, then take: waiters that find every place taken only load the count
     if (gate_atomic::load_acquire(&gate->pollers) >= kRingPollers) return false;
     if (gate_atomic::fetch_add(&gate->pollers, 1) < kRingPollers) return true;
-    gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0});
+    gate_atomic::add(&gate->pollers, ~uint64_t{0});
     return false;
   }
   SHOAL_HOST_DEVICE void leave() {
-    if (!direct) gate_atomic::fetch_add(&gate->pollers, ~uint64_t{0});
+    if (!direct) gate_atomic::add(&gate->pollers, ~uint64_t{0});
   }
   SHOAL_HOST_DEVICE void saw_released(uint64_t v) { gate_atomic::raise_release(&gate->released, v); }
   SHOAL_HOST_DEVICE void saw_quiet_done(uint64_t v) { gate_atomic::raise_release(&gate->quiet_done, v); }
   SHOAL_HOST_DEVICE bool also_released() { return (reads++ & 3u) == 0; }
+  SHOAL_HOST_DEVICE void idle() {
+#if defined(__CUDA_ARCH__)
+    __nanosleep(pause_ns);
+    const uint32_t cap = direct ? kDirectPauseNs : kGatedPauseNs;
+    pause_ns = pause_ns * 2 < cap ? pause_ns * 2 : cap;
+#endif
+  }
   SHOAL_HOST_DEVICE void done() {
-    if (waiting) gate_atomic::fetch_add(&gate->waiting, ~uint64_t{0});
+    if (waiting) gate_atomic::add(&gate->waiting, ~uint64_t{0});
     waiting = direct = false;
   }
 };
@@ -201,8 +257,8 @@ SHOAL_HOST_DEVICE uint64_t ring_read_released(proxy_ring* ring, Watch& watch, ui
   return released;
 }
 
-/// The same where the watch asks for it (every few reads of other words), for the producers waiting for
-/// credit without a place.
+/// The same where the watch asks for it (every few unsatisfied reads of other words), for the producers waiting
+/// for credit without a place.
 template <class Watch>
 SHOAL_HOST_DEVICE void ring_share_released(proxy_ring* ring, Watch& watch) {
   if (watch.also_released()) ring_read_released(ring, watch, watch.released_seen());
@@ -221,40 +277,54 @@ SHOAL_HOST_DEVICE bool ring_credit(proxy_ring* ring, uint64_t ticket, uint64_t s
 
 /// Posts `d` (its op, flags and fields; state is ignored) and returns its ticket. Waits for a
 /// credit when the ring is full (its polls through `watch`); `expired()` is asked once per unsatisfied
-/// poll and ends the wait (returning ~0) when it says true. Thread-safe across any number of producers.
+/// poll and ends the wait (returning ~0) when it says true. A waiting descriptor's reply line is zeroed before
+/// the commit. Thread-safe across any number of producers.
 template <class Clock, class Watch = ring_direct>
 SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired, Watch&& watch = Watch{}) {
   const uint64_t slots = ring->slots;
   const uint64_t ticket = ring_atomic::fetch_add(&ring->reserved, 1);
-  while (!ring_credit(ring, ticket, slots, watch))
+  while (!ring_credit(ring, ticket, slots, watch)) {
     if (expired()) return ~uint64_t{0};
+    watch.idle();
+  }
   proxy_desc* s = ring->slot(ticket);
   s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
   s->offset = d.offset, s->local = d.local, s->nbytes = d.nbytes;
-  s->operand = d.operand, s->compare = d.compare, s->reply = 0;
+  s->operand = d.operand, s->compare = d.compare, s->spare = 0;
+  if ((d.flags & kProxyWait) != 0) ring_atomic::clear_line(ring->reply_line(ticket));
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotCommitted);
   return ticket;
 }
 
-/// Waits for the proxy's reply to the waiting descriptor `ticket`, acknowledges it (freeing the
-/// slot) and returns `reply` and the proxy's status (0: success). False when `expired()` ended the
-/// wait (the slot stays held). Polls through `watch`.
+/// Waits for the proxy's reply to the waiting descriptor `ticket` (its reply line), acknowledges it (freeing the
+/// slot) and returns the value and the proxy's status (0: success, else the engine's negative error code). False
+/// when `expired()` ended the wait (the slot stays held). Polls through `watch`. The acknowledgement is a relaxed
+/// store: the line was read with acquire, which orders it after that read.
 template <class Clock, class Watch = ring_direct>
 SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired,
                                  Watch&& watch = Watch{}) {
-  proxy_desc* s = ring->slot(ticket);
+  proxy_reply* line = ring->reply_line(ticket);
+  const uint32_t ok = reply_flag(ticket, true);
+  const uint32_t failed = reply_flag(ticket, false);
   for (;;) {
     if (watch.enter()) {
-      const uint64_t state = ring_atomic::load_acquire(&s->state);
+      uint64_t lo = 0, hi = 0;
+      ring_atomic::load_line(line, lo, hi);
+      const auto flag = static_cast<uint32_t>(lo >> 32);
+      if (flag == static_cast<uint32_t>(hi >> 32) && (flag == ok || flag == failed)) {
+        watch.leave();
+        const uint64_t value = (lo & 0xffffffffu) | (hi << 32);
+        *reply = flag == ok ? value : 0;
+        *status = flag == ok ? 0 : static_cast<int64_t>(value);
+        break;
+      }
       ring_share_released(ring, watch);
       watch.leave();
-      if (state == ticket * 4 + kSlotReplied) break;
     }
     if (expired()) return false;
+    watch.idle();
   }
-  *reply = s->reply;
-  *status = static_cast<int64_t>(s->compare);
-  ring_atomic::store_release(&s->state, ticket * 4 + kSlotDone);
+  ring_atomic::store_relaxed(&ring->slot(ticket)->state, ticket * 4 + kSlotDone);
   return true;
 }
 
@@ -285,11 +355,15 @@ SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pa
     uint64_t posted = 0;
     if (watch.enter()) {
       const uint64_t done = ring_atomic::load_acquire(&ring->quiet_done);
+      if (done >= mine) {
+        watch.leave();
+        if (done > seen) watch.saw_quiet_done(done);
+        return 0;
+      }
       if (!covered) posted = ring_atomic::load_acquire(&ring->quiet_posted);
       ring_share_released(ring, watch);
       watch.leave();
       if (done > seen) watch.saw_quiet_done(done);
-      if (done >= mine) return 0;
       if (!covered && (posted & kQuietPosting) == 0) {
         if (posted >= mine) {
           covered = true;
@@ -316,6 +390,7 @@ SHOAL_HOST_DEVICE int64_t ring_quiet_shared(proxy_ring* ring, Clock& expired, Pa
     }
     if (expired()) return kQuietNoReply;
     pause();
+    watch.idle();
   }
 }
 

@@ -192,6 +192,10 @@ __device__ __forceinline__ uint64_t atom_add_relaxed_gpu(uint64_t* addr, uint64_
   asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(addr), "l"(value) : "memory");
   return old;
 }
+/// red.relaxed.gpu.add.u64: adds without waiting for the old value (a counter nobody reads back here).
+__device__ __forceinline__ void red_add_relaxed_gpu(uint64_t* addr, uint64_t value) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
+}
 /// red.release.gpu.max.u64: raises the word to `value` (no lower), releasing this thread's earlier accesses.
 __device__ __forceinline__ void red_max_release_gpu(uint64_t* addr, uint64_t value) {
   asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
@@ -303,6 +307,16 @@ __device__ __forceinline__ uint8_t ld_global_b8(const uint8_t* addr) {
 }
 __device__ __forceinline__ void st_global_b8(uint8_t* addr, uint8_t v) {
   asm volatile("st.global.u8 [%0], %1;" ::"l"(addr), "h"(static_cast<uint16_t>(v)) : "memory");
+}
+
+/// ld.acquire.sys.v2.u64: one 16-byte read of two 8-byte words (each single-copy atomic, the pair not), acquiring
+/// (the proxy ring's reply lines, shoal/detail/proxy_ring.hpp: each word carries its own flag).
+__device__ __forceinline__ void ld_acquire_sys_v2(const uint64_t* addr, uint64_t& a, uint64_t& b) {
+  asm volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(addr) : "memory");
+}
+/// st.relaxed.sys.v2.u64: one 16-byte store of two 8-byte words.
+__device__ __forceinline__ void st_relaxed_sys_v2(uint64_t* addr, uint64_t a, uint64_t b) {
+  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(addr), "l"(a), "l"(b) : "memory");
 }
 
 // --- LL lines: 16 bytes = two {data 4 B, flag 4 B} halves; each 8-byte half is single-copy atomic ---

@@ -43,13 +43,16 @@ class ring_consumer {
     reclaim();
   }
 
-  /// Answers a waiting descriptor with `value` and `status` (0: success); the producer frees the
-  /// slot when it has read them.
+  /// Answers a waiting descriptor with `value` and `status` (0: success) in its reply line (each word a half
+  /// under the ticket's flag; a failure sends the status instead of the value); the producer frees the slot
+  /// when it has read them.
   void reply(uint64_t ticket, uint64_t value, int64_t status = 0) {
-    proxy_desc* s = ring_->slot(ticket);
-    s->reply = value;
-    s->compare = static_cast<uint64_t>(status);
-    ring_atomic::store_release(&s->state, ticket * 4 + kSlotReplied);
+    const bool ok = status == 0;
+    const uint64_t bits = ok ? value : static_cast<uint64_t>(status);
+    const uint64_t flag = uint64_t{reply_flag(ticket, ok)} << 32;
+    proxy_reply* line = ring_->reply_line(ticket);
+    __atomic_store_n(&line->lo, flag | (bits & 0xffffffffu), __ATOMIC_RELEASE);
+    __atomic_store_n(&line->hi, flag | (bits >> 32), __ATOMIC_RELEASE);
   }
 
   /// Advances `released` over consecutive freed slots (producers' acknowledgements included).
