@@ -400,26 +400,35 @@ __global__ void raw_put_fence_kernel(char* peer_dst, const char* src, size_t nby
   }
 }
 
-/// One thread: `iters` dependent uint64 fetch_adds on the peer's word (each adds 1; the next add
-/// depends on the value fetched, so they cannot overlap). *sink keeps the result alive.
+/// atomic_latency's words: kAtomicWords uint64 words kAtomicWordStride bytes apart in one allocation, taken round
+/// robin, so the figure is a mean over placements in the target GPU's L2 (one word's latency moved by up to 1.7x
+/// with where the heap landed: sessions 14-17 of docs/results/gpu-1xh200/protocol/README.md).
+inline constexpr int kAtomicWords = 64;
+inline constexpr size_t kAtomicWordStride = size_t{64} << 10;
+inline constexpr size_t kAtomicBytes = kAtomicWords * kAtomicWordStride;
+
+/// One thread: `iters` dependent uint64 fetch_adds on the peer's words, word i % kAtomicWords at step i (each adds
+/// 1; the next add depends on the value fetched, so they cannot overlap). *sink keeps the result alive.
 template <class Api>
-__global__ void fetch_add_kernel(uint64_t* word, int iters, int peer, uint64_t* sink) {
+__global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sink) {
   uint64_t add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
+    auto* word = reinterpret_cast<uint64_t*>(words + (i % kAtomicWords) * kAtomicWordStride);
     const uint64_t old = Api::uint64_atomic_fetch_add(word, add, peer);
     acc += old;
-    add = 1 + (old >> 63);  // 1 while the word stays below 2^63
+    add = 1 + (old >> 63);  // 1 while the words stay below 2^63
   }
   *sink = acc;
 }
 
-/// Baseline: the same chain with atomicAdd_system on a raw peer pointer.
-__global__ void raw_fetch_add_kernel(uint64_t* peer_word, int iters, uint64_t* sink) {
+/// Baseline: the same chain with atomicAdd_system on raw peer pointers.
+__global__ void raw_fetch_add_kernel(char* peer_words, int iters, uint64_t* sink) {
   unsigned long long add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
-    const unsigned long long old = atomicAdd_system(reinterpret_cast<unsigned long long*>(peer_word), add);
+    auto* word = reinterpret_cast<unsigned long long*>(peer_words + (i % kAtomicWords) * kAtomicWordStride);
+    const unsigned long long old = atomicAdd_system(word, add);
     acc += old;
     add = 1 + (old >> 63);
   }
