@@ -76,18 +76,11 @@ __device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void
   putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
 }
 
-/// Below this many bytes a wide-scope put takes putmem_generic: on one H200 (2 PEs under MPS) the generic rows beat
-/// put_routed_vec16 at every per-block size up to 8 KiB in sessions 14-18 (session 18, 32 CTAs: 182 against 143
-/// GB/s at 2 KiB per block, 356 against 285 at 4 KiB, 667 against 556 at 8 KiB) and drew level at 16 KiB
-/// (docs/results/gpu-1xh200/protocol/README.md, "Session 18").
-inline constexpr size_t kPutGenericBelow = size_t{16} << 10;
-
 /// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
-/// putmem_generic below kPutGenericBelow bytes, else putmem_vec at kPutLeadLoads (4) loads per thread per round.
+/// putmem_vec at kPutLeadLoads (4) loads per thread per round.
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
-  if (nbytes < kPutGenericBelow) return putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
   putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
 }
 
