@@ -73,6 +73,13 @@ static_assert(sizeof(proxy_desc) == 64);
 /// Low two bits of proxy_desc::state.
 enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotDone = 3 };
 
+/// The flag of `ticket`'s reply line: odd, so never zero; a failure (the value then holds the engine's status)
+/// flips the top bit.
+SHOAL_HOST_DEVICE constexpr uint32_t reply_flag(uint64_t ticket, bool ok) {
+  const uint32_t flag = static_cast<uint32_t>(ticket) * 2u + 1u;
+  return ok ? flag : flag ^ 0x80000000u;
+}
+
 /// The proxy's answer to a waiting descriptor, one per slot after the descriptors: each word holds a 32-bit half
 /// of the value (low bits) under the ticket's flag (high bits, reply_flag). A kernel reads the line with one
 /// 16-byte load across PCIe, where reading a state word and then the value cost two round trips (~1.4 us each on
@@ -81,15 +88,27 @@ enum proxy_state : uint64_t { kSlotCommitted = 1, kSlotDone = 3 };
 struct proxy_reply {
   uint64_t lo;  ///< flag << 32 | low half of the value
   uint64_t hi;  ///< flag << 32 | high half
+
+  /// The line that answers `ticket`: `value` when `status` is 0, else the status, under the ticket's flag.
+  SHOAL_HOST_DEVICE static proxy_reply answer(uint64_t ticket, uint64_t value, int64_t status) {
+    const bool ok = status == 0;
+    const uint64_t bits = ok ? value : static_cast<uint64_t>(status);
+    const uint64_t flag = uint64_t{reply_flag(ticket, ok)} << 32;
+    return {flag | (bits & 0xffffffffu), flag | (bits >> 32)};
+  }
+  /// True when this line (as read: each word whole, the pair not) answers `ticket`, i.e. both words carry its
+  /// flag; then its value (0 on failure) and status (0: success, else the engine's).
+  SHOAL_HOST_DEVICE bool answers(uint64_t ticket, uint64_t* value, int64_t* status) const {
+    const auto flag = static_cast<uint32_t>(lo >> 32);
+    const bool ok = flag == reply_flag(ticket, true);
+    if (flag != static_cast<uint32_t>(hi >> 32) || (!ok && flag != reply_flag(ticket, false))) return false;
+    const uint64_t bits = (lo & 0xffffffffu) | (hi << 32);
+    *value = ok ? bits : 0;
+    *status = ok ? 0 : static_cast<int64_t>(bits);
+    return true;
+  }
 };
 static_assert(sizeof(proxy_reply) == 16);
-
-/// The flag of `ticket`'s reply line: odd, so never zero; a failure (the value then holds the engine's status)
-/// flips the top bit.
-SHOAL_HOST_DEVICE constexpr uint32_t reply_flag(uint64_t ticket, bool ok) {
-  const uint32_t flag = static_cast<uint32_t>(ticket) * 2u + 1u;
-  return ok ? flag : flag ^ 0x80000000u;
-}
 
 /// The ring's control words, followed in the same allocation by `slots` descriptors. Each counter
 /// sits on its own cache line: producers hammer `reserved`, the proxy writes `released`.
@@ -133,6 +152,11 @@ __device__ __forceinline__ void load_line(proxy_reply* r, uint64_t& lo, uint64_t
   ptx::ld_acquire_sys_v2(&r->lo, lo, hi);
 }
 __device__ __forceinline__ void clear_line(proxy_reply* r) { ptx::st_relaxed_sys_v2(&r->lo, 0, 0); }
+// Kernels never answer; this form lets .cu files that hold a ring_consumer (shoal-ring-probe) compile.
+__device__ __forceinline__ void store_line(proxy_reply* r, proxy_reply v) {
+  ptx::st_release_sys(&r->lo, v.lo);
+  ptx::st_release_sys(&r->hi, v.hi);
+}
 #else
 inline uint64_t fetch_add(uint64_t* a, uint64_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
 inline uint64_t load_acquire(uint64_t* a) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
@@ -146,10 +170,12 @@ inline void load_line(proxy_reply* r, uint64_t& lo, uint64_t& hi) {
   lo = __atomic_load_n(&r->lo, __ATOMIC_ACQUIRE);
   hi = __atomic_load_n(&r->hi, __ATOMIC_ACQUIRE);
 }
-inline void clear_line(proxy_reply* r) {
-  __atomic_store_n(&r->lo, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&r->hi, 0, __ATOMIC_RELAXED);
+/// The proxy's write of a reply line (each word released; their order does not matter to readers).
+inline void store_line(proxy_reply* r, proxy_reply v) {
+  __atomic_store_n(&r->lo, v.lo, __ATOMIC_RELEASE);
+  __atomic_store_n(&r->hi, v.hi, __ATOMIC_RELEASE);
 }
+inline void clear_line(proxy_reply* r) { store_line(r, proxy_reply{}); }
 #endif
 
 }  // namespace ring_atomic
@@ -304,18 +330,12 @@ template <class Clock, class Watch = ring_direct>
 SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired,
                                  Watch&& watch = Watch{}) {
   proxy_reply* line = ring->reply_line(ticket);
-  const uint32_t ok = reply_flag(ticket, true);
-  const uint32_t failed = reply_flag(ticket, false);
   for (;;) {
     if (watch.enter()) {
-      uint64_t lo = 0, hi = 0;
-      ring_atomic::load_line(line, lo, hi);
-      const auto flag = static_cast<uint32_t>(lo >> 32);
-      if (flag == static_cast<uint32_t>(hi >> 32) && (flag == ok || flag == failed)) {
+      proxy_reply seen{};
+      ring_atomic::load_line(line, seen.lo, seen.hi);
+      if (seen.answers(ticket, reply, status)) {
         watch.leave();
-        const uint64_t value = (lo & 0xffffffffu) | (hi << 32);
-        *reply = flag == ok ? value : 0;
-        *status = flag == ok ? 0 : static_cast<int64_t>(value);
         break;
       }
       ring_share_released(ring, watch);

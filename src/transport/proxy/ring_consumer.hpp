@@ -47,12 +47,7 @@ class ring_consumer {
   /// under the ticket's flag; a failure sends the status instead of the value); the producer frees the slot
   /// when it has read them.
   void reply(uint64_t ticket, uint64_t value, int64_t status = 0) {
-    const bool ok = status == 0;
-    const uint64_t bits = ok ? value : static_cast<uint64_t>(status);
-    const uint64_t flag = uint64_t{reply_flag(ticket, ok)} << 32;
-    proxy_reply* line = ring_->reply_line(ticket);
-    __atomic_store_n(&line->lo, flag | (bits & 0xffffffffu), __ATOMIC_RELEASE);
-    __atomic_store_n(&line->hi, flag | (bits >> 32), __ATOMIC_RELEASE);
+    ring_atomic::store_line(ring_->reply_line(ticket), proxy_reply::answer(ticket, value, status));
   }
 
   /// Advances `released` over consecutive freed slots (producers' acknowledgements included).
