@@ -105,6 +105,12 @@ struct device_world {
   /// memory, device-mapped) when some peer's path is proxy; nullptr otherwise. Read only in the
   /// cold branch of a device call (local_of(pe) < 0) and by fence/quiet/barriers of such a world.
   detail::proxy_ring* proxy_ring = nullptr;
+  /// The ring's geometry, so that a kernel finds a slot's payload area without reading host memory: its slots, the
+  /// bytes of each slot's payload area (0: none), and the largest put (in payload-sized pieces) or blocking get (one
+  /// piece) a kernel sends through payload areas (SHOAL_PROXY_PAYLOAD_MAX; 0: none).
+  uint32_t proxy_slots = 0;
+  uint32_t proxy_payload = 0;
+  uint32_t proxy_payload_max = 0;
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }

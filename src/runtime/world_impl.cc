@@ -14,6 +14,7 @@
 #include "runtime/registry.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/detail/coll_ws.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/team.h"
 
@@ -182,6 +183,11 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   device_.coll_channels = channels;
   device_.coll_ll_bytes = ll_bytes;
   device_.proxy_ring = transport_->device_ring();  // nullptr unless some peer is a proxy peer
+  const proxy_ring_shape ring_shape = transport_->device_ring_shape();
+  device_.proxy_slots = ring_shape.slots;
+  device_.proxy_payload = ring_shape.payload;
+  device_.proxy_payload_max =
+      ring_shape.payload == 0 ? 0 : static_cast<uint32_t>(env::get_size("SHOAL_PROXY_PAYLOAD_MAX"));
   const std::string algo = env::get_string("SHOAL_COLL_ALGO");
   SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct" || algo == "ce", "shoal_init",
                   "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", algo);

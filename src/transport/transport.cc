@@ -184,6 +184,11 @@ proxy_ring* peer_transport::device_ring() const {
   return nullptr;
 }
 
+proxy_ring_shape peer_transport::device_ring_shape() const {
+  if (device_ring() == nullptr) return {};
+  return proxy_->device_ring_shape();
+}
+
 std::string peer_transport::proxy_transports(int pe) {
   if (proxy_ == nullptr || paths_[pe] != peer_path::proxy) return {};
   return proxy_->describe(pe);

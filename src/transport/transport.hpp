@@ -26,6 +26,7 @@ namespace shoal::detail {
 
 class proxy_ops;
 struct proxy_ring;
+struct proxy_ring_shape;
 
 /// Set in an offset that is not a heap offset but an offset in the program's data segment (a global
 /// or static variable): symmetric_memory::check_rma makes such offsets, peer_transport routes them to
@@ -90,6 +91,8 @@ class peer_transport {
   /// The proxy's request ring as kernels see it when this PE has a proxy peer and a GPU heap, else
   /// nullptr (device_world::proxy_ring).
   proxy_ring* device_ring() const;
+  /// That ring's slots and payload bytes per slot (zeros without one).
+  proxy_ring_shape device_ring_shape() const;
   /// The engine's transports towards `pe` when it is a proxy peer, else empty.
   std::string proxy_transports(int pe);
   /// PE's heap in this process when its path is load/store, else nullptr.

@@ -25,10 +25,11 @@ namespace {
 using namespace std::chrono_literals;
 
 struct ring_memory {
-  explicit ring_memory(uint32_t slots)
-      : bytes(static_cast<char*>(std::aligned_alloc(64, proxy_ring::nbytes_for(slots)))) {
-    std::memset(bytes, 0, proxy_ring::nbytes_for(slots));
+  explicit ring_memory(uint32_t slots, uint32_t payload = 0)
+      : bytes(static_cast<char*>(std::aligned_alloc(64, proxy_ring::nbytes_for(slots, payload)))) {
+    std::memset(bytes, 0, proxy_ring::nbytes_for(slots, payload));
     ring()->slots = slots;
+    ring()->payload = payload;
   }
   ~ring_memory() { std::free(bytes); }
   proxy_ring* ring() { return reinterpret_cast<proxy_ring*>(bytes); }
@@ -48,7 +49,7 @@ struct test_clock {
 // The stand-in proxy: the "remote heap" is `memory`; puts complete late, in random order.
 class fake_proxy {
  public:
-  fake_proxy(proxy_ring* ring, size_t words) : memory(words), consumer_(ring) {}
+  fake_proxy(proxy_ring* ring, size_t words) : memory(words), consumer_(ring), ring_(ring) {}
   ~fake_proxy() { stop(); }
 
   void start() {
@@ -62,7 +63,9 @@ class fake_proxy {
   std::vector<uint64_t> memory;
   std::vector<uint64_t> taken;  // tickets in the order they were taken
   uint64_t max_pending = 0;
-  std::atomic<int> quiets{0};  // quiet descriptors taken
+  std::atomic<int> quiets{0};       // quiet descriptors taken
+  std::atomic<int> carried{0};      // puts and gets carried in payload areas
+  std::atomic<int> bad_payload{0};  // carried puts whose payload was not the producer's pattern
 
  private:
   struct pending_put {
@@ -103,6 +106,18 @@ class fake_proxy {
         case proxy_op::g:
           reply = memory[d.offset / 8];
           break;
+        case proxy_op::put: {  // carried: every byte is the low byte of operand (the producer's pattern)
+          const char* area = ring_->payload_of(ticket);
+          const bool ok = (d.flags & kProxyPayload) != 0 && d.nbytes <= ring_->payload &&
+                          std::all_of(area, area + d.nbytes, [&](char c) { return c == static_cast<char>(d.operand); });
+          if (!ok) ++bad_payload;
+          ++carried;
+          break;
+        }
+        case proxy_op::get:  // carried: the answer's bytes into the payload area, then the reply
+          std::memset(ring_->payload_of(ticket), static_cast<int>(d.operand & 0xff), d.nbytes);
+          ++carried;
+          break;
         case proxy_op::fence:
           complete_some(true);
           break;
@@ -123,6 +138,7 @@ class fake_proxy {
   }
 
   ring_consumer consumer_;
+  proxy_ring* ring_;
   std::vector<pending_put> pending_;
   std::mt19937_64 rng_{42};
   std::atomic<bool> done_{false};
@@ -294,6 +310,97 @@ TEST(ProxyRing, ReplyLineCarriesWholeValuesAndNothingStale) {
   EXPECT_EQ(status, 0);
   consumer.reclaim();
   EXPECT_EQ(ring->released, t4 + 1);
+}
+
+// Payload areas: many producers carry puts in their slots' areas between reserve and commit on a tiny ring that
+// wraps many times (the proxy sees each producer's own bytes, never a later lap's), and carry blocking gets whose
+// answer the producer reads out of the area before acknowledging; until it does, the slot (and its area) is not
+// handed to a later ticket.
+TEST(ProxyRing, PayloadAreasStayTheProducersUntilCommitOrAcknowledgement) {
+  constexpr int kProducers = 6, kOps = 600;
+  constexpr uint32_t kPayload = 192;
+  static_assert(proxy_ring::payload_offset(4) % 64 == 0);
+  EXPECT_EQ(proxy_ring::nbytes_for(4, kPayload), proxy_ring::payload_offset(4) + 4 * kPayload);
+  ring_memory mem(4, kPayload);
+  proxy_ring* ring = mem.ring();
+  fake_proxy proxy(ring, 1);
+  proxy.start();
+  std::atomic<int> wrong_answers{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      test_clock clock;
+      for (int i = 0; i < kOps; ++i) {
+        const auto pattern = static_cast<uint8_t>(p * 37 + i);
+        const uint64_t nbytes = 1 + (i * 7 + p) % kPayload;
+        proxy_desc d{};
+        d.nbytes = nbytes;
+        d.operand = pattern;
+        if (i % 3 != 2) {  // a carried put
+          const uint64_t ticket = ring_reserve(ring, clock);
+          ASSERT_NE(ticket, ~uint64_t{0});
+          char* area = ring->payload_of(ticket);
+          for (uint64_t b = 0; b < nbytes; ++b) {  // byte by byte, yielding: the proxy must wait for the commit
+            area[b] = static_cast<char>(pattern);
+            if (b % 64 == 0) std::this_thread::yield();
+          }
+          d.op = proxy_op::put;
+          d.flags = kProxyPayload;
+          ring_commit(ring, ticket, d);
+        } else {  // a carried blocking get
+          d.op = proxy_op::get;
+          d.flags = kProxyWait | kProxyPayload;
+          const uint64_t ticket = ring_post(ring, d, clock);
+          ASSERT_NE(ticket, ~uint64_t{0});
+          uint64_t reply = 0;
+          int64_t status = -1;
+          ASSERT_TRUE(ring_wait(ring, ticket, &reply, &status, clock, ring_direct{}, false));
+          std::this_thread::yield();  // other producers keep posting; this slot must stay ours
+          const char* area = ring->payload_of(ticket);
+          if (!std::all_of(area, area + nbytes, [&](char c) { return c == static_cast<char>(pattern); }))
+            ++wrong_answers;
+          ring_ack(ring, ticket);
+        }
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  proxy.stop();
+  EXPECT_EQ(proxy.carried.load(), kProducers * kOps);
+  EXPECT_EQ(proxy.bad_payload.load(), 0);
+  EXPECT_EQ(wrong_answers.load(), 0);
+
+  // An unacknowledged carried get holds its slot: four tickets later there is no credit until the acknowledgement.
+  ring_memory mem2(4, kPayload);
+  proxy_ring* small = mem2.ring();
+  ring_consumer consumer(small);
+  proxy_desc g{};
+  g.op = proxy_op::get, g.flags = kProxyWait | kProxyPayload, g.nbytes = 8;
+  test_clock clock;
+  const uint64_t held = ring_post(small, g, clock);
+  proxy_desc taken{};
+  uint64_t ticket = 0;
+  ASSERT_TRUE(consumer.take(&taken, &ticket));
+  consumer.reply(ticket, 0);
+  uint64_t reply = 0;
+  int64_t status = 0;
+  ASSERT_TRUE(ring_wait(small, held, &reply, &status, clock, ring_direct{}, false));
+  proxy_desc put{};
+  put.op = proxy_op::put, put.flags = kProxyPayload, put.nbytes = 8;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NE(ring_post(small, put, clock), ~uint64_t{0});
+    ASSERT_TRUE(consumer.take(&taken, &ticket));
+    consumer.finish(ticket);
+  }
+  int polls = 0;
+  auto few_polls = [&] {
+    consumer.reclaim();
+    return ++polls > 50;
+  };
+  EXPECT_EQ(ring_reserve(small, few_polls), ~uint64_t{0}) << "a later ticket took the held slot";
+  ring_ack(small, held);
+  consumer.reclaim();
+  EXPECT_EQ(small->released, held + 4);
 }
 
 // The idle proxy's doorbell-free cue (device producers): pending() turns true at a producer's

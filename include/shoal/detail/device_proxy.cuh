@@ -138,16 +138,155 @@ __device__ __noinline__ inline void proxy_rma_inline(const device_world& w, prox
   }
 }
 
-/// put/get (op put or get) of nbytes between the symmetric `remote` on pe and the global `local`, at
-/// Scope. Blocking calls wait for the proxy's completion (source reusable, data arrived); _nbi ones
-/// only post (completed by quiet; the local buffer must stay valid until then).
+/// Reserves the next `count` ring slots for this thread (their credit waited for through the gate, bounded) and
+/// returns the first ticket, or traps.
+inline __device__ __noinline__ uint64_t proxy_reserve(const device_world& w, uint64_t count, int pe, const char* call) {
+  ring_clock clock{w.wait_timeout_ns};
+  ring_gated watch{proxy_gate(w)};
+  const uint64_t ticket = ring_reserve(w.proxy_ring, clock, watch, count);
+  watch.done();
+  if (ticket == ~uint64_t{0}) proxy_failed(call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  return ticket;
+}
+
+/// How many threads of a Scope carry a call's bytes to or from the ring's payload areas: the scope's first warp
+/// (ranks 0-31, one warp of the block: lane == rank), or fewer when the scope is smaller; the thread alone.
+template <class Scope>
+__device__ __forceinline__ uint32_t carrier_lanes() {
+  if constexpr (std::is_same_v<Scope, thread_scope>) {
+    return 1;
+  } else {
+    return Scope::size() < 32 ? Scope::size() : 32;
+  }
+}
+
+/// Copies nbytes from `from` to `to` over `lanes` threads (this one is `rank`): 16-byte vectors where both
+/// addresses and the size allow, else 8-byte words, else bytes. `volatile_from`: `from` is a payload area the proxy
+/// writes (host memory read again from memory, never from a cached copy of an earlier use of the slot).
+__device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t nbytes, uint32_t rank, uint32_t lanes,
+                                            bool volatile_from) {
+  const auto bits = reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from) | nbytes;
+  if ((bits & 15u) == 0) {
+    for (size_t i = rank; i < nbytes / 16; i += lanes) {
+      const auto* src = reinterpret_cast<const uint4*>(from) + i;
+      reinterpret_cast<uint4*>(to)[i] = volatile_from ? __ldcv(src) : *src;
+    }
+  } else if ((bits & 7u) == 0) {
+    for (size_t i = rank; i < nbytes / 8; i += lanes) {
+      const auto* src = reinterpret_cast<const unsigned long long*>(from) + i;
+      reinterpret_cast<unsigned long long*>(to)[i] = volatile_from ? __ldcv(src) : *src;
+    }
+  } else {
+    for (size_t i = rank; i < nbytes; i += lanes) {
+      const auto* src = reinterpret_cast<const unsigned char*>(from) + i;
+      reinterpret_cast<unsigned char*>(to)[i] = volatile_from ? __ldcv(src) : *src;
+    }
+  }
+}
+
+/// A put of nbytes (0 < nbytes <= w.proxy_payload_max) from `local` (any memory space) to heap offset `offset` on
+/// pe, carried in the ring's payload areas in pieces of w.proxy_payload bytes, each its own descriptor: lane 0
+/// reserves the pieces' consecutive slots (one atomic; a quarter of the ring at a time at most), the `lanes` carrier
+/// threads (this one `rank`; one warp, converged) copy each piece into its payload area, lane 0 commits it (a
+/// release, after a __syncwarp: the other lanes' copies are visible first).
+/// The last piece is `tail` (a put, or a put_signal with its signal fields); none waits: the source is reusable
+/// on return, and the proxy stages nothing from GPU memory. Not inlined (the cold branch of a device call).
+inline __device__ __noinline__ void proxy_put_carried(const device_world& w, proxy_desc tail, const char* local,
+                                                      uint32_t rank, uint32_t lanes, const char* call) {
+  const unsigned mask = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+  const uint64_t nbytes = tail.nbytes;
+  const uint64_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
+  uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
+  for (uint64_t at = 0; at < nbytes; ++ticket, --reserved) {
+    const uint64_t piece = nbytes - at < w.proxy_payload ? nbytes - at : w.proxy_payload;
+    if (reserved == 0) {
+      const uint64_t pieces = (nbytes - at + w.proxy_payload - 1) / w.proxy_payload;
+      reserved = pieces < batch ? pieces : batch;
+      ticket = rank == 0 ? proxy_reserve(w, reserved, tail.pe, call) : 0;
+      if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
+    }
+    carry_bytes(proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), local + at, piece, rank,
+                lanes, false);
+    if (lanes > 1) __syncwarp(mask);
+    if (rank == 0) {
+      proxy_desc d = at + piece == nbytes ? tail : proxy_make(proxy_op::put, false, tail.pe, 0);
+      d.flags = kProxyPayload;
+      d.offset = tail.offset + at;
+      d.local = 0;
+      d.nbytes = piece;
+      ring_commit(w.proxy_ring, ticket, d);
+    }
+    at += piece;
+  }
+}
+
+/// A blocking get of nbytes (0 < nbytes <= w.proxy_payload) from heap offset `offset` on pe into `local` (any
+/// memory space) through its slot's payload area: lane 0 posts a waiting descriptor and waits for the answer
+/// (the bytes are in the payload area by then), the carrier lanes copy them out, lane 0 acknowledges (freeing the
+/// slot) after a __syncwarp. The proxy makes no copy into GPU memory. Not inlined.
+inline __device__ __noinline__ void proxy_get_carried(const device_world& w, uint64_t offset, char* local,
+                                                      uint64_t nbytes, int pe, uint32_t rank, uint32_t lanes,
+                                                      const char* call) {
+  const unsigned mask = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+  uint64_t ticket = 0;
+  int64_t status = 0;
+  if (rank == 0) {
+    ring_clock clock{w.wait_timeout_ns};
+    ring_gated watch{proxy_gate(w)};
+    proxy_desc d = proxy_make(proxy_op::get, true, pe, offset);
+    d.flags |= kProxyPayload;
+    d.nbytes = nbytes;
+    ticket = ring_post(w.proxy_ring, d, clock, watch);
+    if (ticket == ~uint64_t{0}) {
+      watch.done();
+      proxy_failed(call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+    }
+    uint64_t reply = 0;
+    const bool replied = ring_wait(w.proxy_ring, ticket, &reply, &status, clock, watch, false);
+    watch.done();
+    if (!replied) proxy_failed(call, w.my_pe, pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+    if (status != 0) proxy_failed(call, w.my_pe, pe, "the engine failed", status);
+  }
+  if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
+  carry_bytes(local, proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), nbytes, rank, lanes,
+              true);
+  if (lanes > 1) __syncwarp(mask);
+  if (rank == 0) ring_ack(w.proxy_ring, ticket);
+}
+
+/// put/get (op put or get) of nbytes between the symmetric `remote` on pe and `local`, at Scope. Blocking calls
+/// wait for the proxy's completion (source reusable, data arrived); _nbi ones only post (completed by quiet; the
+/// local buffer must stay valid until then). Puts up to w.proxy_payload_max and blocking gets up to one payload
+/// area are carried in the ring's payload areas (`local` in any memory space; a carried put returns once posted);
+/// other calls need `local` in global memory (the proxy hands its address to UCX), except those of one word or of
+/// at most kProxyInlineBytes, whose bytes travel in descriptors.
 template <class Scope>
 __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bool nbi, const void* remote,
                                           const void* local, size_t nbytes, int pe, const char* call) {
   const bool one_word = nbytes <= 8 && (nbytes & (nbytes - 1)) == 0;
+  // Carried in the ring's payload areas (a ring with them, SHOAL_PROXY_PAYLOAD_MAX): puts in pieces, returning once
+  // posted; blocking gets of one piece. The scope's first warp carries the bytes; the others wait at the syncs.
+  const bool carried_put = op == proxy_op::put && nbytes <= w.proxy_payload_max;
+  const bool carried_get = op == proxy_op::get && !nbi && nbytes <= w.proxy_payload_max && nbytes <= w.proxy_payload;
+  if (!one_word && nbytes > 0 && (carried_put || carried_get)) {
+    Scope::sync();
+    const uint32_t lanes = carrier_lanes<Scope>();
+    if (Scope::rank() < lanes) {
+      if (carried_put) {
+        proxy_desc tail = proxy_make(proxy_op::put, false, pe, proxy_offset(w, remote));
+        tail.nbytes = nbytes;
+        proxy_put_carried(w, tail, static_cast<const char*>(local), Scope::rank(), lanes, call);
+      } else {
+        proxy_get_carried(w, proxy_offset(w, remote), static_cast<char*>(const_cast<void*>(local)), nbytes, pe,
+                          Scope::rank(), lanes, call);
+      }
+    }
+    Scope::sync();
+    return;
+  }
   if (one_word || (!__isGlobal(local) && nbytes <= kProxyInlineBytes)) {
-    // A buffer in registers, local or shared memory (UCX cannot reach it) or of one word (1, 2, 4 or 8 bytes):
-    // its bytes travel in the descriptors themselves, as p/g do (rank 0 of the scope). A one-word put then
+    // Not carried: a buffer in registers, local or shared memory (UCX cannot reach it), or one word (1, 2, 4 or 8
+    // bytes): its bytes travel in the descriptors themselves, as p/g do (rank 0 of the scope). A one-word put then
     // returns once posted, with no reply to wait for and no staging copy of its source by the proxy (the
     // session-18 probe: a waiting round trip through the ring costs a kernel ~6 us), and a one-word get waits for
     // its value in the reply line instead of a copy into GPU memory.
@@ -305,13 +444,25 @@ template <class Scope>
 __device__ __forceinline__ void proxy_put_signal(const device_world& w, bool nbi, void* dest, const void* source,
                                                  size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                                  const char* call) {
-  proxy_check_global(w, source, call);
   proxy_desc d = proxy_make(proxy_op::put_signal, !nbi, pe, proxy_offset(w, dest));
-  d.local = reinterpret_cast<uint64_t>(source);
   d.nbytes = nbytes;
   d.amo = static_cast<uint8_t>(sig_op == SHOAL_SIGNAL_ADD ? proxy_amo::add : proxy_amo::swap);
   d.operand = signal;
   d.compare = proxy_offset(w, sig_addr);
+  if (nbytes > 0 && nbytes <= w.proxy_payload_max) {
+    // Carried (proxy_put_carried): the data in payload pieces, the last one the put_signal; returns once posted
+    // (a blocking put-with-signal waits only until its source is reusable).
+    Scope::sync();
+    const uint32_t lanes = carrier_lanes<Scope>();
+    if (Scope::rank() < lanes) {
+      d.flags = 0;
+      proxy_put_carried(w, d, static_cast<const char*>(source), Scope::rank(), lanes, call);
+    }
+    Scope::sync();
+    return;
+  }
+  proxy_check_global(w, source, call);
+  d.local = reinterpret_cast<uint64_t>(source);
   proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
 }
 

@@ -13,6 +13,9 @@
 //            the producer reads it and acknowledges with state = ticket*4 + done
 //   release  other descriptors: the proxy sets done once it copied them out; `released` advances
 //            over consecutive done slots, which gives producers their credits back
+//   payload  where the ring has one (kernels' rings): a put's bytes travel in the slot's payload area, written by
+//            the producer between reserve and commit, so the proxy stages nothing from GPU memory; a waiting get's
+//            bytes land there and the producer copies them out before it acknowledges
 // quiet = a waiting descriptor the proxy answers once everything it issued before is complete;
 // fence = a descriptor that orders what came before it against what comes after.
 #pragma once
@@ -51,18 +54,23 @@ inline constexpr uint64_t kQuietPosting = uint64_t{1} << 63;
 
 /// Descriptor flag: the producer waits for the proxy's reply (blocking calls, fetches, quiet).
 inline constexpr uint8_t kProxyWait = 1;
+/// Descriptor flag: the data are in the slot's payload area (proxy_ring::payload), not at `local`. A put or
+/// put_signal: the producer wrote its nbytes (<= the ring's payload) there before the commit, so its source is
+/// reusable once posted. A get (waiting): the proxy lands the bytes there before answering, and the producer copies
+/// them out before it acknowledges (the slot, payload included, is its own until then).
+inline constexpr uint8_t kProxyPayload = 2;
 
 /// One request. The proxy copies it out before it releases the slot; `local` must stay valid
 /// until the call's completion (blocking: its return; nbi: the next quiet).
 struct proxy_desc {
   uint64_t state;  ///< ticket*4 + proxy_state; written with release, read with acquire
   proxy_op op;
-  uint8_t flags;  ///< kProxyWait
+  uint8_t flags;  ///< kProxyWait, kProxyPayload
   uint8_t amo;    ///< amo_op code (src/transport/scalar.hpp)
   uint8_t type;   ///< scalar_kind << 4 | bytes
   int32_t pe;
   uint64_t offset;  ///< heap offset on pe
-  uint64_t local;   ///< address of the local buffer (source of put, destination of get)
+  uint64_t local;   ///< address of the local buffer (source of put, destination of get); 0 with kProxyPayload
   uint64_t nbytes;
   uint64_t operand;  ///< p value, AMO operand, signal value
   uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset
@@ -110,8 +118,15 @@ struct proxy_reply {
 };
 static_assert(sizeof(proxy_reply) == 16);
 
-/// The ring's control words, followed in the same allocation by `slots` descriptors. Each counter
-/// sits on its own cache line: producers hammer `reserved`, the proxy writes `released`.
+/// A ring's geometry as kernels hold it (device_world::proxy_slots, proxy_payload).
+struct proxy_ring_shape {
+  uint32_t slots = 0;
+  uint32_t payload = 0;  ///< bytes of each slot's payload area (0: none)
+};
+
+/// The ring's control words, followed in the same allocation by `slots` descriptors, their reply lines and (when
+/// `payload` is not 0) a payload area of `payload` bytes per slot. Each counter sits on its own cache line:
+/// producers hammer `reserved`, the proxy writes `released`.
 struct proxy_ring {
   alignas(64) uint64_t reserved;      ///< the next ticket (producers' fetch_add)
   alignas(64) uint64_t released;      ///< tickets below this are free (the proxy's credits)
@@ -120,7 +135,7 @@ struct proxy_ring {
   alignas(64) uint64_t quiet_done;    ///< 1 + the newest answered quiet's ticket (0: none): every other ticket
                                       ///< below it is complete
   alignas(64) uint32_t slots;         ///< a power of two
-  uint32_t reserved_pad;
+  uint32_t payload;                   ///< bytes of each slot's payload area (a multiple of 64; 0: none)
   uint64_t pad[7];
 
   SHOAL_HOST_DEVICE proxy_desc* slot(uint64_t ticket) {
@@ -129,9 +144,19 @@ struct proxy_ring {
   SHOAL_HOST_DEVICE proxy_reply* reply_line(uint64_t ticket) {
     return reinterpret_cast<proxy_reply*>(reinterpret_cast<proxy_desc*>(this + 1) + slots) + (ticket & (slots - 1));
   }
-  /// Bytes of a ring with `slots` descriptors and their reply lines.
-  static constexpr uint64_t nbytes_for(uint32_t slots) {
-    return sizeof(proxy_ring) + uint64_t{slots} * (sizeof(proxy_desc) + sizeof(proxy_reply));
+  /// Where the payload areas start, from the ring's start (64-byte aligned).
+  SHOAL_HOST_DEVICE static constexpr uint64_t payload_offset(uint32_t slots) {
+    return (sizeof(proxy_ring) + uint64_t{slots} * (sizeof(proxy_desc) + sizeof(proxy_reply)) + 63) & ~uint64_t{63};
+  }
+  /// `ticket`'s payload area in a ring of `slots` slots with `payload` bytes each (kernels pass the geometry they
+  /// hold in device memory, so finding the area reads no host memory).
+  SHOAL_HOST_DEVICE static char* payload_at(proxy_ring* ring, uint32_t slots, uint32_t payload, uint64_t ticket) {
+    return reinterpret_cast<char*>(ring) + payload_offset(slots) + (ticket & (slots - 1)) * payload;
+  }
+  SHOAL_HOST_DEVICE char* payload_of(uint64_t ticket) { return payload_at(this, slots, payload, ticket); }
+  /// Bytes of a ring with `slots` descriptors, their reply lines and `payload` bytes of payload area per slot.
+  static constexpr uint64_t nbytes_for(uint32_t slots, uint32_t payload = 0) {
+    return payload_offset(slots) + uint64_t{slots} * payload;
   }
 };
 static_assert(sizeof(proxy_ring) == 320);
@@ -301,34 +326,56 @@ SHOAL_HOST_DEVICE bool ring_credit(proxy_ring* ring, uint64_t ticket, uint64_t s
   return ticket < released + slots;
 }
 
-/// Posts `d` (its op, flags and fields; state is ignored) and returns its ticket. Waits for a
-/// credit when the ring is full (its polls through `watch`); `expired()` is asked once per unsatisfied
-/// poll and ends the wait (returning ~0) when it says true. A waiting descriptor's reply line is zeroed before
-/// the commit. Thread-safe across any number of producers.
+/// Reserves the next `count` consecutive tickets (count <= slots) and waits for the credit of the last (its polls
+/// through `watch`); `expired()` is asked once per unsatisfied poll and ends the wait (returning ~0) when it says
+/// true. Returns the first. The slots (and their payload areas) are then the producer's to fill until ring_commit,
+/// which must follow for each: the proxy takes tickets in order and waits for every one.
 template <class Clock, class Watch = ring_direct>
-SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired, Watch&& watch = Watch{}) {
+SHOAL_HOST_DEVICE uint64_t ring_reserve(proxy_ring* ring, Clock& expired, Watch&& watch = Watch{}, uint64_t count = 1) {
   const uint64_t slots = ring->slots;
-  const uint64_t ticket = ring_atomic::fetch_add(&ring->reserved, 1);
-  while (!ring_credit(ring, ticket, slots, watch)) {
+  const uint64_t ticket = ring_atomic::fetch_add(&ring->reserved, count);
+  while (!ring_credit(ring, ticket + count - 1, slots, watch)) {
     if (expired()) return ~uint64_t{0};
     watch.idle();
   }
+  return ticket;
+}
+
+/// Fills `ticket`'s slot with `d` (its op, flags and fields; state is ignored) and commits it. A waiting
+/// descriptor's reply line is zeroed before the commit. The commit is a release: the producer's earlier stores (a
+/// payload it wrote; for a scoped call, the scope's, ordered before by the scope's sync) are visible first.
+SHOAL_HOST_DEVICE inline void ring_commit(proxy_ring* ring, uint64_t ticket, const proxy_desc& d) {
   proxy_desc* s = ring->slot(ticket);
   s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
   s->offset = d.offset, s->local = d.local, s->nbytes = d.nbytes;
   s->operand = d.operand, s->compare = d.compare, s->spare = 0;
   if ((d.flags & kProxyWait) != 0) ring_atomic::clear_line(ring->reply_line(ticket));
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotCommitted);
+}
+
+/// Acknowledges the answer to the waiting descriptor `ticket`, which frees its slot. A relaxed store: the answer
+/// was read with acquire, which orders this after that read (and after the reads of the payload behind it, which
+/// the caller made before).
+SHOAL_HOST_DEVICE inline void ring_ack(proxy_ring* ring, uint64_t ticket) {
+  ring_atomic::store_relaxed(&ring->slot(ticket)->state, ticket * 4 + kSlotDone);
+}
+
+/// Posts `d` (ring_reserve, then ring_commit) and returns its ticket, or ~0 when `expired()` ended the wait for a
+/// credit. Thread-safe across any number of producers.
+template <class Clock, class Watch = ring_direct>
+SHOAL_HOST_DEVICE uint64_t ring_post(proxy_ring* ring, const proxy_desc& d, Clock& expired, Watch&& watch = Watch{}) {
+  const uint64_t ticket = ring_reserve(ring, expired, watch);
+  if (ticket != ~uint64_t{0}) ring_commit(ring, ticket, d);
   return ticket;
 }
 
 /// Waits for the proxy's reply to the waiting descriptor `ticket` (its reply line), acknowledges it (freeing the
-/// slot) and returns the value and the proxy's status (0: success, else the engine's negative error code). False
-/// when `expired()` ended the wait (the slot stays held). Polls through `watch`. The acknowledgement is a relaxed
-/// store: the line was read with acquire, which orders it after that read.
+/// slot; with `ack` false the caller does, with ring_ack, once it has read the slot's payload) and returns the value
+/// and the proxy's status (0: success, else the engine's negative error code). False when `expired()` ended the
+/// wait (the slot stays held). Polls through `watch`.
 template <class Clock, class Watch = ring_direct>
 SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* reply, int64_t* status, Clock& expired,
-                                 Watch&& watch = Watch{}) {
+                                 Watch&& watch = Watch{}, bool ack = true) {
   proxy_reply* line = ring->reply_line(ticket);
   for (;;) {
     if (watch.enter()) {
@@ -344,7 +391,7 @@ SHOAL_HOST_DEVICE bool ring_wait(proxy_ring* ring, uint64_t ticket, uint64_t* re
     if (expired()) return false;
     watch.idle();
   }
-  ring_atomic::store_relaxed(&ring->slot(ticket)->state, ticket * 4 + kSlotDone);
+  if (ack) ring_ack(ring, ticket);
   return true;
 }
 

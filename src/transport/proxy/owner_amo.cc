@@ -149,16 +149,18 @@ void owner_amo::leave(const entered& e) {
 }
 
 namespace {
-/// True when `p` is host memory that CUDA does not know (pageable): a copy from or to it would take the
-/// driver's own staging path, which the owner avoids (see copy()).
-bool pageable(const void* p) {
+/// What memory `p` is: cudaMemoryTypeUnregistered for host memory that CUDA does not know (pageable: a copy from or
+/// to it would take the driver's own staging path, which the owner avoids, see copy()), cudaMemoryTypeHost for
+/// pinned host memory, else GPU (or managed) memory.
+cudaMemoryType kind_of(const void* p) {
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     cudaGetLastError();  // older drivers report unknown host pointers as an error; not sticky
-    return true;
+    return cudaMemoryTypeUnregistered;
   }
-  return attr.type == cudaMemoryTypeUnregistered;
+  return attr.type;
 }
+bool in_host_memory(cudaMemoryType kind) { return kind == cudaMemoryTypeUnregistered || kind == cudaMemoryTypeHost; }
 }  // namespace
 
 std::string owner_amo::prepare() {
@@ -178,6 +180,11 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   }
   const in_context scope(*this);
   if (!scope.error.empty()) return scope.error;
+  const cudaMemoryType to_kind = kind_of(dest), from_kind = kind_of(source);
+  if (in_host_memory(to_kind) && in_host_memory(from_kind)) {  // a get landing in a ring slot's payload area
+    std::memcpy(dest, source, nbytes);
+    return {};
+  }
   // On the private stream, then waited for: the bytes are in place (not merely staged by the driver)
   // before the answer leaves, and before any later owner-applied atomic's kernel on the same stream.
   // A pageable host side (the staging of a put, a UCX receive buffer) goes through the pinned bounce
@@ -187,7 +194,8 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   auto* stream = static_cast<cudaStream_t>(stream_);
   auto* to = static_cast<char*>(dest);
   const auto* from = static_cast<const char*>(source);
-  const bool host_to = pageable(dest), host_from = !host_to && pageable(source);
+  const bool host_to = to_kind == cudaMemoryTypeUnregistered;
+  const bool host_from = !host_to && from_kind == cudaMemoryTypeUnregistered;
   for (size_t done = 0; done < nbytes;) {
     const size_t n = (host_to || host_from) ? std::min(nbytes - done, kBounceBytes) : nbytes;
     void* d = host_to ? bounce_ : to + done;

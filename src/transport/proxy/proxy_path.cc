@@ -76,6 +76,7 @@ class ucx_proxy_path final : public proxy_ops {
     engine_.put_signal(call, pe, offset, source, nbytes, sig_offset, signal, add ? ucx_amo::add : ucx_amo::swap);
   }
   proxy_ring* device_ring() override { return engine_.device_ring(); }
+  proxy_ring_shape device_ring_shape() override { return engine_.device_ring_shape(); }
 
  private:
   // One UCP atomic on a 4- or 8-byte word. FETCH = OR 0, SET = SWAP, INC = ADD 1.

@@ -25,6 +25,8 @@ class proxy_ops : public path_ops {
   virtual void close(std::string_view call) = 0;
   /// The request ring as kernels see it (GPU heaps), else nullptr (device_world::proxy_ring).
   virtual proxy_ring* device_ring() = 0;
+  /// That ring's slots and payload bytes per slot.
+  virtual proxy_ring_shape device_ring_shape() = 0;
   /// The UCX transports towards `pe` (empty when none).
   virtual std::string describe(int pe) = 0;
   /// Put-with-signal as one descriptor (put, fence, signal add or set): returns once `source` may be

@@ -100,6 +100,9 @@ constexpr long kRingNapNs = 30'000;
 constexpr unsigned long kTimerSlackNs = 5'000;
 // Descriptors in the request ring (a power of two).
 constexpr uint32_t kRingSlots = 256;
+// Bytes of each slot's payload area in a device-mapped ring (1 MiB of pinned memory in all): kernels' puts and
+// blocking gets carry their data there (SHOAL_PROXY_PAYLOAD_MAX), so the proxy stages nothing from GPU memory.
+constexpr uint32_t kRingPayload = 4096;
 // Host heaps: put-with-signal of at most this many bytes travels as one active message.
 constexpr uint64_t kPutSignalMessageMax = 8192;
 
@@ -195,6 +198,9 @@ struct ucx_engine::state {
   proxy_ring* device_ring = nullptr;
   bool ring_pinned = false;
   std::unique_ptr<ring_consumer> consumer;
+  // Host producers put (and get, blocking) through the ring's payload areas too, as kernels do on GPU heaps
+  // (SHOAL_TEST_PROXY_PAYLOAD=1: the CPU suites' cover of that protocol).
+  bool host_payload = false;
   // The first failure of a descriptor nobody waits on: reported by the next quiet.
   ucs_status_t async_error = UCS_OK;
   // GPU heaps: every AMO (signals included) is applied by the owning PE (am_atomics); nullptr for
@@ -374,10 +380,12 @@ struct ucx_engine::state {
     });
   }
 
-  // Allocates the zeroed ring; pinned and device-mapped when kernels post into it (`mapped`).
+  // Allocates the zeroed ring; pinned and device-mapped when kernels post into it (`mapped`). Its slots have
+  // payload areas where kernels post into it, or host producers use them (host_payload).
   void make_ring(bool mapped, int my_pe) {
     constexpr std::string_view call = "shoal_init";
-    const uint64_t nbytes = proxy_ring::nbytes_for(kRingSlots);
+    const uint32_t payload = mapped || host_payload ? kRingPayload : 0;
+    const uint64_t nbytes = proxy_ring::nbytes_for(kRingSlots, payload);
     if (mapped) {
 #ifdef SHOAL_HAVE_CUDA
       void* host = nullptr;
@@ -403,6 +411,7 @@ struct ucx_engine::state {
     std::memset(ring_memory.get(), 0, nbytes);
     ring = reinterpret_cast<proxy_ring*>(ring_memory.get());
     ring->slots = kRingSlots;
+    ring->payload = payload;
     consumer = std::make_unique<ring_consumer>(ring);
   }
 
@@ -653,9 +662,13 @@ struct ucx_engine::state {
   //   it (the owner's UCX pulls the data straight into its heap). A rendezvous message's data may land
   //   after a later message is handled, so direct_puts_unsettled makes the next put-with-signal
   //   message or owner-applied atomic wait for the answers first.
+  //   A source already in host memory that `data` owns (data->staged: a put carried in its slot's payload area)
+  //   is sent as it is.
   void start_am_put(in_flight* data, in_flight* ack, int pe, uint64_t offset, const void* source, uint64_t nbytes,
                     bool stage) {
-    if (stage) {
+    if (stage && source != nullptr && source == data->staged.get()) {
+      // copied out of the slot's payload area by execute(): host memory already
+    } else if (stage) {
       data->staged.reset(new char[nbytes > 0 ? nbytes : 1]);
       if (const std::string err = am->copy(data->staged.get(), source, nbytes); !err.empty()) {
         std::fprintf(stderr, "shoal: PE %d: staging a put to PE %d failed: %s\n", my_pe, pe, err.c_str());
@@ -690,10 +703,27 @@ struct ucx_engine::state {
     ams_unsettled = true;
   }
 
-  // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once).
-  void execute(const proxy_desc& d, uint64_t ticket) {
+  // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once). A put carried in the
+  // slot's payload area (kProxyPayload) is copied out with it, into host memory its in_flight owns; a get carried
+  // there (waiting) lands in the payload area, which its producer reads before it acknowledges.
+  void execute(const proxy_desc& slot_copy, uint64_t ticket) {
+    proxy_desc d = slot_copy;
     const bool wait = (d.flags & kProxyWait) != 0;
     auto* op = new in_flight{this, ticket, wait, d.operand, d.compare};
+    if ((d.flags & kProxyPayload) != 0) {
+      const bool carries = d.op == proxy_op::put || d.op == proxy_op::put_signal || d.op == proxy_op::get;
+      if (!carries || d.nbytes > ring->payload || (d.op == proxy_op::get && !wait)) {
+        if (!wait) consumer->finish(ticket);
+        return complete(op, UCS_ERR_INVALID_PARAM);  // not a producer of this library's making
+      }
+      if (d.op == proxy_op::get) {
+        d.local = reinterpret_cast<uint64_t>(ring->payload_of(ticket));
+      } else {
+        op->staged.reset(new char[d.nbytes > 0 ? d.nbytes : 1]);
+        std::memcpy(op->staged.get(), ring->payload_of(ticket), d.nbytes);
+        d.local = reinterpret_cast<uint64_t>(op->staged.get());
+      }
+    }
     if (!wait) consumer->finish(ticket);
     const int pe = d.pe;
     const remote_word target = pe >= 0 ? remote_of(pe, d.offset) : remote_word{0, nullptr};
@@ -775,6 +805,7 @@ struct ucx_engine::state {
         // A waiting producer is answered by the put's local completion (its source may be reused);
         // the signal completes in the background, like an nbi operation (fence and quiet wait).
         auto* data = new in_flight{this, ticket, wait, 0, 0};
+        data->staged = std::move(op->staged);  // a carried source: kept until the data's send completes
         op->wait = false;
         const bool eager_message = d.nbytes <= kPutSignalMessageMax;
         if (!gpu_heap && !amo_by_owner && !puts_unfenced && (eager_message || d.nbytes >= am_put_min[pe])) {
@@ -854,6 +885,38 @@ struct ucx_engine::state {
     if (ring_post(ring, d, poll) == ~uint64_t{0}) timed_out(call_name, what, d.pe, "found no ring slot");
     try_drive();
   }
+
+  // A put or put-with-signal whose bytes travel in its slot's payload area (host_payload: what a kernel's put
+  // does): written between the reservation and the commit, so the call returns once posted.
+  void post_carried(std::string_view call_name, std::string_view what, proxy_desc d, const void* source) {
+    host_poll poll(*this);
+    const uint64_t ticket = ring_reserve(ring, poll);
+    if (ticket == ~uint64_t{0}) timed_out(call_name, what, d.pe, "found no ring slot");
+    std::memcpy(ring->payload_of(ticket), source, d.nbytes);
+    d.flags = kProxyPayload;
+    d.local = 0;
+    ring_commit(ring, ticket, d);
+    try_drive();
+  }
+
+  // A blocking get whose bytes land in its slot's payload area (host_payload: what a kernel's blocking get does):
+  // read out before the acknowledgement frees the slot.
+  void get_carried(std::string_view call_name, std::string_view what, proxy_desc d, void* dest) {
+    d.flags = kProxyWait | kProxyPayload;
+    d.local = 0;
+    host_poll poll(*this);
+    const uint64_t ticket = ring_post(ring, d, poll);
+    uint64_t reply = 0;
+    int64_t status = 0;
+    if (ticket == ~uint64_t{0} || !ring_wait(ring, ticket, &reply, &status, poll, ring_direct{}, false))
+      timed_out(call_name, what, d.pe, "did not complete");
+    if (status == 0) std::memcpy(dest, ring->payload_of(ticket), d.nbytes);
+    ring_ack(ring, ticket);
+    if (status != 0) fail_ucx(call_name, what, d.pe, static_cast<ucs_status_t>(status));
+  }
+
+  // True when a host call of nbytes takes the payload route (host_payload).
+  bool carried(size_t nbytes) const { return host_payload && nbytes > 0 && nbytes <= ring->payload; }
 
   // A host thread's poll while it waits on the ring (for a credit, or for its answer): drives the
   // worker when it is free, at full speed while that moves things; after 512 idle polls yields,
@@ -1053,6 +1116,8 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   boot.allgather(padded.data(), all.data(), longest, call);
 
   s_->my_pe = boot.rank();
+  const char* payload_test = std::getenv("SHOAL_TEST_PROXY_PAYLOAD");
+  s_->host_payload = payload_test != nullptr && std::strcmp(payload_test, "1") == 0;
   s_->make_ring(gpu_heap, boot.rank());
   // GPU heaps: AMOs applied by the owner. SHOAL_TEST_PROXY_AMO_BY_OWNER=1 takes that route on host
   // heaps too (CPU atomics at the owner), so the CPU suites exercise the protocol.
@@ -1127,14 +1192,20 @@ proxy_desc rma_desc(proxy_op op, int pe, uint64_t offset, const void* local, siz
 }  // namespace
 
 void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+  if (s_->carried(nbytes))
+    return s_->post_carried(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, nullptr, nbytes), source);
   s_->call(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
+  if (s_->carried(nbytes))
+    return s_->get_carried(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, nullptr, nbytes), dest);
   s_->call(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, dest, nbytes));
 }
 
 void ucx_engine::put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
+  if (s_->carried(nbytes))
+    return s_->post_carried(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, nullptr, nbytes), source);
   s_->post_nbi(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
 
@@ -1157,6 +1228,7 @@ void ucx_engine::put_signal(std::string_view call, int pe, uint64_t offset, cons
   proxy_desc d{};
   d.op = proxy_op::put_signal, d.amo = static_cast<uint8_t>(op), d.pe = pe, d.offset = offset;
   d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes, d.operand = signal, d.compare = sig_offset;
+  if (s_->carried(nbytes)) return s_->post_carried(call, "ucp_put_nbx + signal", d, source);
   s_->call(call, "ucp_put_nbx + signal", d);
 }
 
@@ -1180,6 +1252,11 @@ void ucx_engine::close(std::string_view call) {
 }
 
 proxy_ring* ucx_engine::device_ring() const { return s_->device_ring; }
+
+proxy_ring_shape ucx_engine::device_ring_shape() const {
+  if (s_->device_ring == nullptr) return {};
+  return {s_->ring->slots, s_->ring->payload};
+}
 
 std::string ucx_engine::transports(int pe) {
   std::string text;

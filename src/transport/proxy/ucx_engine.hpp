@@ -68,6 +68,8 @@ class ucx_engine {
   void close(std::string_view call);
   /// The request ring as kernels see it (pinned, device-mapped) for GPU heaps; nullptr for host heaps.
   proxy_ring* device_ring() const;
+  /// That ring's slots and payload bytes per slot (kernels' puts and blocking gets carry their data there).
+  proxy_ring_shape device_ring_shape() const;
   /// "tcp/lo.0" or similar: the UCX transports the endpoint to `pe` uses (for shoal-info and logs).
   std::string transports(int pe);
 
