@@ -60,11 +60,11 @@ constexpr std::array kTable = {
              "private: a CUDA context of its own on the heap's GPU, so a program thread blocked in a CUDA call "
              "(a pageable cudaMemcpy behind a kernel waiting for the proxy) cannot hold it back; primary: the "
              "program's primary context"},
-    variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "16K",
+    variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "4K",
              "proxy transport on GPU heaps: a kernel's puts up to this size travel in the request ring's payload "
-             "areas (4K per slot; larger puts in 4K pieces), written by the kernel's threads, so the proxy stages "
-             "nothing from GPU memory and a blocking put returns once posted; blocking gets up to 4K land there too; "
-             "0: never",
+             "areas (4K per slot; a larger put in 4K pieces, each its own message), written by the kernel's threads, "
+             "so the proxy stages nothing from GPU memory and a blocking put returns once posted; blocking gets up "
+             "to min(this, 4K) land there too; 0: never",
              "0", "1M"},
     // behaviour
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
