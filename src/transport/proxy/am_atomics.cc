@@ -172,8 +172,9 @@ ucs_status_t am_atomics::send_get(int pe, uint64_t token, uint64_t offset, uint6
 
 ucs_status_t am_atomics::drain(std::chrono::milliseconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
-  while (!awaited_.empty()) {
+  while (!awaited_.empty() || owner_.copies_pending() > 0) {
     ucp_worker_progress(worker_);
+    owner_.poll();
     if (timeout.count() > 0 && std::chrono::steady_clock::now() > end) return UCS_ERR_TIMED_OUT;
   }
   return UCS_OK;
@@ -265,11 +266,17 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length != m.operand) {
     r.status = UCS_ERR_UNSUPPORTED;  // staged puts are sent eager and whole: never expected
-  } else {
-    const std::string err = self->owner_.copy(reinterpret_cast<void*>(self->local_address(m.offset)), data, length);
-    if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", m.from, err);
+    self->answer(m.from, r);
+    return UCS_OK;
   }
-  self->answer(m.from, r);
+  // Answered once the data have landed (a copy on the owner's stream, many in flight; later copies and atomics of
+  // this owner run behind it).
+  const int from = m.from;
+  self->owner_.copy_in(reinterpret_cast<void*>(self->local_address(m.offset)), data, length,
+                       [self, from, r](const std::string& err) mutable {
+                         if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", from, err);
+                         self->answer(from, r);
+                       });
   return UCS_OK;
 }
 
@@ -299,38 +306,52 @@ ucs_status_t am_atomics::on_get(void* arg, const void* header, size_t header_nby
   const size_t nbytes = inside ? m.operand : 0;
   const auto* source = reinterpret_cast<const char*>(self->local_address(m.offset));
   // Host heaps answer straight from the heap (rendezvous for large answers: the requester's UCX pulls
-  // them into place); GPU heaps stage the bytes in a host buffer behind the answer's header.
-  const bool direct = self->host_heap_ && m.code == kGetDirect;
-  auto* buffer = new char[sizeof(get_reply) + (direct ? 0 : nbytes)];
-  get_reply r{m.token, m.swap_in, 0};
+  // them into place); GPU heaps copy the bytes out (on the owner's stream, many in flight) and answer with a copy
+  // behind the answer's header.
   if (!inside) {
-    r.status = self->refused("a get", m.from, m.offset, m.operand);
-  } else if (!direct) {
-    const std::string err = self->owner_.copy(buffer + sizeof(get_reply), source, nbytes);
-    if (!err.empty()) r.status = owner_failed(self->my_pe_, "a get", m.from, err);
+    self->answer_get(m, self->refused("a get", m.from, m.offset, m.operand), nullptr, 0, false);
+  } else if (self->host_heap_ && m.code == kGetDirect) {
+    self->answer_get(m, 0, source, nbytes, true);
+  } else {
+    self->owner_.copy_out(source, nbytes, [self, m, nbytes](const std::string& err, const char* bytes) {
+      if (!err.empty()) return self->answer_get(m, owner_failed(self->my_pe_, "a get", m.from, err), nullptr, 0, false);
+      self->answer_get(m, 0, bytes, nbytes, false);
+    });
+  }
+  return UCS_OK;
+}
+
+// A get's answer: the header, then nbytes from `bytes` (direct: sent from there, which stays valid; else copied
+// behind the header).
+void am_atomics::answer_get(const request& m, int64_t status, const char* bytes, size_t nbytes, bool direct) {
+  auto* buffer = new char[sizeof(get_reply) + (direct || status != 0 ? 0 : nbytes)];
+  get_reply r{m.token, m.swap_in, status};
+  const char* source = bytes;
+  if (!direct && status == 0 && nbytes > 0) {
+    std::memcpy(buffer + sizeof(get_reply), bytes, nbytes);
     source = buffer + sizeof(get_reply);
   }
+  if (status != 0) nbytes = 0;
   std::memcpy(buffer, &r, sizeof(r));
-  ucp_ep_h ep = m.from >= 0 && m.from < static_cast<int>(self->eps_.size()) ? self->eps_[m.from] : nullptr;
+  ucp_ep_h ep = m.from >= 0 && m.from < static_cast<int>(eps_.size()) ? eps_[m.from] : nullptr;
   ucs_status_ptr_t sent = UCS_STATUS_PTR(UCS_ERR_UNREACHABLE);
   if (ep != nullptr) {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = free_buffer;
     param.user_data = buffer;
-    if (!direct || nbytes < self->rendezvous_min_) {
+    if (!direct || nbytes < rendezvous_min_) {
       param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
       param.flags = UCP_AM_SEND_FLAG_EAGER;
     }
-    sent = ucp_am_send_nbx(ep, kAmGetReply, buffer, sizeof(r), source, r.status == 0 ? nbytes : 0, &param);
+    sent = ucp_am_send_nbx(ep, kAmGetReply, buffer, sizeof(r), source, nbytes, &param);
   }
   if (!UCS_PTR_IS_PTR(sent)) {
     delete[] buffer;
     if (UCS_PTR_IS_ERR(sent))
-      std::fprintf(stderr, "shoal: PE %d: answering a get of PE %d failed: %s\n", self->my_pe_, m.from,
+      std::fprintf(stderr, "shoal: PE %d: answering a get of PE %d failed: %s\n", my_pe_, m.from,
                    ucs_status_string(UCS_PTR_STATUS(sent)));
   }
-  return UCS_OK;
 }
 
 // The requester's side of a staged get: the bytes to their destination, then the caller is told.
@@ -355,11 +376,19 @@ ucs_status_t am_atomics::on_get_reply(void* arg, const void* header, size_t head
   }
   if (r.status == 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) r.status = UCS_ERR_UNSUPPORTED;
   if (r.status == 0 && length > 0) {
-    const std::string err = self->owner_.copy(reinterpret_cast<void*>(r.dest), data, length);
-    if (!err.empty()) {
-      std::fprintf(stderr, "shoal: PE %d: landing a get's data failed: %s\n", self->my_pe_, err.c_str());
-      r.status = UCS_ERR_IO_ERROR;
-    }
+    // Reported once the data have landed (a copy into GPU memory runs on this PE's stream, many in flight); the
+    // get stays awaited until then, so drain() and the quiets behind it wait for it.
+    const uint64_t token = r.token;
+    self->owner_.copy_in(reinterpret_cast<void*>(r.dest), data, length, [self, token](const std::string& err) {
+      int64_t status = 0;
+      if (!err.empty()) {
+        std::fprintf(stderr, "shoal: PE %d: landing a get's data failed: %s\n", self->my_pe_, err.c_str());
+        status = UCS_ERR_IO_ERROR;
+      }
+      self->awaited_.erase(token);
+      self->done_(self->ctx_, token, 0, status);
+    });
+    return UCS_OK;
   }
   self->awaited_.erase(asked);
   self->done_(self->ctx_, r.token, 0, r.status);

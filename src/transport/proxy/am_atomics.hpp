@@ -71,7 +71,13 @@ class am_atomics {
   std::string prepare() { return owner_.prepare(); }
   /// This PE's copy engine for staging (the owner_amo's stream): `dest` <- `source`, landed on return.
   std::string copy(void* dest, const void* source, size_t nbytes) { return owner_.copy(dest, source, nbytes); }
-  /// Progresses the worker until every request sent has been answered, or `timeout` (0: none) passed.
+  /// Reports the owner's copies that have landed (owner_amo::poll): answers to staged puts and gets, landed gets;
+  /// true when any was. Call from the progress loop.
+  bool poll() { return owner_.poll(); }
+  /// The owner's copies not reported yet.
+  size_t copies_pending() const { return owner_.copies_pending(); }
+  /// Progresses the worker (and the owner's copies) until every request sent has been answered and every copy
+  /// reported, or `timeout` (0: none) passed.
   ucs_status_t drain(std::chrono::milliseconds timeout);
   uint64_t outstanding() const { return awaited_.size(); }
 
@@ -118,6 +124,7 @@ class am_atomics {
   // Says that `what` from PE `from` reached outside this PE's heap or data segment; the answer's status.
   int64_t refused(const char* what, int from, uint64_t offset, uint64_t nbytes) const;
   void answer(int to, const reply& r);
+  void answer_get(const request& m, int64_t status, const char* bytes, size_t nbytes, bool direct);
   ucs_status_t post(ucp_ep_h ep, unsigned id, const void* message, size_t nbytes);
 
   ucp_worker_h worker_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "shoal/detail/proxy_ring.hpp"
@@ -66,6 +67,8 @@ owner_amo::~owner_amo() {
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   if (fetched_ != nullptr) cudaFreeHost(fetched_);
   if (bounce_ != nullptr) cudaFreeHost(bounce_);
+  for (void* b : buffers_) cudaFreeHost(b);
+  for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
   if (pushed) {
     CUcontext popped = nullptr;
     drv->cuCtxPopCurrent(&popped);
@@ -210,6 +213,142 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   return {};
 }
 
+int owner_amo::take_buffer(std::string* error) {
+  if (buffers_.empty()) {
+    for (int i = 0; i < kAsyncBuffers; ++i) {
+      void* buffer = nullptr;
+      if (cudaError_t e = cudaHostAlloc(&buffer, kAsyncBytes, cudaHostAllocDefault); e != cudaSuccess) {
+        *error = failed("cudaHostAlloc (a staging buffer)", e);
+        return -1;
+      }
+      buffers_.push_back(buffer);
+      cudaEvent_t event = nullptr;
+      if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
+        *error = failed("cudaEventCreateWithFlags", e);
+        return -1;
+      }
+      events_.push_back(event);
+      free_.push_back(i);
+    }
+  }
+  while (free_.empty() && !pending_.empty()) finish_oldest();
+  if (free_.empty()) {
+    *error = "no staging buffer free";
+    return -1;
+  }
+  const int b = free_.back();
+  free_.pop_back();
+  return b;
+}
+
+void owner_amo::report_front(const std::string& error, bool free_buffer) {
+  pending_copy p = std::move(pending_.front());
+  pending_.pop_front();
+  if (p.out)
+    p.out_bytes(error, error.empty() ? static_cast<const char*>(buffers_[p.buffer]) : nullptr);
+  else
+    p.in(error);
+  if (free_buffer) free_.push_back(p.buffer);
+}
+
+void owner_amo::finish_oldest() {
+  const pending_copy& p = pending_.front();
+  auto* event = static_cast<cudaEvent_t>(events_[p.buffer]);
+  for (uint32_t polls = 0;; ++polls) {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return report_front({}, true);
+    if (e != cudaErrorNotReady) return report_front(failed("a staging copy", e), true);
+    if ((polls & 1023u) == 1023u) {
+      std::this_thread::yield();
+      const auto waited = std::chrono::steady_clock::now() - p.start;
+      if (timeout_.count() > 0 && waited > timeout_)
+        return report_front("a staging copy (" + std::to_string(p.nbytes) +
+                                " bytes) on the heap's GPU not complete within " + std::to_string(timeout_.count()) +
+                                " ms (SHOAL_WAIT_TIMEOUT)",
+                            false);
+    }
+  }
+}
+
+bool owner_amo::poll() {
+  if (pending_.empty()) return false;
+  const in_context scope(*this);
+  bool any = false;
+  while (!pending_.empty()) {
+    pending_copy& p = pending_.front();
+    const cudaError_t e =
+        scope.error.empty() ? cudaEventQuery(static_cast<cudaEvent_t>(events_[p.buffer])) : cudaErrorNotReady;
+    if (e == cudaErrorNotReady) {
+      const auto waited = std::chrono::steady_clock::now() - p.start;
+      if (!p.reported && waited >= std::chrono::seconds(5)) {
+        std::fprintf(stderr,
+                     "shoal: PE %d: proxy: a staging copy (%zu bytes) on the heap's GPU not complete after 5 s\n",
+                     my_pe_, p.nbytes);
+        p.reported = true;
+      }
+      if (timeout_.count() > 0 && waited > timeout_) {
+        report_front("a staging copy (" + std::to_string(p.nbytes) + " bytes) on the heap's GPU not complete within " +
+                         std::to_string(timeout_.count()) + " ms (SHOAL_WAIT_TIMEOUT)",
+                     false);
+        any = true;
+        continue;
+      }
+      break;
+    }
+    report_front(e == cudaSuccess ? std::string{} : failed("a staging copy", e), true);
+    any = true;
+  }
+  return any;
+}
+
+void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
+  if (host_heap_ || nbytes == 0) {
+    if (nbytes > 0) std::memcpy(dest, source, nbytes);
+    return done({});
+  }
+  if (nbytes > kAsyncBytes) return done(copy(dest, source, nbytes));
+  const in_context scope(*this);
+  if (!scope.error.empty()) return done(scope.error);
+  if (in_host_memory(kind_of(dest))) {  // a get landing in host memory (a ring slot's payload area, a host buffer)
+    std::memcpy(dest, source, nbytes);
+    return done({});
+  }
+  std::string error;
+  const int b = take_buffer(&error);
+  if (b < 0) return done(error);
+  std::memcpy(buffers_[b], source, nbytes);
+  auto* stream = static_cast<cudaStream_t>(stream_);
+  cudaError_t e = cudaMemcpyAsync(dest, buffers_[b], nbytes, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(events_[b]), stream);
+  if (e != cudaSuccess) {
+    free_.push_back(b);
+    return done(failed("cudaMemcpyAsync (a staging copy)", e));
+  }
+  pending_.push_back({b, false, nbytes, std::move(done), {}, std::chrono::steady_clock::now()});
+}
+
+void owner_amo::copy_out(const void* source, size_t nbytes, out_done done) {
+  if (host_heap_ || nbytes == 0) return done({}, static_cast<const char*>(source));
+  if (nbytes > kAsyncBytes) {
+    std::unique_ptr<char[]> bytes(new char[nbytes]);
+    const std::string error = copy(bytes.get(), source, nbytes);
+    return done(error, error.empty() ? bytes.get() : nullptr);
+  }
+  const in_context scope(*this);
+  if (!scope.error.empty()) return done(scope.error, nullptr);
+  std::string error;
+  const int b = take_buffer(&error);
+  if (b < 0) return done(error, nullptr);
+  auto* stream = static_cast<cudaStream_t>(stream_);
+  cudaError_t e = cudaMemcpyAsync(buffers_[b], source, nbytes, cudaMemcpyDefault, stream);
+  if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(events_[b]), stream);
+  if (e != cudaSuccess) {
+    free_.push_back(b);
+    return done(failed("cudaMemcpyAsync (a staging copy)", e), nullptr);
+  }
+  pending_.push_back({b, true, nbytes, {}, std::move(done), std::chrono::steady_clock::now()});
+}
+
 std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                              uint64_t* old) {
   if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
@@ -263,6 +402,17 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   if (nbytes > 0) std::memcpy(dest, source, nbytes);
   return {};
 }
+
+void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
+  done(copy(dest, source, nbytes));
+}
+
+void owner_amo::copy_out(const void* source, size_t nbytes, out_done done) {
+  if (!host_heap_) return done("GPU heap copies need a CUDA build", nullptr);
+  done({}, static_cast<const char*>(source));
+}
+
+bool owner_amo::poll() { return false; }
 
 #endif
 

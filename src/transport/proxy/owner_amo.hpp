@@ -14,7 +14,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace shoal::detail {
 
@@ -54,7 +57,48 @@ class owner_amo {
   /// through a pinned bounce buffer, 4 MiB at a time. Empty on success, else what failed.
   std::string copy(void* dest, const void* source, size_t nbytes);
 
+  /// What copy_in and copy_out report: empty on success, else what failed; copy_out's bytes (valid during the call;
+  /// nullptr after a failure).
+  using in_done = std::function<void(const std::string& error)>;
+  using out_done = std::function<void(const std::string& error, const char* bytes)>;
+  /// Copies of at most this many bytes run through a pinned staging buffer of their own and complete later
+  /// (kAsyncBuffers of them; with all in use, the oldest copy is waited for); larger ones run at once (copy()).
+  static constexpr size_t kAsyncBytes = size_t{64} << 10;
+  static constexpr int kAsyncBuffers = 32;
+  /// Lands nbytes of host memory `source` (read before the return) at `dest` (this PE's GPU memory; host memory
+  /// is a memcpy) without waiting: the copy runs on the private stream, behind the owner's earlier copies and
+  /// atomics and before its later ones, and `done` runs once the bytes have landed: from poll(), in the order the
+  /// copies were started, or before the return where the copy ran at once (host memory, a host heap, a copy above
+  /// kAsyncBytes, a failure). The owner's side of a staged put and the requester's side of a staged get: many in
+  /// flight at once instead of one copy waited for per message.
+  void copy_in(void* dest, const void* source, size_t nbytes, in_done done);
+  /// Copies nbytes at `source` (this PE's GPU memory; host memory is read as it is) out to host memory without
+  /// waiting, like copy_in; `done` gets the bytes. The owner's side of a staged get.
+  void copy_out(const void* source, size_t nbytes, out_done done);
+  /// Runs the `done` of every copy that has landed, in order; true when any ran. A copy not landed after 5 s is
+  /// reported once, and fails at the timeout of bound_waits().
+  bool poll();
+  /// Copies started by copy_in/copy_out whose `done` has not run yet.
+  size_t copies_pending() const { return pending_.size(); }
+
  private:
+  // One copy_in/copy_out in flight on the private stream: its staging buffer (index) and the event after it.
+  struct pending_copy {
+    int buffer;
+    bool out;
+    size_t nbytes;
+    in_done in;
+    out_done out_bytes;
+    std::chrono::steady_clock::time_point start;
+    bool reported = false;
+  };
+  // A free staging buffer (waiting for the oldest copy when none is), or -1 with *error set. In context.
+  int take_buffer(std::string* error);
+  // Waits for the oldest copy and runs its `done`. In context.
+  void finish_oldest();
+  // Runs the front copy's `done` (error: its failure) and frees its buffer (not after a timeout: the copy may
+  // still write it).
+  void report_front(const std::string& error, bool free_buffer);
   // What enter() changed on the calling thread, undone by leave().
   struct entered {
     bool pushed = false;  // the private context was pushed
@@ -87,7 +131,11 @@ class owner_amo {
   void* stream_ = nullptr;                 // cudaStream_t, created by prepare() (or the first use)
   unsigned long long* fetched_ = nullptr;  // pinned host word the kernel writes the old value to
   static constexpr size_t kBounceBytes = size_t{4} << 20;
-  void* bounce_ = nullptr;  // pinned, kBounceBytes: copies with a pageable host side go through it
+  void* bounce_ = nullptr;            // pinned, kBounceBytes: copies with a pageable host side go through it
+  std::vector<void*> buffers_;        // pinned, kAsyncBytes each: copy_in/copy_out staging (first use)
+  std::vector<void*> events_;         // cudaEvent_t per buffer: recorded after its copy
+  std::vector<int> free_;             // buffers not in use
+  std::deque<pending_copy> pending_;  // in the order started (one stream: they land in that order)
 };
 
 }  // namespace shoal::detail

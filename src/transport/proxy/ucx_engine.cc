@@ -245,6 +245,9 @@ struct ucx_engine::state {
       any = true;
       if (once) break;
     }
+    // The owner's copies that landed: their answers go out. Copies still in flight keep the driver busy (they land
+    // within microseconds; a nap would delay their answers).
+    if (am != nullptr && (am->poll() || am->copies_pending() > 0)) any = true;
     return any;
   }
   // drive(once) from a host thread of the program, whose current CUDA device may be another or none: UCX's
