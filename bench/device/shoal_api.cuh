@@ -26,6 +26,7 @@ struct shoal_block_put_api;
 struct generic_put_path;
 struct deep_put_path;
 struct lean_put_path;
+struct split_put_path;
 
 struct shoal_api {
   static constexpr const char* kName = "shoal";
@@ -35,7 +36,7 @@ struct shoal_api {
   /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the previous
   /// path, a deeper first round, and a lookup-first shape for puts below one round.
   using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<deep_put_path>,
-                                        shoal_block_put_api<lean_put_path>>;
+                                        shoal_block_put_api<lean_put_path>, shoal_block_put_api<split_put_path>>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -149,6 +150,29 @@ struct lean_put_path {
   static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
                              int pe) {
     shoal::detail::putmem_lean<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_lean");
+  }
+};
+
+/// The default put's loads-first path behind a call that is never inlined: what split_put_path calls from 16 KiB.
+__device__ __noinline__ inline void put_vec_call(const shoal::device_world& w, void* d, const void* s, size_t n,
+                                                 int pe) {
+  shoal::detail::putmem_vec<true, shoal::detail::kPutLeadLoads>(shoal::block, w, d, s, n, pe,
+                                                                "shoal::detail::putmem_vec");
+}
+
+/// The generic path inline below 16 KiB per call (where "shoal-generic" beat the default row in sessions 14-19: 2-8
+/// KiB per block), the default loads-first path from there through a call that is never inlined, so the kernel's
+/// hot loop holds only the generic path and a call: "shoal-split" rows. The same two paths in one inlined function
+/// (47ecfc9, reverted) ran the generic path at the default kernel's speed, not at shoal-generic's; this tests
+/// whether keeping the other path out of the kernel's body is what makes the difference.
+struct split_put_path {
+  static constexpr const char* kName = "shoal-split";
+  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
+                             int pe) {
+    if (n < (size_t{16} << 10))
+      shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_generic");
+    else
+      put_vec_call(w, d, s, n, pe);
   }
 };
 
