@@ -17,14 +17,17 @@ gpu_tasks_init .final_done "${1:-560}"
 source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
-# Priority order (session 17's list): the full-grid quiet over the proxy (rma_gpu_test_proxy, which hung in
-# session 17's first call) and the device-initiated proxy rows (issue 11: bandwidth at 1 CTA and at a full
-# grid; latency of device and host alternated twice, since device >= 0.8x host is judged on them), both through
-# the ring gate; the other _proxy GPU tests and the EP path over the proxy; the issue-14 readings; then the rest.
+# Priority order (session 19's list): the device RMA over the proxy with and without payload areas, the
+# device-initiated proxy rows (issue 11: bandwidth at 1 CTA and at a full grid; latency of device and host
+# alternated twice), why device _nbi gets do not pipeline (200 per kernel, private against primary context);
+# the other _proxy GPU tests and the EP path over the proxy; the issue-14 readings (shoal-split among the put
+# rows); then the rest.
 proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
-lat_set=(put_quiet_latency atomic_latency -b 8 -e 8 -n 20 -r 5)
+lat_set=(put_quiet_latency atomic_latency -b 8 -e 4K -f 8 -n 20 -r 5)
+get_set=(get_bw -s block -c 1 -b 4K -e 16K -f 4 -n 200 -r 2)
 PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo"
 t rma_gpu_test_proxy.np2 25 110
+t rma_gpu_test_proxy_staged.np2 25 110
 task proxy_device 60 $PXC $R -n 2 --timeout 60 -- $SB "${proxy_set[@]}" --csv $O/proxy/shoal_device.csv
 task proxy_device_host 50 $PXC $R -n 2 --timeout 50 -- $SB "${proxy_set[@]}" --host-issued --csv $O/proxy/shoal_device_host.csv
 for k in 1 2; do
@@ -32,6 +35,9 @@ for k in 1 2; do
   task proxy_device_host_lat$k 30 $PXC $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --host-issued --csv $O/proxy/shoal_device_host_lat$k.csv
 done
 task proxy_device_lat_primary 30 $PXC SHOAL_PROXY_CUDA_CONTEXT=primary $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --csv $O/proxy/shoal_device_lat_primary.csv
+task proxy_get200 30 $PXC $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_private.csv
+task proxy_get200_primary 30 $PXC SHOAL_PROXY_CUDA_CONTEXT=primary $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_primary.csv
+task proxy_get200_host 20 $PXC $R -n 2 --timeout 40 -- $SB "${get_set[@]}" --host-issued --csv $O/proxy/shoal_get200_host.csv
 for x in amo sync litmus nvapi coll coll_facade; do t ${x}_gpu_test_proxy.np2 25 110; done
 t python_ep_normal_test_proxy.np2 30 150; t python_ep_normal_graph_test_proxy.np2 20 150
 t python_ep_normal_proxy_refused_test.np2 10 60
