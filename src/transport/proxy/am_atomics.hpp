@@ -65,6 +65,8 @@ class am_atomics {
   ucs_status_t send_get(int pe, uint64_t token, uint64_t offset, uint64_t nbytes, uint64_t dest, bool direct = false);
   /// GPU heaps: the owner's CUDA work in a context of its own (true, the default) or the primary one.
   void use_private_context(bool on) { owner_.use_private_context(on); }
+  /// Tests (host heaps): the owner's copies report from the next poll() (owner_amo::defer_host_copies).
+  void defer_host_copies(bool on) { owner_.defer_host_copies(on); }
   /// GPU heaps: the owner's CUDA waits, bounded and reported (owner_amo::bound_waits).
   void bound_waits(std::chrono::milliseconds timeout) { owner_.bound_waits(my_pe_, timeout); }
   /// GPU heaps: the owner's first-use work done now (owner_amo::prepare); call at init. Empty on success.

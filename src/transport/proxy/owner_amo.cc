@@ -244,11 +244,12 @@ int owner_amo::take_buffer(std::string* error) {
 void owner_amo::report_front(const std::string& error, bool free_buffer) {
   pending_copy p = std::move(pending_.front());
   pending_.pop_front();
+  const char* bytes = p.buffer < 0 ? p.host_bytes.data() : static_cast<const char*>(buffers_[p.buffer]);
   if (p.out)
-    p.out_bytes(error, error.empty() ? static_cast<const char*>(buffers_[p.buffer]) : nullptr);
+    p.out_bytes(error, error.empty() ? bytes : nullptr);
   else
     p.in(error);
-  if (free_buffer) free_.push_back(p.buffer);
+  if (free_buffer && p.buffer >= 0) free_.push_back(p.buffer);
 }
 
 void owner_amo::finish_oldest() {
@@ -272,6 +273,10 @@ void owner_amo::finish_oldest() {
 
 bool owner_amo::poll() {
   if (pending_.empty()) return false;
+  if (host_heap_) {  // defer_host_copies: made already, reported now
+    while (!pending_.empty()) report_front({}, false);
+    return true;
+  }
   const in_context scope(*this);
   bool any = false;
   while (!pending_.empty()) {
@@ -304,7 +309,9 @@ bool owner_amo::poll() {
 void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
   if (host_heap_ || nbytes == 0) {
     if (nbytes > 0) std::memcpy(dest, source, nbytes);
-    return done({});
+    if (!(host_heap_ && defer_host_)) return done({});
+    pending_.push_back({-1, false, nbytes, std::move(done), {}, std::chrono::steady_clock::now()});
+    return;
   }
   if (nbytes > kAsyncBytes) return done(copy(dest, source, nbytes));
   const in_context scope(*this);
@@ -328,7 +335,13 @@ void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done d
 }
 
 void owner_amo::copy_out(const void* source, size_t nbytes, out_done done) {
-  if (host_heap_ || nbytes == 0) return done({}, static_cast<const char*>(source));
+  if (host_heap_ || nbytes == 0) {
+    if (!(host_heap_ && defer_host_)) return done({}, static_cast<const char*>(source));
+    pending_.push_back({-1, true, nbytes, {}, std::move(done), std::chrono::steady_clock::now()});
+    const auto* bytes = static_cast<const char*>(source);
+    pending_.back().host_bytes.assign(bytes, bytes + nbytes);
+    return;
+  }
   if (nbytes > kAsyncBytes) {
     std::unique_ptr<char[]> bytes(new char[nbytes]);
     const std::string error = copy(bytes.get(), source, nbytes);

@@ -80,9 +80,13 @@ class owner_amo {
   bool poll();
   /// Copies started by copy_in/copy_out whose `done` has not run yet.
   size_t copies_pending() const { return pending_.size(); }
+  /// Tests (host heaps, SHOAL_TEST_PROXY_DEFER_COPIES=1): copy_in and copy_out report from the next poll() instead
+  /// of at once, as GPU heaps' copies do, so the CPU suites run the answers' deferred paths. CUDA builds only.
+  void defer_host_copies(bool on) { defer_host_ = on; }
 
  private:
-  // One copy_in/copy_out in flight on the private stream: its staging buffer (index) and the event after it.
+  // One copy_in/copy_out in flight on the private stream: its staging buffer (index) and the event after it; or
+  // (defer_host_copies) a host copy already made, buffer -1, a copy_out's bytes in host_bytes.
   struct pending_copy {
     int buffer;
     bool out;
@@ -91,6 +95,7 @@ class owner_amo {
     out_done out_bytes;
     std::chrono::steady_clock::time_point start;
     bool reported = false;
+    std::vector<char> host_bytes = {};
   };
   // A free staging buffer (waiting for the oldest copy when none is), or -1 with *error set. In context.
   int take_buffer(std::string* error);
@@ -125,6 +130,7 @@ class owner_amo {
   int device_;
   bool host_heap_;
   bool private_context_ = true;
+  bool defer_host_ = false;
   int my_pe_ = -1;
   std::chrono::milliseconds timeout_{0};
   void* context_ = nullptr;                // CUcontext: the private context, made by the first enter()

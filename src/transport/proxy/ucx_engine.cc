@@ -1151,6 +1151,10 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
                   context);
     s_->am->use_private_context(context == "private");
     s_->am->bound_waits(s_->timeout);
+    // SHOAL_TEST_PROXY_DEFER_COPIES=1 (host heaps): the owner's copies answer from the progress loop, as GPU heaps'
+    // asynchronous copies do, so the CPU suites run those paths.
+    const char* defer_test = std::getenv("SHOAL_TEST_PROXY_DEFER_COPIES");
+    if (!gpu_heap && defer_test != nullptr && std::strcmp(defer_test, "1") == 0) s_->am->defer_host_copies(true);
     // Now, not at the first atomic from a peer: that one may come while a kernel here spins on the very
     // word it sets, and the atomic kernel's first launch (its lazy load) would wait for that kernel.
     if (const std::string err = s_->am->prepare(); !err.empty())
