@@ -35,9 +35,10 @@ for k in 1 2; do
   task proxy_device_host_lat$k 30 $PXC $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --host-issued --csv $O/proxy/shoal_device_host_lat$k.csv
 done
 task proxy_device_lat_primary 30 $PXC SHOAL_PROXY_CUDA_CONTEXT=primary $R -n 2 --timeout 40 -- $SB "${lat_set[@]}" --csv $O/proxy/shoal_device_lat_primary.csv
-task proxy_get200 30 $PXC $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_private.csv
-task proxy_get200_primary 30 $PXC SHOAL_PROXY_CUDA_CONTEXT=primary $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_primary.csv
-task proxy_get200_host 20 $PXC $R -n 2 --timeout 40 -- $SB "${get_set[@]}" --host-issued --csv $O/proxy/shoal_get200_host.csv
+# SHOAL_PROXY_STATS=1: each PE's line at finalize says where its proxy spent the time (in the task's log).
+task proxy_get200 30 $PXC SHOAL_PROXY_STATS=1 $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_private.csv
+task proxy_get200_primary 30 $PXC SHOAL_PROXY_STATS=1 SHOAL_PROXY_CUDA_CONTEXT=primary $R -n 2 --timeout 50 -- $SB "${get_set[@]}" --csv $O/proxy/shoal_get200_primary.csv
+task proxy_get200_host 20 $PXC SHOAL_PROXY_STATS=1 $R -n 2 --timeout 40 -- $SB "${get_set[@]}" --host-issued --csv $O/proxy/shoal_get200_host.csv
 for x in amo sync litmus nvapi coll coll_facade; do t ${x}_gpu_test_proxy.np2 25 110; done
 t python_ep_normal_test_proxy.np2 30 150; t python_ep_normal_graph_test_proxy.np2 20 150
 t python_ep_normal_proxy_refused_test.np2 10 60

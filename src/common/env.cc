@@ -60,6 +60,10 @@ constexpr std::array kTable = {
              "private: a CUDA context of its own on the heap's GPU, so a program thread blocked in a CUDA call "
              "(a pageable cudaMemcpy behind a kernel waiting for the proxy) cannot hold it back; primary: the "
              "program's primary context"},
+    variable{"SHOAL_PROXY_STATS", kind::boolean, "0",
+             "proxy transport: at finalize each PE prints where its proxy's drivers spent their time (issuing "
+             "descriptors, UCX progress with the owner's side of puts, gets and atomics, copy reports, naps) and the "
+             "owner's CUDA copies and atomics, counted and timed"},
     variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "4K",
              "proxy transport on GPU heaps: a kernel's puts up to this size travel in the request ring's payload "
              "areas (4K per slot; a larger put in 4K pieces, each its own message), written by the kernel's threads, "

@@ -67,6 +67,9 @@ class am_atomics {
   void use_private_context(bool on) { owner_.use_private_context(on); }
   /// Tests (host heaps): the owner's copies report from the next poll() (owner_amo::defer_host_copies).
   void defer_host_copies(bool on) { owner_.defer_host_copies(on); }
+  /// SHOAL_PROXY_STATS: the owner's work counted and timed (owner_amo::count_work, stats).
+  void count_work(bool on) { owner_.count_work(on); }
+  std::string stats() const { return owner_.stats(); }
   /// GPU heaps: the owner's CUDA waits, bounded and reported (owner_amo::bound_waits).
   void bound_waits(std::chrono::milliseconds timeout) { owner_.bound_waits(my_pe_, timeout); }
   /// GPU heaps: the owner's first-use work done now (owner_amo::prepare); call at init. Empty on success.

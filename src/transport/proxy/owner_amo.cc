@@ -40,7 +40,32 @@ T apply_word(proxy_amo code, T* word, T operand, T swap_in) {
   return 0;
 }
 
+// count_work's timer: adds one call and its duration to `calls` and `ns` when `on`.
+struct timed {
+  bool on;
+  uint64_t& calls;
+  int64_t& ns;
+  std::chrono::steady_clock::time_point start =
+      on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  ~timed() {
+    if (!on) return;
+    ++calls;
+    ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
 }  // namespace
+
+std::string owner_amo::stats() const {
+  if (!stats_on_) return {};
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                ", owner: %llu copies waited for %.1f ms, %llu started %.1f ms, %llu atomics %.1f ms",
+                static_cast<unsigned long long>(n_copy_), static_cast<double>(ns_copy_) / 1e6,
+                static_cast<unsigned long long>(n_async_), static_cast<double>(ns_async_) / 1e6,
+                static_cast<unsigned long long>(n_apply_), static_cast<double>(ns_apply_) / 1e6);
+  return line;
+}
 
 std::string owner_amo::apply_on_host(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                                      uint64_t* old) {
@@ -176,6 +201,7 @@ std::string owner_amo::prepare() {
 }
 
 std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
+  const timed t{stats_on_, n_copy_, ns_copy_};
   if (nbytes == 0) return {};
   if (host_heap_) {
     std::memcpy(dest, source, nbytes);
@@ -307,6 +333,7 @@ bool owner_amo::poll() {
 }
 
 void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
+  const timed t{stats_on_, n_async_, ns_async_};
   if (host_heap_ || nbytes == 0) {
     if (nbytes > 0) std::memcpy(dest, source, nbytes);
     if (!(host_heap_ && defer_host_)) return done({});
@@ -335,6 +362,7 @@ void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done d
 }
 
 void owner_amo::copy_out(const void* source, size_t nbytes, out_done done) {
+  const timed t{stats_on_, n_async_, ns_async_};
   if (host_heap_ || nbytes == 0) {
     if (!(host_heap_ && defer_host_)) return done({}, static_cast<const char*>(source));
     pending_.push_back({-1, true, nbytes, {}, std::move(done), std::chrono::steady_clock::now()});
@@ -364,6 +392,7 @@ void owner_amo::copy_out(const void* source, size_t nbytes, out_done done) {
 
 std::string owner_amo::apply(uint8_t code, size_t nbytes, void* target, uint64_t operand, uint64_t swap_in,
                              uint64_t* old) {
+  const timed t{stats_on_, n_apply_, ns_apply_};
   if (host_heap_) return apply_on_host(code, nbytes, target, operand, swap_in, old);
   const in_context scope(*this);
   if (!scope.error.empty()) return scope.error;

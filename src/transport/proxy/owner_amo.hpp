@@ -83,6 +83,10 @@ class owner_amo {
   /// Tests (host heaps, SHOAL_TEST_PROXY_DEFER_COPIES=1): copy_in and copy_out report from the next poll() instead
   /// of at once, as GPU heaps' copies do, so the CPU suites run the answers' deferred paths. CUDA builds only.
   void defer_host_copies(bool on) { defer_host_ = on; }
+  /// SHOAL_PROXY_STATS: count and time the owner's copies and atomics; stats() says them (", owner: ..."), for the
+  /// engine's line at close.
+  void count_work(bool on) { stats_on_ = on; }
+  std::string stats() const;
 
  private:
   // One copy_in/copy_out in flight on the private stream: its staging buffer (index) and the event after it; or
@@ -131,6 +135,10 @@ class owner_amo {
   bool host_heap_;
   bool private_context_ = true;
   bool defer_host_ = false;
+  bool stats_on_ = false;
+  // count_work: calls and nanoseconds of copy() (waited for), copy_in/copy_out (started) and apply().
+  uint64_t n_copy_ = 0, n_async_ = 0, n_apply_ = 0;
+  int64_t ns_copy_ = 0, ns_async_ = 0, ns_apply_ = 0;
   int my_pe_ = -1;
   std::chrono::milliseconds timeout_{0};
   void* context_ = nullptr;                // CUcontext: the private context, made by the first enter()

@@ -201,6 +201,15 @@ struct ucx_engine::state {
   // Host producers put (and get, blocking) through the ring's payload areas too, as kernels do on GPU heaps
   // (SHOAL_TEST_PROXY_PAYLOAD=1: the CPU suites' cover of that protocol).
   bool host_payload = false;
+  // SHOAL_PROXY_STATS=1: where this PE's drivers spent their time (one driver at a time: the worker's lock), printed
+  // by close(). ring: taking and issuing descriptors (a put's staging copy included); progress: ucp_worker_progress
+  // (active-message handlers included: the owner's side of puts, gets and atomics); copies: reporting the owner's
+  // asynchronous copies; naps: the proxy thread's sleeps.
+  struct stats_t {
+    bool on = false;
+    uint64_t drives = 0, busy_drives = 0, descriptors = 0, naps = 0;
+    int64_t ring_ns = 0, progress_ns = 0, copies_ns = 0, nap_ns = 0;
+  } stats;
   // The first failure of a descriptor nobody waits on: reported by the next quiet.
   ucs_status_t async_error = UCS_OK;
   // GPU heaps: every AMO (signals included) is applied by the owning PE (am_atomics); nullptr for
@@ -240,14 +249,24 @@ struct ucx_engine::state {
   // it after each progress call, as ucx_perftest does; over TCP each call is an epoll_wait, and a
   // second one on the way to the check costs ~1 us per hop); true when anything happened.
   bool drive(bool once = false) {
+    const int64_t t0 = stats.on ? now_ns() : 0;
     bool any = drain_ring();
+    const int64_t t1 = stats.on ? now_ns() : 0;
     while (ucp_worker_progress(worker) != 0) {
       any = true;
       if (once) break;
     }
+    const int64_t t2 = stats.on ? now_ns() : 0;
     // The owner's copies that landed: their answers go out. Copies still in flight keep the driver busy (they land
     // within microseconds; a nap would delay their answers).
     if (am != nullptr && (am->poll() || am->copies_pending() > 0)) any = true;
+    if (stats.on) {
+      ++stats.drives;
+      stats.busy_drives += any ? 1 : 0;
+      stats.ring_ns += t1 - t0;
+      stats.progress_ns += t2 - t1;
+      stats.copies_ns += now_ns() - t2;
+    }
     return any;
   }
   // drive(once) from a host thread of the program, whose current CUDA device may be another or none: UCX's
@@ -505,6 +524,7 @@ struct ucx_engine::state {
     while (consumer->take(&d, &ticket)) {
       execute(d, ticket);
       any = true;
+      ++stats.descriptors;
     }
     consumer->reclaim();
     return any;
@@ -956,6 +976,11 @@ struct ucx_engine::state {
   // Sleeps on the doorbell (and the worker's fd when `watch_worker`) for at most `nap_ns`, or until
   // a kernel reserves a ticket when the ring is device-mapped.
   void nap(bool watch_worker, long nap_ns) {
+    const int64_t t0 = stats.on ? now_ns() : 0;
+    nap_for(watch_worker, nap_ns);
+    if (stats.on) ++stats.naps, stats.nap_ns += now_ns() - t0;
+  }
+  void nap_for(bool watch_worker, long nap_ns) {
     pollfd fds[2] = {{doorbell, POLLIN, 0}, {worker_fd, POLLIN, 0}};
     const nfds_t n = watch_worker ? 2 : 1;
     if (device_ring == nullptr) {
@@ -1119,6 +1144,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   boot.allgather(padded.data(), all.data(), longest, call);
 
   s_->my_pe = boot.rank();
+  s_->stats.on = env::get_bool("SHOAL_PROXY_STATS");
   const char* payload_test = std::getenv("SHOAL_TEST_PROXY_PAYLOAD");
   s_->host_payload = payload_test != nullptr && std::strcmp(payload_test, "1") == 0;
   s_->make_ring(gpu_heap, boot.rank());
@@ -1155,6 +1181,7 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
     // asynchronous copies do, so the CPU suites run those paths.
     const char* defer_test = std::getenv("SHOAL_TEST_PROXY_DEFER_COPIES");
     if (!gpu_heap && defer_test != nullptr && std::strcmp(defer_test, "1") == 0) s_->am->defer_host_copies(true);
+    s_->am->count_work(s_->stats.on);
     // Now, not at the first atomic from a peer: that one may come while a kernel here spins on the very
     // word it sets, and the atomic kernel's first launch (its lazy load) would wait for that kernel.
     if (const std::string err = s_->am->prepare(); !err.empty())
@@ -1247,6 +1274,17 @@ void ucx_engine::flush(std::string_view call) {
 
 void ucx_engine::close(std::string_view call) {
   flush(call);
+  if (s_->stats.on) {
+    const auto& st = s_->stats;
+    const auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
+    std::fprintf(
+        stderr,
+        "shoal: PE %d: proxy stats: %llu descriptors; %llu drives (%llu busy): ring %.1f ms, UCX progress %.1f "
+        "ms, copy reports %.1f ms; %llu naps %.1f ms%s\n",
+        boot_.rank(), static_cast<unsigned long long>(st.descriptors), static_cast<unsigned long long>(st.drives),
+        static_cast<unsigned long long>(st.busy_drives), ms(st.ring_ns), ms(st.progress_ns), ms(st.copies_ns),
+        static_cast<unsigned long long>(st.naps), ms(st.nap_ns), s_->am != nullptr ? s_->am->stats().c_str() : "");
+  }
   for (int pe = 0; pe < boot_.size(); ++pe) {
     if (s_->eps[pe] == nullptr) continue;
     s_->issue(call, "ucp_ep_close_nbx", pe, [s = s_.get(), pe](ucp_request_param_t& param) {
