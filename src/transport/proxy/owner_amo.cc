@@ -161,9 +161,7 @@ std::string owner_amo::wait(const char* what, size_t nbytes) {
                    what, nbytes, static_cast<long long>(waited.count()));
       reported = true;
     }
-    if (timeout_.count() > 0 && waited > timeout_)
-      return std::string(what) + " (" + std::to_string(nbytes) + " bytes) on the heap's GPU not complete within " +
-             std::to_string(timeout_.count()) + " ms (SHOAL_WAIT_TIMEOUT)";
+    if (timeout_.count() > 0 && waited > timeout_) return timed_out(what, nbytes);
   }
 }
 
@@ -210,7 +208,9 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   const in_context scope(*this);
   if (!scope.error.empty()) return scope.error;
   const cudaMemoryType to_kind = kind_of(dest), from_kind = kind_of(source);
-  if (in_host_memory(to_kind) && in_host_memory(from_kind)) {  // a get landing in a ring slot's payload area
+  // Both sides in host memory (a p's value or a host buffer staged for a put, a get landing in a ring slot's payload
+  // area): a memcpy, not a copy through the GPU.
+  if (in_host_memory(to_kind) && in_host_memory(from_kind)) {
     std::memcpy(dest, source, nbytes);
     return {};
   }
@@ -267,6 +267,11 @@ int owner_amo::take_buffer(std::string* error) {
   return b;
 }
 
+std::string owner_amo::timed_out(const char* what, size_t nbytes) const {
+  return std::string(what) + " (" + std::to_string(nbytes) + " bytes) on the heap's GPU not complete within " +
+         std::to_string(timeout_.count()) + " ms (SHOAL_WAIT_TIMEOUT)";
+}
+
 void owner_amo::report_front(const std::string& error, bool free_buffer) {
   pending_copy p = std::move(pending_.front());
   pending_.pop_front();
@@ -288,11 +293,7 @@ void owner_amo::finish_oldest() {
     if ((polls & 1023u) == 1023u) {
       std::this_thread::yield();
       const auto waited = std::chrono::steady_clock::now() - p.start;
-      if (timeout_.count() > 0 && waited > timeout_)
-        return report_front("a staging copy (" + std::to_string(p.nbytes) +
-                                " bytes) on the heap's GPU not complete within " + std::to_string(timeout_.count()) +
-                                " ms (SHOAL_WAIT_TIMEOUT)",
-                            false);
+      if (timeout_.count() > 0 && waited > timeout_) return report_front(timed_out("a staging copy", p.nbytes), false);
     }
   }
 }
@@ -318,9 +319,7 @@ bool owner_amo::poll() {
         p.reported = true;
       }
       if (timeout_.count() > 0 && waited > timeout_) {
-        report_front("a staging copy (" + std::to_string(p.nbytes) + " bytes) on the heap's GPU not complete within " +
-                         std::to_string(timeout_.count()) + " ms (SHOAL_WAIT_TIMEOUT)",
-                     false);
+        report_front(timed_out("a staging copy", p.nbytes), false);
         any = true;
         continue;
       }

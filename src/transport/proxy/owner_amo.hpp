@@ -105,6 +105,8 @@ class owner_amo {
   int take_buffer(std::string* error);
   // Waits for the oldest copy and runs its `done`. In context.
   void finish_oldest();
+  // What `what` (a copy or the atomic kernel, on nbytes) not done within the timeout of bound_waits() reports.
+  std::string timed_out(const char* what, size_t nbytes) const;
   // Runs the front copy's `done` (error: its failure) and frees its buffer (not after a timeout: the copy may
   // still write it).
   void report_front(const std::string& error, bool free_buffer);
