@@ -272,11 +272,13 @@ ucs_status_t am_atomics::on_put(void* arg, const void* header, size_t header_nby
   // Answered once the data have landed (a copy on the owner's stream, many in flight; later copies and atomics of
   // this owner run behind it).
   const int from = m.from;
-  self->owner_.copy_in(reinterpret_cast<void*>(self->local_address(m.offset)), data, length,
-                       [self, from, r](const std::string& err) mutable {
-                         if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", from, err);
-                         self->answer(from, r);
-                       });
+  self->owner_.copy_in(
+      reinterpret_cast<void*>(self->local_address(m.offset)), data, length,
+      [self, from, r](const std::string& err) mutable {
+        if (!err.empty()) r.status = owner_failed(self->my_pe_, "a put", from, err);
+        self->answer(from, r);
+      },
+      (m.offset & kDataOffsetBit) == 0);  // the heap (a data-segment offset is host memory: asked)
   return UCS_OK;
 }
 

@@ -331,7 +331,7 @@ bool owner_amo::poll() {
   return any;
 }
 
-void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
+void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done, bool in_heap) {
   const timed t{stats_on_, n_async_, ns_async_};
   if (host_heap_ || nbytes == 0) {
     if (nbytes > 0) std::memcpy(dest, source, nbytes);
@@ -342,7 +342,7 @@ void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done d
   if (nbytes > kAsyncBytes) return done(copy(dest, source, nbytes));
   const in_context scope(*this);
   if (!scope.error.empty()) return done(scope.error);
-  if (in_host_memory(kind_of(dest))) {  // a get landing in host memory (a ring slot's payload area, a host buffer)
+  if (!in_heap && in_host_memory(kind_of(dest))) {  // a get landing in host memory (a payload area, a host buffer)
     std::memcpy(dest, source, nbytes);
     return done({});
   }
@@ -444,7 +444,7 @@ std::string owner_amo::copy(void* dest, const void* source, size_t nbytes) {
   return {};
 }
 
-void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done) {
+void owner_amo::copy_in(void* dest, const void* source, size_t nbytes, in_done done, bool in_heap) {
   done(copy(dest, source, nbytes));
 }
 
