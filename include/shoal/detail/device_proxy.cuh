@@ -160,6 +160,11 @@ __device__ __forceinline__ uint32_t carrier_lanes() {
   }
 }
 
+/// The lanes of carrier_lanes() as a warp mask (lane == rank).
+__device__ __forceinline__ unsigned carrier_mask(uint32_t lanes) {
+  return lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+}
+
 /// Copies nbytes from `from` to `to` over `lanes` threads (this one is `rank`): 16-byte vectors where both
 /// addresses and the size allow, else 8-byte words, else bytes. `volatile_from`: `from` is a payload area the proxy
 /// writes (host memory read again from memory, never from a cached copy of an earlier use of the slot).
@@ -193,7 +198,7 @@ __device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t n
 /// on return, and the proxy stages nothing from GPU memory. Not inlined (the cold branch of a device call).
 inline __device__ __noinline__ void proxy_put_carried(const device_world& w, proxy_desc tail, const char* local,
                                                       uint32_t rank, uint32_t lanes, const char* call) {
-  const unsigned mask = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+  const unsigned mask = carrier_mask(lanes);
   const uint64_t nbytes = tail.nbytes;
   const uint64_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
   uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
@@ -227,7 +232,7 @@ inline __device__ __noinline__ void proxy_put_carried(const device_world& w, pro
 inline __device__ __noinline__ void proxy_get_carried(const device_world& w, uint64_t offset, char* local,
                                                       uint64_t nbytes, int pe, uint32_t rank, uint32_t lanes,
                                                       const char* call) {
-  const unsigned mask = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+  const unsigned mask = carrier_mask(lanes);
   uint64_t ticket = 0;
   int64_t status = 0;
   if (rank == 0) {
