@@ -16,6 +16,7 @@ the device and the host entry point (declared under shoal_detail_host_* by host_
 Run from anywhere: python3 codegen/gen_device_api.py [--check]
 """
 import argparse
+import re
 import pathlib
 import sys
 
@@ -55,6 +56,12 @@ def prefix(scope):
     return "shoal_" if scope == "" else "shoalx_"
 
 
+def nbi_arg(nbi):
+    """The template argument of an _nbi name's detail call: kNbi (over the proxy it returns once posted; the
+    blocking name waits for completion). Load/store peers: the same code either way."""
+    return "<true>" if nbi else ""
+
+
 def rma(g):
     g.section("RMA: typed put/get/p/g/iput/iget, blocking and _nbi, thread/warp/block")
     for tn, ct in RMA_TYPES:
@@ -65,7 +72,7 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{tn}_{op}{nbi}{sfx}"
                     g.fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}({sc}, {W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
+                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
             if sfx == "":
                 g.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
                      f'shoal::detail::p({W}, dest, value, pe, "shoal_{tn}_p");')
@@ -86,7 +93,8 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{op}{bits}{nbi}{sfx}"
                     g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}({sc}, {W}, dest, source, nelems * {bits // 8}, pe, "{n}");', sfx)
+                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nelems * {bits // 8}, pe, '
+                         f'"{n}");', sfx)
             for op in ("iput", "iget"):
                 n = f"{px}{op}{bits}{sfx}"
                 g.fn("void", n,
@@ -99,7 +107,7 @@ def rma(g):
             for op, impl in (("putmem", "putmem"), ("getmem", "getmem")):
                 n = f"{px}{op}{nbi}{sfx}"
                 g.fn("void", n, "void* dest, const void* source, size_t nbytes, int pe",
-                     f'shoal::detail::{impl}({sc}, {W}, dest, source, nbytes, pe, "{n}");', sfx)
+                     f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nbytes, pe, "{n}");', sfx)
 
 
 def signals(g):
@@ -117,8 +125,8 @@ def signals(g):
                 g.fn("void", n,
                      f"{ct}* dest, {src}* source, size_t {count}, uint64_t* sig_addr, uint64_t signal, int sig_op, "
                      "int pe",
-                     f"shoal::detail::putmem_signal({sc}, {W}, dest, source, {nbytes}, sig_addr, signal, sig_op, "
-                     f'pe, "{n}");', sfx)
+                     f"shoal::detail::putmem_signal{nbi_arg(nbi)}({sc}, {W}, dest, source, {nbytes}, sig_addr, signal, "
+                     f'sig_op, pe, "{n}");', sfx)
 
 
 def atomics(g):
@@ -454,6 +462,12 @@ def main():
     barriers(g)
     collectives(g)
     text, count, twins = render(g, host_fns, he.host_only)
+    # Every _nbi RMA and put-with-signal name must reach its detail call's non-blocking form (over the proxy a
+    # blocking one waits for each operation's completion, so a kernel's nbi gets would not overlap).
+    for m in re.finditer(r'detail::(?:putmem_signal|putmem|getmem)(<true>)?\(.*"(\w+)"\);', text):
+        if ("_nbi" in m.group(2)) != (m.group(1) is not None):
+            print(f"gen_device_api.py: {m.group(2)} calls the wrong (blocking or _nbi) form of its detail call")
+            return 1
     if args.check:
         if not OUT.exists() or OUT.read_text() != text:
             print("generated file is stale; run python3 codegen/gen_device_api.py:",

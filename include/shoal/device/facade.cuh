@@ -172,14 +172,14 @@ __host__ __device__ inline void shoal_float_get(float* dest, const float* source
 }
 __host__ __device__ inline void shoal_float_put_nbi(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_put_nbi");
 #else
   shoal_detail_host_float_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_float_get_nbi(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_get_nbi");
 #else
   shoal_detail_host_float_get_nbi(dest, source, nelems, pe);
 #endif
@@ -214,14 +214,14 @@ __host__ __device__ inline void shoal_float_iget(float* dest, const float* sourc
 }
 __device__ __forceinline__ void shoalx_float_put_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_warp"); }
 __device__ __forceinline__ void shoalx_float_get_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_warp"); }
-__device__ __forceinline__ void shoalx_float_put_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_float_get_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_float_put_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_float_get_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_float_iput_warp(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iput_warp"); }
 __device__ __forceinline__ void shoalx_float_iget_warp(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iget_warp"); }
 __device__ __forceinline__ void shoalx_float_put_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_block"); }
 __device__ __forceinline__ void shoalx_float_get_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_block"); }
-__device__ __forceinline__ void shoalx_float_put_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_float_get_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_float_put_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_float_get_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_float_iput_block(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iput_block"); }
 __device__ __forceinline__ void shoalx_float_iget_block(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iget_block"); }
 __host__ __device__ inline void shoal_double_put(double* dest, const double* source, size_t nelems, int pe) {
@@ -240,14 +240,14 @@ __host__ __device__ inline void shoal_double_get(double* dest, const double* sou
 }
 __host__ __device__ inline void shoal_double_put_nbi(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_put_nbi");
 #else
   shoal_detail_host_double_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_double_get_nbi(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_get_nbi");
 #else
   shoal_detail_host_double_get_nbi(dest, source, nelems, pe);
 #endif
@@ -282,14 +282,14 @@ __host__ __device__ inline void shoal_double_iget(double* dest, const double* so
 }
 __device__ __forceinline__ void shoalx_double_put_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_warp"); }
 __device__ __forceinline__ void shoalx_double_get_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_warp"); }
-__device__ __forceinline__ void shoalx_double_put_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_double_get_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_double_put_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_double_get_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_double_iput_warp(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iput_warp"); }
 __device__ __forceinline__ void shoalx_double_iget_warp(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iget_warp"); }
 __device__ __forceinline__ void shoalx_double_put_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_block"); }
 __device__ __forceinline__ void shoalx_double_get_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_block"); }
-__device__ __forceinline__ void shoalx_double_put_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_double_get_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_double_put_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_double_get_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_double_iput_block(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iput_block"); }
 __device__ __forceinline__ void shoalx_double_iget_block(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iget_block"); }
 __host__ __device__ inline void shoal_char_put(char* dest, const char* source, size_t nelems, int pe) {
@@ -308,14 +308,14 @@ __host__ __device__ inline void shoal_char_get(char* dest, const char* source, s
 }
 __host__ __device__ inline void shoal_char_put_nbi(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_put_nbi");
 #else
   shoal_detail_host_char_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_char_get_nbi(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_get_nbi");
 #else
   shoal_detail_host_char_get_nbi(dest, source, nelems, pe);
 #endif
@@ -350,14 +350,14 @@ __host__ __device__ inline void shoal_char_iget(char* dest, const char* source, 
 }
 __device__ __forceinline__ void shoalx_char_put_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_warp"); }
 __device__ __forceinline__ void shoalx_char_get_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_warp"); }
-__device__ __forceinline__ void shoalx_char_put_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_char_get_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_char_put_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_char_get_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_char_iput_warp(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iput_warp"); }
 __device__ __forceinline__ void shoalx_char_iget_warp(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iget_warp"); }
 __device__ __forceinline__ void shoalx_char_put_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_block"); }
 __device__ __forceinline__ void shoalx_char_get_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_block"); }
-__device__ __forceinline__ void shoalx_char_put_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_char_get_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_char_put_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_char_get_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_char_iput_block(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iput_block"); }
 __device__ __forceinline__ void shoalx_char_iget_block(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iget_block"); }
 __host__ __device__ inline void shoal_schar_put(signed char* dest, const signed char* source, size_t nelems, int pe) {
@@ -376,14 +376,14 @@ __host__ __device__ inline void shoal_schar_get(signed char* dest, const signed 
 }
 __host__ __device__ inline void shoal_schar_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put_nbi");
 #else
   shoal_detail_host_schar_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_schar_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get_nbi");
 #else
   shoal_detail_host_schar_get_nbi(dest, source, nelems, pe);
 #endif
@@ -418,14 +418,14 @@ __host__ __device__ inline void shoal_schar_iget(signed char* dest, const signed
 }
 __device__ __forceinline__ void shoalx_schar_put_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_warp"); }
 __device__ __forceinline__ void shoalx_schar_get_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_warp"); }
-__device__ __forceinline__ void shoalx_schar_put_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_schar_get_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_schar_put_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_schar_get_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_schar_iput_warp(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iput_warp"); }
 __device__ __forceinline__ void shoalx_schar_iget_warp(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iget_warp"); }
 __device__ __forceinline__ void shoalx_schar_put_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_block"); }
 __device__ __forceinline__ void shoalx_schar_get_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_block"); }
-__device__ __forceinline__ void shoalx_schar_put_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_schar_get_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_schar_put_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_schar_get_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_schar_iput_block(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iput_block"); }
 __device__ __forceinline__ void shoalx_schar_iget_block(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iget_block"); }
 __host__ __device__ inline void shoal_short_put(short* dest, const short* source, size_t nelems, int pe) {
@@ -444,14 +444,14 @@ __host__ __device__ inline void shoal_short_get(short* dest, const short* source
 }
 __host__ __device__ inline void shoal_short_put_nbi(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_put_nbi");
 #else
   shoal_detail_host_short_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_short_get_nbi(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_get_nbi");
 #else
   shoal_detail_host_short_get_nbi(dest, source, nelems, pe);
 #endif
@@ -486,14 +486,14 @@ __host__ __device__ inline void shoal_short_iget(short* dest, const short* sourc
 }
 __device__ __forceinline__ void shoalx_short_put_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_warp"); }
 __device__ __forceinline__ void shoalx_short_get_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_warp"); }
-__device__ __forceinline__ void shoalx_short_put_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_short_get_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_short_put_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_short_get_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_short_iput_warp(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iput_warp"); }
 __device__ __forceinline__ void shoalx_short_iget_warp(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iget_warp"); }
 __device__ __forceinline__ void shoalx_short_put_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_block"); }
 __device__ __forceinline__ void shoalx_short_get_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_block"); }
-__device__ __forceinline__ void shoalx_short_put_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_short_get_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_short_put_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_short_get_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_short_iput_block(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iput_block"); }
 __device__ __forceinline__ void shoalx_short_iget_block(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iget_block"); }
 __host__ __device__ inline void shoal_int_put(int* dest, const int* source, size_t nelems, int pe) {
@@ -512,14 +512,14 @@ __host__ __device__ inline void shoal_int_get(int* dest, const int* source, size
 }
 __host__ __device__ inline void shoal_int_put_nbi(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_put_nbi");
 #else
   shoal_detail_host_int_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int_get_nbi(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_get_nbi");
 #else
   shoal_detail_host_int_get_nbi(dest, source, nelems, pe);
 #endif
@@ -554,14 +554,14 @@ __host__ __device__ inline void shoal_int_iget(int* dest, const int* source, ptr
 }
 __device__ __forceinline__ void shoalx_int_put_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_warp"); }
 __device__ __forceinline__ void shoalx_int_get_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_warp"); }
-__device__ __forceinline__ void shoalx_int_put_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int_get_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int_put_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int_get_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int_iput_warp(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iput_warp"); }
 __device__ __forceinline__ void shoalx_int_iget_warp(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iget_warp"); }
 __device__ __forceinline__ void shoalx_int_put_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_block"); }
 __device__ __forceinline__ void shoalx_int_get_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_block"); }
-__device__ __forceinline__ void shoalx_int_put_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int_get_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int_put_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int_get_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int_iput_block(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iput_block"); }
 __device__ __forceinline__ void shoalx_int_iget_block(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iget_block"); }
 __host__ __device__ inline void shoal_long_put(long* dest, const long* source, size_t nelems, int pe) {
@@ -580,14 +580,14 @@ __host__ __device__ inline void shoal_long_get(long* dest, const long* source, s
 }
 __host__ __device__ inline void shoal_long_put_nbi(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_put_nbi");
 #else
   shoal_detail_host_long_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_long_get_nbi(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_get_nbi");
 #else
   shoal_detail_host_long_get_nbi(dest, source, nelems, pe);
 #endif
@@ -622,14 +622,14 @@ __host__ __device__ inline void shoal_long_iget(long* dest, const long* source, 
 }
 __device__ __forceinline__ void shoalx_long_put_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_warp"); }
 __device__ __forceinline__ void shoalx_long_get_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_warp"); }
-__device__ __forceinline__ void shoalx_long_put_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_long_get_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_long_put_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_long_get_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_long_iput_warp(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iput_warp"); }
 __device__ __forceinline__ void shoalx_long_iget_warp(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iget_warp"); }
 __device__ __forceinline__ void shoalx_long_put_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_block"); }
 __device__ __forceinline__ void shoalx_long_get_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_block"); }
-__device__ __forceinline__ void shoalx_long_put_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_long_get_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_long_put_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_long_get_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_long_iput_block(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iput_block"); }
 __device__ __forceinline__ void shoalx_long_iget_block(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iget_block"); }
 __host__ __device__ inline void shoal_longlong_put(long long* dest, const long long* source, size_t nelems, int pe) {
@@ -648,14 +648,14 @@ __host__ __device__ inline void shoal_longlong_get(long long* dest, const long l
 }
 __host__ __device__ inline void shoal_longlong_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put_nbi");
 #else
   shoal_detail_host_longlong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_longlong_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get_nbi");
 #else
   shoal_detail_host_longlong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -690,14 +690,14 @@ __host__ __device__ inline void shoal_longlong_iget(long long* dest, const long 
 }
 __device__ __forceinline__ void shoalx_longlong_put_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_warp"); }
 __device__ __forceinline__ void shoalx_longlong_get_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_warp"); }
-__device__ __forceinline__ void shoalx_longlong_put_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_longlong_get_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_longlong_put_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_longlong_get_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_longlong_iput_warp(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iput_warp"); }
 __device__ __forceinline__ void shoalx_longlong_iget_warp(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iget_warp"); }
 __device__ __forceinline__ void shoalx_longlong_put_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_block"); }
 __device__ __forceinline__ void shoalx_longlong_get_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_block"); }
-__device__ __forceinline__ void shoalx_longlong_put_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_longlong_get_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_longlong_put_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_longlong_get_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_longlong_iput_block(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iput_block"); }
 __device__ __forceinline__ void shoalx_longlong_iget_block(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iget_block"); }
 __host__ __device__ inline void shoal_uchar_put(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
@@ -716,14 +716,14 @@ __host__ __device__ inline void shoal_uchar_get(unsigned char* dest, const unsig
 }
 __host__ __device__ inline void shoal_uchar_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put_nbi");
 #else
   shoal_detail_host_uchar_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uchar_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get_nbi");
 #else
   shoal_detail_host_uchar_get_nbi(dest, source, nelems, pe);
 #endif
@@ -758,14 +758,14 @@ __host__ __device__ inline void shoal_uchar_iget(unsigned char* dest, const unsi
 }
 __device__ __forceinline__ void shoalx_uchar_put_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_warp"); }
 __device__ __forceinline__ void shoalx_uchar_get_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_warp"); }
-__device__ __forceinline__ void shoalx_uchar_put_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uchar_get_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uchar_put_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uchar_get_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uchar_iput_warp(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iput_warp"); }
 __device__ __forceinline__ void shoalx_uchar_iget_warp(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iget_warp"); }
 __device__ __forceinline__ void shoalx_uchar_put_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_block"); }
 __device__ __forceinline__ void shoalx_uchar_get_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_block"); }
-__device__ __forceinline__ void shoalx_uchar_put_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uchar_get_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uchar_put_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uchar_get_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uchar_iput_block(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iput_block"); }
 __device__ __forceinline__ void shoalx_uchar_iget_block(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iget_block"); }
 __host__ __device__ inline void shoal_ushort_put(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
@@ -784,14 +784,14 @@ __host__ __device__ inline void shoal_ushort_get(unsigned short* dest, const uns
 }
 __host__ __device__ inline void shoal_ushort_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put_nbi");
 #else
   shoal_detail_host_ushort_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ushort_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get_nbi");
 #else
   shoal_detail_host_ushort_get_nbi(dest, source, nelems, pe);
 #endif
@@ -826,14 +826,14 @@ __host__ __device__ inline void shoal_ushort_iget(unsigned short* dest, const un
 }
 __device__ __forceinline__ void shoalx_ushort_put_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_warp"); }
 __device__ __forceinline__ void shoalx_ushort_get_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_warp"); }
-__device__ __forceinline__ void shoalx_ushort_put_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ushort_get_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ushort_put_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ushort_get_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ushort_iput_warp(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iput_warp"); }
 __device__ __forceinline__ void shoalx_ushort_iget_warp(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iget_warp"); }
 __device__ __forceinline__ void shoalx_ushort_put_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_block"); }
 __device__ __forceinline__ void shoalx_ushort_get_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_block"); }
-__device__ __forceinline__ void shoalx_ushort_put_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ushort_get_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ushort_put_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ushort_get_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ushort_iput_block(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iput_block"); }
 __device__ __forceinline__ void shoalx_ushort_iget_block(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iget_block"); }
 __host__ __device__ inline void shoal_uint_put(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
@@ -852,14 +852,14 @@ __host__ __device__ inline void shoal_uint_get(unsigned int* dest, const unsigne
 }
 __host__ __device__ inline void shoal_uint_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put_nbi");
 #else
   shoal_detail_host_uint_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get_nbi");
 #else
   shoal_detail_host_uint_get_nbi(dest, source, nelems, pe);
 #endif
@@ -894,14 +894,14 @@ __host__ __device__ inline void shoal_uint_iget(unsigned int* dest, const unsign
 }
 __device__ __forceinline__ void shoalx_uint_put_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_warp"); }
 __device__ __forceinline__ void shoalx_uint_get_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_warp"); }
-__device__ __forceinline__ void shoalx_uint_put_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint_get_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint_put_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint_get_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint_iput_warp(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint_iget_warp(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iget_warp"); }
 __device__ __forceinline__ void shoalx_uint_put_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_block"); }
 __device__ __forceinline__ void shoalx_uint_get_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_block"); }
-__device__ __forceinline__ void shoalx_uint_put_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint_get_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint_put_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint_get_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint_iput_block(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iput_block"); }
 __device__ __forceinline__ void shoalx_uint_iget_block(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iget_block"); }
 __host__ __device__ inline void shoal_ulong_put(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
@@ -920,14 +920,14 @@ __host__ __device__ inline void shoal_ulong_get(unsigned long* dest, const unsig
 }
 __host__ __device__ inline void shoal_ulong_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put_nbi");
 #else
   shoal_detail_host_ulong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulong_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get_nbi");
 #else
   shoal_detail_host_ulong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -962,14 +962,14 @@ __host__ __device__ inline void shoal_ulong_iget(unsigned long* dest, const unsi
 }
 __device__ __forceinline__ void shoalx_ulong_put_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_warp"); }
 __device__ __forceinline__ void shoalx_ulong_get_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_warp"); }
-__device__ __forceinline__ void shoalx_ulong_put_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ulong_get_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulong_put_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulong_get_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulong_iput_warp(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iput_warp"); }
 __device__ __forceinline__ void shoalx_ulong_iget_warp(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iget_warp"); }
 __device__ __forceinline__ void shoalx_ulong_put_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_block"); }
 __device__ __forceinline__ void shoalx_ulong_get_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_block"); }
-__device__ __forceinline__ void shoalx_ulong_put_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ulong_get_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulong_put_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulong_get_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ulong_iput_block(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iput_block"); }
 __device__ __forceinline__ void shoalx_ulong_iget_block(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iget_block"); }
 __host__ __device__ inline void shoal_ulonglong_put(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
@@ -988,14 +988,14 @@ __host__ __device__ inline void shoal_ulonglong_get(unsigned long long* dest, co
 }
 __host__ __device__ inline void shoal_ulonglong_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put_nbi");
 #else
   shoal_detail_host_ulonglong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulonglong_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get_nbi");
 #else
   shoal_detail_host_ulonglong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1030,14 +1030,14 @@ __host__ __device__ inline void shoal_ulonglong_iget(unsigned long long* dest, c
 }
 __device__ __forceinline__ void shoalx_ulonglong_put_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_get_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_iput_warp(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iput_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_iget_warp(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iget_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_put_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_block"); }
 __device__ __forceinline__ void shoalx_ulonglong_get_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ulonglong_iput_block(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iput_block"); }
 __device__ __forceinline__ void shoalx_ulonglong_iget_block(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iget_block"); }
 __host__ __device__ inline void shoal_int8_put(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
@@ -1056,14 +1056,14 @@ __host__ __device__ inline void shoal_int8_get(int8_t* dest, const int8_t* sourc
 }
 __host__ __device__ inline void shoal_int8_put_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put_nbi");
 #else
   shoal_detail_host_int8_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int8_get_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get_nbi");
 #else
   shoal_detail_host_int8_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1098,14 +1098,14 @@ __host__ __device__ inline void shoal_int8_iget(int8_t* dest, const int8_t* sour
 }
 __device__ __forceinline__ void shoalx_int8_put_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_warp"); }
 __device__ __forceinline__ void shoalx_int8_get_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_warp"); }
-__device__ __forceinline__ void shoalx_int8_put_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int8_get_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int8_put_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int8_get_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int8_iput_warp(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iput_warp"); }
 __device__ __forceinline__ void shoalx_int8_iget_warp(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iget_warp"); }
 __device__ __forceinline__ void shoalx_int8_put_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_block"); }
 __device__ __forceinline__ void shoalx_int8_get_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_block"); }
-__device__ __forceinline__ void shoalx_int8_put_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int8_get_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int8_put_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int8_get_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int8_iput_block(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iput_block"); }
 __device__ __forceinline__ void shoalx_int8_iget_block(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iget_block"); }
 __host__ __device__ inline void shoal_int16_put(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
@@ -1124,14 +1124,14 @@ __host__ __device__ inline void shoal_int16_get(int16_t* dest, const int16_t* so
 }
 __host__ __device__ inline void shoal_int16_put_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put_nbi");
 #else
   shoal_detail_host_int16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int16_get_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get_nbi");
 #else
   shoal_detail_host_int16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1166,14 +1166,14 @@ __host__ __device__ inline void shoal_int16_iget(int16_t* dest, const int16_t* s
 }
 __device__ __forceinline__ void shoalx_int16_put_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_warp"); }
 __device__ __forceinline__ void shoalx_int16_get_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_warp"); }
-__device__ __forceinline__ void shoalx_int16_put_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int16_get_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int16_put_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int16_get_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int16_iput_warp(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iput_warp"); }
 __device__ __forceinline__ void shoalx_int16_iget_warp(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iget_warp"); }
 __device__ __forceinline__ void shoalx_int16_put_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_block"); }
 __device__ __forceinline__ void shoalx_int16_get_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_block"); }
-__device__ __forceinline__ void shoalx_int16_put_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int16_get_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int16_put_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int16_get_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int16_iput_block(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iput_block"); }
 __device__ __forceinline__ void shoalx_int16_iget_block(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iget_block"); }
 __host__ __device__ inline void shoal_int32_put(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
@@ -1192,14 +1192,14 @@ __host__ __device__ inline void shoal_int32_get(int32_t* dest, const int32_t* so
 }
 __host__ __device__ inline void shoal_int32_put_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put_nbi");
 #else
   shoal_detail_host_int32_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int32_get_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get_nbi");
 #else
   shoal_detail_host_int32_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1234,14 +1234,14 @@ __host__ __device__ inline void shoal_int32_iget(int32_t* dest, const int32_t* s
 }
 __device__ __forceinline__ void shoalx_int32_put_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_warp"); }
 __device__ __forceinline__ void shoalx_int32_get_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_warp"); }
-__device__ __forceinline__ void shoalx_int32_put_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int32_get_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int32_put_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int32_get_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int32_iput_warp(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iput_warp"); }
 __device__ __forceinline__ void shoalx_int32_iget_warp(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iget_warp"); }
 __device__ __forceinline__ void shoalx_int32_put_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_block"); }
 __device__ __forceinline__ void shoalx_int32_get_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_block"); }
-__device__ __forceinline__ void shoalx_int32_put_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int32_get_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int32_put_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int32_get_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int32_iput_block(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iput_block"); }
 __device__ __forceinline__ void shoalx_int32_iget_block(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iget_block"); }
 __host__ __device__ inline void shoal_int64_put(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
@@ -1260,14 +1260,14 @@ __host__ __device__ inline void shoal_int64_get(int64_t* dest, const int64_t* so
 }
 __host__ __device__ inline void shoal_int64_put_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put_nbi");
 #else
   shoal_detail_host_int64_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int64_get_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get_nbi");
 #else
   shoal_detail_host_int64_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1302,14 +1302,14 @@ __host__ __device__ inline void shoal_int64_iget(int64_t* dest, const int64_t* s
 }
 __device__ __forceinline__ void shoalx_int64_put_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_warp"); }
 __device__ __forceinline__ void shoalx_int64_get_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_warp"); }
-__device__ __forceinline__ void shoalx_int64_put_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int64_get_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int64_put_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int64_get_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int64_iput_warp(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iput_warp"); }
 __device__ __forceinline__ void shoalx_int64_iget_warp(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iget_warp"); }
 __device__ __forceinline__ void shoalx_int64_put_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_block"); }
 __device__ __forceinline__ void shoalx_int64_get_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_block"); }
-__device__ __forceinline__ void shoalx_int64_put_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int64_get_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int64_put_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int64_get_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int64_iput_block(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iput_block"); }
 __device__ __forceinline__ void shoalx_int64_iget_block(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iget_block"); }
 __host__ __device__ inline void shoal_uint8_put(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
@@ -1328,14 +1328,14 @@ __host__ __device__ inline void shoal_uint8_get(uint8_t* dest, const uint8_t* so
 }
 __host__ __device__ inline void shoal_uint8_put_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put_nbi");
 #else
   shoal_detail_host_uint8_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint8_get_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get_nbi");
 #else
   shoal_detail_host_uint8_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1370,14 +1370,14 @@ __host__ __device__ inline void shoal_uint8_iget(uint8_t* dest, const uint8_t* s
 }
 __device__ __forceinline__ void shoalx_uint8_put_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_warp"); }
 __device__ __forceinline__ void shoalx_uint8_get_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_warp"); }
-__device__ __forceinline__ void shoalx_uint8_put_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint8_get_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint8_put_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint8_get_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint8_iput_warp(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint8_iget_warp(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iget_warp"); }
 __device__ __forceinline__ void shoalx_uint8_put_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_block"); }
 __device__ __forceinline__ void shoalx_uint8_get_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_block"); }
-__device__ __forceinline__ void shoalx_uint8_put_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint8_get_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint8_put_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint8_get_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint8_iput_block(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iput_block"); }
 __device__ __forceinline__ void shoalx_uint8_iget_block(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iget_block"); }
 __host__ __device__ inline void shoal_uint16_put(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
@@ -1396,14 +1396,14 @@ __host__ __device__ inline void shoal_uint16_get(uint16_t* dest, const uint16_t*
 }
 __host__ __device__ inline void shoal_uint16_put_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put_nbi");
 #else
   shoal_detail_host_uint16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint16_get_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get_nbi");
 #else
   shoal_detail_host_uint16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1438,14 +1438,14 @@ __host__ __device__ inline void shoal_uint16_iget(uint16_t* dest, const uint16_t
 }
 __device__ __forceinline__ void shoalx_uint16_put_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_warp"); }
 __device__ __forceinline__ void shoalx_uint16_get_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_warp"); }
-__device__ __forceinline__ void shoalx_uint16_put_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint16_get_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint16_put_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint16_get_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint16_iput_warp(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint16_iget_warp(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iget_warp"); }
 __device__ __forceinline__ void shoalx_uint16_put_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_block"); }
 __device__ __forceinline__ void shoalx_uint16_get_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_block"); }
-__device__ __forceinline__ void shoalx_uint16_put_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint16_get_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint16_put_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint16_get_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint16_iput_block(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iput_block"); }
 __device__ __forceinline__ void shoalx_uint16_iget_block(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iget_block"); }
 __host__ __device__ inline void shoal_uint32_put(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
@@ -1464,14 +1464,14 @@ __host__ __device__ inline void shoal_uint32_get(uint32_t* dest, const uint32_t*
 }
 __host__ __device__ inline void shoal_uint32_put_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put_nbi");
 #else
   shoal_detail_host_uint32_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint32_get_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get_nbi");
 #else
   shoal_detail_host_uint32_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1506,14 +1506,14 @@ __host__ __device__ inline void shoal_uint32_iget(uint32_t* dest, const uint32_t
 }
 __device__ __forceinline__ void shoalx_uint32_put_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_warp"); }
 __device__ __forceinline__ void shoalx_uint32_get_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_warp"); }
-__device__ __forceinline__ void shoalx_uint32_put_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint32_get_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint32_put_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint32_get_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint32_iput_warp(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint32_iget_warp(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iget_warp"); }
 __device__ __forceinline__ void shoalx_uint32_put_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_block"); }
 __device__ __forceinline__ void shoalx_uint32_get_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_block"); }
-__device__ __forceinline__ void shoalx_uint32_put_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint32_get_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint32_put_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint32_get_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint32_iput_block(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iput_block"); }
 __device__ __forceinline__ void shoalx_uint32_iget_block(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iget_block"); }
 __host__ __device__ inline void shoal_uint64_put(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
@@ -1532,14 +1532,14 @@ __host__ __device__ inline void shoal_uint64_get(uint64_t* dest, const uint64_t*
 }
 __host__ __device__ inline void shoal_uint64_put_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put_nbi");
 #else
   shoal_detail_host_uint64_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint64_get_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get_nbi");
 #else
   shoal_detail_host_uint64_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1574,14 +1574,14 @@ __host__ __device__ inline void shoal_uint64_iget(uint64_t* dest, const uint64_t
 }
 __device__ __forceinline__ void shoalx_uint64_put_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_warp"); }
 __device__ __forceinline__ void shoalx_uint64_get_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_warp"); }
-__device__ __forceinline__ void shoalx_uint64_put_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint64_get_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint64_put_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint64_get_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint64_iput_warp(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint64_iget_warp(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iget_warp"); }
 __device__ __forceinline__ void shoalx_uint64_put_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_block"); }
 __device__ __forceinline__ void shoalx_uint64_get_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_block"); }
-__device__ __forceinline__ void shoalx_uint64_put_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint64_get_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint64_put_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint64_get_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint64_iput_block(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iput_block"); }
 __device__ __forceinline__ void shoalx_uint64_iget_block(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iget_block"); }
 __host__ __device__ inline void shoal_size_put(size_t* dest, const size_t* source, size_t nelems, int pe) {
@@ -1600,14 +1600,14 @@ __host__ __device__ inline void shoal_size_get(size_t* dest, const size_t* sourc
 }
 __host__ __device__ inline void shoal_size_put_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put_nbi");
 #else
   shoal_detail_host_size_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_size_get_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get_nbi");
 #else
   shoal_detail_host_size_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1642,14 +1642,14 @@ __host__ __device__ inline void shoal_size_iget(size_t* dest, const size_t* sour
 }
 __device__ __forceinline__ void shoalx_size_put_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_warp"); }
 __device__ __forceinline__ void shoalx_size_get_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_warp"); }
-__device__ __forceinline__ void shoalx_size_put_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_size_get_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_size_put_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_size_get_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_size_iput_warp(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iput_warp"); }
 __device__ __forceinline__ void shoalx_size_iget_warp(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iget_warp"); }
 __device__ __forceinline__ void shoalx_size_put_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_block"); }
 __device__ __forceinline__ void shoalx_size_get_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_block"); }
-__device__ __forceinline__ void shoalx_size_put_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_size_get_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_size_put_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_size_get_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_size_iput_block(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iput_block"); }
 __device__ __forceinline__ void shoalx_size_iget_block(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iget_block"); }
 __host__ __device__ inline void shoal_ptrdiff_put(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
@@ -1668,14 +1668,14 @@ __host__ __device__ inline void shoal_ptrdiff_get(ptrdiff_t* dest, const ptrdiff
 }
 __host__ __device__ inline void shoal_ptrdiff_put_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put_nbi");
 #else
   shoal_detail_host_ptrdiff_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ptrdiff_get_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get_nbi");
 #else
   shoal_detail_host_ptrdiff_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1710,14 +1710,14 @@ __host__ __device__ inline void shoal_ptrdiff_iget(ptrdiff_t* dest, const ptrdif
 }
 __device__ __forceinline__ void shoalx_ptrdiff_put_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_get_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iput_warp(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iput_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iget_warp(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iget_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_put_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_get_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iput_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iput_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iget_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iget_block"); }
 __host__ __device__ inline void shoal_half_put(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
@@ -1736,14 +1736,14 @@ __host__ __device__ inline void shoal_half_get(shoal_half_t* dest, const shoal_h
 }
 __host__ __device__ inline void shoal_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put_nbi");
 #else
   shoal_detail_host_half_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get_nbi");
 #else
   shoal_detail_host_half_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1778,14 +1778,14 @@ __host__ __device__ inline void shoal_half_iget(shoal_half_t* dest, const shoal_
 }
 __device__ __forceinline__ void shoalx_half_put_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_warp"); }
 __device__ __forceinline__ void shoalx_half_get_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_warp"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_half_iput_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_warp"); }
 __device__ __forceinline__ void shoalx_half_iget_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_warp"); }
 __device__ __forceinline__ void shoalx_half_put_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_block"); }
 __device__ __forceinline__ void shoalx_half_get_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_block"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_half_iput_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_block"); }
 __device__ __forceinline__ void shoalx_half_iget_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_block"); }
 __host__ __device__ inline void shoal_bfloat16_put(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
@@ -1804,14 +1804,14 @@ __host__ __device__ inline void shoal_bfloat16_get(shoal_bfloat16_t* dest, const
 }
 __host__ __device__ inline void shoal_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put_nbi");
 #else
   shoal_detail_host_bfloat16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get_nbi");
 #else
   shoal_detail_host_bfloat16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1846,14 +1846,14 @@ __host__ __device__ inline void shoal_bfloat16_iget(shoal_bfloat16_t* dest, cons
 }
 __device__ __forceinline__ void shoalx_bfloat16_put_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_get_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_iput_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_iget_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_put_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_block"); }
 __device__ __forceinline__ void shoalx_bfloat16_get_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_bfloat16_iput_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_block"); }
 __device__ __forceinline__ void shoalx_bfloat16_iget_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_block"); }
 
@@ -1874,14 +1874,14 @@ __host__ __device__ inline void shoal_get8(void* dest, const void* source, size_
 }
 __host__ __device__ inline void shoal_put8_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_put8_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_put8_nbi");
 #else
   shoal_detail_host_put8_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get8_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_get8_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_get8_nbi");
 #else
   shoal_detail_host_get8_nbi(dest, source, nelems, pe);
 #endif
@@ -1902,14 +1902,14 @@ __host__ __device__ inline void shoal_iget8(void* dest, const void* source, ptrd
 }
 __device__ __forceinline__ void shoalx_put8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_warp"); }
 __device__ __forceinline__ void shoalx_get8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_warp"); }
-__device__ __forceinline__ void shoalx_put8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput8_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iput8_warp"); }
 __device__ __forceinline__ void shoalx_iget8_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iget8_warp"); }
 __device__ __forceinline__ void shoalx_put8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_block"); }
 __device__ __forceinline__ void shoalx_get8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_block"); }
-__device__ __forceinline__ void shoalx_put8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_block"); }
-__device__ __forceinline__ void shoalx_get8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_block"); }
+__device__ __forceinline__ void shoalx_put8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_block"); }
+__device__ __forceinline__ void shoalx_get8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput8_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iput8_block"); }
 __device__ __forceinline__ void shoalx_iget8_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iget8_block"); }
 __host__ __device__ inline void shoal_put16(void* dest, const void* source, size_t nelems, int pe) {
@@ -1928,14 +1928,14 @@ __host__ __device__ inline void shoal_get16(void* dest, const void* source, size
 }
 __host__ __device__ inline void shoal_put16_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_put16_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_put16_nbi");
 #else
   shoal_detail_host_put16_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get16_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_get16_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_get16_nbi");
 #else
   shoal_detail_host_get16_nbi(dest, source, nelems, pe);
 #endif
@@ -1956,14 +1956,14 @@ __host__ __device__ inline void shoal_iget16(void* dest, const void* source, ptr
 }
 __device__ __forceinline__ void shoalx_put16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_warp"); }
 __device__ __forceinline__ void shoalx_get16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_warp"); }
-__device__ __forceinline__ void shoalx_put16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput16_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iput16_warp"); }
 __device__ __forceinline__ void shoalx_iget16_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iget16_warp"); }
 __device__ __forceinline__ void shoalx_put16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_block"); }
 __device__ __forceinline__ void shoalx_get16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_block"); }
-__device__ __forceinline__ void shoalx_put16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_block"); }
-__device__ __forceinline__ void shoalx_get16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_block"); }
+__device__ __forceinline__ void shoalx_put16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_block"); }
+__device__ __forceinline__ void shoalx_get16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput16_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iput16_block"); }
 __device__ __forceinline__ void shoalx_iget16_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iget16_block"); }
 __host__ __device__ inline void shoal_put32(void* dest, const void* source, size_t nelems, int pe) {
@@ -1982,14 +1982,14 @@ __host__ __device__ inline void shoal_get32(void* dest, const void* source, size
 }
 __host__ __device__ inline void shoal_put32_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_put32_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_put32_nbi");
 #else
   shoal_detail_host_put32_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get32_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_get32_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_get32_nbi");
 #else
   shoal_detail_host_get32_nbi(dest, source, nelems, pe);
 #endif
@@ -2010,14 +2010,14 @@ __host__ __device__ inline void shoal_iget32(void* dest, const void* source, ptr
 }
 __device__ __forceinline__ void shoalx_put32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_warp"); }
 __device__ __forceinline__ void shoalx_get32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_warp"); }
-__device__ __forceinline__ void shoalx_put32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput32_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iput32_warp"); }
 __device__ __forceinline__ void shoalx_iget32_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iget32_warp"); }
 __device__ __forceinline__ void shoalx_put32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_block"); }
 __device__ __forceinline__ void shoalx_get32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_block"); }
-__device__ __forceinline__ void shoalx_put32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_block"); }
-__device__ __forceinline__ void shoalx_get32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_block"); }
+__device__ __forceinline__ void shoalx_put32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_block"); }
+__device__ __forceinline__ void shoalx_get32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput32_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iput32_block"); }
 __device__ __forceinline__ void shoalx_iget32_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iget32_block"); }
 __host__ __device__ inline void shoal_put64(void* dest, const void* source, size_t nelems, int pe) {
@@ -2036,14 +2036,14 @@ __host__ __device__ inline void shoal_get64(void* dest, const void* source, size
 }
 __host__ __device__ inline void shoal_put64_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_put64_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_put64_nbi");
 #else
   shoal_detail_host_put64_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get64_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_get64_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_get64_nbi");
 #else
   shoal_detail_host_get64_nbi(dest, source, nelems, pe);
 #endif
@@ -2064,14 +2064,14 @@ __host__ __device__ inline void shoal_iget64(void* dest, const void* source, ptr
 }
 __device__ __forceinline__ void shoalx_put64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_warp"); }
 __device__ __forceinline__ void shoalx_get64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_warp"); }
-__device__ __forceinline__ void shoalx_put64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput64_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iput64_warp"); }
 __device__ __forceinline__ void shoalx_iget64_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iget64_warp"); }
 __device__ __forceinline__ void shoalx_put64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_block"); }
 __device__ __forceinline__ void shoalx_get64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_block"); }
-__device__ __forceinline__ void shoalx_put64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_block"); }
-__device__ __forceinline__ void shoalx_get64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_block"); }
+__device__ __forceinline__ void shoalx_put64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_block"); }
+__device__ __forceinline__ void shoalx_get64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput64_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iput64_block"); }
 __device__ __forceinline__ void shoalx_iget64_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iget64_block"); }
 __host__ __device__ inline void shoal_put128(void* dest, const void* source, size_t nelems, int pe) {
@@ -2090,14 +2090,14 @@ __host__ __device__ inline void shoal_get128(void* dest, const void* source, siz
 }
 __host__ __device__ inline void shoal_put128_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_put128_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_put128_nbi");
 #else
   shoal_detail_host_put128_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get128_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_get128_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_get128_nbi");
 #else
   shoal_detail_host_get128_nbi(dest, source, nelems, pe);
 #endif
@@ -2118,14 +2118,14 @@ __host__ __device__ inline void shoal_iget128(void* dest, const void* source, pt
 }
 __device__ __forceinline__ void shoalx_put128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_warp"); }
 __device__ __forceinline__ void shoalx_get128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_warp"); }
-__device__ __forceinline__ void shoalx_put128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput128_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iput128_warp"); }
 __device__ __forceinline__ void shoalx_iget128_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iget128_warp"); }
 __device__ __forceinline__ void shoalx_put128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_block"); }
 __device__ __forceinline__ void shoalx_get128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_block"); }
-__device__ __forceinline__ void shoalx_put128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_block"); }
-__device__ __forceinline__ void shoalx_get128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_block"); }
+__device__ __forceinline__ void shoalx_put128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_block"); }
+__device__ __forceinline__ void shoalx_get128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput128_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iput128_block"); }
 __device__ __forceinline__ void shoalx_iget128_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iget128_block"); }
 __host__ __device__ inline void shoal_putmem(void* dest, const void* source, size_t nbytes, int pe) {
@@ -2144,26 +2144,26 @@ __host__ __device__ inline void shoal_getmem(void* dest, const void* source, siz
 }
 __host__ __device__ inline void shoal_putmem_nbi(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_putmem_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_putmem_nbi");
 #else
   shoal_detail_host_putmem_nbi(dest, source, nbytes, pe);
 #endif
 }
 __host__ __device__ inline void shoal_getmem_nbi(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_getmem_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_getmem_nbi");
 #else
   shoal_detail_host_getmem_nbi(dest, source, nbytes, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_putmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_warp"); }
 __device__ __forceinline__ void shoalx_getmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_warp"); }
-__device__ __forceinline__ void shoalx_putmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_warp"); }
-__device__ __forceinline__ void shoalx_getmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_warp"); }
+__device__ __forceinline__ void shoalx_putmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_warp"); }
+__device__ __forceinline__ void shoalx_getmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_warp"); }
 __device__ __forceinline__ void shoalx_putmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_block"); }
 __device__ __forceinline__ void shoalx_getmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_block"); }
-__device__ __forceinline__ void shoalx_putmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_block"); }
-__device__ __forceinline__ void shoalx_getmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_block"); }
+__device__ __forceinline__ void shoalx_putmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_block"); }
+__device__ __forceinline__ void shoalx_getmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_block"); }
 
 // put-with-signal: typed, sized and untyped, blocking and _nbi, thread/warp/block
 __host__ __device__ inline void shoal_float_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
@@ -2175,15 +2175,15 @@ __host__ __device__ inline void shoal_float_put_signal(float* dest, const float*
 }
 __host__ __device__ inline void shoal_float_put_signal_nbi(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoal_float_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoal_float_put_signal_nbi");
 #else
   shoal_detail_host_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_float_put_signal_warp(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_float_put_signal_nbi_warp(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_float_put_signal_nbi_warp(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_float_put_signal_block(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_block"); }
-__device__ __forceinline__ void shoalx_float_put_signal_nbi_block(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_float_put_signal_nbi_block(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe, "shoalx_float_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_double_put_signal(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoal_double_put_signal");
@@ -2193,15 +2193,15 @@ __host__ __device__ inline void shoal_double_put_signal(double* dest, const doub
 }
 __host__ __device__ inline void shoal_double_put_signal_nbi(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoal_double_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoal_double_put_signal_nbi");
 #else
   shoal_detail_host_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_double_put_signal_warp(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_double_put_signal_nbi_warp(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_double_put_signal_nbi_warp(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_double_put_signal_block(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_block"); }
-__device__ __forceinline__ void shoalx_double_put_signal_nbi_block(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_double_put_signal_nbi_block(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe, "shoalx_double_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_char_put_signal(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoal_char_put_signal");
@@ -2211,15 +2211,15 @@ __host__ __device__ inline void shoal_char_put_signal(char* dest, const char* so
 }
 __host__ __device__ inline void shoal_char_put_signal_nbi(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoal_char_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoal_char_put_signal_nbi");
 #else
   shoal_detail_host_char_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_char_put_signal_warp(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_char_put_signal_nbi_warp(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_char_put_signal_nbi_warp(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_char_put_signal_block(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_block"); }
-__device__ __forceinline__ void shoalx_char_put_signal_nbi_block(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_char_put_signal_nbi_block(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe, "shoalx_char_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_schar_put_signal(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoal_schar_put_signal");
@@ -2229,15 +2229,15 @@ __host__ __device__ inline void shoal_schar_put_signal(signed char* dest, const 
 }
 __host__ __device__ inline void shoal_schar_put_signal_nbi(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoal_schar_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoal_schar_put_signal_nbi");
 #else
   shoal_detail_host_schar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_schar_put_signal_warp(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_schar_put_signal_nbi_warp(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_schar_put_signal_nbi_warp(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_schar_put_signal_block(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_block"); }
-__device__ __forceinline__ void shoalx_schar_put_signal_nbi_block(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_schar_put_signal_nbi_block(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), sig_addr, signal, sig_op, pe, "shoalx_schar_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_short_put_signal(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoal_short_put_signal");
@@ -2247,15 +2247,15 @@ __host__ __device__ inline void shoal_short_put_signal(short* dest, const short*
 }
 __host__ __device__ inline void shoal_short_put_signal_nbi(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoal_short_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoal_short_put_signal_nbi");
 #else
   shoal_detail_host_short_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_short_put_signal_warp(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_short_put_signal_nbi_warp(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_short_put_signal_nbi_warp(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_short_put_signal_block(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_block"); }
-__device__ __forceinline__ void shoalx_short_put_signal_nbi_block(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_short_put_signal_nbi_block(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe, "shoalx_short_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_int_put_signal(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoal_int_put_signal");
@@ -2265,15 +2265,15 @@ __host__ __device__ inline void shoal_int_put_signal(int* dest, const int* sourc
 }
 __host__ __device__ inline void shoal_int_put_signal_nbi(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoal_int_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoal_int_put_signal_nbi");
 #else
   shoal_detail_host_int_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_int_put_signal_warp(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_int_put_signal_nbi_warp(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int_put_signal_nbi_warp(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int_put_signal_block(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_block"); }
-__device__ __forceinline__ void shoalx_int_put_signal_nbi_block(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_int_put_signal_nbi_block(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe, "shoalx_int_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_long_put_signal(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoal_long_put_signal");
@@ -2283,15 +2283,15 @@ __host__ __device__ inline void shoal_long_put_signal(long* dest, const long* so
 }
 __host__ __device__ inline void shoal_long_put_signal_nbi(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoal_long_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoal_long_put_signal_nbi");
 #else
   shoal_detail_host_long_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_long_put_signal_warp(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_long_put_signal_nbi_warp(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_long_put_signal_nbi_warp(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_long_put_signal_block(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_block"); }
-__device__ __forceinline__ void shoalx_long_put_signal_nbi_block(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_long_put_signal_nbi_block(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe, "shoalx_long_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_longlong_put_signal(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoal_longlong_put_signal");
@@ -2301,15 +2301,15 @@ __host__ __device__ inline void shoal_longlong_put_signal(long long* dest, const
 }
 __host__ __device__ inline void shoal_longlong_put_signal_nbi(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoal_longlong_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoal_longlong_put_signal_nbi");
 #else
   shoal_detail_host_longlong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_longlong_put_signal_warp(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_longlong_put_signal_nbi_warp(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_longlong_put_signal_nbi_warp(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_longlong_put_signal_block(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_block"); }
-__device__ __forceinline__ void shoalx_longlong_put_signal_nbi_block(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_longlong_put_signal_nbi_block(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), sig_addr, signal, sig_op, pe, "shoalx_longlong_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uchar_put_signal(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoal_uchar_put_signal");
@@ -2319,15 +2319,15 @@ __host__ __device__ inline void shoal_uchar_put_signal(unsigned char* dest, cons
 }
 __host__ __device__ inline void shoal_uchar_put_signal_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoal_uchar_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoal_uchar_put_signal_nbi");
 #else
   shoal_detail_host_uchar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uchar_put_signal_warp(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uchar_put_signal_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uchar_put_signal_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uchar_put_signal_block(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uchar_put_signal_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uchar_put_signal_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), sig_addr, signal, sig_op, pe, "shoalx_uchar_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_ushort_put_signal(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoal_ushort_put_signal");
@@ -2337,15 +2337,15 @@ __host__ __device__ inline void shoal_ushort_put_signal(unsigned short* dest, co
 }
 __host__ __device__ inline void shoal_ushort_put_signal_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoal_ushort_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoal_ushort_put_signal_nbi");
 #else
   shoal_detail_host_ushort_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_ushort_put_signal_warp(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_ushort_put_signal_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ushort_put_signal_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ushort_put_signal_block(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_block"); }
-__device__ __forceinline__ void shoalx_ushort_put_signal_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_ushort_put_signal_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), sig_addr, signal, sig_op, pe, "shoalx_ushort_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uint_put_signal(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoal_uint_put_signal");
@@ -2355,15 +2355,15 @@ __host__ __device__ inline void shoal_uint_put_signal(unsigned int* dest, const 
 }
 __host__ __device__ inline void shoal_uint_put_signal_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoal_uint_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoal_uint_put_signal_nbi");
 #else
   shoal_detail_host_uint_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uint_put_signal_warp(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uint_put_signal_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint_put_signal_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint_put_signal_block(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uint_put_signal_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint_put_signal_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), sig_addr, signal, sig_op, pe, "shoalx_uint_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_ulong_put_signal(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoal_ulong_put_signal");
@@ -2373,15 +2373,15 @@ __host__ __device__ inline void shoal_ulong_put_signal(unsigned long* dest, cons
 }
 __host__ __device__ inline void shoal_ulong_put_signal_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoal_ulong_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoal_ulong_put_signal_nbi");
 #else
   shoal_detail_host_ulong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_ulong_put_signal_warp(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_ulong_put_signal_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulong_put_signal_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulong_put_signal_block(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_block"); }
-__device__ __forceinline__ void shoalx_ulong_put_signal_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulong_put_signal_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), sig_addr, signal, sig_op, pe, "shoalx_ulong_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_ulonglong_put_signal(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoal_ulonglong_put_signal");
@@ -2391,15 +2391,15 @@ __host__ __device__ inline void shoal_ulonglong_put_signal(unsigned long long* d
 }
 __host__ __device__ inline void shoal_ulonglong_put_signal_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoal_ulonglong_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoal_ulonglong_put_signal_nbi");
 #else
   shoal_detail_host_ulonglong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_ulonglong_put_signal_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_signal_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_signal_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_put_signal_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_signal_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_signal_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), sig_addr, signal, sig_op, pe, "shoalx_ulonglong_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_int8_put_signal(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoal_int8_put_signal");
@@ -2409,15 +2409,15 @@ __host__ __device__ inline void shoal_int8_put_signal(int8_t* dest, const int8_t
 }
 __host__ __device__ inline void shoal_int8_put_signal_nbi(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoal_int8_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoal_int8_put_signal_nbi");
 #else
   shoal_detail_host_int8_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_int8_put_signal_warp(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_int8_put_signal_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int8_put_signal_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int8_put_signal_block(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_block"); }
-__device__ __forceinline__ void shoalx_int8_put_signal_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_int8_put_signal_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), sig_addr, signal, sig_op, pe, "shoalx_int8_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_int16_put_signal(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoal_int16_put_signal");
@@ -2427,15 +2427,15 @@ __host__ __device__ inline void shoal_int16_put_signal(int16_t* dest, const int1
 }
 __host__ __device__ inline void shoal_int16_put_signal_nbi(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoal_int16_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoal_int16_put_signal_nbi");
 #else
   shoal_detail_host_int16_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_int16_put_signal_warp(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_int16_put_signal_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int16_put_signal_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int16_put_signal_block(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_block"); }
-__device__ __forceinline__ void shoalx_int16_put_signal_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_int16_put_signal_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), sig_addr, signal, sig_op, pe, "shoalx_int16_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_int32_put_signal(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoal_int32_put_signal");
@@ -2445,15 +2445,15 @@ __host__ __device__ inline void shoal_int32_put_signal(int32_t* dest, const int3
 }
 __host__ __device__ inline void shoal_int32_put_signal_nbi(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoal_int32_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoal_int32_put_signal_nbi");
 #else
   shoal_detail_host_int32_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_int32_put_signal_warp(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_int32_put_signal_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int32_put_signal_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int32_put_signal_block(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_block"); }
-__device__ __forceinline__ void shoalx_int32_put_signal_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_int32_put_signal_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), sig_addr, signal, sig_op, pe, "shoalx_int32_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_int64_put_signal(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoal_int64_put_signal");
@@ -2463,15 +2463,15 @@ __host__ __device__ inline void shoal_int64_put_signal(int64_t* dest, const int6
 }
 __host__ __device__ inline void shoal_int64_put_signal_nbi(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoal_int64_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoal_int64_put_signal_nbi");
 #else
   shoal_detail_host_int64_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_int64_put_signal_warp(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_int64_put_signal_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int64_put_signal_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int64_put_signal_block(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_block"); }
-__device__ __forceinline__ void shoalx_int64_put_signal_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_int64_put_signal_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), sig_addr, signal, sig_op, pe, "shoalx_int64_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uint8_put_signal(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoal_uint8_put_signal");
@@ -2481,15 +2481,15 @@ __host__ __device__ inline void shoal_uint8_put_signal(uint8_t* dest, const uint
 }
 __host__ __device__ inline void shoal_uint8_put_signal_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoal_uint8_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoal_uint8_put_signal_nbi");
 #else
   shoal_detail_host_uint8_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uint8_put_signal_warp(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uint8_put_signal_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint8_put_signal_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint8_put_signal_block(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uint8_put_signal_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint8_put_signal_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), sig_addr, signal, sig_op, pe, "shoalx_uint8_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uint16_put_signal(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoal_uint16_put_signal");
@@ -2499,15 +2499,15 @@ __host__ __device__ inline void shoal_uint16_put_signal(uint16_t* dest, const ui
 }
 __host__ __device__ inline void shoal_uint16_put_signal_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoal_uint16_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoal_uint16_put_signal_nbi");
 #else
   shoal_detail_host_uint16_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uint16_put_signal_warp(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uint16_put_signal_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint16_put_signal_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint16_put_signal_block(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uint16_put_signal_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint16_put_signal_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), sig_addr, signal, sig_op, pe, "shoalx_uint16_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uint32_put_signal(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoal_uint32_put_signal");
@@ -2517,15 +2517,15 @@ __host__ __device__ inline void shoal_uint32_put_signal(uint32_t* dest, const ui
 }
 __host__ __device__ inline void shoal_uint32_put_signal_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoal_uint32_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoal_uint32_put_signal_nbi");
 #else
   shoal_detail_host_uint32_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uint32_put_signal_warp(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uint32_put_signal_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint32_put_signal_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint32_put_signal_block(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uint32_put_signal_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint32_put_signal_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), sig_addr, signal, sig_op, pe, "shoalx_uint32_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_uint64_put_signal(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoal_uint64_put_signal");
@@ -2535,15 +2535,15 @@ __host__ __device__ inline void shoal_uint64_put_signal(uint64_t* dest, const ui
 }
 __host__ __device__ inline void shoal_uint64_put_signal_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoal_uint64_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoal_uint64_put_signal_nbi");
 #else
   shoal_detail_host_uint64_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_uint64_put_signal_warp(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_uint64_put_signal_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint64_put_signal_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint64_put_signal_block(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_block"); }
-__device__ __forceinline__ void shoalx_uint64_put_signal_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint64_put_signal_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), sig_addr, signal, sig_op, pe, "shoalx_uint64_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_size_put_signal(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoal_size_put_signal");
@@ -2553,15 +2553,15 @@ __host__ __device__ inline void shoal_size_put_signal(size_t* dest, const size_t
 }
 __host__ __device__ inline void shoal_size_put_signal_nbi(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoal_size_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoal_size_put_signal_nbi");
 #else
   shoal_detail_host_size_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_size_put_signal_warp(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_size_put_signal_nbi_warp(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_size_put_signal_nbi_warp(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_size_put_signal_block(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_block"); }
-__device__ __forceinline__ void shoalx_size_put_signal_nbi_block(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_size_put_signal_nbi_block(size_t* dest, const size_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), sig_addr, signal, sig_op, pe, "shoalx_size_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_ptrdiff_put_signal(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoal_ptrdiff_put_signal");
@@ -2571,15 +2571,15 @@ __host__ __device__ inline void shoal_ptrdiff_put_signal(ptrdiff_t* dest, const 
 }
 __host__ __device__ inline void shoal_ptrdiff_put_signal_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoal_ptrdiff_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoal_ptrdiff_put_signal_nbi");
 #else
   shoal_detail_host_ptrdiff_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_ptrdiff_put_signal_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_put_signal_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_signal_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), sig_addr, signal, sig_op, pe, "shoalx_ptrdiff_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_half_put_signal(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoal_half_put_signal");
@@ -2589,15 +2589,15 @@ __host__ __device__ inline void shoal_half_put_signal(shoal_half_t* dest, const 
 }
 __host__ __device__ inline void shoal_half_put_signal_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoal_half_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoal_half_put_signal_nbi");
 #else
   shoal_detail_host_half_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_half_put_signal_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_half_put_signal_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_put_signal_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_half_put_signal_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_block"); }
-__device__ __forceinline__ void shoalx_half_put_signal_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_put_signal_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), sig_addr, signal, sig_op, pe, "shoalx_half_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_bfloat16_put_signal(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal");
@@ -2607,15 +2607,15 @@ __host__ __device__ inline void shoal_bfloat16_put_signal(shoal_bfloat16_t* dest
 }
 __host__ __device__ inline void shoal_bfloat16_put_signal_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoal_bfloat16_put_signal_nbi");
 #else
   shoal_detail_host_bfloat16_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_bfloat16_put_signal_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_put_signal_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_signal_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), sig_addr, signal, sig_op, pe, "shoalx_bfloat16_put_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put8_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoal_put8_signal");
@@ -2625,15 +2625,15 @@ __host__ __device__ inline void shoal_put8_signal(void* dest, const void* source
 }
 __host__ __device__ inline void shoal_put8_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoal_put8_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoal_put8_signal_nbi");
 #else
   shoal_detail_host_put8_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_put8_signal_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_warp"); }
-__device__ __forceinline__ void shoalx_put8_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put8_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_put8_signal_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_block"); }
-__device__ __forceinline__ void shoalx_put8_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_put8_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, sig_addr, signal, sig_op, pe, "shoalx_put8_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put16_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoal_put16_signal");
@@ -2643,15 +2643,15 @@ __host__ __device__ inline void shoal_put16_signal(void* dest, const void* sourc
 }
 __host__ __device__ inline void shoal_put16_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoal_put16_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoal_put16_signal_nbi");
 #else
   shoal_detail_host_put16_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_put16_signal_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_warp"); }
-__device__ __forceinline__ void shoalx_put16_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put16_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_put16_signal_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_block"); }
-__device__ __forceinline__ void shoalx_put16_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_put16_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, sig_addr, signal, sig_op, pe, "shoalx_put16_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put32_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoal_put32_signal");
@@ -2661,15 +2661,15 @@ __host__ __device__ inline void shoal_put32_signal(void* dest, const void* sourc
 }
 __host__ __device__ inline void shoal_put32_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoal_put32_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoal_put32_signal_nbi");
 #else
   shoal_detail_host_put32_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_put32_signal_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_warp"); }
-__device__ __forceinline__ void shoalx_put32_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put32_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_put32_signal_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_block"); }
-__device__ __forceinline__ void shoalx_put32_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_put32_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, sig_addr, signal, sig_op, pe, "shoalx_put32_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put64_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoal_put64_signal");
@@ -2679,15 +2679,15 @@ __host__ __device__ inline void shoal_put64_signal(void* dest, const void* sourc
 }
 __host__ __device__ inline void shoal_put64_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoal_put64_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoal_put64_signal_nbi");
 #else
   shoal_detail_host_put64_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_put64_signal_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_warp"); }
-__device__ __forceinline__ void shoalx_put64_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put64_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_put64_signal_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_block"); }
-__device__ __forceinline__ void shoalx_put64_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_put64_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, sig_addr, signal, sig_op, pe, "shoalx_put64_signal_nbi_block"); }
 __host__ __device__ inline void shoal_put128_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoal_put128_signal");
@@ -2697,15 +2697,15 @@ __host__ __device__ inline void shoal_put128_signal(void* dest, const void* sour
 }
 __host__ __device__ inline void shoal_put128_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoal_put128_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoal_put128_signal_nbi");
 #else
   shoal_detail_host_put128_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_put128_signal_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_warp"); }
-__device__ __forceinline__ void shoalx_put128_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put128_signal_nbi_warp(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_put128_signal_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_block"); }
-__device__ __forceinline__ void shoalx_put128_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_put128_signal_nbi_block(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, sig_addr, signal, sig_op, pe, "shoalx_put128_signal_nbi_block"); }
 __host__ __device__ inline void shoal_putmem_signal(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
   shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoal_putmem_signal");
@@ -2715,15 +2715,15 @@ __host__ __device__ inline void shoal_putmem_signal(void* dest, const void* sour
 }
 __host__ __device__ inline void shoal_putmem_signal_nbi(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem_signal(shoal::thread, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoal_putmem_signal_nbi");
+  shoal::detail::putmem_signal<true>(shoal::thread, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoal_putmem_signal_nbi");
 #else
   shoal_detail_host_putmem_signal_nbi(dest, source, nbytes, sig_addr, signal, sig_op, pe);
 #endif
 }
 __device__ __forceinline__ void shoalx_putmem_signal_warp(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_warp"); }
-__device__ __forceinline__ void shoalx_putmem_signal_nbi_warp(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::warp, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_nbi_warp"); }
+__device__ __forceinline__ void shoalx_putmem_signal_nbi_warp(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::warp, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_nbi_warp"); }
 __device__ __forceinline__ void shoalx_putmem_signal_block(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_block"); }
-__device__ __forceinline__ void shoalx_putmem_signal_nbi_block(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal(shoal::block, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_nbi_block"); }
+__device__ __forceinline__ void shoalx_putmem_signal_nbi_block(void* dest, const void* source, size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) { shoal::detail::putmem_signal<true>(shoal::block, shoal_detail_world_c, dest, source, nbytes, sig_addr, signal, sig_op, pe, "shoalx_putmem_signal_nbi_block"); }
 
 // atomics (AMO): standard, extended (float/double/half) and bitwise types; thread scope
 __host__ __device__ inline int shoal_int_atomic_fetch(const int* source, int pe) {
