@@ -6,7 +6,7 @@
 //   `using generic` / `using deep` / `using lean` (adapters with their own kName): more block puts
 //   measured beside it in put_bw (shoal: the previous path, a deeper round, a lookup-first small put;
 //   skipped where their kernel's registers do not allow -t threads). put_bw's block grids also get "raw_block" rows
-//   (raw_block_put_kernel).
+//   (raw_block_put_kernel). SHOAL_BENCH_PROBE=1 adds the block put's bisection rows (probe-*, shoal_api.cuh).
 //
 // Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
 // default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
@@ -784,6 +784,10 @@ class driver {
   template <class A>
   void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, at data_src, at data_dst,
                            size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
+    if constexpr (requires { A::kProbe; }) {
+      // The bisection rows: SHOAL_BENCH_PROBE=1 only, load/store pairs only (most of them address the peer unchecked).
+      if (A::kProbe && (!probe_rows_ || !direct_)) return;
+    }
     const cudaFuncAttributes attr = kernel_attributes(rma_bw_kernel<A, shoal::block_scope, false>);
     if (g.threads > attr.maxThreadsPerBlock) {
       std::fprintf(stderr, "shoal-bench: %s %s: no %s row (%d registers: at most %d threads per block)\n", name,
@@ -931,6 +935,11 @@ class driver {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   scratch* scratch_ = nullptr;
   kernel_ctx ctx_{};
+  // SHOAL_BENCH_PROBE=1: put_bw also runs the block put's bisection rows (shoal_api.cuh, probe_put_path).
+  bool probe_rows_ = [] {
+    const char* v = std::getenv("SHOAL_BENCH_PROBE");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
   uint32_t seed_ = 0;
   uint64_t generation_ = 0;
   // Which PE reaches which by load/store (n_pes x n_pes, row = from; find_paths); empty: all, the

@@ -26,17 +26,24 @@ struct shoal_block_put_api;
 struct generic_put_path;
 struct deep_put_path;
 struct lean_put_path;
-struct split_put_path;
+struct prev_put_path;
+template <int kVariant>
+struct probe_put_path;
 
 struct shoal_api {
   static constexpr const char* kName = "shoal";
   static constexpr const char* kTmaName = "shoal-tma";
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
-  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the previous
-  /// path, a deeper first round, and a lookup-first shape for puts below one round.
+  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the generic copy, a deeper
+  /// first round, a lookup-first shape for puts below one round, the default before session 20, and (with
+  /// SHOAL_BENCH_PROBE=1) the bisection rows of the per-call cost.
   using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<deep_put_path>,
-                                        shoal_block_put_api<lean_put_path>, shoal_block_put_api<split_put_path>>;
+                                        shoal_block_put_api<lean_put_path>, shoal_block_put_api<prev_put_path>,
+                                        shoal_block_put_api<probe_put_path<0>>, shoal_block_put_api<probe_put_path<1>>,
+                                        shoal_block_put_api<probe_put_path<2>>, shoal_block_put_api<probe_put_path<3>>,
+                                        shoal_block_put_api<probe_put_path<4>>, shoal_block_put_api<probe_put_path<5>>,
+                                        shoal_block_put_api<probe_put_path<6>>>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -115,6 +122,7 @@ struct shoal_tma_api : shoal_api {
 template <class Path>
 struct shoal_block_put_api : shoal_api {
   static constexpr const char* kName = Path::kName;
+  static constexpr bool kProbe = requires { Path::kProbe; };
 
   template <class S>
   static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
@@ -153,26 +161,77 @@ struct lean_put_path {
   }
 };
 
-/// The default put's loads-first path behind a call that is never inlined: what split_put_path calls from 16 KiB.
-__device__ __noinline__ inline void put_vec_call(const shoal::device_world& w, void* d, const void* s, size_t n,
-                                                 int pe) {
-  shoal::detail::putmem_vec<true, shoal::detail::kPutLeadLoads>(shoal::block, w, d, s, n, pe,
-                                                                "shoal::detail::putmem_vec");
-}
-
-/// The generic path inline below 16 KiB per call (where "shoal-generic" beat the default row in sessions 14-19: 2-8
-/// KiB per block), the default loads-first path from there through a call that is never inlined, so the kernel's
-/// hot loop holds only the generic path and a call: "shoal-split" rows. The same two paths in one inlined function
-/// (47ecfc9, reverted) ran the generic path at the default kernel's speed, not at shoal-generic's; this tests
-/// whether keeping the other path out of the kernel's body is what makes the difference.
-struct split_put_path {
-  static constexpr const char* kName = "shoal-split";
+/// The default block put before session 20 (detail::putmem_vec at 4 loads per round: put_routed_vec16, loads before
+/// the inline lookup and cold branches): "shoal-prev" rows, beside the default that replaced it.
+struct prev_put_path {
+  static constexpr const char* kName = "shoal-prev";
   static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
                              int pe) {
-    if (n < (size_t{16} << 10))
-      shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_generic");
-    else
-      put_vec_call(w, d, s, n, pe);
+    shoal::detail::putmem_vec<true, shoal::detail::kPutLeadLoads>(scope, w, d, s, n, pe, "shoal::detail::putmem_vec");
+  }
+};
+
+/// Bisection of the block put's per-call cost (only with SHOAL_BENCH_PROBE=1; docs/results/gpu-1xh200/protocol):
+/// raw_block_put_kernel's body moved into rma_bw_kernel's loop, then one of shoal's ingredients at a time.
+///   0 "probe-raw":   raw_block's copy (C++ int4 loads and stores, one vector per thread, interleaved), the peer
+///                    address from the world (region + pe * stride, no check), one sync: rma_bw_kernel's shell
+///   1 "probe-asm":   0 with the library's loads and stores (ptx::ld_global_v4 / st_global_v4: asm volatile)
+///   2 "probe-w0":    the library's copy_vec16 at 4 loads per thread (warp 0 takes 128 vectors), same address
+///   3 "probe-route": 0 behind the library's checks: vec16_ok, peer_route, local_peer_ptr
+///   4 "probe-copy":  the generic path's copy (copy_to_remote: widths, head and tail, 4 loads per round), same address
+///   5 "probe-ok":    0 behind vec16_ok alone (the other case: putmem_generic inline)
+///   6 "probe-rt":    0 with the address from peer_route (its cold call inline), no vec16_ok
+template <int kVariant>
+struct probe_put_path {
+  static constexpr const char* kName = kVariant == 0   ? "probe-raw"
+                                       : kVariant == 1 ? "probe-asm"
+                                       : kVariant == 2 ? "probe-w0"
+                                       : kVariant == 3 ? "probe-route"
+                                       : kVariant == 4 ? "probe-copy"
+                                       : kVariant == 5 ? "probe-ok"
+                                                       : "probe-rt";
+  static constexpr bool kProbe = true;
+  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
+                             int pe) {
+    const uint32_t rank = shoal::block_scope::rank();
+    const uint32_t size = shoal::block_scope::size();
+    int4* to = nullptr;
+    if constexpr (kVariant == 3) {
+      if (!shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
+        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
+        return;
+      }
+      const int32_t local = shoal::detail::peer_route(w, pe, "probe");
+      if (local < 0) {
+        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
+        return;
+      }
+      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), local);
+    } else if constexpr (kVariant == 5) {
+      if (!shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
+        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
+        return;
+      }
+      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), w.local_of(pe));
+    } else if constexpr (kVariant == 6) {
+      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), shoal::detail::peer_route(w, pe, "probe"));
+    } else {
+      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), w.local_of(pe));
+    }
+    const auto* from = static_cast<const int4*>(s);
+    const size_t vecs = n / 16;
+    if constexpr (kVariant == 4) {
+      shoal::detail::copy_to_remote<shoal::block_scope>(to, from, n);
+    } else if constexpr (kVariant == 2) {
+      shoal::detail::copy_vec16<shoal::block_scope, shoal::detail::kPutLeadLoads>(to, from, n);
+    } else if constexpr (kVariant == 1) {
+      for (size_t v = rank; v < vecs; v += size)
+        shoal::ptx::st_global_v4(reinterpret_cast<uint4*>(to) + v,
+                                 shoal::ptx::ld_global_v4(reinterpret_cast<const uint4*>(from) + v));
+    } else {
+      for (size_t v = rank; v < vecs; v += size) to[v] = from[v];
+    }
+    shoal::block_scope::sync();
   }
 };
 

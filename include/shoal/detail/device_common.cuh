@@ -108,6 +108,13 @@ __device__ __forceinline__ int32_t peer_route(const device_world& w, int pe, con
 #endif
 }
 
+/// The node-local index of `pe` when it is a load/store peer, else -1 (out of range, proxy, unreachable): the hot
+/// path's lookup, with no call in it. A -1 sends the caller to its cold path, which routes with peer_route (the
+/// proxy, or checked builds' report and trap).
+__device__ __forceinline__ int32_t peer_local_or_cold(const device_world& w, int pe) {
+  return static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
+}
+
 /// `p`'s copy on the PE of node-local index `local` (peer_local's result): region + local*stride +
 /// (p - heap_base). For calls that address several words on one PE with one path-table lookup.
 template <class T>

@@ -76,21 +76,64 @@ __device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void
   putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
 }
 
+/// The cold part of a wide-scope putmem/getmem: what the hot path does not take (a proxy peer, a bad pe, buffers
+/// that are not 16-byte multiples in global memory). Never inlined, the world passed by value: a kernel's loop
+/// around a put keeps none of this path's code, registers or argument set-up. Those cost a 2 KiB block put
+/// 0.32 us per call when inline (docs/results/gpu-1xh200/protocol, session 20: probe rows).
+template <bool kNbi, bool kGet, class Scope>
+__device__ __noinline__ void rma_cold(device_world w, void* dest, const void* source, size_t nbytes, int pe,
+                                      const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) {
+    if constexpr (kGet)
+      return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
+    else
+      return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
+  }
+  if constexpr (kGet)
+    copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
+  else
+    copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  Scope::sync();
+}
+
 /// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
-/// putmem_vec at kPutLeadLoads (4) loads per thread per round.
+/// Wide scopes (block, warps<N>): a load/store peer with vec16_ok buffers takes copy_vec16 (4 loads in flight per
+/// thread), inline; everything else goes through rma_cold. Thread and warp scope: putmem_generic.
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
-  putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
+  if constexpr (Scope::kWide) {
+    const int32_t local = peer_local_or_cold(w, pe);
+    if (local >= 0 && vec16_ok<Scope>(dest, source, nbytes)) {
+      copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
+      Scope::sync();
+      return;
+    }
+    rma_cold<kNbi, false, Scope>(w, dest, source, nbytes, pe, call);
+  } else {
+    putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
+  }
 }
 
+/// getmem: as putmem, the local buffer being the destination (vec16_ok with the roles swapped).
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
-  const int32_t local = peer_route(w, pe, call);
-  if (local < 0) return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
-  copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
-  Scope::sync();
+  if constexpr (Scope::kWide) {
+    const int32_t local = peer_local_or_cold(w, pe);
+    if (local >= 0 && vec16_ok<Scope>(source, dest, nbytes)) {
+      copy_vec16<Scope, kPutLeadLoads>(dest, local_peer_ptr(w, source, local), nbytes);
+      Scope::sync();
+      return;
+    }
+    rma_cold<kNbi, true, Scope>(w, dest, source, nbytes, pe, call);
+  } else {
+    const int32_t local = peer_route(w, pe, call);
+    if (local < 0) return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
+    copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
+    Scope::sync();
+  }
 }
 
 /// Block put through the TMA ring (device/rma.cuh putmem_tma); a proxy peer gets one blocking put.
