@@ -31,10 +31,10 @@ namespace shoal::device {
 template <class T>
 __device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, const_cast<T*>(source), detail::proxy_amo::or_, T(0), T{}, true, pe,
-                                   "shoal::device::atomic_fetch");
+    return detail::amo_cold(w, const_cast<T*>(source), detail::proxy_amo::or_, T(0), T{}, true, pe,
+                            "shoal::device::atomic_fetch");
   T* remote = detail::local_peer_ptr(w, const_cast<T*>(source), local);
   return detail::sys_atomic<T>(*remote).load(cuda::memory_order_relaxed);
 }
@@ -42,10 +42,9 @@ __device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source
 template <class T>
 __device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_set");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::swap, value, T{}, false, pe,
-                                         "shoal::device::atomic_set");
+    return (void)detail::amo_cold(w, dest, detail::proxy_amo::swap, value, T{}, false, pe, "shoal::device::atomic_set");
   T* remote = detail::local_peer_ptr(w, dest, local);
   detail::sys_atomic<T>(*remote).store(value, cuda::memory_order_relaxed);
 }
@@ -53,10 +52,9 @@ __device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T val
 template <class T>
 __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_swap");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::swap, value, T{}, true, pe,
-                                   "shoal::device::atomic_swap");
+    return detail::amo_cold(w, dest, detail::proxy_amo::swap, value, T{}, true, pe, "shoal::device::atomic_swap");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::exch>(remote, value);
 }
@@ -64,10 +62,10 @@ __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value
 template <class T>
 __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_compare_swap");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::cswap, value, cond, true, pe,
-                                   "shoal::device::atomic_compare_swap");
+    return detail::amo_cold(w, dest, detail::proxy_amo::cswap, value, cond, true, pe,
+                            "shoal::device::atomic_compare_swap");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_compare_swap(remote, cond, value);
 }
@@ -75,10 +73,9 @@ __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest,
 template <class T>
 __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_add");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, value, T{}, true, pe,
-                                   "shoal::device::atomic_fetch_add");
+    return detail::amo_cold(w, dest, detail::proxy_amo::add, value, T{}, true, pe, "shoal::device::atomic_fetch_add");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::add>(remote, value);
 }
@@ -86,20 +83,18 @@ __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T 
 template <class T>
 __device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_add");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, value, T{}, false, pe,
-                                         "shoal::device::atomic_add");
+    return (void)detail::amo_cold(w, dest, detail::proxy_amo::add, value, T{}, false, pe, "shoal::device::atomic_add");
   detail::red_add(detail::local_peer_ptr(w, dest, local), value);
 }
 /// Adds 1, returns the old value.
 template <class T>
 __device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_inc");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, T(1), T{}, true, pe,
-                                   "shoal::device::atomic_fetch_inc");
+    return detail::amo_cold(w, dest, detail::proxy_amo::add, T(1), T{}, true, pe, "shoal::device::atomic_fetch_inc");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::add>(remote, T(1));
 }
@@ -108,10 +103,9 @@ template <class T>
 __device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
   using U = detail::red_word<T>;
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_inc");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return (void)detail::proxy_amo_typed(w, dest, detail::proxy_amo::add, T(1), T{}, false, pe,
-                                         "shoal::device::atomic_inc");
+    return (void)detail::amo_cold(w, dest, detail::proxy_amo::add, T(1), T{}, false, pe, "shoal::device::atomic_inc");
   T* remote = detail::local_peer_ptr(w, dest, local);
   ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), U(1));
 }
@@ -119,30 +113,27 @@ __device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int p
 template <class T>
 __device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_and");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::and_, value, T{}, true, pe,
-                                   "shoal::device::atomic_fetch_and");
+    return detail::amo_cold(w, dest, detail::proxy_amo::and_, value, T{}, true, pe, "shoal::device::atomic_fetch_and");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::and_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_or");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::or_, value, T{}, true, pe,
-                                   "shoal::device::atomic_fetch_or");
+    return detail::amo_cold(w, dest, detail::proxy_amo::or_, value, T{}, true, pe, "shoal::device::atomic_fetch_or");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::or_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_route(w, pe, "shoal::device::atomic_fetch_xor");
+  const int32_t local = detail::peer_local_or_cold(w, pe);
   if (local < 0)
-    return detail::proxy_amo_typed(w, dest, detail::proxy_amo::xor_, value, T{}, true, pe,
-                                   "shoal::device::atomic_fetch_xor");
+    return detail::amo_cold(w, dest, detail::proxy_amo::xor_, value, T{}, true, pe, "shoal::device::atomic_fetch_xor");
   T* remote = detail::local_peer_ptr(w, dest, local);
   return detail::atom_fetch<detail::fetch_op::xor_>(remote, value);
 }
