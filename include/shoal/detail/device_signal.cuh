@@ -32,49 +32,20 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
   }
 }
 
-/// putmem_signal to a load/store peer of node-local index `local`, sig_op checked: data (spread over the scope, weak
-/// stores; copy_vec16 for 16-byte-multiple buffers at wide scopes) -> scope barrier -> rank 0 releases the signal.
-template <class Scope>
-__device__ __forceinline__ void putmem_signal_direct(const device_world& w, int64_t local, void* dest,
-                                                     const void* source, size_t nbytes, uint64_t* sig_addr,
-                                                     uint64_t signal, int sig_op) {
-  // One path-table lookup for both addresses, before the copy: none is left after the scope barrier.
-  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
-  void* remote = local_peer_ptr(w, dest, local);
-  if constexpr (Scope::kWide) {
-    if (vec16_ok<Scope>(dest, source, nbytes))
-      copy_vec16<Scope, kPutLeadLoads>(remote, source, nbytes);
-    else
-      copy_to_remote<Scope>(remote, source, nbytes);
-  } else {
-    copy_to_remote<Scope>(remote, source, nbytes);
-  }
-  Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
-  if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
-}
-
-/// The cold part of putmem_signal: a bad sig_op (checked builds report and trap), a proxy peer (one put_signal
-/// descriptor; kNbi: not waited for), a bad pe. Never inlined, the world passed by value (as rma_cold).
-template <bool kNbi, class Scope>
-__device__ __noinline__ void putmem_signal_cold(device_world w, void* dest, const void* source, size_t nbytes,
-                                                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
-                                                const char* call) {
-  check_sig_op(w, sig_op, call);
-  const int64_t local = peer_route(w, pe, call);
-  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
-  putmem_signal_direct<Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
-}
-
-/// Data -> scope barrier -> rank 0 releases the signal (putmem_signal_direct) for a load/store peer and a valid
-/// sig_op, inline; everything else through putmem_signal_cold.
+/// Data (spread over the scope, weak stores) -> scope barrier -> rank 0 releases the signal. A proxy
+/// peer gets one put_signal descriptor (kNbi: not waited for).
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void* dest, const void* source,
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                               const char* call) {
-  const int32_t local = peer_local_or_cold(w, pe);
-  if (local >= 0 && (sig_op == SHOAL_SIGNAL_SET || sig_op == SHOAL_SIGNAL_ADD))
-    return putmem_signal_direct<Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
-  putmem_signal_cold<kNbi, Scope>(w, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
+  check_sig_op(w, sig_op, call);
+  // One path-table lookup for both addresses, before the copy: none is left after the scope barrier.
+  const int64_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
+  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
+  copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
+  if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
 }
 
 /// Block put-with-signal through the TMA ring, then thread 0 releases the signal: the ring's
