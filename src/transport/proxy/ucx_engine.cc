@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "bootstrap/launch_env.hpp"
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -90,9 +91,16 @@ constexpr int kSleepMs = 100;
 constexpr int kSleepInFlightMs = 1;
 // While host threads drive the worker themselves (their own requests, or progress from a wait,
 // which then polls for progress_hooks::kHotWindow), the proxy thread stays out of their way: it
-// naps this long on the doorbell only, without watching the worker's fd, and looks again.
+// naps on the doorbell only, without watching the worker's fd, until their window would end (the
+// driven window after the last host drive; at least kDrivenNapMinNs), and looks again. So it wakes
+// once per window while they keep driving. The window is kDrivenRecently, or kDrivenRecentlyCrowded on
+// a node with fewer cores than two per PE: there each wake-up of a proxy thread takes a core from a
+// polling thread. With a wake-up every 50 us (before session 20) the 2-core CI VM lost 4-5 us per
+// fetch_add and 4-8 us per put + quiet to them. A longer window only delays the proxy's taking over
+// after host threads stop driving (their requests still in flight progress when it does).
 constexpr auto kDrivenRecently = progress_hooks::kHotWindow;
-constexpr long kDrivenNapNs = 50'000;
+constexpr auto kDrivenRecentlyCrowded = std::chrono::microseconds(1000);
+constexpr long kDrivenNapMinNs = 50'000;
 // With a device-mapped ring (GPU heaps), kernels post without a doorbell: the idle proxy thread
 // checks the ring's ticket counter between short sleeps instead (kRingNap; the thread's timer slack
 // is lowered so that a nap stays close to it).
@@ -232,6 +240,9 @@ struct ucx_engine::state {
   // it waits for may be on its way, and whoever drives puts it into memory).
   std::atomic<int64_t> host_drove_ns{0};
   std::atomic<int64_t> traffic_ns{0};
+  // How long after a host thread's last drive the proxy thread stays out of the way (kDrivenRecently, or
+  // kDrivenRecentlyCrowded with fewer than two cores per PE on this node).
+  int64_t driven_window_ns = std::chrono::nanoseconds(kDrivenRecently).count();
   // UCX requests issued and not completed (under `driving`): the proxy thread sleeps shorter then.
   int64_t requests_in_flight = 0;
   bool hooked = false;  // registered with progress_hooks
@@ -973,6 +984,13 @@ struct ucx_engine::state {
     SHOAL_THROW(errc::timeout, call_name, "{} {} within {} ms (SHOAL_WAIT_TIMEOUT)", what, how, timeout.count());
   }
 
+  // How long the proxy thread naps while host threads drive: until the driven window after their last drive ends
+  // (when it would take over), at least kDrivenNapMinNs.
+  long driven_nap_ns() const {
+    const int64_t left = host_drove_ns.load(std::memory_order_relaxed) + driven_window_ns - now_ns();
+    return static_cast<long>(std::clamp<int64_t>(left, kDrivenNapMinNs, driven_window_ns));
+  }
+
   // Sleeps on the doorbell (and the worker's fd when `watch_worker`) for at most `nap_ns`, or until
   // a kernel reserves a ticket when the ring is device-mapped.
   void nap(bool watch_worker, long nap_ns) {
@@ -1046,7 +1064,7 @@ struct ucx_engine::state {
     uint32_t spins = 0;
     while (!stop.load(std::memory_order_acquire)) {
       if (!try_lock()) {  // a host thread drives
-        nap(false, kDrivenNapNs);
+        nap(false, driven_nap_ns());
         continue;
       }
       drain();
@@ -1059,11 +1077,10 @@ struct ucx_engine::state {
         unlock();
         continue;
       }
-      const bool host_drives =
-          now_ns() - host_drove_ns.load(std::memory_order_relaxed) < std::chrono::nanoseconds(kDrivenRecently).count();
+      const bool host_drives = now_ns() - host_drove_ns.load(std::memory_order_relaxed) < driven_window_ns;
       if (host_drives) {
         unlock();
-        nap(false, kDrivenNapNs);
+        nap(false, driven_nap_ns());
         continue;
       }
       if (now - last_work < kSpinYield) {
@@ -1091,6 +1108,12 @@ ucx_engine::ucx_engine(bootstrap& boot, const std::vector<int>& peers, bool gpu_
   constexpr std::string_view call = "shoal_init";
   const int n_pes = boot.size();
   s_->timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");
+  // Fewer than two cores per PE on this node (the launcher's local size): the proxy thread stays away longer.
+  if (const int local = detect_launch_env().local_size; local > 0) {
+    const unsigned cores = std::thread::hardware_concurrency();
+    if (cores > 0 && cores < 2u * static_cast<unsigned>(local))
+      s_->driven_window_ns = std::chrono::nanoseconds(kDrivenRecentlyCrowded).count();
+  }
   s_->eps.assign(n_pes, nullptr);
   s_->rkeys.assign(n_pes, nullptr);
   s_->bases.assign(n_pes, 0);
