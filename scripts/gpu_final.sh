@@ -17,11 +17,11 @@ gpu_tasks_init .final_done "${1:-560}"
 source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
-# Priority order (session 19's list): the device RMA over the proxy with and without payload areas, the
+# Priority order (session 20's list): the device RMA over the proxy with and without payload areas, the
 # device-initiated proxy rows (issue 11: bandwidth at 1 CTA and at a full grid; latency of device and host
-# alternated twice), why device _nbi gets do not pipeline (200 per kernel, private against primary context);
-# the other _proxy GPU tests and the EP path over the proxy; the issue-14 readings (shoal-split among the put
-# rows); then the rest.
+# alternated twice), device _nbi gets at 200 per kernel (private against primary context: session 20 saw 13 and
+# 70 us per get in two calls); the other _proxy GPU tests and the EP path over the proxy; the issue-14 readings
+# (shoal-prev among the put rows, SHOAL_BENCH_PROBE=1 for the bisection rows); then the rest.
 proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
 lat_set=(put_quiet_latency atomic_latency -b 8 -e 4K -f 8 -n 20 -r 5)
 get_set=(get_bw -s block -c 1 -b 4K -e 16K -f 4 -n 200 -r 2)
@@ -59,7 +59,7 @@ if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]] && command -v ncu >/dev/null && fits 120
   mps_start 2>/dev/null
 fi
 if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]]; then
-  bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M
+  SHOAL_BENCH_PROBE=1 bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M
   bn nvshmem_bw 40 2 $NV put_bw -s block -c 32 -b 64K -e 4M
   bn nvshmem38_bw 40 2 $NV38 put_bw -s block -c 32 -b 64K -e 4M
   bn shoal_lat 50 2 $SB p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
