@@ -28,9 +28,10 @@ struct sized_elem<128> {
   };
 };
 
-/// putmem without the loads-first path: peer lookup, then copy_to_remote (any alignment, any source
-/// space), then the scope's sync. kNbi: the _nbi form (differs only for proxy peers, where it does not
-/// wait for completion). What putmem did before put_routed_vec16; shoal-bench's "shoal-generic" rows.
+/// putmem by the vector copy: peer lookup, then copy_to_remote (any alignment, any source space), then
+/// the scope's sync. kNbi: the _nbi form (differs only for proxy peers, where it does not wait for
+/// completion). Thread- and warp-scope putmem; the cold path of the wide scopes (rma_cold);
+/// shoal-bench's "shoal-generic" rows.
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem_generic(Scope, const device_world& w, void* dest, const void* source,
                                                size_t nbytes, int pe, const char* call) {
@@ -40,10 +41,22 @@ __device__ __forceinline__ void putmem_generic(Scope, const device_world& w, voi
   Scope::sync();
 }
 
+/// getmem by the vector copy (putmem_generic's twin): thread- and warp-scope getmem, and the cold path of the
+/// wide scopes (rma_cold).
+template <bool kNbi = false, class Scope>
+__device__ __forceinline__ void getmem_generic(Scope, const device_world& w, void* dest, const void* source,
+                                               size_t nbytes, int pe, const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
+  copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
+  Scope::sync();
+}
+
 /// putmem with put_routed_vec16 at kDepth loads per thread per round: wide scopes (block, warps<N>)
 /// with vec16_ok buffers (16-byte multiples, global source) issue their first loads before the peer
-/// lookup; everything else is putmem_generic. Same result, same final sync. shoal-bench's
-/// "shoal-d8" rows run kDepth 8 (96 registers in its kernel with nvcc 13.0: at most 672 threads per block).
+/// lookup; everything else is putmem_generic. Same result, same final sync. The default put until
+/// session 20 (its checks and inline cold branches cost ~0.3 us per call: see putmem); kept for
+/// shoal-bench's "shoal-prev" rows (kDepth 4) and "shoal-d8" rows (kDepth 8).
 template <bool kNbi, int kDepth, class Scope>
 __device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void* dest, const void* source,
                                            size_t nbytes, int pe, const char* call) {
@@ -61,7 +74,7 @@ __device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void*
 /// putmem_vec at kPutLeadLoads (4) loads per round, except that wide-scope puts of vec16_ok buffers
 /// below one full round (put_round_vecs: fewer than 4 vectors per thread of the scope) go through
 /// put_lean_vec16 (lookup first, one vector per thread per step). Same result, same final sync. Not
-/// the default yet (docs/results/gpu-1xh200/protocol: not yet measured); shoal-bench's "shoal-lf1" rows.
+/// adopted (docs/results/gpu-1xh200/protocol, session 14); shoal-bench's "shoal-lf1" rows.
 template <bool kNbi, class Scope>
 __device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void* dest, const void* source,
                                             size_t nbytes, int pe, const char* call) {
@@ -83,18 +96,10 @@ __device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void
 template <bool kNbi, bool kGet, class Scope>
 __device__ __noinline__ void rma_cold(device_world w, void* dest, const void* source, size_t nbytes, int pe,
                                       const char* call) {
-  const int32_t local = peer_route(w, pe, call);
-  if (local < 0) {
-    if constexpr (kGet)
-      return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
-    else
-      return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
-  }
   if constexpr (kGet)
-    copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
+    getmem_generic<kNbi>(Scope{}, w, dest, source, nbytes, pe, call);
   else
-    copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
-  Scope::sync();
+    putmem_generic<kNbi>(Scope{}, w, dest, source, nbytes, pe, call);
 }
 
 /// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
@@ -118,7 +123,7 @@ __device__ __forceinline__ void putmem(Scope s, const device_world& w, void* des
 
 /// getmem: as putmem, the local buffer being the destination (vec16_ok with the roles swapped).
 template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
+__device__ __forceinline__ void getmem(Scope s, const device_world& w, void* dest, const void* source, size_t nbytes,
                                        int pe, const char* call) {
   if constexpr (Scope::kWide) {
     const int32_t local = peer_local_or_cold(w, pe);
@@ -129,10 +134,7 @@ __device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest,
     }
     rma_cold<kNbi, true, Scope>(w, dest, source, nbytes, pe, call);
   } else {
-    const int32_t local = peer_route(w, pe, call);
-    if (local < 0) return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
-    copy_from_remote<Scope>(dest, local_peer_ptr(w, source, local), nbytes);
-    Scope::sync();
+    getmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
   }
 }
 
