@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -95,6 +96,49 @@ TEST(Proxy, PutSignalLandsAfterEarlierBulkPuts) {
   EXPECT_EQ(verified, kRounds) << "the last signal did not arrive within 60 s";
   EXPECT_EQ(violations, 0u) << "bulk words missing below the signal's round, over " << rounds_checked
                             << " signals seen";
+  shoal_barrier_all();
+  shoal_free(words);
+  shoal_free(bulk);
+}
+
+// Puts and puts-with-signal of several payload areas (with SHOAL_TEST_PROXY_PAYLOAD=1: runs of carried pieces,
+// kProxyRun, which the proxy gathers into messages of up to 64 KiB) land whole, at odd offsets, and before their
+// signal: each round writes its own block with a size from one piece and a byte to a run that needs two messages,
+// alternating a put followed by a small put_signal with a put_signal carrying the block itself; the target checks
+// every block of rounds 1..k once k signals have been applied (as in PutSignalLandsAfterEarlierBulkPuts).
+TEST(Proxy, CarriedRunsLandWholeBeforeTheirSignal) {
+  const size_t sizes[] = {4097, 8192, 20000, 65536, 65537, 70001, 98304};
+  constexpr size_t kBlock = 98304 + 8;
+  const uint64_t rounds = std::size(sizes) * 2;
+  auto* bulk = static_cast<unsigned char*>(shoal_calloc(rounds, kBlock));
+  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));  // [0] signal, [1] tag
+  ASSERT_NE(bulk, nullptr);
+  const int to = (me() + 1) % npes();
+  const int from = (me() + npes() - 1) % npes();
+  auto size_of = [&](uint64_t k) { return sizes[(k - 1) % std::size(sizes)]; };
+  auto block = [&](uint64_t k) { return bulk + (k - 1) * kBlock + 1; };  // odd offsets
+  auto byte = [](int pe, uint64_t k, size_t i) { return static_cast<unsigned char>((i * 13 + k * 7 + pe) ^ (i >> 9)); };
+  std::vector<std::vector<unsigned char>> sources(rounds + 1);
+  shoal_barrier_all();
+  for (uint64_t k = 1; k <= rounds; ++k) {
+    sources[k].resize(size_of(k));
+    for (size_t i = 0; i < sources[k].size(); ++i) sources[k][i] = byte(me(), k, i);
+    if (k % 2 == 1) {
+      shoal_putmem(block(k), sources[k].data(), sources[k].size(), to);
+      shoal_putmem_signal(&words[1], &k, sizeof(k), &words[0], 1, SHOAL_SIGNAL_ADD, to);
+    } else {
+      shoal_putmem_signal_nbi(block(k), sources[k].data(), sources[k].size(), &words[0], 1, SHOAL_SIGNAL_ADD, to);
+    }
+  }
+  shoal_quiet();
+  EXPECT_EQ(shoal_signal_wait_until(&words[0], SHOAL_CMP_EQ, rounds), rounds);
+  for (uint64_t k = 1; k <= rounds; ++k) {
+    size_t bad = 0;
+    for (size_t i = 0; i < size_of(k); ++i) bad += block(k)[i] != byte(from, k, i);
+    EXPECT_EQ(bad, 0u) << "round " << k << ", " << size_of(k) << " bytes";
+    EXPECT_EQ(block(k)[-1], 0) << "the byte before round " << k << "'s block changed";
+    EXPECT_EQ(block(k)[size_of(k)], 0) << "the byte after round " << k << "'s block changed";
+  }
   shoal_barrier_all();
   shoal_free(words);
   shoal_free(bulk);

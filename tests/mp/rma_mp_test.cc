@@ -264,7 +264,7 @@ TEST(Rma, SizedPutGetAndStrided) {
 }
 
 TEST(Rma, PutmemGetmemOddSizesAndOffsets) {
-  const size_t sizes[] = {1, 3, 7, 64, 255, 4097, (1u << 20) + 3};
+  const size_t sizes[] = {1, 3, 7, 64, 255, 4097, 40000, 70001, (1u << 20) + 3};
   for (size_t size : sizes) {
     SCOPED_TRACE(testing::Message() << "size " << size);
     auto* buf = static_cast<unsigned char*>(shoal_malloc(size + 2));

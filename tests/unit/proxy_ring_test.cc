@@ -405,6 +405,21 @@ TEST(ProxyRing, PayloadAreasStayTheProducersUntilCommitOrAcknowledgement) {
 
 // The idle proxy's doorbell-free cue (device producers): pending() turns true at a producer's
 // reservation, before its commit, and false once the consumer has taken every reserved ticket.
+// The run a carried put's reservation starts (kProxyRun): the put pieces of the reservation, the last piece of a
+// put_signal left out, none when that leaves one piece.
+TEST(ProxyRing, CarriedRunCoversTheReservationsPutPieces) {
+  constexpr uint64_t kArea = 4096;
+  EXPECT_EQ(carried_run_bytes(0, 40000, 64, kArea, true), 40000u);      // 10 pieces, one reservation
+  EXPECT_EQ(carried_run_bytes(0, 40000, 64, kArea, false), 9 * kArea);  // the put_signal's last piece out
+  EXPECT_EQ(carried_run_bytes(0, 40000, 4, kArea, true), 4 * kArea);    // a reservation of 4 pieces
+  EXPECT_EQ(carried_run_bytes(8 * kArea, 40000, 4, kArea, true), 40000u - 8 * kArea);  // the last, 2 pieces
+  EXPECT_EQ(carried_run_bytes(8 * kArea, 40000, 4, kArea, false), 0u);     // of them one is the put_signal's
+  EXPECT_EQ(carried_run_bytes(0, kArea, 64, kArea, true), 0u);             // one piece: no run
+  EXPECT_EQ(carried_run_bytes(0, kArea + 1, 64, kArea, true), kArea + 1);  // two pieces
+  EXPECT_EQ(carried_run_bytes(0, kArea + 1, 64, kArea, false), 0u);
+  EXPECT_EQ(carried_run_bytes(0, 3 * kArea, 1, kArea, true), 0u);  // reservations of one piece
+}
+
 TEST(ProxyRing, PendingSeesReservationsBeforeCommit) {
   ring_memory mem(4);
   proxy_ring* ring = mem.ring();

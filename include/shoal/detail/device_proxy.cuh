@@ -195,27 +195,32 @@ __device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t n
 /// threads (this one `rank`; one warp, converged) copy each piece into its payload area, lane 0 commits it (a
 /// release, after a __syncwarp: the other lanes' copies are visible first).
 /// The last piece is `tail` (a put, or a put_signal with its signal fields); none waits: the source is reusable
-/// on return, and the proxy stages nothing from GPU memory. Not inlined (the cold branch of a device call).
+/// on return, and the proxy stages nothing from GPU memory. The first piece of each reservation is marked as the
+/// start of a run (kProxyRun) of its put pieces, which the proxy sends as one message per carried_run_max bytes.
+/// Not inlined (the cold branch of a device call).
 inline __device__ __noinline__ void proxy_put_carried(const device_world& w, proxy_desc tail, const char* local,
                                                       uint32_t rank, uint32_t lanes, const char* call) {
   const unsigned mask = carrier_mask(lanes);
   const uint64_t nbytes = tail.nbytes;
   const uint64_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
   uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
-  for (uint64_t at = 0; at < nbytes; ++ticket, --reserved) {
+  uint64_t run = 0;                   // the bytes of the run this piece starts (kProxyRun), or 0
+  for (uint64_t at = 0; at < nbytes; ++ticket, --reserved, run = 0) {
     const uint64_t piece = nbytes - at < w.proxy_payload ? nbytes - at : w.proxy_payload;
     if (reserved == 0) {
       const uint64_t pieces = (nbytes - at + w.proxy_payload - 1) / w.proxy_payload;
       reserved = pieces < batch ? pieces : batch;
       ticket = rank == 0 ? proxy_reserve(w, reserved, tail.pe, call) : 0;
       if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
+      run = carried_run_bytes(at, nbytes, reserved, w.proxy_payload, tail.op == proxy_op::put);
     }
     carry_bytes(proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), local + at, piece, rank,
                 lanes, false);
     if (lanes > 1) __syncwarp(mask);
     if (rank == 0) {
       proxy_desc d = at + piece == nbytes ? tail : proxy_make(proxy_op::put, false, tail.pe, 0);
-      d.flags = kProxyPayload;
+      d.flags = run > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
+      d.spare = run;
       d.offset = tail.offset + at;
       d.local = 0;
       d.nbytes = piece;

@@ -59,13 +59,29 @@ inline constexpr uint8_t kProxyWait = 1;
 /// reusable once posted. A get (waiting): the proxy lands the bytes there before answering, and the producer copies
 /// them out before it acknowledges (the slot, payload included, is its own until then).
 inline constexpr uint8_t kProxyPayload = 2;
+/// Descriptor flag, on a carried put's piece (kProxyPayload): the first of a run of pieces at consecutive tickets,
+/// one descriptor each, every one a put of the same pe at the offset where the one before ended; `spare` holds the
+/// run's bytes (this piece's included). The proxy may gather the run into fewer, larger messages (one per
+/// carried_run_max bytes) instead of one per piece. A hint: without it every piece is its own message.
+inline constexpr uint8_t kProxyRun = 4;
+
+/// Bytes of the run (kProxyRun) that the piece at byte `at` of a carried put of nbytes starts, when the producer
+/// reserved `batch` consecutive tickets for its pieces from there on (each piece `payload` bytes but the last), or
+/// 0 when it would be one piece. `tail_is_put`: the put's last piece is a plain put (a put_signal's last piece
+/// carries the signal, so it stays out of the run).
+SHOAL_HOST_DEVICE constexpr uint64_t carried_run_bytes(uint64_t at, uint64_t nbytes, uint64_t batch, uint64_t payload,
+                                                       bool tail_is_put) {
+  uint64_t end = at + batch * payload < nbytes ? at + batch * payload : nbytes;
+  if (!tail_is_put && end == nbytes) end = (nbytes - 1) / payload * payload;  // up to the last piece
+  return end > at + payload ? end - at : 0;
+}
 
 /// One request. The proxy copies it out before it releases the slot; `local` must stay valid
 /// until the call's completion (blocking: its return; nbi: the next quiet).
 struct proxy_desc {
   uint64_t state;  ///< ticket*4 + proxy_state; written with release, read with acquire
   proxy_op op;
-  uint8_t flags;  ///< kProxyWait, kProxyPayload
+  uint8_t flags;  ///< kProxyWait, kProxyPayload, kProxyRun
   uint8_t amo;    ///< amo_op code (src/transport/scalar.hpp)
   uint8_t type;   ///< scalar_kind << 4 | bytes
   int32_t pe;
@@ -74,7 +90,7 @@ struct proxy_desc {
   uint64_t nbytes;
   uint64_t operand;  ///< p value, AMO operand, signal value
   uint64_t compare;  ///< compare_swap's compare value; put_signal's signal offset
-  uint64_t spare;    ///< zero (the answer travels in the slot's proxy_reply)
+  uint64_t spare;    ///< kProxyRun: the run's bytes; else zero (the answer travels in the slot's proxy_reply)
 };
 static_assert(sizeof(proxy_desc) == 64);
 
@@ -348,7 +364,7 @@ SHOAL_HOST_DEVICE inline void ring_commit(proxy_ring* ring, uint64_t ticket, con
   proxy_desc* s = ring->slot(ticket);
   s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
   s->offset = d.offset, s->local = d.local, s->nbytes = d.nbytes;
-  s->operand = d.operand, s->compare = d.compare, s->spare = 0;
+  s->operand = d.operand, s->compare = d.compare, s->spare = d.spare;
   if ((d.flags & kProxyWait) != 0) ring_atomic::clear_line(ring->reply_line(ticket));
   ring_atomic::store_release(&s->state, ticket * 4 + kSlotCommitted);
 }

@@ -113,6 +113,11 @@ constexpr uint32_t kRingSlots = 256;
 constexpr uint32_t kRingPayload = 4096;
 // Host heaps: put-with-signal of at most this many bytes travels as one active message.
 constexpr uint64_t kPutSignalMessageMax = 8192;
+// A run of carried put pieces (kProxyRun) is sent in messages of at most this many bytes: as much as one of the
+// owner's asynchronous landing copies takes.
+constexpr uint64_t kCarriedRunMessage = owner_amo::kAsyncBytes;
+// SHOAL_TEST_PROXY_PAYLOAD=1: host puts of up to this many payload areas are carried (in runs of pieces).
+constexpr uint32_t kHostCarriedPieces = 24;
 
 // What `print` (a UCX print call) writes to a FILE, as a string.
 template <class Print>
@@ -215,7 +220,7 @@ struct ucx_engine::state {
   // asynchronous copies; naps: the proxy thread's sleeps.
   struct stats_t {
     bool on = false;
-    uint64_t drives = 0, busy_drives = 0, descriptors = 0, naps = 0;
+    uint64_t drives = 0, busy_drives = 0, descriptors = 0, naps = 0, run_messages = 0;
     int64_t ring_ns = 0, progress_ns = 0, copies_ns = 0, nap_ns = 0;
   } stats;
   // The first failure of a descriptor nobody waits on: reported by the next quiet.
@@ -740,7 +745,60 @@ struct ucx_engine::state {
   // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once). A put carried in the
   // slot's payload area (kProxyPayload) is copied out with it, into host memory its in_flight owns; a get carried
   // there (waiting) lands in the payload area, which its producer reads before it acknowledges.
+  // A run of carried put pieces (kProxyRun) being gathered into messages of at most kCarriedRunMessage bytes: the
+  // pieces come at consecutive tickets (the producer reserved them together), so nothing else is taken between
+  // them; a descriptor that does not continue the run sends what was gathered first (a producer not of this
+  // library's making: still correct, only not gathered).
+  struct carried_run {
+    int pe = -1;
+    uint64_t next = 0;           // heap offset the next piece must start at
+    uint64_t left = 0;           // bytes of the run not taken yet (0: no run)
+    in_flight* op = nullptr;     // the message being gathered (its staged bytes), or none yet
+    uint64_t offset = 0;         // its heap offset
+    uint64_t size = 0, got = 0;  // its bytes, and how many of them arrived
+  } gathering;
+
+  // Sends the run's message gathered so far (if any) as one staged put.
+  void send_run_message() {
+    in_flight* op = std::exchange(gathering.op, nullptr);
+    if (op == nullptr) return;
+    proxy_desc d{};
+    d.op = proxy_op::put, d.pe = gathering.pe, d.offset = gathering.offset, d.nbytes = gathering.got;
+    d.local = reinterpret_cast<uint64_t>(op->staged.get());
+    ++stats.run_messages;
+    dispatch(d, op);
+  }
+
+  // Takes the carried put piece `d` (ticket) into the run when it starts or continues one; false when it does
+  // neither (a run in progress is then sent as far as it got and ended).
+  bool gather(const proxy_desc& d, uint64_t ticket) {
+    const bool piece =
+        d.op == proxy_op::put && (d.flags & ~kProxyRun) == kProxyPayload && d.nbytes > 0 && d.nbytes <= ring->payload;
+    if (gathering.left > 0 && !(piece && (d.flags & kProxyRun) == 0 && d.pe == gathering.pe &&
+                                d.offset == gathering.next && d.nbytes <= gathering.left)) {
+      send_run_message();
+      gathering.left = 0;
+    }
+    if (gathering.left == 0) {
+      if (!piece || (d.flags & kProxyRun) == 0 || d.spare <= d.nbytes) return false;
+      gathering.pe = d.pe, gathering.next = d.offset, gathering.left = d.spare;
+    }
+    if (gathering.op != nullptr && gathering.got + d.nbytes > gathering.size) send_run_message();
+    if (gathering.op == nullptr) {
+      gathering.size = std::max<uint64_t>(std::min<uint64_t>(gathering.left, kCarriedRunMessage), d.nbytes);
+      gathering.op = new in_flight{this, ticket, false, 0, 0};
+      gathering.op->staged.reset(new char[gathering.size]);
+      gathering.offset = gathering.next, gathering.got = 0;
+    }
+    std::memcpy(gathering.op->staged.get() + gathering.got, ring->payload_of(ticket), d.nbytes);
+    consumer->finish(ticket);
+    gathering.got += d.nbytes, gathering.next += d.nbytes, gathering.left -= d.nbytes;
+    if (gathering.got == gathering.size || gathering.left == 0) send_run_message();
+    return true;
+  }
+
   void execute(const proxy_desc& slot_copy, uint64_t ticket) {
+    if (gather(slot_copy, ticket)) return;
     proxy_desc d = slot_copy;
     const bool wait = (d.flags & kProxyWait) != 0;
     auto* op = new in_flight{this, ticket, wait, d.operand, d.compare};
@@ -759,6 +817,13 @@ struct ucx_engine::state {
       }
     }
     if (!wait) consumer->finish(ticket);
+    dispatch(d, op);
+  }
+
+  // Issues descriptor `d` (its slot already released unless it waits; a carried put's bytes staged in op) for `op`.
+  void dispatch(proxy_desc& d, in_flight* op) {
+    const uint64_t ticket = op->ticket;
+    const bool wait = op->wait;
     const int pe = d.pe;
     const remote_word target = pe >= 0 ? remote_of(pe, d.offset) : remote_word{0, nullptr};
     const uint64_t remote = target.address;
@@ -920,16 +985,31 @@ struct ucx_engine::state {
     try_drive();
   }
 
-  // A put or put-with-signal whose bytes travel in its slot's payload area (host_payload: what a kernel's put
-  // does): written between the reservation and the commit, so the call returns once posted.
-  void post_carried(std::string_view call_name, std::string_view what, proxy_desc d, const void* source) {
+  // A put or put-with-signal (`tail`: its last piece) whose bytes travel in the ring's payload areas (host_payload:
+  // what a kernel's put does), in pieces of one area each at consecutive tickets, the first of each reservation
+  // marked as a run (kProxyRun): written between the reservation and the commit, so the call returns once posted.
+  void post_carried(std::string_view call_name, std::string_view what, proxy_desc tail, const void* source) {
     host_poll poll(*this);
-    const uint64_t ticket = ring_reserve(ring, poll);
-    if (ticket == ~uint64_t{0}) timed_out(call_name, what, d.pe, "found no ring slot");
-    std::memcpy(ring->payload_of(ticket), source, d.nbytes);
-    d.flags = kProxyPayload;
-    d.local = 0;
-    ring_commit(ring, ticket, d);
+    const uint64_t payload = ring->payload, nbytes = tail.nbytes;
+    const uint64_t batch = std::max<uint64_t>(ring->slots / 4, 1);
+    uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
+    for (uint64_t at = 0; at < nbytes; ++ticket, --reserved) {
+      const uint64_t piece = std::min(nbytes - at, payload);
+      uint64_t run = 0;
+      if (reserved == 0) {
+        reserved = std::min((nbytes - at + payload - 1) / payload, batch);
+        ticket = ring_reserve(ring, poll, ring_direct{}, reserved);
+        if (ticket == ~uint64_t{0}) timed_out(call_name, what, tail.pe, "found no ring slot");
+        run = carried_run_bytes(at, nbytes, reserved, payload, tail.op == proxy_op::put);
+      }
+      std::memcpy(ring->payload_of(ticket), static_cast<const char*>(source) + at, piece);
+      proxy_desc d = tail;
+      if (at + piece != nbytes) d = proxy_desc{}, d.op = proxy_op::put, d.pe = tail.pe;
+      d.flags = run > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
+      d.spare = run, d.offset = tail.offset + at, d.local = 0, d.nbytes = piece;
+      ring_commit(ring, ticket, d);
+      at += piece;
+    }
     try_drive();
   }
 
@@ -949,8 +1029,13 @@ struct ucx_engine::state {
     if (status != 0) fail_ucx(call_name, what, d.pe, static_cast<ucs_status_t>(status));
   }
 
-  // True when a host call of nbytes takes the payload route (host_payload).
-  bool carried(size_t nbytes) const { return host_payload && nbytes > 0 && nbytes <= ring->payload; }
+  // True when a host put (or put-with-signal) of nbytes takes the payload route (host_payload): up to
+  // kHostCarriedPieces areas, so that runs of pieces are covered too.
+  bool carried_put(size_t nbytes) const {
+    return host_payload && nbytes > 0 && nbytes <= uint64_t{kHostCarriedPieces} * ring->payload;
+  }
+  // The same for a blocking get: up to one area.
+  bool carried_get(size_t nbytes) const { return host_payload && nbytes > 0 && nbytes <= ring->payload; }
 
   // A host thread's poll while it waits on the ring (for a credit, or for its answer): drives the
   // worker when it is free, at full speed while that moves things; after 512 idle polls yields,
@@ -1249,19 +1334,19 @@ proxy_desc rma_desc(proxy_op op, int pe, uint64_t offset, const void* local, siz
 }  // namespace
 
 void ucx_engine::put(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-  if (s_->carried(nbytes))
+  if (s_->carried_put(nbytes))
     return s_->post_carried(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, nullptr, nbytes), source);
   s_->call(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
 
 void ucx_engine::get(std::string_view call, void* dest, int pe, uint64_t offset, size_t nbytes) {
-  if (s_->carried(nbytes))
+  if (s_->carried_get(nbytes))
     return s_->get_carried(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, nullptr, nbytes), dest);
   s_->call(call, "ucp_get_nbx", rma_desc(proxy_op::get, pe, offset, dest, nbytes));
 }
 
 void ucx_engine::put_nbi(std::string_view call, int pe, uint64_t offset, const void* source, size_t nbytes) {
-  if (s_->carried(nbytes))
+  if (s_->carried_put(nbytes))
     return s_->post_carried(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, nullptr, nbytes), source);
   s_->post_nbi(call, "ucp_put_nbx", rma_desc(proxy_op::put, pe, offset, source, nbytes));
 }
@@ -1285,7 +1370,7 @@ void ucx_engine::put_signal(std::string_view call, int pe, uint64_t offset, cons
   proxy_desc d{};
   d.op = proxy_op::put_signal, d.amo = static_cast<uint8_t>(op), d.pe = pe, d.offset = offset;
   d.local = reinterpret_cast<uint64_t>(source), d.nbytes = nbytes, d.operand = signal, d.compare = sig_offset;
-  if (s_->carried(nbytes)) return s_->post_carried(call, "ucp_put_nbx + signal", d, source);
+  if (s_->carried_put(nbytes)) return s_->post_carried(call, "ucp_put_nbx + signal", d, source);
   s_->call(call, "ucp_put_nbx + signal", d);
 }
 
@@ -1302,11 +1387,12 @@ void ucx_engine::close(std::string_view call) {
     const auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
     std::fprintf(
         stderr,
-        "shoal: PE %d: proxy stats: %llu descriptors; %llu drives (%llu busy): ring %.1f ms, UCX progress %.1f "
-        "ms, copy reports %.1f ms; %llu naps %.1f ms%s\n",
-        boot_.rank(), static_cast<unsigned long long>(st.descriptors), static_cast<unsigned long long>(st.drives),
-        static_cast<unsigned long long>(st.busy_drives), ms(st.ring_ns), ms(st.progress_ns), ms(st.copies_ns),
-        static_cast<unsigned long long>(st.naps), ms(st.nap_ns), s_->am != nullptr ? s_->am->stats().c_str() : "");
+        "shoal: PE %d: proxy stats: %llu descriptors (%llu messages gathered from carried runs); %llu drives (%llu "
+        "busy): ring %.1f ms, UCX progress %.1f ms, copy reports %.1f ms; %llu naps %.1f ms%s\n",
+        boot_.rank(), static_cast<unsigned long long>(st.descriptors), static_cast<unsigned long long>(st.run_messages),
+        static_cast<unsigned long long>(st.drives), static_cast<unsigned long long>(st.busy_drives), ms(st.ring_ns),
+        ms(st.progress_ns), ms(st.copies_ns), static_cast<unsigned long long>(st.naps), ms(st.nap_ns),
+        s_->am != nullptr ? s_->am->stats().c_str() : "");
   }
   for (int pe = 0; pe < boot_.size(); ++pe) {
     if (s_->eps[pe] == nullptr) continue;
