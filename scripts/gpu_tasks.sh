@@ -5,7 +5,8 @@
 #   gpu_tasks_init MARKS DEADLINE   sets O (outputs: $OUT or ./gpu-out), B (build/gpu), R (shoalrun), the UCX
 #                                   bundle (SHOAL_UCX_WHEEL, default .whl/ucx-1.22.0.tar.xz) and NVSHMEM 3.8.0
 #                                   (SHOAL_NVSHMEM_BUNDLE, default .whl/nvshmem-3.8.0.tar.xz, beside the
-#                                   machine's NVSHMEM), then configures and builds once (Release, UCX, Python)
+#                                   machine's NVSHMEM), then configures and builds once (Release, UCX, Python;
+#                                   SHOAL_GPU_TARGETS="a b ...": only those targets, every call)
 #   fits COST                       true when COST more seconds fit before the deadline
 #   t NAME COST LIMIT               one ctest (exact name), bounded by LIMIT, log in $O/logs/t_NAME.log
 #   bn NAME COST PES BINARY ARGS... one benchmark on PES PEs into $O/bench/NAME.{csv,log}
@@ -28,7 +29,15 @@ gpu_tasks_init() {
   export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo
   local nvsh
   nvsh=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)
-  if [[ ! -f $M/build ]]; then
+  if [[ -n ${SHOAL_GPU_TARGETS:-} ]]; then
+    cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_WITH_UCX=ON $WHEEL_UCX_CMAKE_ARGS \
+      -DSHOAL_GPU_TEST_PES=2 -DSHOAL_NVSHMEM_HOME=$nvsh -DSHOAL_NVSHMEM_EXTRA_HOMES=/tmp/nv38/nvshmem \
+      -DSHOAL_BUILD_PYTHON=OFF >"$O/logs/configure.log" 2>&1
+    # shellcheck disable=SC2086 # a list of targets
+    timeout 300 cmake --build $B -j "$(nproc)" --target $SHOAL_GPU_TARGETS >"$O/logs/build.log" 2>&1 ||
+      grep -E "error|FAILED" "$O/logs/build.log" | head -30
+    echo "build ($SHOAL_GPU_TARGETS) $(gt_el) s"
+  elif [[ ! -f $M/build ]]; then
     cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_WITH_UCX=ON $WHEEL_UCX_CMAKE_ARGS \
       -DSHOAL_GPU_TEST_PES=2 -DSHOAL_NVSHMEM_HOME=$nvsh -DSHOAL_NVSHMEM_EXTRA_HOMES=/tmp/nv38/nvshmem \
       -DSHOAL_BUILD_PYTHON=ON >"$O/logs/configure.log" 2>&1

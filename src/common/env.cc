@@ -66,7 +66,8 @@ constexpr std::array kTable = {
              "owner's CUDA copies and atomics, counted and timed"},
     variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "4K",
              "proxy transport on GPU heaps: a kernel's puts up to this size travel in the request ring's payload "
-             "areas (4K per slot; a larger put in 4K pieces, each its own message), written by the kernel's threads, "
+             "areas (4K per slot; a larger put in 4K pieces at consecutive slots, which the proxy sends as messages of "
+             "up to 64K), written by the kernel's threads, "
              "so the proxy stages nothing from GPU memory and a blocking put returns once posted; blocking gets up "
              "to min(this, 4K) land there too; 0: never",
              "0", "1M"},

@@ -83,7 +83,7 @@ uint32_t next_salt() {
 }
 
 // 240 and 48000: every group's slice a multiple of 16 bytes (3 groups), so co-aligned puts of wide
-// scopes take the loads-first vector path (put_routed_vec16: a partial round, then several rounds).
+// scopes take the vector path (copy_vec16: a partial round, then several rounds).
 // 30001: slices of ~10000 bytes, which a proxy peer's puts carry in three payload pieces (4 KiB each) under
 // SHOAL_PROXY_PAYLOAD_MAX=16K (rma_gpu_test_proxy).
 const size_t kSizes[] = {1, 3, 17, 240, 4095, 30001, 48000, 65536 + 7, kMaxBytes};
