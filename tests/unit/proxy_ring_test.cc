@@ -420,6 +420,38 @@ TEST(ProxyRing, CarriedRunCoversTheReservationsPutPieces) {
   EXPECT_EQ(carried_run_bytes(0, 3 * kArea, 1, kArea, true), 0u);  // reservations of one piece
 }
 
+// Filled descriptors (ring_fill) stay invisible to the proxy until published, and a group published with one release
+// is taken whole, in ticket order, with the spare word (a run's bytes) carried through.
+TEST(ProxyRing, FilledDescriptorsWaitForTheirPublication) {
+  ring_memory mem(8);
+  proxy_ring* ring = mem.ring();
+  ring_consumer consumer(ring);
+  struct never {
+    bool operator()() { return false; }
+  } clock;
+  const uint64_t first = ring_reserve(ring, clock, ring_direct{}, 3);
+  for (uint64_t k = 0; k < 3; ++k) {
+    proxy_desc d{};
+    d.op = proxy_op::put, d.flags = kProxyPayload | (k == 0 ? kProxyRun : 0), d.pe = 1, d.offset = 100 * k;
+    d.nbytes = 100, d.spare = k == 0 ? 300 : 0;
+    ring_fill(ring, first + k, d);
+  }
+  proxy_desc got{};
+  uint64_t ticket = 0;
+  EXPECT_FALSE(consumer.take(&got, &ticket)) << "a filled descriptor taken before its publication";
+  std::atomic_thread_fence(std::memory_order_release);
+  for (uint64_t k = 0; k < 3; ++k) ring_publish(ring, first + k);
+  for (uint64_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(consumer.take(&got, &ticket));
+    EXPECT_EQ(ticket, first + k);
+    EXPECT_EQ(got.offset, 100 * k);
+    EXPECT_EQ(got.spare, k == 0 ? 300u : 0u);
+    consumer.finish(ticket);
+  }
+  EXPECT_FALSE(consumer.take(&got, &ticket));
+  EXPECT_EQ(ring->released, first + 3);
+}
+
 TEST(ProxyRing, PendingSeesReservationsBeforeCommit) {
   ring_memory mem(4);
   proxy_ring* ring = mem.ring();

@@ -192,8 +192,10 @@ __device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t n
 /// A put of nbytes (0 < nbytes <= w.proxy_payload_max) from `local` (any memory space) to heap offset `offset` on
 /// pe, carried in the ring's payload areas in pieces of w.proxy_payload bytes, each its own descriptor: lane 0
 /// reserves the pieces' consecutive slots (one atomic; a quarter of the ring at a time at most), the `lanes` carrier
-/// threads (this one `rank`; one warp, converged) copy each piece into its payload area, lane 0 commits it (a
-/// release, after a __syncwarp: the other lanes' copies are visible first).
+/// threads (this one `rank`; one warp, converged) copy each piece into its payload area and lane 0 fills its
+/// descriptor (ring_fill); every kCarriedCommitPieces pieces, and at the end of a reservation, a __syncwarp (the
+/// other lanes' copies visible first), one fence.acq_rel.sys and lane 0's relaxed state stores commit them
+/// (ring_publish): one system fence per 64 KiB instead of one per piece.
 /// The last piece is `tail` (a put, or a put_signal with its signal fields); none waits: the source is reusable
 /// on return, and the proxy stages nothing from GPU memory. The first piece of each reservation is marked as the
 /// start of a run (kProxyRun) of its put pieces, which the proxy sends as one message per carried_run_max bytes.
@@ -205,6 +207,7 @@ inline __device__ __noinline__ void proxy_put_carried(const device_world& w, pro
   const uint64_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
   uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
   uint64_t run = 0;                   // the bytes of the run this piece starts (kProxyRun), or 0
+  uint64_t filled = 0;                // pieces filled and not committed yet (the tickets before `ticket`)
   for (uint64_t at = 0; at < nbytes; ++ticket, --reserved, run = 0) {
     const uint64_t piece = nbytes - at < w.proxy_payload ? nbytes - at : w.proxy_payload;
     if (reserved == 0) {
@@ -216,7 +219,6 @@ inline __device__ __noinline__ void proxy_put_carried(const device_world& w, pro
     }
     carry_bytes(proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), local + at, piece, rank,
                 lanes, false);
-    if (lanes > 1) __syncwarp(mask);
     if (rank == 0) {
       proxy_desc d = at + piece == nbytes ? tail : proxy_make(proxy_op::put, false, tail.pe, 0);
       d.flags = run > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
@@ -224,9 +226,17 @@ inline __device__ __noinline__ void proxy_put_carried(const device_world& w, pro
       d.offset = tail.offset + at;
       d.local = 0;
       d.nbytes = piece;
-      ring_commit(w.proxy_ring, ticket, d);
+      ring_fill(w.proxy_ring, ticket, d);
     }
     at += piece;
+    if (++filled == kCarriedCommitPieces || reserved == 1) {  // a group full, or the reservation's last piece
+      if (lanes > 1) __syncwarp(mask);
+      if (rank == 0) {
+        ptx::fence_acq_rel_sys();
+        for (uint64_t t = ticket + 1 - filled; t <= ticket; ++t) ring_publish(w.proxy_ring, t);
+      }
+      filled = 0;
+    }
   }
 }
 

@@ -65,6 +65,10 @@ inline constexpr uint8_t kProxyPayload = 2;
 /// carried_run_max bytes) instead of one per piece. A hint: without it every piece is its own message.
 inline constexpr uint8_t kProxyRun = 4;
 
+/// Pieces of a carried put that its producer commits together, with one release (ring_fill, then ring_publish):
+/// a kernel pays one system fence per 64 KiB of 4 KiB areas instead of one per piece.
+inline constexpr uint64_t kCarriedCommitPieces = 16;
+
 /// Bytes of the run (kProxyRun) that the piece at byte `at` of a carried put of nbytes starts, when the producer
 /// reserved `batch` consecutive tickets for its pieces from there on (each piece `payload` bytes but the last), or
 /// 0 when it would be one piece. `tail_is_put`: the put's last piece is a plain put (a put_signal's last piece
@@ -357,16 +361,28 @@ SHOAL_HOST_DEVICE uint64_t ring_reserve(proxy_ring* ring, Clock& expired, Watch&
   return ticket;
 }
 
-/// Fills `ticket`'s slot with `d` (its op, flags and fields; state is ignored) and commits it. A waiting
-/// descriptor's reply line is zeroed before the commit. The commit is a release: the producer's earlier stores (a
-/// payload it wrote; for a scoped call, the scope's, ordered before by the scope's sync) are visible first.
-SHOAL_HOST_DEVICE inline void ring_commit(proxy_ring* ring, uint64_t ticket, const proxy_desc& d) {
+/// Writes `ticket`'s descriptor `d` (its op, flags and fields; state is ignored) but not its state; a waiting
+/// descriptor's reply line is zeroed. ring_commit and ring_publish then commit it.
+SHOAL_HOST_DEVICE inline void ring_fill(proxy_ring* ring, uint64_t ticket, const proxy_desc& d) {
   proxy_desc* s = ring->slot(ticket);
   s->op = d.op, s->flags = d.flags, s->amo = d.amo, s->type = d.type, s->pe = d.pe;
   s->offset = d.offset, s->local = d.local, s->nbytes = d.nbytes;
   s->operand = d.operand, s->compare = d.compare, s->spare = d.spare;
   if ((d.flags & kProxyWait) != 0) ring_atomic::clear_line(ring->reply_line(ticket));
-  ring_atomic::store_release(&s->state, ticket * 4 + kSlotCommitted);
+}
+
+/// Fills `ticket`'s slot with `d` (ring_fill) and commits it. The commit is a release: the producer's earlier stores
+/// (a payload it wrote; for a scoped call, the scope's, ordered before by the scope's sync) are visible first.
+SHOAL_HOST_DEVICE inline void ring_commit(proxy_ring* ring, uint64_t ticket, const proxy_desc& d) {
+  ring_fill(ring, ticket, d);
+  ring_atomic::store_release(&ring->slot(ticket)->state, ticket * 4 + kSlotCommitted);
+}
+
+/// Commits the filled (ring_fill) `ticket` with a relaxed store, for a producer that commits several tickets with
+/// one release (a carried put's pieces): it must follow a release fence (fence.acq_rel.sys on the device) that
+/// itself follows every ring_fill and payload write it publishes.
+SHOAL_HOST_DEVICE inline void ring_publish(proxy_ring* ring, uint64_t ticket) {
+  ring_atomic::store_relaxed(&ring->slot(ticket)->state, ticket * 4 + kSlotCommitted);
 }
 
 /// Acknowledges the answer to the waiting descriptor `ticket`, which frees its slot. A relaxed store: the answer

@@ -986,13 +986,15 @@ struct ucx_engine::state {
   }
 
   // A put or put-with-signal (`tail`: its last piece) whose bytes travel in the ring's payload areas (host_payload:
-  // what a kernel's put does), in pieces of one area each at consecutive tickets, the first of each reservation
-  // marked as a run (kProxyRun): written between the reservation and the commit, so the call returns once posted.
+  // what a kernel's put does, device_proxy.cuh proxy_put_carried), in pieces of one area each at consecutive
+  // tickets, the first of each reservation marked as a run (kProxyRun), committed kCarriedCommitPieces at a time:
+  // written between the reservation and the commit, so the call returns once posted.
   void post_carried(std::string_view call_name, std::string_view what, proxy_desc tail, const void* source) {
     host_poll poll(*this);
     const uint64_t payload = ring->payload, nbytes = tail.nbytes;
     const uint64_t batch = std::max<uint64_t>(ring->slots / 4, 1);
     uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
+    uint64_t filled = 0;                // pieces filled and not committed yet
     for (uint64_t at = 0; at < nbytes; ++ticket, --reserved) {
       const uint64_t piece = std::min(nbytes - at, payload);
       uint64_t run = 0;
@@ -1007,8 +1009,13 @@ struct ucx_engine::state {
       if (at + piece != nbytes) d = proxy_desc{}, d.op = proxy_op::put, d.pe = tail.pe;
       d.flags = run > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
       d.spare = run, d.offset = tail.offset + at, d.local = 0, d.nbytes = piece;
-      ring_commit(ring, ticket, d);
+      ring_fill(ring, ticket, d);
       at += piece;
+      if (++filled == kCarriedCommitPieces || reserved == 1) {  // committed in groups, as kernels do
+        std::atomic_thread_fence(std::memory_order_release);
+        for (uint64_t t = ticket + 1 - filled; t <= ticket; ++t) ring_publish(ring, t);
+        filled = 0;
+      }
     }
     try_drive();
   }
