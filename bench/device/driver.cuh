@@ -6,7 +6,8 @@
 //   `using generic` / `using deep` / `using lean` (adapters with their own kName): more block puts
 //   measured beside it in put_bw (shoal: the previous path, a deeper round, a lookup-first small put;
 //   skipped where their kernel's registers do not allow -t threads). put_bw's block grids also get "raw_block" rows
-//   (raw_block_put_kernel). SHOAL_BENCH_PROBE=1 adds the block put's bisection rows (probe-*, shoal_api.cuh).
+//   (raw_block_put_kernel). SHOAL_BENCH_PROBE=1 adds the block put's bisection rows (probe-*, shoal_api.cuh);
+//   SHOAL_BENCH_VARIANTS=0 leaves out the other block-put paths' rows.
 //
 // Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
 // default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
@@ -38,6 +39,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -704,14 +706,14 @@ class driver {
           measure_rma<Api>(name, Api::kName, g, get, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
                            copy_bw);
           if constexpr (requires { typename Api::tma; }) {
-            if (!get && g.is_block())
+            if (!get && g.is_block() && variant_rows_)
               measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, nbytes, slices,
                                              iters, warm, copy_bw);
           }
           // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round,
           // the lookup-first small put).
           if constexpr (requires { typename Api::block_put_variants; }) {
-            if (!get && g.is_block())
+            if (!get && g.is_block() && variant_rows_)
               std::apply(
                   [&]<class... V>(V...) {
                     (measure_rma_if_fits<V>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
@@ -939,6 +941,12 @@ class driver {
   bool probe_rows_ = [] {
     const char* v = std::getenv("SHOAL_BENCH_PROBE");
     return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  // SHOAL_BENCH_VARIANTS=0: put_bw leaves out the rows of the other block-put paths (TMA, block_put_variants), e.g.
+  // over the proxy, where each costs a sweep of its own and they all take the same cold path.
+  bool variant_rows_ = [] {
+    const char* v = std::getenv("SHOAL_BENCH_VARIANTS");
+    return v == nullptr || std::string_view(v) != "0";
   }();
   uint32_t seed_ = 0;
   uint64_t generation_ = 0;
