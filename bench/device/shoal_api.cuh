@@ -27,8 +27,6 @@ struct generic_put_path;
 struct deep_put_path;
 struct lean_put_path;
 struct prev_put_path;
-struct first_put_path;
-struct onebranch_put_path;
 template <int kVariant>
 struct probe_put_path;
 
@@ -38,12 +36,10 @@ struct shoal_api {
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
   /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the generic copy, a deeper
-  /// first round, a lookup-first shape for puts below one round, the default before session 20, two candidates
-  /// for the hot path (loads first, one predicate), and (with SHOAL_BENCH_PROBE=1) the bisection rows of the
-  /// per-call cost.
+  /// first round, a lookup-first shape for puts below one round, the default before session 20, and (with
+  /// SHOAL_BENCH_PROBE=1) the bisection rows of the per-call cost.
   using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<deep_put_path>,
                                         shoal_block_put_api<lean_put_path>, shoal_block_put_api<prev_put_path>,
-                                        shoal_block_put_api<first_put_path>, shoal_block_put_api<onebranch_put_path>,
                                         shoal_block_put_api<probe_put_path<0>>, shoal_block_put_api<probe_put_path<1>>,
                                         shoal_block_put_api<probe_put_path<2>>, shoal_block_put_api<probe_put_path<3>>,
                                         shoal_block_put_api<probe_put_path<4>>, shoal_block_put_api<probe_put_path<5>>,
@@ -172,24 +168,6 @@ struct prev_put_path {
   static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
                              int pe) {
     shoal::detail::putmem_vec<true, shoal::detail::kPutLeadLoads>(scope, w, d, s, n, pe, "shoal::detail::putmem_vec");
-  }
-};
-
-/// detail::putmem_first (loads before the lookup, cold path out of line): "shoal-lfc" rows (session 21).
-struct first_put_path {
-  static constexpr const char* kName = "shoal-lfc";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_first<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_first");
-  }
-};
-
-/// detail::putmem_onebranch (the hot path's checks in one predicate): "shoal-1br" rows (session 21).
-struct onebranch_put_path {
-  static constexpr const char* kName = "shoal-1br";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_onebranch<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_onebranch");
   }
 };
 

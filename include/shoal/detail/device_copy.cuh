@@ -245,9 +245,7 @@ inline constexpr int kPutLeadLoads = 4;
 /// the values loaded are dropped: reading `source` has no effect). Checked builds trap for a bad pe
 /// as peer_route does.
 /// kDepth: loads per thread per round (kPutLeadLoads by default).
-/// kColdRoute: route by peer_local_or_cold instead (no check, no call: -1 for every peer that is not load/store, the
-/// caller's cold path routes it; every thread looks the peer up).
-template <class Scope, int kDepth = kPutLeadLoads, bool kColdRoute = false>
+template <class Scope, int kDepth = kPutLeadLoads>
 __device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void* dest, const void* source,
                                                     size_t nbytes, int pe, const char* call) {
   const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
@@ -260,10 +258,10 @@ __device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void*
   // not); without one no peer takes the proxy branch and it returns at once (rank 0 always has a
   // vector, nbytes > 0 by vec16_ok, and routes: checked builds still trap on a bad pe).
   const bool mine = j < num_vecs;
-  if (!kColdRoute && !mine && w.proxy_ring == nullptr) return 0;
+  if (!mine && w.proxy_ring == nullptr) return 0;
   uint4 v[kDepth];
   if (mine) vec16_load(v, s, j, num_vecs);
-  const int32_t local = kColdRoute ? peer_local_or_cold(w, pe) : peer_route(w, pe, call);
+  const int32_t local = peer_route(w, pe, call);
   if (local < 0 || !mine) return local;
   uint4* d = ptx::opaque_ptr(local_peer_ptr(w, static_cast<uint4*>(dest), local));
   const uint32_t round = Scope::size() * kDepth;

@@ -102,43 +102,6 @@ __device__ __noinline__ void rma_cold(device_world w, void* dest, const void* so
     putmem_generic<kNbi>(Scope{}, w, dest, source, nbytes, pe, call);
 }
 
-/// Candidates for the wide-scope put's hot path, measured beside putmem (shoal-bench put_bw, session 21):
-/// - putmem_first ("shoal-lfc" rows): the first round's loads before the peer lookup (put_routed_vec16 routed by
-///   peer_local_or_cold), so the lookup overlaps their round trip; everything else through rma_cold;
-/// - putmem_onebranch ("shoal-1br" rows): putmem with the hot path's checks folded into one predicate (bitwise,
-///   no short-circuit branches).
-template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void putmem_first(Scope s, const device_world& w, void* dest, const void* source,
-                                             size_t nbytes, int pe, const char* call) {
-  if constexpr (Scope::kWide) {
-    if (vec16_ok<Scope>(dest, source, nbytes) &&
-        put_routed_vec16<Scope, kPutLeadLoads, true>(w, dest, source, nbytes, pe, call) >= 0) {
-      Scope::sync();
-      return;
-    }
-    rma_cold<kNbi, false, Scope>(w, dest, source, nbytes, pe, call);
-  } else {
-    putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
-  }
-}
-template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void putmem_onebranch(Scope s, const device_world& w, void* dest, const void* source,
-                                                 size_t nbytes, int pe, const char* call) {
-  if constexpr (Scope::kWide) {
-    const int32_t local = peer_local_or_cold(w, pe);
-    const bool aligned = ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source) | nbytes) & 15) == 0;
-    const bool sized = nbytes - 1 < (uint64_t{1} << 35);  // 0 < nbytes < 32 GiB
-    if ((local >= 0) & aligned & sized & (Scope::size() % 32 == 0) & __isGlobal(source)) {
-      copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
-      Scope::sync();
-      return;
-    }
-    rma_cold<kNbi, false, Scope>(w, dest, source, nbytes, pe, call);
-  } else {
-    putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
-  }
-}
-
 /// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
 /// Wide scopes (block, warps<N>): a load/store peer with vec16_ok buffers takes copy_vec16 (4 loads in flight per
 /// thread), inline; everything else goes through rma_cold. Thread and warp scope: putmem_generic.
