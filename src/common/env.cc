@@ -64,7 +64,7 @@ constexpr std::array kTable = {
              "proxy transport: at finalize each PE prints where its proxy's drivers spent their time (issuing "
              "descriptors, UCX progress with the owner's side of puts, gets and atomics, copy reports, naps) and the "
              "owner's CUDA copies and atomics, counted and timed"},
-    variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "4K",
+    variable{"SHOAL_PROXY_PAYLOAD_MAX", kind::size, "1M",
              "proxy transport on GPU heaps: a kernel's puts up to this size travel in the request ring's payload "
              "areas (4K per slot; a larger put in 4K pieces at consecutive slots, which the proxy sends as messages of "
              "up to 64K), written by the kernel's threads, "
