@@ -16,6 +16,8 @@ const char* to_string(algo a) {
       return "direct";
     case algo::ce:
       return "ce";
+    case algo::proxy:
+      return "proxy";
   }
   return "?";
 }
@@ -58,6 +60,32 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   team_barrier<block_scope>(w, t, call, blockIdx.x);  // this channel's share is in every dest
 }
 
+/// The proxy algorithm (teams with proxy members): the device API's proxy paths, called directly (this unit is
+/// built with SHOAL_DEVICE_COLL_PROXY=0, which only leaves them out of the dispatch of the kernels above).
+template <move_kind kKind>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    move_proxy_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes, int root) {
+  check_team(w, t, move_name<kKind>());
+  move_proxy<block_scope, kKind>(w, t, dest, source, bytes, root, move_name<kKind>());
+}
+
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    collect_proxy_kernel(device_world w, device_team t, void* dest, const void* source, size_t bytes) {
+  check_team(w, t, kCollectName);
+  collect_proxy<block_scope>(w, t, dest, source, bytes, kCollectName);
+}
+
+template <move_kind kKind>
+void launch_move_as(const device_world& w, const device_team& t, void* dest, const void* source, size_t bytes, int root,
+                    const launch_config& cfg) {
+  if (cfg.how == algo::proxy) {
+    move_proxy_kernel<kKind><<<1, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root);
+    return;
+  }
+  const int ll = cfg.how == algo::ll;
+  move_kernel<kKind><<<dim3(ll ? 1 : cfg.channels), cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+}
+
 }  // namespace
 
 cudaError_t launch_team_sync(const device_world& w, const device_team& t, cudaStream_t stream) {
@@ -67,23 +95,24 @@ cudaError_t launch_team_sync(const device_world& w, const device_team& t, cudaSt
 
 cudaError_t launch_collect(const device_world& w, const device_team& t, void* dest, const void* source, size_t bytes,
                            const launch_config& cfg) {
-  collect_kernel<<<1, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes);
+  if (cfg.how == algo::proxy)
+    collect_proxy_kernel<<<1, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes);
+  else
+    collect_kernel<<<1, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes);
   return cudaGetLastError();
 }
 
 cudaError_t launch_move(const device_world& w, const device_team& t, move kind, void* dest, const void* source,
                         size_t bytes, int root, const launch_config& cfg) {
-  const int ll = cfg.how == algo::ll;
-  const dim3 grid(ll ? 1 : cfg.channels);
   switch (kind) {
     case move::broadcast:
-      move_kernel<move_kind::broadcast><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      launch_move_as<move_kind::broadcast>(w, t, dest, source, bytes, root, cfg);
       break;
     case move::fcollect:
-      move_kernel<move_kind::fcollect><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      launch_move_as<move_kind::fcollect>(w, t, dest, source, bytes, root, cfg);
       break;
     case move::alltoall:
-      move_kernel<move_kind::alltoall><<<grid, cfg.threads, 0, cfg.stream>>>(w, t, dest, source, bytes, root, ll);
+      launch_move_as<move_kind::alltoall>(w, t, dest, source, bytes, root, cfg);
       break;
   }
   return cudaGetLastError();

@@ -18,8 +18,10 @@ namespace shoal::detail::coll {
 /// ll: one CTA, LL messages through the workspace, no barrier. direct: `channels` CTAs, a team
 /// barrier per channel before and after the loads/stores. ce (moves only): a team barrier kernel,
 /// the copy engines (cudaMemcpyAsync over the peer mappings, on side streams forked from and joined
-/// back to the caller's), a team barrier kernel.
-enum class algo : int { ll = 0, direct = 1, ce = 2 };
+/// back to the caller's), a team barrier kernel. proxy (teams with proxy members): one CTA runs the
+/// device API's proxy path (move_proxy, reduce_sym_proxy, collect_proxy: routed puts through the
+/// proxy ring to proxy members, stores to the others, team barriers on channel 0).
+enum class algo : int { ll = 0, direct = 1, ce = 2, proxy = 3 };
 const char* to_string(algo a);
 
 enum class move : int { broadcast = 0, fcollect = 1, alltoall = 2 };

@@ -33,9 +33,28 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   team_barrier<block_scope>(w, t, call, blockIdx.x);
 }
 
+/// The proxy algorithm (teams with proxy members): the device API's proxy path, called directly (these units are
+/// built with SHOAL_DEVICE_COLL_PROXY=0, which only leaves it out of reduce_kernel's dispatch).
+template <class Op, class T, bool kScatter>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    reduce_proxy_kernel(device_world w, device_team t, T* dest, const T* source, size_t nreduce) {
+  const char* call = kScatter ? kReducescatterName : kReduceName;
+  check_team(w, t, call);
+  reduce_sym_proxy<block_scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+}
+
 template <class Op, class T>
 cudaError_t reduce_as(const device_world& w, const device_team& t, bool scatter, void* dest, const void* source,
                       size_t nreduce, const launch_config& cfg) {
+  if (cfg.how == algo::proxy) {
+    auto* d = static_cast<T*>(dest);
+    const auto* s = static_cast<const T*>(source);
+    if (scatter)
+      reduce_proxy_kernel<Op, T, true><<<1, cfg.threads, 0, cfg.stream>>>(w, t, d, s, nreduce);
+    else
+      reduce_proxy_kernel<Op, T, false><<<1, cfg.threads, 0, cfg.stream>>>(w, t, d, s, nreduce);
+    return cudaGetLastError();
+  }
   const int ll = cfg.how == algo::ll;
   const dim3 grid(ll ? 1 : cfg.channels);
   if (scatter) {

@@ -4,7 +4,9 @@
 // (one CTA, no barrier); ce for broadcast/fcollect/alltoall messages from SHOAL_COLL_CE_BYTES (a
 // barrier kernel, copy-engine copies on side streams forked from and joined back to the caller's
 // stream, a barrier kernel); direct otherwise (a channel per CTA, each with a team barrier before
-// and after); or as SHOAL_COLL_ALGO says. The choice is logged (SHOAL_DEBUG=trace, subsystem coll).
+// and after); or as SHOAL_COLL_ALGO says. A team with a proxy member (another node, SHOAL_DISABLE_P2P=1)
+// always takes proxy: one CTA on the device API's proxy path (routed puts through the proxy ring, team
+// barriers). The choice is logged (SHOAL_DEBUG=trace, subsystem coll).
 //
 // The members' arguments are not compared for on-stream calls (that would cost a host round trip
 // per call and cannot be captured): members that disagree meet in the device waits, which report and
@@ -48,12 +50,16 @@ namespace {
 
 #ifdef SHOAL_HAVE_CUDA
 
-/// The validated context of one on-stream call: the world (GPU heap), the team's device handle.
+/// The validated context of one on-stream call: the world (GPU heap), the team's device handle, and whether a
+/// member is a proxy peer (then the call runs the proxy algorithm: one CTA on the device API's proxy path).
 struct stream_call {
   const char* call;
   coll_world w;
   device_team team;
-  stream_call(const char* c, shoal_team_t handle) : call(c), w(coll_world::current(c)), team(make_team(c, w, handle)) {}
+  bool proxy = false;
+  stream_call(const char* c, shoal_team_t handle) : call(c), w(coll_world::current(c)), team(make_team(c, w, handle)) {
+    for (int r = 0; r < team.n_pes; ++r) proxy |= w.transport().path_to(team.world_pe(r)) == peer_path::proxy;
+  }
 
   static device_team make_team(const char* call, coll_world& w, shoal_team_t handle) {
     if (w.transport().direct())
@@ -61,19 +67,14 @@ struct stream_call {
                   "on-stream collectives need GPU symmetric memory (backend cuda); this world's backend is {}",
                   w.backend_name());
     device_team t = w.teams().device_handle(call, handle);  // throws for INVALID / destroyed / not a member
-    // The on-stream kernels' channels and LL slots are load/store only (indexed by node-local PE);
-    // proxy members are refused here, before anything is launched or exchanged. Only the transport's
-    // host-side table is read: device_world::local_of_pe is device memory (a host load of it faults).
+    // Every member must be load/store-reachable from this GPU or a proxy peer (the proxy algorithm). Only the
+    // transport's host-side table is read: device_world::local_of_pe is device memory (a host load of it faults).
     for (int r = 0; r < t.n_pes; ++r) {
       const int pe = t.world_pe(r);
-      SHOAL_CHECK_ARG(w.transport().path_to(pe) != peer_path::proxy, std::string_view(call),
-                      "team={}: member {} (PE {}) is reached through the proxy transport (another node, or "
-                      "SHOAL_DISABLE_P2P=1); on-stream collectives need every member load/store-reachable from this "
-                      "GPU (the blocking team collectives and the device API's team collectives reach proxy members)",
-                      handle, r, pe);
-      SHOAL_CHECK_ARG(w.transport().reachable(pe), std::string_view(call),
-                      "team={}: member {} (PE {}) is not load/store-reachable from this GPU; on-stream collectives "
-                      "need every member on this node",
+      SHOAL_CHECK_ARG(w.transport().reachable(pe) || w.transport().path_to(pe) == peer_path::proxy,
+                      std::string_view(call),
+                      "team={}: member {} (PE {}) is reachable from this GPU neither by load/store nor through the "
+                      "proxy transport",
                       handle, r, pe);
     }
     return t;
@@ -254,7 +255,9 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
   const bool fits = message_bytes <= dw.coll_ll_bytes;
   launch_config cfg;
   cfg.stream = static_cast<cudaStream_t>(stream);
-  if (forced == "ll" && fits) {
+  if (c.proxy) {  // a proxy member: the only algorithm that reaches it (SHOAL_COLL_ALGO does not apply)
+    cfg.how = algo::proxy;
+  } else if (forced == "ll" && fits) {
     cfg.how = algo::ll;
   } else if (forced == "direct") {
     cfg.how = algo::direct;
@@ -275,7 +278,7 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
     const size_t lines = (message_bytes + 7) / 8;
     cfg.threads = static_cast<uint32_t>(std::clamp<size_t>((lines + 31) / 32 * 32, 32, cfg.threads));
   }
-  constexpr size_t kBytesPerChannel = 64 * 1024;
+  constexpr size_t kBytesPerChannel = 64 * 1024;  // proxy: one CTA, SHOAL_COLL_THREADS threads
   cfg.channels = cfg.how != algo::direct
                      ? 1
                      : static_cast<uint32_t>(std::clamp<size_t>((total + kBytesPerChannel - 1) / kBytesPerChannel, 1,
@@ -476,9 +479,10 @@ int collect_on_stream(const char* call, shoal_team_t team, void* dest, const voi
     SHOAL_CHECK_ARG(dest != nullptr && c.w.offset_of(dest) >= 0, call,
                     "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
     launch_config cfg;
-    cfg.how = algo::ll;
+    cfg.how = c.proxy ? algo::proxy : algo::ll;
     cfg.stream = static_cast<cudaStream_t>(stream);
-    SHOAL_LOG(trace, coll, "{}: {} bytes from this PE: one CTA (sizes by LL, then direct pushes)", call, bytes);
+    SHOAL_LOG(trace, coll, "{}: {} bytes from this PE: one CTA ({})", call, bytes,
+              c.proxy ? "the proxy path: sizes by routed p, then routed puts" : "sizes by LL, then direct pushes");
     check_launch(call, launch_collect(c.w.device_handle(), c.team, dest, source, bytes, cfg));
 #else
     (void)team, (void)dest, (void)source, (void)nelems, (void)elem_bytes, (void)stream;
