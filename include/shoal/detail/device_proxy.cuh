@@ -198,7 +198,7 @@ __device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t n
 /// (ring_publish): one system fence per 64 KiB instead of one per piece.
 /// The last piece is `tail` (a put, or a put_signal with its signal fields); none waits: the source is reusable
 /// on return, and the proxy stages nothing from GPU memory. The first piece of each reservation is marked as the
-/// start of a run (kProxyRun) of its put pieces, which the proxy sends as one message per carried_run_max bytes.
+/// start of a run (kProxyRun) of its put pieces, which the proxy sends as one message per 64 KiB.
 /// Not inlined (the cold branch of a device call).
 inline __device__ __noinline__ void proxy_put_carried(const device_world& w, proxy_desc tail, const char* local,
                                                       uint32_t rank, uint32_t lanes, const char* call) {

@@ -61,8 +61,9 @@ inline constexpr uint8_t kProxyWait = 1;
 inline constexpr uint8_t kProxyPayload = 2;
 /// Descriptor flag, on a carried put's piece (kProxyPayload): the first of a run of pieces at consecutive tickets,
 /// one descriptor each, every one a put of the same pe at the offset where the one before ended; `spare` holds the
-/// run's bytes (this piece's included). The proxy may gather the run into fewer, larger messages (one per
-/// carried_run_max bytes) instead of one per piece. A hint: without it every piece is its own message.
+/// run's bytes (this piece's included). The proxy may gather the run into fewer, larger messages (up to 64 KiB
+/// each: kCarriedRunMessage in ucx_engine.cc) instead of one per piece. A hint: without it every piece is its own
+/// message.
 inline constexpr uint8_t kProxyRun = 4;
 
 /// Pieces of a carried put that its producer commits together, with one release (ring_fill, then ring_publish):

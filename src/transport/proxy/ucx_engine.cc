@@ -742,9 +742,6 @@ struct ucx_engine::state {
     ams_unsettled = true;
   }
 
-  // Issues descriptor `ticket` (copied out of its slot, which non-waiting ones free at once). A put carried in the
-  // slot's payload area (kProxyPayload) is copied out with it, into host memory its in_flight owns; a get carried
-  // there (waiting) lands in the payload area, which its producer reads before it acknowledges.
   // A run of carried put pieces (kProxyRun) being gathered into messages of at most kCarriedRunMessage bytes: the
   // pieces come at consecutive tickets (the producer reserved them together), so nothing else is taken between
   // them; a descriptor that does not continue the run sends what was gathered first (a producer not of this
@@ -797,6 +794,10 @@ struct ucx_engine::state {
     return true;
   }
 
+  // Issues descriptor `ticket` (gathered into a run when it is a piece of one; else copied out of its slot, which
+  // non-waiting ones free at once). A put carried in the slot's payload area (kProxyPayload) is copied out with it,
+  // into host memory its in_flight owns; a get carried there (waiting) lands in the payload area, which its producer
+  // reads before it acknowledges.
   void execute(const proxy_desc& slot_copy, uint64_t ticket) {
     if (gather(slot_copy, ticket)) return;
     proxy_desc d = slot_copy;
