@@ -191,9 +191,15 @@ void collective_relay::root_round(std::string_view call, const wire::coll_desc& 
     bool corrupt = false;
     io_status st = read_message(coll_[r].get(), &in[r], deadline, state_.broken_fd(), &corrupt);
     if (st == io_status::woken) SHOAL_THROW(errc::peer_failure, call, "bootstrap unusable: {}", state_.broken_reason());
-    if (st == io_status::closed)
+    if (st == io_status::closed) {
+      // A PE that stops for a reason sends it on its monitor connection before this one closes, but this read can
+      // see the close first: report (and pass on) that reason, not a death, once the monitor has it, as peer_round
+      // does for PE 0.
+      if (net::wait_fd(state_.broken_fd(), POLLIN, clock::now() + notify_budget, -1) == io_status::ok)
+        fail_round(errc::peer_failure, call, fmt::format("bootstrap unusable: {}", state_.broken_reason()));
       fail_round(errc::peer_failure, call,
                  fmt::format("PE {} died during {} (its bootstrap connection closed)", r, call));
+    }
     if (st == io_status::timed_out)
       fail_round(errc::timeout, call,
                  fmt::format("PE {} did not enter {} within {} ms", r, call, collective_timeout_.count()));
