@@ -29,6 +29,12 @@ SHOAL_HOST_DEVICE constexpr bool is_load_store(peer_path path) { return path <= 
 
 namespace detail {
 
+/// device_world::flags bit 1: some PE of the job has a proxy peer. Device barriers then signal with
+/// the epoch or count they reached (a proxy peer's signal is a p through the ring); without it they
+/// count arrivals with red.add and consume them with red.add of -1, which needs no load of private
+/// state before the signal (device_sync). Set or clear on every PE alike.
+constexpr uint32_t kFlagBarrierEpochs = 1u << 1;
+
 /// Producer-side cache of the words the proxy writes, in memory local to the producers (device memory for
 /// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at once. A
 /// kernel's poll of the ring is a read of host memory across PCIe; with every thread of a 132 x 512 grid
@@ -44,14 +50,17 @@ struct ring_gate {
 };
 
 /// shoal's device-side sync words, at `device_world::sync_offset` in every PE's heap (GPU memory).
-/// Zero-filled when the heap grows; epochs only grow, so nothing is ever reset.
+/// Zero-filled when the heap grows; never reset: epochs only grow, counts return to zero.
 struct device_sync {
   static constexpr int kMaxRounds = 32;
-  /// Dissemination barrier: word r is written (st.release.sys) by PE (me - 2^r) mod n with the
-  /// barrier epoch it has reached; read (relaxed polls, then one acquire) by this PE.
+  /// Dissemination barrier: word r is signalled by PE (me - 2^r) mod n and awaited (acquire polls) by
+  /// this PE. With kFlagBarrierEpochs the signal stores the barrier epoch the sender has reached (a
+  /// proxy peer's through the ring) and the wait is for the word >= this PE's epoch. Without it the
+  /// signal is red.add(1) and this PE consumes it with red.add(-1) before its wait for the word >= 0 (as
+  /// int64): the word counts signals not yet consumed, and no private epoch is loaded before the signal.
   uint64_t barrier_round[kMaxRounds];
-  /// This PE's own barrier epoch: written and read only by this PE's GPU (the one thread that
-  /// runs the barrier), kept here so that it survives across kernels.
+  /// This PE's own barrier epoch (kFlagBarrierEpochs only): written and read only by this PE's GPU (the
+  /// one thread that runs the barrier), kept here so that it survives across kernels.
   uint64_t barrier_epoch;
   /// The proxy ring's gate (ring_gate): read and written by this PE's kernels only.
   ring_gate proxy_gate;
@@ -62,12 +71,16 @@ struct device_sync {
   /// dissemination round sends PE `to` at most one signal from this PE, and members call a team's
   /// collectives in the same order, so the n-th signal from a PE is always the one awaited n-th.
   static constexpr int kMaxTeamPeers = 128;
-  /// Word k: how many team-barrier signals node-local PE k has sent this PE (written st.release.sys
-  /// by PE k only, with its own team_sent count; read with acquire polls by this PE).
+  /// Word k: team-barrier signals from node-local PE k. With kFlagBarrierEpochs: how many PE k has sent
+  /// this PE (written st.release.sys by PE k only, with its own team_sent count; read with acquire polls
+  /// by this PE). Without it: how many are not yet consumed (PE k adds 1 per signal, this PE adds -1 per
+  /// wait, before it waits for the word >= 0 as int64), as barrier_round.
   uint64_t team_arrived[kMaxTeamPeers];
-  /// Word k: signals this PE has sent to node-local PE k. Private to this PE's barrier thread.
+  /// Word k: signals this PE has sent to node-local PE k (kFlagBarrierEpochs only). Private to this PE's
+  /// barrier thread.
   uint64_t team_sent[kMaxTeamPeers];
-  /// Word k: signals from node-local PE k that this PE's team barriers have consumed. Private.
+  /// Word k: signals from node-local PE k that this PE's team barriers have consumed (kFlagBarrierEpochs
+  /// only). Private.
   uint64_t team_consumed[kMaxTeamPeers];
 };
 static_assert(std::is_trivially_copyable_v<device_sync>);
@@ -91,7 +104,7 @@ struct device_world {
   const peer_path* path_of_pe = nullptr;
   uint64_t sync_offset = 0;      ///< offset of detail::device_sync in every heap
   uint64_t wait_timeout_ns = 0;  ///< a device wait longer than this reports and traps; 0: unbounded
-  uint32_t flags = 0;            ///< bit 0: SHOAL_COLL_ALGO=direct (device/coll.cuh kFlagCollDirect)
+  uint32_t flags = 0;  ///< bit 0: SHOAL_COLL_ALGO=direct (device/coll.cuh kFlagCollDirect); bit 1: kFlagBarrierEpochs
   /// Device memory, max_teams entries indexed by shoal_team_t: each team's device handle as this PE
   /// sees it (n_pes 0 for a free slot or a team this PE is not in). Written by the runtime when a
   /// team is created or destroyed; read by the facade's team collectives (device::team_of).

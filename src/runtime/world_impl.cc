@@ -192,6 +192,9 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   SHOAL_CHECK_ARG(algo == "auto" || algo == "ll" || algo == "direct" || algo == "ce", "shoal_init",
                   "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", algo);
   if (algo == "direct") device_.flags |= 1u;  // device/coll.cuh kFlagCollDirect
+  // Device barriers: epochs when some PE has a proxy peer (its signals travel as p), counts otherwise. Every
+  // PE decides the same, since a PE signals others in the protocol their waits expect.
+  if (transport_->job_has_proxy()) device_.flags |= kFlagBarrierEpochs;
   // The identity table (nullptr) when every PE is local with local index == pe; else a real one.
   std::vector<int32_t> local(n_pes_);
   bool identity = true;

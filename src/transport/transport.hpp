@@ -84,6 +84,9 @@ class peer_transport {
   bool accessible(int pe) const { return reachable(pe) || (paths_[pe] == peer_path::proxy && proxy_ != nullptr); }
   /// True when every PE is reached by load/store.
   bool all_load_store() const { return all_load_store_; }
+  /// True when some PE of the job has a proxy peer (then every PE runs the proxy engine): the same answer on
+  /// every PE, so device protocols that must agree across PEs choose by it (device_world::flags).
+  bool job_has_proxy() const { return proxy_ != nullptr; }
   /// Collective, after every heap growth: the proxy re-registers the heap and exchanges keys.
   void heap_grown(std::string_view call);
   /// Collective (shoal_finalize): completes and closes the proxy's connections; no-op without one.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -494,6 +495,40 @@ void barrier_all_scopes(Api api) {
 
 GPU_TEST(barrier_sync_all_handle) { barrier_all_scopes(handle_api{device_handle()}); }
 GPU_TEST(barrier_sync_all_facade) { barrier_all_scopes(facade_api{}); }
+
+// ---- the barrier's protocol and what it leaves in its words ---------------------------------------
+
+/// The device barrier counts signals (red.add) in a job of load/store peers and writes epochs in one with proxy peers
+/// (kFlagBarrierEpochs: the proxy variant, SHOAL_GPU_TEST_PROXY=1). After 1000 more barriers, with every PE past
+/// them, its words hold what the protocol leaves: each round's count consumed to 0 (a lost or doubled signal, or a
+/// consume without its signal, leaves another value), or each round's word at this PE's epoch, which every PE has
+/// reached alike.
+GPU_TEST(barrier_words_after_barriers) {
+  const shoal::device_world w = device_handle();
+  const bool epochs = (w.flags & shoal::detail::kFlagBarrierEpochs) != 0;
+  const char* variant = std::getenv("SHOAL_GPU_TEST_PROXY");
+  const bool proxy = variant != nullptr && *variant != '\0' && *variant != '0';
+  if (epochs != proxy)
+    fail("device_world::flags: epoch barriers %s in the %s variant", epochs ? "on" : "off",
+         proxy ? "proxy" : "load/store");
+  barrier_case<handle_api, thread_scope, false>(handle_api{w});
+  sync_all_pes();
+  shoal::detail::device_sync words{};
+  GT_CUDA(cudaMemcpy(&words, w.heap_base + w.sync_offset, sizeof words, cudaMemcpyDeviceToHost));
+  int rounds = 0;
+  for (int step = 1; step < npes(); step <<= 1) ++rounds;
+  if (epochs && words.barrier_epoch < static_cast<uint64_t>(kRounds))
+    fail("barrier_epoch %llu after %d barriers", static_cast<unsigned long long>(words.barrier_epoch), kRounds);
+  if (!epochs && words.barrier_epoch != 0)
+    fail("barrier_epoch %llu in a job that counts", static_cast<unsigned long long>(words.barrier_epoch));
+  for (int r = 0; r < rounds; ++r) {
+    const uint64_t expected = epochs ? words.barrier_epoch : 0;
+    if (words.barrier_round[r] != expected)
+      fail("barrier_round[%d] = %lld after the barriers, expected %llu", r,
+           static_cast<long long>(words.barrier_round[r]), static_cast<unsigned long long>(expected));
+  }
+  sync_all_pes();
+}
 
 }  // namespace
 }  // namespace shoal_test

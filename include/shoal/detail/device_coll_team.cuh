@@ -12,6 +12,7 @@
 #include "shoal/detail/device_copy.cuh"
 #include "shoal/detail/device_proxy.cuh"
 #include "shoal/detail/device_rma.cuh"
+#include "shoal/detail/device_sync.cuh"
 #include "shoal/device/ptx.cuh"
 #include "shoal/device/scope.cuh"
 #include "shoal/device_team.hpp"
@@ -63,13 +64,16 @@ __device__ __forceinline__ channel_words channel_of(const device_world& w, uint3
 /// The dissemination barrier over a team, run by ONE thread per PE (per channel). Round r (step 2^r
 /// < n): signal team PE (me + step) % n, then wait for the signal of team PE (me - step) % n. A
 /// signal is a count per pair of PEs (channel_words, indexed by node-local PE), so the words need no
-/// per-team state: within one barrier a PE signals each peer at most once (the steps differ mod n),
-/// and members run a team's collectives in the same order (with the same channel count), so the
-/// n-th signal from a peer on a channel is the one this PE awaits n-th there. Ordering as
-/// barrier_thread: a fence.acq_rel.sys releases this PE's earlier accesses before round 0's relaxed
-/// store, later rounds' stores are st.release.sys (passing on what earlier rounds acquired), waits
-/// poll ld.acquire.sys; so every member's accesses before the barrier happen before every member's
-/// accesses after it.
+/// per-team state: members run a team's collectives in the same order (with the same channel count),
+/// so the n-th signal from a peer on a channel is the one this PE awaits n-th there. Without
+/// kFlagBarrierEpochs a signal is red.add(1) on the peer's word and the wait consumes one from this
+/// PE's (count_signal, count_wait: no private count is loaded first). With it, the sender stores its
+/// running count of signals to that peer (a p through the ring to a proxy peer) and this PE waits for
+/// its word to reach its own count of signals consumed from the sender (within one barrier a PE then
+/// signals each peer at most once: the steps differ mod n). Ordering as barrier_thread: a
+/// fence.acq_rel.sys releases this PE's earlier accesses before round 0's signal, later rounds'
+/// signals are releases (passing on what earlier rounds acquired), waits poll ld.acquire.sys; so
+/// every member's accesses before the barrier happen before every member's accesses after it.
 __device__ __forceinline__ void team_barrier_thread(const device_world& w, const device_team& t, const char* call,
                                                     uint32_t chan = 0) {
   check_team(w, t, call);
@@ -80,18 +84,25 @@ __device__ __forceinline__ void team_barrier_thread(const device_world& w, const
   const int me = t.my_pe_in_team;
   if (n <= 1) return;
   const int my_word = team_word(w, w.my_pe, chan, call);
+  const bool counts = (w.flags & kFlagBarrierEpochs) == 0;
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
-    const int to = t.world_pe((me + step) % n);
-    const int from = t.world_pe((me - step + n) % n);
-    const int to_word = team_word(w, to, chan, call);
+    const int to = t.world_pe(ring_after(me, step, n));
+    const int from = t.world_pe(ring_before(me, step, n));
     const int from_word = team_word(w, from, chan, call);
+    uint64_t* mine = &cw.arrived[from_word];
+    if (counts) {
+      // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
+      count_signal(peer_ptr(w, &cw.arrived[my_word], to, call), r != 0);
+      count_wait(
+          w, mine, [&] { return from; }, call);
+      continue;
+    }
+    const int to_word = team_word(w, to, chan, call);
     const uint64_t sent = cw.sent[to_word] + 1;
     cw.sent[to_word] = sent;
-    // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
     barrier_flag(w, &cw.arrived[my_word], peer_route(w, to, call), to, sent, r != 0, call);
     const uint64_t want = cw.consumed[from_word] + 1;
     cw.consumed[from_word] = want;
-    const uint64_t* mine = &cw.arrived[from_word];
     wait_clock clock(w.wait_timeout_ns);
     for (;;) {
       const uint64_t seen = ptx::ld_acquire_sys(mine);

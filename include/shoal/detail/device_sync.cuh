@@ -161,27 +161,80 @@ __device__ __forceinline__ void quiet(const device_world& w, const char* call) {
   if (w.proxy_ring != nullptr) proxy_quiet(w, call);
 }
 
-/// The dissemination barrier run by ONE thread per PE. Round r: write this barrier's epoch to
-/// barrier_round[r] of PE (me + 2^r) % n, then wait for my own barrier_round[r] >= epoch with
-/// relaxed polls and one ld.acquire.sys re-read. Round 0's store is released by a fence.acq_rel.sys
-/// (this PE's accesses before the barrier); later rounds' stores are st.release.sys, so what this
-/// PE acquired in earlier rounds travels on (release/acquire chain, cumulative): every PE's accesses
-/// before the barrier happen before every PE's accesses after it. Only acquires follow the last
-/// wait: no fence waits for this PE's own flag store to be acknowledged over the link.
+/// (a + step) mod n and (a - step) mod n for 0 <= a < n, 0 < step < n, without a division.
+__device__ __forceinline__ int ring_after(int a, int step, int n) { return a + step < n ? a + step : a + step - n; }
+__device__ __forceinline__ int ring_before(int a, int step, int n) { return a >= step ? a - step : a - step + n; }
+
+/// Signals a count barrier's word on a load/store peer (no kFlagBarrierEpochs): red.add(1), released by
+/// the caller's earlier fence (`release` false: round 0) or by itself (later rounds pass on what earlier
+/// rounds acquired).
+__device__ __forceinline__ void count_signal(uint64_t* remote, bool release) {
+  if (release) {
+    ptx::red_add_release_sys(remote, 1);
+  } else {
+    ptx::red_add_relaxed_sys(remote, 1);
+  }
+}
+
+/// A count barrier's wait: consumes one signal from this PE's `word` (red.add(-1), so the word may go
+/// below zero), then polls until the word is >= 0 as int64, i.e. that signal has arrived; the read that
+/// sees it acquires. Only this PE lowers its words, so a satisfied word stays satisfied. Bounded by
+/// w.wait_timeout_ns: the report names the PE whose signal is missing (`from()`, computed only then) and
+/// counts signals (expected >= 1, seen the word + 1).
+template <class From>
+__device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word, From from, const char* call) {
+  ptx::red_add_relaxed_sys(word, ~uint64_t{0});
+  wait_clock clock(w.wait_timeout_ns);
+  for (;;) {
+#if SHOAL_WAIT_ACQUIRE_POLL
+    const uint64_t seen = ptx::ld_acquire_sys(word);
+    if (static_cast<int64_t>(seen) >= 0) return;
+#else
+    const uint64_t seen = ptx::ld_relaxed_sys(word);
+    if (static_cast<int64_t>(seen) >= 0 && static_cast<int64_t>(ptx::ld_acquire_sys(word)) >= 0) return;
+#endif
+    if (clock.expired()) wait_timed_out(call, w.my_pe, clock.elapsed_ns(), word, from(), SHOAL_CMP_GE, 1, seen + 1);
+  }
+}
+
+/// The dissemination barrier run by ONE thread per PE. Round r: signal barrier_round[r] of PE
+/// (me + 2^r) % n, then wait for the signal of PE (me - 2^r) % n on my own barrier_round[r]. Round
+/// 0's signal is released by a fence.acq_rel.sys (this PE's accesses before the barrier); later
+/// rounds' signals are release operations, so what this PE acquired in earlier rounds travels on
+/// (release/acquire chain, cumulative): every PE's accesses before the barrier happen before every
+/// PE's accesses after it. Only acquires follow the last wait: no fence waits for this PE's own
+/// signal to be acknowledged over the link.
+///
+/// Without kFlagBarrierEpochs (no PE of the job has a proxy peer) a signal is red.add(1) and the wait
+/// consumes one (count_wait): nothing private is loaded or stored before the fence and the signal, so
+/// the fence has no access of the barrier's own to wait for. With it, the signal is this PE's barrier
+/// epoch (a p through the ring to a proxy peer), kept in device_sync::barrier_epoch, and the wait is
+/// for the word >= that epoch.
 __device__ __forceinline__ void barrier_thread(const device_world& w, const char* call) {
   device_sync* sync = local_sync(w);
   const int n = w.n_pes;
   const int me = w.my_pe;
+  if ((w.flags & kFlagBarrierEpochs) == 0) {
+    // Round 0's peer address is computed before the fence (no load without a local-index table).
+    uint64_t* first = n > 1 ? peer_ptr(w, &sync->barrier_round[0], ring_after(me, 1, n), call) : nullptr;
+    ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its arrival
+    for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
+      uint64_t* mine = &sync->barrier_round[r];
+      count_signal(r == 0 ? first : peer_ptr(w, mine, ring_after(me, step, n), call), r != 0);
+      count_wait(
+          w, mine, [&] { return ring_before(me, step, n); }, call);
+    }
+    return;
+  }
   // Both loads (the epoch, round 0's peer address through the path table) are issued before the
   // fence, which waits for them anyway: one memory round trip instead of two in a row.
   const uint64_t epoch = sync->barrier_epoch + 1;  // private to this PE's barrier thread
-  const int32_t first_local = n > 1 ? peer_route(w, (me + 1) % n, call) : 0;
+  const int32_t first_local = n > 1 ? peer_route(w, ring_after(me, 1, n), call) : 0;
   sync->barrier_epoch = epoch;
   ptx::fence_acq_rel_sys();                           // release: this PE's earlier puts/stores before its arrival
   if (w.proxy_ring != nullptr) proxy_quiet(w, call);  // and its proxy operations complete
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
-    const int to = (me + step) % n;
-    const int from = (me - step + n) % n;
+    const int to = ring_after(me, step, n);
     const int32_t local = r == 0 ? first_local : peer_route(w, to, call);
     // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
     barrier_flag(w, &sync->barrier_round[r], local, to, epoch, r != 0, call);
@@ -197,7 +250,7 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
       if (seen >= epoch && ptx::ld_acquire_sys(mine) >= epoch) break;
 #endif
       if (clock.expired()) {
-        wait_timed_out(call, me, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, epoch, seen);
+        wait_timed_out(call, me, clock.elapsed_ns(), mine, ring_before(me, step, n), SHOAL_CMP_GE, epoch, seen);
       }
     }
   }
