@@ -278,6 +278,18 @@ void driver<Api>::barrier_latency() {
       else
         barrier_all_kernel<Api><<<1, 1, 0, stream_>>>(count);
     });
+    // shoal: the epoch protocol beside the default count protocol (thread scope, load/store worlds, variant rows on).
+    double epochs_us = 0;
+    if constexpr (requires { Api::barrier_all_epochs(); }) {
+      if (!v.block && !proxy_ && variant_rows_) {
+        epochs_us = barrier_run("barrier_all (epochs)", iters, warm,
+                                [&](int, int count) { barrier_all_epochs_kernel<Api><<<1, 1, 0, stream_>>>(count); });
+        // Every PE has left its last epoch barrier (PE 0's median came after all of them): clear the words for
+        // the count protocol, then no PE signals before every PE has cleared its own.
+        untimed("reset_barrier_words", [&] { reset_barrier_words_kernel<Api><<<1, 1, 0, stream_>>>(); });
+        Api::host_barrier();
+      }
+    }
     if (me_ == 0) {
       row r = make("barrier_latency", Api::kName, label, 0, iters, us);
       if (raw_ok) {
@@ -285,6 +297,8 @@ void driver<Api>::barrier_latency() {
         r.baseline = "raw";
       }
       add(r, true);
+      if (epochs_us > 0)
+        add(make("barrier_latency", std::string(Api::kName) + "-epochs", label, 0, iters, epochs_us), true);
       if (raw_ok) {
         add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
         add(make("barrier_latency", "raw-fenced", label, 0, iters, fenced_us), true);

@@ -443,6 +443,18 @@ __global__ void barrier_all_kernel(int count) {
   for (int i = 0; i < count; ++i) Api::barrier_all();
 }
 
+/// One thread: `count` barrier_all calls in the epoch protocol (Api::barrier_all_epochs).
+template <class Api>
+__global__ void barrier_all_epochs_kernel(int count) {
+  for (int i = 0; i < count; ++i) Api::barrier_all_epochs();
+}
+
+/// One thread: clears this PE's device barrier words (Api::reset_barrier_words), between protocols.
+template <class Api>
+__global__ void reset_barrier_words_kernel() {
+  Api::reset_barrier_words();
+}
+
 /// One block: `count` sync_all_block calls.
 template <class Api>
 __global__ void sync_all_block_kernel(int count) {

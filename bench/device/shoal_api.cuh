@@ -97,6 +97,19 @@ struct shoal_api {
   }
   static __device__ void barrier_all() { shoal_barrier_all(); }
   static __device__ void sync_all_block() { shoalx_sync_all_block(); }
+  /// barrier_all in the epoch protocol of worlds with proxy peers (kFlagBarrierEpochs), the default of load/store
+  /// worlds before session 22: the `shoal-epochs` row of barrier_latency, beside the count protocol in the same run.
+  /// The two protocols read the same words differently: reset_barrier_words() clears them after such a row.
+  static __device__ void barrier_all_epochs() {
+    device_world w = shoal::device::facade_world();
+    w.flags |= shoal::detail::kFlagBarrierEpochs;
+    shoal::detail::barrier(shoal::thread, w, "barrier_all (epochs)");
+  }
+  static __device__ void reset_barrier_words() {
+    shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
+    for (uint64_t& word : sync->barrier_round) word = 0;
+    sync->barrier_epoch = 0;
+  }
 };
 
 /// shoal with block puts through the TMA ring (shoal::device::putmem_tma on the facade's world);
