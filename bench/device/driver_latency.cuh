@@ -235,8 +235,8 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  // raw: [0] thread, [1] block; raw-fenced: [2] thread, [3] block
-  auto* words = static_cast<uint64_t*>(Api::host_calloc(4 * sizeof(uint64_t)));
+  // raw: [0] thread, [1] block; raw-fenced: [2] thread, [3] block; SHOAL_BENCH_PROBE=1 rows: [4..7]
+  auto* words = static_cast<uint64_t*>(Api::host_calloc(8 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
   const int warm = loop_warmup();
@@ -278,6 +278,30 @@ void driver<Api>::barrier_latency() {
       else
         barrier_all_kernel<Api><<<1, 1, 0, stream_>>>(count);
     });
+    // SHOAL_BENCH_PROBE=1: raw-fenced plus shoal's barrier ingredients, one per step (probe_barrier_kernel).
+    double probe_us[4] = {0, 0, 0, 0};
+    if (raw_ok && !v.block && probe_rows_) {
+      auto probe = [&]<int kStep>(std::integral_constant<int, kStep>) {
+        uint64_t* mine_p = words + 3 + kStep;
+        uint64_t* theirs_p = remote(mine_p, peer_);
+        probe_us[kStep - 1] = barrier_run("probe barrier", iters, warm, [&](int first, int count) {
+          probe_barrier_kernel<kStep>
+              <<<1, 1, 0, stream_>>>(mine_p, theirs_p, static_cast<uint64_t>(first), count, ctx_);
+        });
+      };
+      probe(std::integral_constant<int, 1>{});
+      probe(std::integral_constant<int, 2>{});
+      probe(std::integral_constant<int, 3>{});
+      probe(std::integral_constant<int, 4>{});
+    }
+    double relaxed_us = 0;
+    if constexpr (requires { Api::barrier_all_relaxed_polls(); }) {
+      if (!v.block && !proxy_ && probe_rows_) {
+        relaxed_us = barrier_run("barrier_all (relaxed polls)", iters, warm, [&](int, int count) {
+          barrier_all_relaxed_polls_kernel<Api><<<1, 1, 0, stream_>>>(count);
+        });
+      }
+    }
     // shoal: the epoch protocol beside the default count protocol (thread scope, load/store worlds, variant rows on).
     double epochs_us = 0;
     if constexpr (requires { Api::barrier_all_epochs(); }) {
@@ -297,12 +321,17 @@ void driver<Api>::barrier_latency() {
         r.baseline = "raw";
       }
       add(r, true);
+      if (relaxed_us > 0)
+        add(make("barrier_latency", std::string(Api::kName) + "-relaxed", label, 0, iters, relaxed_us), true);
       if (epochs_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-epochs", label, 0, iters, epochs_us), true);
       if (raw_ok) {
         add(make("barrier_latency", "raw", label, 0, iters, raw_us), true);
         add(make("barrier_latency", "raw-fenced", label, 0, iters, fenced_us), true);
       }
+      static constexpr const char* kProbeNames[4] = {"probe-acq", "probe-red", "probe-count", "probe-call"};
+      for (int k = 0; k < 4; ++k)
+        if (probe_us[k] > 0) add(make("barrier_latency", kProbeNames[k], label, 0, iters, probe_us[k]), true);
     }
   }
   Api::host_barrier();

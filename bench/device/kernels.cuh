@@ -449,6 +449,12 @@ __global__ void barrier_all_epochs_kernel(int count) {
   for (int i = 0; i < count; ++i) Api::barrier_all_epochs();
 }
 
+/// One thread: `count` barrier_all calls of the count protocol with relaxed polls (Api::barrier_all_relaxed_polls).
+template <class Api>
+__global__ void barrier_all_relaxed_polls_kernel(int count) {
+  for (int i = 0; i < count; ++i) Api::barrier_all_relaxed_polls();
+}
+
 /// One thread: clears this PE's device barrier words (Api::reset_barrier_words), between protocols.
 template <class Api>
 __global__ void reset_barrier_words_kernel() {
@@ -476,6 +482,51 @@ __global__ void raw_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uint6
       if (!block_wait_ge(my_word, epoch, ctx, 5)) return;
     } else if (!spin_until_ge(reinterpret_cast<const volatile uint64_t*>(my_word), epoch, ctx, 5)) {
       return;
+    }
+  }
+}
+
+/// SHOAL_BENCH_PROBE=1 rows of barrier_latency (2 PEs, one thread): raw-fenced plus one ingredient of shoal's
+/// barrier per step, to find what its time over raw-fenced is made of. kStep 1: the polls are ld.acquire.sys (shoal's)
+/// instead of volatile loads; 2: also the signal is red.relaxed.sys.add(1) to a count, awaited as count >= epoch;
+/// 3: also the waiter consumes with red.relaxed.sys.add(-1) before its polls and waits for the word >= 0 as int64
+/// (shoal's count protocol, on raw pointers); 4: also a call to a function that is not inlined, on a branch the
+/// barrier never takes (shoal's barrier holds such calls: the timeout report, the cold lookups). Each row starts on
+/// zeroed words; `first` must start at 1.
+__device__ __noinline__ void probe_barrier_cold(kernel_ctx ctx, uint64_t seen) {
+  printf("shoal-bench: probe barrier saw %llu\n", static_cast<unsigned long long>(seen));
+  record_failure(ctx, kTimedOut, 7);
+}
+template <int kStep>
+__global__ void probe_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uint64_t first, int count,
+                                     kernel_ctx ctx) {
+  for (int i = 0; i < count; ++i) {
+    const uint64_t epoch = first + i;
+    ptx::fence_acq_rel_sys();
+    if constexpr (kStep >= 2) {
+      ptx::red_add_relaxed_sys(peer_word, uint64_t{1});
+    } else {
+      *reinterpret_cast<volatile uint64_t*>(peer_word) = epoch;
+    }
+    if constexpr (kStep >= 3) ptx::red_add_relaxed_sys(my_word, ~uint64_t{0});
+    if constexpr (kStep >= 4) {
+      if (static_cast<int64_t>(epoch) < 0) probe_barrier_cold(ctx, epoch);
+    }
+    uint64_t deadline = 0;
+    uint32_t polls = 0;
+    for (;;) {
+      const uint64_t seen =
+          kStep >= 1 ? ptx::ld_acquire_sys(my_word) : *reinterpret_cast<const volatile uint64_t*>(my_word);
+      if (kStep >= 3 ? static_cast<int64_t>(seen) >= 0 : seen >= epoch) break;
+      if ((++polls & 255u) == 0) {
+        const uint64_t t = now_ns();
+        if (deadline == 0) {
+          deadline = t + ctx.timeout_ns;
+        } else if (t > deadline) {
+          record_failure(ctx, kTimedOut, 6);
+          return;
+        }
+      }
     }
   }
 }

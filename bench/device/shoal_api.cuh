@@ -105,6 +105,11 @@ struct shoal_api {
     w.flags |= shoal::detail::kFlagBarrierEpochs;
     shoal::detail::barrier(shoal::thread, w, "barrier_all (epochs)");
   }
+  /// barrier_all's count protocol with relaxed polls and one acquire re-read (SHOAL_WAIT_ACQUIRE_POLL=0's form): the
+  /// `shoal-relaxed` row (SHOAL_BENCH_PROBE=1), beside the acquire polls of the default.
+  static __device__ void barrier_all_relaxed_polls() {
+    shoal::detail::barrier_thread<false>(shoal::device::facade_world(), "barrier_all (relaxed polls)");
+  }
   static __device__ void reset_barrier_words() {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
     for (uint64_t& word : sync->barrier_round) word = 0;

@@ -275,4 +275,10 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace shoal_test
 
-int main(int argc, char** argv) { return shoal_test::run(argc, argv); }
+int main(int argc, char** argv) {
+  // Eager module loading unless the caller chose: with lazy loading, the first launch of a kernel while another
+  // kernel of this process spins on a peer waits for that kernel to end (loading synchronizes the context), which
+  // deadlocks the tests' wait-then-signal pairs when they run outside CTest (whose environment sets it too).
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  return shoal_test::run(argc, argv);
+}

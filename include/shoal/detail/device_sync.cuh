@@ -181,18 +181,16 @@ __device__ __forceinline__ void count_signal(uint64_t* remote, bool release) {
 /// sees it acquires. Only this PE lowers its words, so a satisfied word stays satisfied. Bounded by
 /// w.wait_timeout_ns: the report names the PE whose signal is missing (`from()`, computed only then) and
 /// counts signals (expected >= 1, seen the word + 1).
-template <class From>
+/// kAcquirePoll (SHOAL_WAIT_ACQUIRE_POLL): every poll is the acquire; false: relaxed polls, then one acquire re-read.
+template <bool kAcquirePoll = SHOAL_WAIT_ACQUIRE_POLL != 0, class From>
 __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word, From from, const char* call) {
   ptx::red_add_relaxed_sys(word, ~uint64_t{0});
   wait_clock clock(w.wait_timeout_ns);
   for (;;) {
-#if SHOAL_WAIT_ACQUIRE_POLL
-    const uint64_t seen = ptx::ld_acquire_sys(word);
-    if (static_cast<int64_t>(seen) >= 0) return;
-#else
-    const uint64_t seen = ptx::ld_relaxed_sys(word);
-    if (static_cast<int64_t>(seen) >= 0 && static_cast<int64_t>(ptx::ld_acquire_sys(word)) >= 0) return;
-#endif
+    const uint64_t seen = kAcquirePoll ? ptx::ld_acquire_sys(word) : ptx::ld_relaxed_sys(word);
+    if (static_cast<int64_t>(seen) >= 0 && (kAcquirePoll || static_cast<int64_t>(ptx::ld_acquire_sys(word)) >= 0)) {
+      return;
+    }
     if (clock.expired()) wait_timed_out(call, w.my_pe, clock.elapsed_ns(), word, from(), SHOAL_CMP_GE, 1, seen + 1);
   }
 }
@@ -210,6 +208,8 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
 /// the fence has no access of the barrier's own to wait for. With it, the signal is this PE's barrier
 /// epoch (a p through the ring to a proxy peer), kept in device_sync::barrier_epoch, and the wait is
 /// for the word >= that epoch.
+/// kAcquirePoll: as count_wait's (the count protocol only; the epoch protocol follows SHOAL_WAIT_ACQUIRE_POLL).
+template <bool kAcquirePoll = SHOAL_WAIT_ACQUIRE_POLL != 0>
 __device__ __forceinline__ void barrier_thread(const device_world& w, const char* call) {
   device_sync* sync = local_sync(w);
   const int n = w.n_pes;
@@ -221,7 +221,7 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
     for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
       uint64_t* mine = &sync->barrier_round[r];
       count_signal(r == 0 ? first : peer_ptr(w, mine, ring_after(me, step, n), call), r != 0);
-      count_wait(
+      count_wait<kAcquirePoll>(
           w, mine, [&] { return ring_before(me, step, n); }, call);
     }
     return;
