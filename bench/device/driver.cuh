@@ -6,8 +6,10 @@
 //   `using generic` / `using deep` / `using lean` (adapters with their own kName): more block puts
 //   measured beside it in put_bw (shoal: the previous path, a deeper round, a lookup-first small put;
 //   skipped where their kernel's registers do not allow -t threads). put_bw's block grids also get "raw_block" rows
-//   (raw_block_put_kernel). SHOAL_BENCH_PROBE=1 adds the block put's bisection rows (probe-*, shoal_api.cuh);
-//   SHOAL_BENCH_VARIANTS=0 leaves out the other block-put paths' rows.
+//   (raw_block_put_kernel). SHOAL_BENCH_PROBE=1 adds the block put's bisection rows (probe-*, shoal_api.cuh) and
+//   barrier_latency's (probe-acq/red/count/call: raw-fenced plus shoal's barrier ingredients, probe_barrier_kernel;
+//   shoal-relaxed: the library barrier with relaxed polls); SHOAL_BENCH_VARIANTS=0 leaves out the other block-put
+//   paths' rows and barrier_latency's shoal-epochs row (the epoch protocol beside the count protocol).
 //
 // Roles: the pair benchmarks (RMA, ping-pongs, atomics) run once per pair of --pairs (0:1 by
 // default). The pair's initiator measures: it fills, clears and checks every buffer involved, its
