@@ -35,6 +35,40 @@ namespace detail {
 /// state before the signal (device_sync). Set or clear on every PE alike.
 constexpr uint32_t kFlagBarrierEpochs = 1u << 1;
 
+/// What a kernel's failure report says (device_report_box::kind).
+enum class device_report_kind : uint32_t {
+  wait_timeout = 1,  ///< a bounded device wait expired (addr, pe = the word's owner, cmp, expected, seen, elapsed_ns)
+  pe_out_of_range,   ///< pe not in [0, n_pes)
+  pe_behind_proxy,   ///< pe is a proxy peer and the call has no proxy route
+  pe_unreachable,    ///< pe has no load/store mapping here
+  bad_argument,      ///< `what` had the bad `value`
+  proxy_failed,      ///< the proxy answered `what` with status `value` (pe < 0: fence or quiet, no one peer)
+  global_exit,       ///< shoal_global_exit(value) in a kernel
+};
+
+/// A kernel's failure report, in pinned host memory mapped into the device (device_world::report_box): the first
+/// failing thread of the PE claims it (state 0 -> 1), fills it, makes it visible at system scope, sets state 2 and
+/// traps; the host prints it (src/runtime/device_reports.hpp: a thread that looks every 10 ms, and a last look when
+/// the world stops), after the trap too, since it reads host memory and not the failed context. Kernels do not call
+/// printf: a kernel whose code may call an external function (vprintf) pays a shared-memory drain before every
+/// system fence (ptxas), 0.075 us per fence on the H200 (docs/results/gpu-1xh200/protocol/README.md, session 22).
+struct device_report_box {
+  static constexpr int kTextBytes = 96;
+  uint32_t state;  ///< 0 free, 1 being written, 2 ready, 3 printed (host)
+  uint32_t kind;   ///< device_report_kind
+  int32_t my_pe;
+  int32_t pe;     ///< the peer or owner the report names (-1: none)
+  int32_t n_pes;  ///< pe_out_of_range
+  int32_t cmp;    ///< wait_timeout: the SHOAL_CMP_* operator
+  uint64_t elapsed_ns;
+  uint64_t addr;
+  uint64_t expected;
+  uint64_t seen;
+  int64_t value;
+  char call[kTextBytes];  ///< the call's name, cut to kTextBytes - 1 characters
+  char what[kTextBytes];  ///< bad_argument, proxy_failed: what was wrong
+};
+
 /// Producer-side cache of the words the proxy writes, in memory local to the producers (device memory for
 /// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at once. A
 /// kernel's poll of the ring is a read of host memory across PCIe; with every thread of a 132 x 512 grid
@@ -124,6 +158,9 @@ struct device_world {
   uint32_t proxy_slots = 0;
   uint32_t proxy_payload = 0;
   uint32_t proxy_payload_max = 0;
+  /// Where this PE's kernels report a failure before they trap (detail::device_report_box, pinned host memory as
+  /// the device sees it); nullptr: no report, the trap alone (a world not made by shoal_init).
+  detail::device_report_box* report_box = nullptr;
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }

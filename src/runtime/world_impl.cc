@@ -183,6 +183,10 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   device_.coll_channels = channels;
   device_.coll_ll_bytes = ll_bytes;
   device_.proxy_ring = transport_->device_ring();  // nullptr unless some peer is a proxy peer
+  if (device_report_box* box = transport_->ops().report_box_host(); box != nullptr) {
+    device_.report_box = transport_->ops().report_box_device();
+    reports_ = std::make_unique<device_report_watch>(box);
+  }
   const proxy_ring_shape ring_shape = transport_->device_ring_shape();
   device_.proxy_slots = ring_shape.slots;
   device_.proxy_payload = ring_shape.payload;
@@ -237,12 +241,14 @@ void world_impl::finalize() {
   if (finalized_) return;
   std::lock_guard lock(sync_->mutex());  // sync_ stays until the destructor (this lock is its mutex)
   finalized_ = true;
+  if (reports_) reports_->look();  // a kernel that failed: its report before the finalize barrier's errors
   sync_->finalize_barrier("shoal_finalize");
   transport_->close("shoal_finalize");
   extensions_.clear();
   streams_.reset();
   rma_.reset();
   memory_.reset();
+  reports_.reset();  // a last look while the box (transport_'s memory ops) still exists
   transport_.reset();
   data_.reset();  // drops the peers' copies; the program's own data stays shared (data_segment.hpp)
   heap_.reset();
@@ -250,12 +256,14 @@ void world_impl::finalize() {
 }
 
 void world_impl::global_exit(int status) {
+  if (reports_) reports_->look();
   std::fflush(nullptr);
   boot_->abort_job(status, fmt::format("PE {} {}{})", my_pe_, global_exit_reason, status));
   ::_exit(status);
 }
 
 void world_impl::stop_on_error(const std::string& what) {
+  if (reports_) reports_->look();  // the kernel's own report, when a failed kernel is why
   std::fflush(nullptr);
   boot_->abort_job(1, fmt::format("PE {} stopped: {}", my_pe_, what));
   ::_exit(1);

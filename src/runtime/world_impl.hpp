@@ -15,6 +15,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "heap/data_segment.hpp"
 #include "heap/symmetric_heap.hpp"
+#include "runtime/device_reports.hpp"
 #include "runtime/extension.hpp"
 #include "runtime/memory.hpp"
 #include "runtime/rma.hpp"
@@ -73,8 +74,9 @@ class world_impl {
   bool finalized_ = false;
   std::unique_ptr<bootstrap> boot_;
   std::unique_ptr<symmetric_heap> heap_;
-  std::unique_ptr<symmetric_data> data_;       // after heap_ (uses its fd exchange), before transport_
-  std::unique_ptr<peer_transport> transport_;  // the path to every PE, and how host operations take it
+  std::unique_ptr<symmetric_data> data_;          // after heap_ (uses its fd exchange), before transport_
+  std::unique_ptr<peer_transport> transport_;     // the path to every PE, and how host operations take it
+  std::unique_ptr<device_report_watch> reports_;  // GPU heaps: prints kernels' failure reports (box in transport_)
   std::unique_ptr<collective_sync> sync_;
   std::unique_ptr<symmetric_memory> memory_;
   std::unique_ptr<host_rma> rma_;

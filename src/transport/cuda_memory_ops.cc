@@ -19,10 +19,19 @@ class cuda_memory_ops final : public memory_ops {
     SHOAL_CUDA_CHECK(cudaMallocHost(&fetched_, sizeof(unsigned long long)), "shoal_init");
     // Loaded now: a host atomic that wakes a spinning kernel must not wait for that kernel to load.
     SHOAL_CUDA_CHECK(preload_amo_kernel(fetched_, stream_), "shoal_init");
+    void* box = nullptr;
+    SHOAL_CUDA_CHECK(cudaHostAlloc(&box, sizeof(device_report_box), cudaHostAllocMapped | cudaHostAllocPortable),
+                     "shoal_init");
+    report_box_ = static_cast<device_report_box*>(box);
+    std::memset(report_box_, 0, sizeof(device_report_box));
+    void* device = nullptr;
+    SHOAL_CUDA_CHECK(cudaHostGetDevicePointer(&device, box, 0), "shoal_init");
+    report_box_device_ = static_cast<device_report_box*>(device);
   }
   ~cuda_memory_ops() override {
     cudaStreamSynchronize(stream_);
     cudaFreeHost(fetched_);
+    cudaFreeHost(report_box_);
     cudaStreamDestroy(stream_);
   }
 
@@ -60,11 +69,15 @@ class cuda_memory_ops final : public memory_ops {
   }
 
   bool direct() const override { return false; }
+  device_report_box* report_box_host() const override { return report_box_; }
+  device_report_box* report_box_device() const override { return report_box_device_; }
 
  private:
   std::mutex mutex_;  // one stream and one result slot for every host thread
   cudaStream_t stream_ = nullptr;
-  unsigned long long* fetched_ = nullptr;  // pinned host: the atomic kernel writes the old value here
+  unsigned long long* fetched_ = nullptr;           // pinned host: the atomic kernel writes the old value here
+  device_report_box* report_box_ = nullptr;         // pinned host, device-mapped: kernels' failure reports
+  device_report_box* report_box_device_ = nullptr;  // the same box as kernels address it
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "shoal/device_world.hpp"
 #include "transport/scalar.hpp"
 
 namespace shoal::detail {
@@ -26,6 +27,10 @@ class memory_ops {
   virtual void quiet() = 0;
   /// True when the CPU can load/store the memory directly (shoal_ptr may return it).
   virtual bool direct() const = 0;
+  /// GPU memory: the box kernels write a failure report into before they trap (pinned host memory, zeroed and
+  /// device-mapped), as the host sees it and as kernels see it (device_world::report_box). nullptr otherwise.
+  virtual device_report_box* report_box_host() const { return nullptr; }
+  virtual device_report_box* report_box_device() const { return nullptr; }
 };
 
 std::unique_ptr<memory_ops> make_host_memory_ops();

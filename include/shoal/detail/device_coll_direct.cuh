@@ -115,7 +115,7 @@ __device__ __forceinline__ void move_team(const device_world& w, const device_te
   Scope::sync();  // the scope's writes to source happen before any of its threads reads it
 #if SHOAL_DEVICE_CHECKS
   if (kKind == move_kind::broadcast && (root < 0 || root >= t.n_pes))
-    device_fail_arg(call, w.my_pe, "root (a team PE number)", root);
+    device_fail_arg(w.report_box, call, w.my_pe, "root (a team PE number)", root);
 #endif
 #if SHOAL_DEVICE_COLL_PROXY
   if (w.proxy_ring != nullptr) {

@@ -81,7 +81,7 @@ __device__ __forceinline__ uint64_t ll_recv_line(const device_world& w, const ll
     ptx::ld_volatile_v2_b64(line, a, b);
     if ((a >> 32) == want && (b >> 32) == want) return (a & 0xffffffffull) | (b << 32);
     if (clock.expired())
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), line, from, SHOAL_CMP_EQ, want,
+      wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), line, from, SHOAL_CMP_EQ, want,
                      (a >> 32) != want ? a >> 32 : b >> 32);
   }
 }
@@ -198,7 +198,7 @@ __device__ __forceinline__ void collectmem(const device_world& w, const device_t
   if (n > 1) {
 #if SHOAL_DEVICE_CHECKS
     if (w.coll_offset == 0 || w.coll_ll_bytes < 8)
-      device_fail_arg(call, w.my_pe, "SHOAL_COLL_LL_BYTES (collect needs >= 8)", w.coll_ll_bytes);
+      device_fail_arg(w.report_box, call, w.my_pe, "SHOAL_COLL_LL_BYTES (collect needs >= 8)", w.coll_ll_bytes);
 #endif
     const ll_call ll(w);
     const uint64_t mine = nbytes;

@@ -28,7 +28,8 @@ namespace shoal::detail {
 __device__ __forceinline__ int team_word(const device_world& w, int pe, uint32_t chan, const char* call) {
   const int32_t local = chan == 0 && w.proxy_ring != nullptr ? pe : peer_local(w, pe, call);
 #if SHOAL_DEVICE_CHECKS
-  if (local >= device_sync::kMaxTeamPeers) device_fail_arg(call, w.my_pe, "node-local PE index (max 127)", local);
+  if (local >= device_sync::kMaxTeamPeers)
+    device_fail_arg(w.report_box, call, w.my_pe, "node-local PE index (max 127)", local);
 #endif
   return local;
 }
@@ -37,7 +38,7 @@ __device__ __forceinline__ int team_word(const device_world& w, int pe, uint32_t
 __device__ __forceinline__ void check_team(const device_world& w, const device_team& t, const char* call) {
 #if SHOAL_DEVICE_CHECKS
   if (t.n_pes < 1 || t.my_pe_in_team < 0 || t.my_pe_in_team >= t.n_pes || t.world_pe(t.my_pe_in_team) != w.my_pe) {
-    device_fail_arg(call, w.my_pe, "team (this PE is not its member my_pe_in_team)", t.my_pe_in_team);
+    device_fail_arg(w.report_box, call, w.my_pe, "team (this PE is not its member my_pe_in_team)", t.my_pe_in_team);
   }
 #else
   (void)w, (void)t, (void)call;
@@ -107,7 +108,8 @@ __device__ __forceinline__ void team_barrier_thread(const device_world& w, const
     for (;;) {
       const uint64_t seen = ptx::ld_acquire_sys(mine);
       if (seen >= want) break;
-      if (clock.expired()) wait_timed_out(call, w.my_pe, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, want, seen);
+      if (clock.expired())
+        wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), mine, from, SHOAL_CMP_GE, want, seen);
     }
   }
 }
@@ -146,7 +148,8 @@ struct cold_args {
 /// coll_ws::proxy_slot_bytes(w.n_pes)); checked builds trap when the world has none.
 __device__ __forceinline__ char* proxy_slots(const device_world& w, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  if (w.coll_offset == 0) device_fail_arg(call, w.my_pe, "world (no collective workspace for the proxy path)", 0);
+  if (w.coll_offset == 0)
+    device_fail_arg(w.report_box, call, w.my_pe, "world (no collective workspace for the proxy path)", 0);
 #else
   (void)call;
 #endif
@@ -242,11 +245,12 @@ __device__ __forceinline__ void reduce(const device_world& w, const device_team&
 /// out of range or naming no team of this PE).
 __device__ __forceinline__ device_team team_of(const device_world& w, int32_t team, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  if (w.teams == nullptr || team < 0 || team >= w.max_teams) device_fail_arg(call, w.my_pe, "team handle", team);
+  if (w.teams == nullptr || team < 0 || team >= w.max_teams)
+    device_fail_arg(w.report_box, call, w.my_pe, "team handle", team);
 #endif
   const device_team t = w.teams[team];
 #if SHOAL_DEVICE_CHECKS
-  if (t.n_pes < 1) device_fail_arg(call, w.my_pe, "team handle (not a team of this PE)", team);
+  if (t.n_pes < 1) device_fail_arg(w.report_box, call, w.my_pe, "team handle (not a team of this PE)", team);
 #endif
   return t;
 }

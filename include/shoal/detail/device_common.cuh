@@ -27,6 +27,14 @@
 #define SHOAL_DEVICE_COLL_PROXY 1
 #endif
 
+/// 0 (default): a failing device call writes its report into the world's report box (device_report_box, printed by
+/// the host) and traps; kernels then hold no call to printf, whose presence costs a shared-memory drain before every
+/// system fence. 1: it also prints the report with device printf (as before session 22), the only message a world
+/// without a report box gets.
+#ifndef SHOAL_DEVICE_PRINTF
+#define SHOAL_DEVICE_PRINTF 0
+#endif
+
 /// Polls between two reads of %globaltimer in a bounded wait (a power of two).
 #ifndef SHOAL_WAIT_POLLS_PER_CLOCK
 #define SHOAL_WAIT_POLLS_PER_CLOCK 64
@@ -43,33 +51,79 @@ __device__ __forceinline__ To bits_as(From v) {
   return t;
 }
 
-/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): prints
-/// it and traps. The cold branch of peer_local (calls with no proxy route) and of peer_route (a proxy
-/// peer without a ring).
-inline __device__ __noinline__ void device_fail_pe(const char* call, int my_pe, int pe, int n_pes,
-                                                   const peer_path* path_of_pe) {
-  if (pe < 0 || pe >= n_pes) {
-    printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
-  } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
-    printf("shoal: PE %d: %s: PE %d is reached through the proxy path, which this call does not go through yet\n",
-           my_pe, call, pe);
-  } else {
-    printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
+/// Copies the text at `from` (up to kTextBytes - 1 characters; null: empty) into a report's field.
+__device__ __forceinline__ void report_text(char* to, const char* from) {
+  int k = 0;
+  if (from != nullptr)
+    for (; k < device_report_box::kTextBytes - 1 && from[k] != '\0'; ++k) to[k] = from[k];
+  to[k] = '\0';
+}
+
+/// Fills `box` when this thread is the PE's first to fail (state 0 -> 1, ..., 2 after a system fence) and traps.
+/// Later failing threads only trap: one report per PE. No box (a world not made by shoal_init): the trap alone.
+/// Not inlined: the failure path of every device call is one call with scalar arguments.
+inline __device__ __noinline__ void report_and_trap(device_report_box* box, device_report_kind kind, const char* call,
+                                                    int my_pe, int pe, long long value, const char* what,
+                                                    uint64_t addr = 0, int cmp = 0, uint64_t expected = 0,
+                                                    uint64_t seen = 0, uint64_t elapsed_ns = 0, int n_pes = 0) {
+  if (box != nullptr && atomicCAS_system(&box->state, 0u, 1u) == 0u) {
+    box->kind = static_cast<uint32_t>(kind);
+    box->my_pe = my_pe;
+    box->pe = pe;
+    box->n_pes = n_pes;
+    box->cmp = cmp;
+    box->elapsed_ns = elapsed_ns;
+    box->addr = addr;
+    box->expected = expected;
+    box->seen = seen;
+    box->value = value;
+    report_text(box->call, call);
+    report_text(box->what, what);
+    __threadfence_system();
+    atomicExch_system(&box->state, 2u);
+    __threadfence_system();
   }
   __trap();
 }
 
-/// peer_route's cold branch: returns when `pe` is a proxy peer and the world has a proxy ring (the
-/// caller then posts to the ring); anything else reports and traps (device_fail_pe).
-inline __device__ __noinline__ void device_check_proxy(const char* call, int my_pe, int pe, int n_pes,
-                                                       const peer_path* path_of_pe, const void* ring) {
-  if (pe >= 0 && pe < n_pes && ring != nullptr && path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) return;
-  device_fail_pe(call, my_pe, pe, n_pes, path_of_pe);
+/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): reports
+/// it and traps. The cold branch of peer_local (calls with no proxy route) and of peer_route (a proxy
+/// peer without a ring).
+inline __device__ __noinline__ void device_fail_pe(device_report_box* box, const char* call, int my_pe, int pe,
+                                                   int n_pes, const peer_path* path_of_pe) {
+  if (pe < 0 || pe >= n_pes) {
+#if SHOAL_DEVICE_PRINTF
+    printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
+#endif
+    report_and_trap(box, device_report_kind::pe_out_of_range, call, my_pe, pe, 0, nullptr, 0, 0, 0, 0, 0, n_pes);
+  } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
+#if SHOAL_DEVICE_PRINTF
+    printf("shoal: PE %d: %s: PE %d is reached through the proxy path, which this call does not go through yet\n",
+           my_pe, call, pe);
+#endif
+    report_and_trap(box, device_report_kind::pe_behind_proxy, call, my_pe, pe, 0, nullptr);
+  } else {
+#if SHOAL_DEVICE_PRINTF
+    printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
+#endif
+    report_and_trap(box, device_report_kind::pe_unreachable, call, my_pe, pe, 0, nullptr);
+  }
 }
 
-inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe, const char* what, long long value) {
+/// peer_route's cold branch: returns when `pe` is a proxy peer and the world has a proxy ring (the
+/// caller then posts to the ring); anything else reports and traps (device_fail_pe).
+inline __device__ __noinline__ void device_check_proxy(device_report_box* box, const char* call, int my_pe, int pe,
+                                                       int n_pes, const peer_path* path_of_pe, const void* ring) {
+  if (pe >= 0 && pe < n_pes && ring != nullptr && path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) return;
+  device_fail_pe(box, call, my_pe, pe, n_pes, path_of_pe);
+}
+
+inline __device__ __noinline__ void device_fail_arg(device_report_box* box, const char* call, int my_pe,
+                                                    const char* what, long long value) {
+#if SHOAL_DEVICE_PRINTF
   printf("shoal: PE %d: %s: bad %s %lld\n", my_pe, call, what, value);
-  __trap();
+#endif
+  report_and_trap(box, device_report_kind::bad_argument, call, my_pe, -1, value, what);
 }
 
 /// The node-local index of `pe` for a load/store access, for calls with no proxy route (the team
@@ -82,7 +136,7 @@ inline __device__ __noinline__ void device_fail_arg(const char* call, int my_pe,
 __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
 #if SHOAL_DEVICE_CHECKS
   const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_fail_pe(call, w.my_pe, pe, w.n_pes, w.path_of_pe);
+  if (local < 0) device_fail_pe(w.report_box, call, w.my_pe, pe, w.n_pes, w.path_of_pe);
   return local;
 #else
   (void)call;
@@ -100,7 +154,7 @@ __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, con
 __device__ __forceinline__ int32_t peer_route(const device_world& w, int pe, const char* call) {
 #if SHOAL_DEVICE_CHECKS
   const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_check_proxy(call, w.my_pe, pe, w.n_pes, w.path_of_pe, w.proxy_ring);
+  if (local < 0) device_check_proxy(w.report_box, call, w.my_pe, pe, w.n_pes, w.path_of_pe, w.proxy_ring);
   return local;
 #else
   (void)call;
@@ -178,7 +232,7 @@ __device__ __forceinline__ bool compare(int cmp, T value, T target) {
 
 __device__ __forceinline__ void check_cmp(const device_world& w, int cmp, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  if (cmp < SHOAL_CMP_EQ || cmp > SHOAL_CMP_GE) device_fail_arg(call, w.my_pe, "cmp", cmp);
+  if (cmp < SHOAL_CMP_EQ || cmp > SHOAL_CMP_GE) device_fail_arg(w.report_box, call, w.my_pe, "cmp", cmp);
 #else
   (void)w, (void)cmp, (void)call;
 #endif
@@ -206,12 +260,15 @@ class wait_clock {
 static_assert((SHOAL_WAIT_POLLS_PER_CLOCK & (SHOAL_WAIT_POLLS_PER_CLOCK - 1)) == 0);
 
 /// Reports a wait that timed out and traps: what it waited on, for what, and what it saw.
-inline __device__ __noinline__ void wait_timed_out(const char* call, int my_pe, uint64_t elapsed_ns, const void* addr,
-                                                   int owner_pe, int cmp, unsigned long long expected,
-                                                   unsigned long long seen) {
+inline __device__ __noinline__ void wait_timed_out(device_report_box* box, const char* call, int my_pe,
+                                                   uint64_t elapsed_ns, const void* addr, int owner_pe, int cmp,
+                                                   unsigned long long expected, unsigned long long seen) {
+#if SHOAL_DEVICE_PRINTF
   printf("shoal: PE %d: %s timed out after %llu ns waiting on %p (PE %d): expected %s %llu, seen %llu\n", my_pe, call,
          static_cast<unsigned long long>(elapsed_ns), addr, owner_pe, cmp_text(cmp), expected, seen);
-  __trap();
+#endif
+  report_and_trap(box, device_report_kind::wait_timeout, call, my_pe, owner_pe, 0, nullptr,
+                  reinterpret_cast<uint64_t>(addr), cmp, expected, seen, elapsed_ns);
 }
 
 }  // namespace shoal::detail

@@ -35,33 +35,36 @@ struct ring_clock {
   }
 };
 
-inline __device__ __noinline__ void proxy_failed(const char* call, int my_pe, int pe, const char* what, long long st) {
+inline __device__ __noinline__ void proxy_failed(device_report_box* box, const char* call, int my_pe, int pe,
+                                                 const char* what, long long st) {
+#if SHOAL_DEVICE_PRINTF
   if (pe >= 0)
     printf("shoal: PE %d: %s to PE %d over the proxy: %s (status %lld)\n", my_pe, call, pe, what, st);
   else  // fence, quiet: no one peer
     printf("shoal: PE %d: %s over the proxy: %s (status %lld)\n", my_pe, call, what, st);
-  __trap();
+#endif
+  report_and_trap(box, device_report_kind::proxy_failed, call, my_pe, pe, st, what);
 }
 
 /// Posts `d` from this thread into `ring`; waiting descriptors (kProxyWait) return the proxy's reply.
 /// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its
 /// registers (scalars only: no device_world copy in local memory).
-inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gate* gate, int my_pe, uint64_t timeout_ns,
-                                                      proxy_desc d, const char* call) {
+inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gate* gate, device_report_box* box,
+                                                      int my_pe, uint64_t timeout_ns, proxy_desc d, const char* call) {
   ring_clock clock{timeout_ns};
   ring_gated watch{gate};
   // No fence first: the commit is a st.release.sys, which makes this thread's earlier stores (a put's source;
   // for a scoped call, the scope's, ordered before it by the scope's sync) visible before the descriptor.
   const uint64_t ticket = ring_post(ring, d, clock, watch);
   if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
-  if (ticket == ~uint64_t{0}) proxy_failed(call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (ticket == ~uint64_t{0}) proxy_failed(box, call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   uint64_t reply = 0;
   if ((d.flags & kProxyWait) == 0) return 0;
   int64_t status = 0;
   const bool replied = ring_wait(ring, ticket, &reply, &status, clock, watch);
   watch.done();
-  if (!replied) proxy_failed(call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-  if (status != 0) proxy_failed(call, my_pe, d.pe, "the engine failed", status);
+  if (!replied) proxy_failed(box, call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+  if (status != 0) proxy_failed(box, call, my_pe, d.pe, "the engine failed", status);
   return reply;
 }
 
@@ -73,7 +76,7 @@ __device__ __forceinline__ ring_gate* proxy_gate(const device_world& w) {
 /// proxy_post_to with the world's ring, gate, PE and timeout.
 __device__ __forceinline__ uint64_t proxy_post(proxy_ring* ring, const device_world& w, const proxy_desc& d,
                                                const char* call) {
-  return proxy_post_to(ring, proxy_gate(w), w.my_pe, w.wait_timeout_ns, d, call);
+  return proxy_post_to(ring, proxy_gate(w), w.report_box, w.my_pe, w.wait_timeout_ns, d, call);
 }
 
 /// The scoped form (put/get and their nbi variants at any scope): rank 0 posts, the scope syncs
@@ -106,7 +109,8 @@ __device__ __forceinline__ uint64_t proxy_offset(const device_world& w, const vo
 /// checked builds trap for shared or local memory.
 __device__ __forceinline__ void proxy_check_global(const device_world& w, const void* p, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  if (!__isGlobal(p)) device_fail_arg(call, w.my_pe, "local buffer (not global memory, which the proxy needs)", 0);
+  if (!__isGlobal(p))
+    device_fail_arg(w.report_box, call, w.my_pe, "local buffer (not global memory, which the proxy needs)", 0);
 #else
   (void)w, (void)p, (void)call;
 #endif
@@ -145,7 +149,8 @@ inline __device__ __noinline__ uint64_t proxy_reserve(const device_world& w, uin
   ring_gated watch{proxy_gate(w)};
   const uint64_t ticket = ring_reserve(w.proxy_ring, clock, watch, count);
   watch.done();
-  if (ticket == ~uint64_t{0}) proxy_failed(call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (ticket == ~uint64_t{0})
+    proxy_failed(w.report_box, call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
   return ticket;
 }
 
@@ -259,13 +264,13 @@ inline __device__ __noinline__ void proxy_get_carried(const device_world& w, uin
     ticket = ring_post(w.proxy_ring, d, clock, watch);
     if (ticket == ~uint64_t{0}) {
       watch.done();
-      proxy_failed(call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+      proxy_failed(w.report_box, call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
     }
     uint64_t reply = 0;
     const bool replied = ring_wait(w.proxy_ring, ticket, &reply, &status, clock, watch, false);
     watch.done();
-    if (!replied) proxy_failed(call, w.my_pe, pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-    if (status != 0) proxy_failed(call, w.my_pe, pe, "the engine failed", status);
+    if (!replied) proxy_failed(w.report_box, call, w.my_pe, pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+    if (status != 0) proxy_failed(w.report_box, call, w.my_pe, pe, "the engine failed", status);
   }
   if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
   carry_bytes(local, proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), nbytes, rank, lanes,
@@ -356,9 +361,10 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
     watch.done();
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
-  if (status == kQuietNoCredit) proxy_failed(call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
-  if (status == kQuietNoReply) proxy_failed(call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-  if (status != 0) proxy_failed(call, w.my_pe, -1, "the engine failed", status);
+  if (status == kQuietNoCredit)
+    proxy_failed(w.report_box, call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (status == kQuietNoReply) proxy_failed(w.report_box, call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
+  if (status != 0) proxy_failed(w.report_box, call, w.my_pe, -1, "the engine failed", status);
 }
 
 /// fence over the ring: descriptors posted before it are ordered before those posted after it. Shared in

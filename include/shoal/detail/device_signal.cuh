@@ -17,7 +17,8 @@ namespace shoal::detail {
 
 __device__ __forceinline__ void check_sig_op(const device_world& w, int sig_op, const char* call) {
 #if SHOAL_DEVICE_CHECKS
-  if (sig_op != SHOAL_SIGNAL_SET && sig_op != SHOAL_SIGNAL_ADD) device_fail_arg(call, w.my_pe, "sig_op", sig_op);
+  if (sig_op != SHOAL_SIGNAL_SET && sig_op != SHOAL_SIGNAL_ADD)
+    device_fail_arg(w.report_box, call, w.my_pe, "sig_op", sig_op);
 #else
   (void)w, (void)sig_op, (void)call;
 #endif

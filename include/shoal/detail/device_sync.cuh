@@ -65,7 +65,7 @@ __device__ __forceinline__ T wait_until(const device_world& w, const T* ivar, in
     const T seen = load_acquire(ivar);
     if (compare(cmp, seen, value)) return seen;
     if (clock.expired()) {
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
+      wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
     }
 #else
     const T seen = load_relaxed(ivar);
@@ -78,7 +78,7 @@ __device__ __forceinline__ T wait_until(const device_world& w, const T* ivar, in
       if (compare(cmp, acquired, value)) return acquired;
 #endif
     } else if (clock.expired()) {
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
+      wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), ivar, w.my_pe, cmp, as_ull(value), as_ull(seen));
     }
 #endif
   }
@@ -143,7 +143,7 @@ __device__ __forceinline__ size_t wait_many(const device_world& w, const T* ivar
     if (kTest) return kMode == wait_mode::any ? SIZE_MAX : 0;
     if (clock.expired()) {
       const T target = kVector ? cmp_values[stuck] : cmp_values[0];
-      wait_timed_out(call, w.my_pe, clock.elapsed_ns(), &ivars[stuck], w.my_pe, cmp, as_ull(target),
+      wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), &ivars[stuck], w.my_pe, cmp, as_ull(target),
                      as_ull(stuck_seen));
     }
   }
@@ -191,7 +191,8 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
     if (static_cast<int64_t>(seen) >= 0 && (kAcquirePoll || static_cast<int64_t>(ptx::ld_acquire_sys(word)) >= 0)) {
       return;
     }
-    if (clock.expired()) wait_timed_out(call, w.my_pe, clock.elapsed_ns(), word, from(), SHOAL_CMP_GE, 1, seen + 1);
+    if (clock.expired())
+      wait_timed_out(w.report_box, call, w.my_pe, clock.elapsed_ns(), word, from(), SHOAL_CMP_GE, 1, seen + 1);
   }
 }
 
@@ -250,7 +251,8 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
       if (seen >= epoch && ptx::ld_acquire_sys(mine) >= epoch) break;
 #endif
       if (clock.expired()) {
-        wait_timed_out(call, me, clock.elapsed_ns(), mine, ring_before(me, step, n), SHOAL_CMP_GE, epoch, seen);
+        wait_timed_out(w.report_box, call, me, clock.elapsed_ns(), mine, ring_before(me, step, n), SHOAL_CMP_GE, epoch,
+                       seen);
       }
     }
   }

@@ -145,11 +145,14 @@ __host__ __device__ inline void shoal_info_get_name(char* name) {
   const char vendor[] = SHOAL_VENDOR_STRING;
   for (unsigned i = 0; i < sizeof(vendor); ++i) name[i] = vendor[i];
 }
-/// Prints the status and traps: this PE's kernel fails, its host sees the error, and the job stops as on any PE
-/// failure (the other PEs name this PE as dead).
+/// Reports the status (the world's report box, printed by the host) and traps: this PE's kernel fails, its host sees
+/// the error, and the job stops as on any PE failure (the other PEs name this PE as dead).
 __host__ __device__ inline void shoal_global_exit(int status) {
+#if SHOAL_DEVICE_PRINTF
   printf("shoal_global_exit(%d) called in a kernel on PE %d\n", status, shoal_detail_world_c.my_pe);
-  __trap();
+#endif
+  shoal::detail::report_and_trap(shoal_detail_world_c.report_box, shoal::detail::device_report_kind::global_exit,
+                                 "shoal_global_exit", shoal_detail_world_c.my_pe, -1, status, nullptr);
 }
 SHOAL_EXTERN_C_END
 #endif  // __CUDA_ARCH__
