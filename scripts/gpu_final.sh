@@ -31,8 +31,8 @@ PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DE
 task sync_x3 40 bash -c "for i in 1 2 3; do ctest --test-dir $B -R '^sync_gpu_test[.]np2\$' --timeout 60 -V >$O/logs/sync_run\$i.log 2>&1; echo run \$i rc=\$?; sleep 2; done"
 # shoal_lat runs with SHOAL_BENCH_PROBE=1: the barrier's probe rows (probe-count, probe-call) beside shoal's barrier,
 # which since ebf0d9e holds no printf (session 22: no shared-memory drain before its fences; not yet timed).
-# Session 21's unverified change first: the on-stream collectives' proxy algorithm (coll_gpu_test_proxy,
-# on_stream_collectives_on_world), and its load/store twin; then the carried-put runs at the 1M default.
+# Then the on-stream collectives' proxy algorithm (coll_gpu_test_proxy, verified in session 22,
+# on_stream_collectives_on_world) and its load/store twin; then the carried-put runs at the 1M default.
 t coll_gpu_test_proxy.np2 25 400
 t coll_gpu_test.np2 10 90
 t rma_gpu_test_proxy_runs.np2 25 110
