@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "shoal/types.h"
+
 #if defined(__CUDACC__)
 #define SHOAL_HOST_DEVICE __host__ __device__
 #else
@@ -34,6 +36,27 @@ namespace detail {
 /// count arrivals with red.add and consume them with red.add of -1, which needs no load of private
 /// state before the signal (device_sync). Set or clear on every PE alike.
 constexpr uint32_t kFlagBarrierEpochs = 1u << 1;
+
+/// Text of a SHOAL_CMP_* operator, for the reports of device waits (device printf, and the host that prints a
+/// device_report_box).
+SHOAL_HOST_DEVICE constexpr const char* cmp_text(int cmp) {
+  switch (cmp) {
+    case SHOAL_CMP_EQ:
+      return "==";
+    case SHOAL_CMP_NE:
+      return "!=";
+    case SHOAL_CMP_GT:
+      return ">";
+    case SHOAL_CMP_LE:
+      return "<=";
+    case SHOAL_CMP_LT:
+      return "<";
+    case SHOAL_CMP_GE:
+      return ">=";
+    default:
+      return "?";
+  }
+}
 
 /// What a kernel's failure report says (device_report_box::kind).
 enum class device_report_kind : uint32_t {

@@ -7,33 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "shoal/types.h"
-
 namespace shoal::detail {
 
 namespace {
 
 std::string_view text_of(const char (&field)[device_report_box::kTextBytes]) {
   return {field, strnlen(field, device_report_box::kTextBytes)};
-}
-
-const char* cmp_name(int cmp) {
-  switch (cmp) {
-    case SHOAL_CMP_EQ:
-      return "==";
-    case SHOAL_CMP_NE:
-      return "!=";
-    case SHOAL_CMP_GT:
-      return ">";
-    case SHOAL_CMP_LE:
-      return "<=";
-    case SHOAL_CMP_LT:
-      return "<";
-    case SHOAL_CMP_GE:
-      return ">=";
-    default:
-      return "?";
-  }
 }
 
 constexpr uint32_t kReady = 2;
@@ -47,7 +26,7 @@ std::string format_device_report(const device_report_box& r) {
   switch (static_cast<device_report_kind>(r.kind)) {
     case device_report_kind::wait_timeout:
       return fmt::format("shoal: PE {}: {} timed out after {} ns waiting on {:#x} (PE {}): expected {} {}, seen {}",
-                         r.my_pe, call, r.elapsed_ns, r.addr, r.pe, cmp_name(r.cmp), r.expected, r.seen);
+                         r.my_pe, call, r.elapsed_ns, r.addr, r.pe, cmp_text(r.cmp), r.expected, r.seen);
     case device_report_kind::pe_out_of_range:
       return fmt::format("shoal: PE {}: {}: pe {} out of range [0, {})", r.my_pe, call, r.pe, r.n_pes);
     case device_report_kind::pe_behind_proxy:

@@ -188,26 +188,6 @@ __device__ __forceinline__ device_sync* local_sync(const device_world& w) {
   return reinterpret_cast<device_sync*>(w.heap_base + w.sync_offset);
 }
 
-/// Text of a SHOAL_CMP_* operator, for messages.
-__device__ __forceinline__ const char* cmp_text(int cmp) {
-  switch (cmp) {
-    case SHOAL_CMP_EQ:
-      return "==";
-    case SHOAL_CMP_NE:
-      return "!=";
-    case SHOAL_CMP_GT:
-      return ">";
-    case SHOAL_CMP_LE:
-      return "<=";
-    case SHOAL_CMP_LT:
-      return "<";
-    case SHOAL_CMP_GE:
-      return ">=";
-    default:
-      return "?";
-  }
-}
-
 /// `value <cmp> target` for a SHOAL_CMP_* operator (unknown operators compare false; checked builds
 /// reject them before the wait starts).
 template <class T>
