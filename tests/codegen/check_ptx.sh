@@ -141,6 +141,31 @@ for k in probe_facade_team_barrier_block probe_facade_int_sum_reduce probe_facad
 done
 expect probe_facade_team_barrier_block "bar.sync"
 
+# --- 1b. no printf in device code (session 22) ---------------------------------------------------
+# Code that may call an external function (vprintf) gets a shared-memory drain (MEMBAR.ALL.CTA) before each of its
+# system fences, 0.075 us each on the H200; failing calls report through the world's report box instead
+# (device_common.cuh, report_and_trap). SHOAL_DEVICE_PRINTF=1 brings printf back: the proof that both checks can fail.
+if grep -q "vprintf" "$work/all.ptx"; then bad "the device API's PTX calls vprintf (a failure path that prints?)"; fi
+"$nvcc" "${flags[@]}" -DSHOAL_DEVICE_PRINTF=1 -ptx "$root/tests/codegen/ptx_probe.cu" -o "$work/ptx_probe_printf.ptx"
+grep -q "vprintf" "$work/ptx_probe_printf.ptx" || bad "SHOAL_DEVICE_PRINTF=1 emits no vprintf: the check above cannot fail"
+cuobjdump=$(dirname "$nvcc")/cuobjdump
+[[ -x $cuobjdump ]] || cuobjdump=$(command -v cuobjdump || true)
+if [[ -n $cuobjdump && -x $cuobjdump ]]; then
+  drains() {  # drains <cubin> <kernel>: its MEMBAR.ALL.CTA count
+    "$cuobjdump" -sass -fun "$2" "$1" | grep -c "MEMBAR.ALL.CTA" || true
+  }
+  "$nvcc" "${flags[@]}" -cubin "$root/tests/codegen/ptx_probe.cu" -o "$work/ptx_probe.cubin"
+  "$nvcc" "${flags[@]}" -DSHOAL_DEVICE_PRINTF=1 -cubin "$root/tests/codegen/ptx_probe.cu" -o "$work/ptx_probe_printf.cubin"
+  for k in probe_barrier_all_block probe_put_signal_set probe_quiet probe_signal_wait_until; do
+    n=$(drains "$work/ptx_probe.cubin" "$k")
+    ((n == 0)) || bad "$k: $n shared-memory drain(s) (MEMBAR.ALL.CTA) before its system fences"
+  done
+  n=$(drains "$work/ptx_probe_printf.cubin" probe_barrier_all_block)
+  ((n > 0)) || bad "probe_barrier_all_block with SHOAL_DEVICE_PRINTF=1 has no drain: the check above cannot fail"
+else
+  echo "note: no cuobjdump beside $nvcc or on PATH; the SASS half of the printf check is skipped"
+fi
+
 # --- 2. headers compile alone ------------------------------------------------------------------
 # every installed device header, public and detail (a detail body must include what it uses too)
 headers=(shoal/shoal.h)
