@@ -5,7 +5,6 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "ll_common.cuh"
 
@@ -20,12 +19,6 @@ struct send_params : detail::kernel_common {
   int32_t* send_done;
   int epoch_slot;
 };
-
-__device__ __forceinline__ void fail_unreachable(const device_world& w, int pe) {
-  printf("shoal: PE %d: shoal::ep_ll dispatch: PE %d is not load/store-reachable (low-latency EP needs it)\n", w.my_pe,
-         pe);
-  __trap();
-}
 
 /// FP8 e4m3 of 8 BF16 values with the scale of their 128-channel group (16 lanes share one group).
 /// Returns the 8 bytes; *scale_inv is what the receiver multiplies by to dequantize.
@@ -86,7 +79,9 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
     char* local = p.h.dispatch_data +
                   ((static_cast<size_t>(l) * p.num_ranks + p.w.my_pe) * p.max_tokens + s_before[tid]) * p.msg_nbytes;
     char* dst = shoal::device::ptr(p.w, local, owner);
-    if (dst == nullptr) fail_unreachable(p.w, owner);
+    // The host refuses worlds with such peers at construction; this is the kernel's own check (report + trap).
+    if (dst == nullptr)
+      shoal::device::report_unreachable(p.w, "shoal::ep_ll dispatch (low-latency EP needs load/store peers)", owner);
     s_dst[tid] = dst;
     *reinterpret_cast<int4*>(dst) = make_int4(t, 0, 0, 0);
   }

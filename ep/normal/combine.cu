@@ -23,7 +23,8 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(&mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "combine (start)", a.rank, threadIdx.x, c);
+    wait_geq(a.p.world, &mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "shoal_ep combine (start)", threadIdx.x,
+             c);
   __syncthreads();
   // Rows of every source, source by source, in batches; after each batch the sources it touched learn
   // how many of their rows are written.
@@ -94,8 +95,8 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
     if (my_slot >= 0) {
       const uint32_t need = my_slot + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
       if (seen < need)
-        seen = static_cast<uint32_t>(wait_geq(&mine->combine_progress[lane][c], tag(seq, need), a.timeout_ns,
-                                              "combine (receive)", a.rank, lane, c));
+        seen = static_cast<uint32_t>(wait_geq(a.p.world, &mine->combine_progress[lane][c], tag(seq, need), a.timeout_ns,
+                                              "shoal_ep combine (receive)", lane, c));
     }
     __syncwarp();
     const uint8_t* rows[kMaxRanks];

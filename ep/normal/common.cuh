@@ -11,7 +11,6 @@
 #include <shoal_ep/normal.hpp>
 
 #include <cstdint>
-#include <cstdio>
 
 namespace shoal_ep::detail {
 
@@ -85,20 +84,17 @@ __device__ __forceinline__ void finish_block(control* mine, bool notify) {
   }
 }
 
-/// Polls `word` (acquire) until it reaches `want`; traps with a message after timeout_ns.
-__device__ __forceinline__ uint64_t wait_geq(const uint64_t* word, uint64_t want, uint64_t timeout_ns, const char* what,
-                                             int rank, int peer, int channel) {
+/// Polls `word` (acquire) until it reaches `want`; after timeout_ns it reports through the world's report box
+/// (shoal::device::report_stall: "shoal: PE <rank>: shoal_ep <what>: no progress from PE <peer> (channel <c>) ...",
+/// printed by the host; tags in hex, sequence number above count) and traps. No printf in the kernel.
+__device__ __forceinline__ uint64_t wait_geq(const shoal::device_world& w, const uint64_t* word, uint64_t want,
+                                             uint64_t timeout_ns, const char* what, int peer, int channel) {
   uint64_t v = shoal::ptx::ld_acquire_sys(word);
   if (v >= want) return v;
   const uint64_t start = shoal::ptx::globaltimer();
   while ((v = shoal::ptx::ld_acquire_sys(word)) < want) {
-    if (shoal::ptx::globaltimer() - start > timeout_ns) {
-      printf("shoal_ep: rank %d: %s: no progress from rank %d (channel %d) for %llu ms: have %llu:%u, want %llu:%u\n",
-             rank, what, peer, channel, static_cast<unsigned long long>(timeout_ns / 1000000),
-             static_cast<unsigned long long>(v >> 32), static_cast<unsigned>(v),
-             static_cast<unsigned long long>(want >> 32), static_cast<unsigned>(want));
-      __trap();
-    }
+    const uint64_t waited = shoal::ptx::globaltimer() - start;
+    if (waited > timeout_ns) shoal::device::report_stall(w, what, peer, channel, word, v, want, waited);
   }
   return v;
 }

@@ -85,7 +85,8 @@ __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   control* mine = ctrl(a.p.base[a.rank]);
   // A destination's buffer is free once its kernel of this call has started (its earlier work is done).
   if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(&mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "dispatch (start)", a.rank, threadIdx.x, c);
+    wait_geq(a.p.world, &mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "shoal_ep dispatch (start)",
+             threadIdx.x, c);
   __syncthreads();
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   const int step = a.tokens_per_signal;
@@ -138,8 +139,8 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
     }
     const int j = i - s_first;
     if (lane == 0 && seen[s] <= static_cast<uint32_t>(j))
-      seen[s] = static_cast<uint32_t>(
-          wait_geq(&mine->dispatch_progress[s][c], tag(seq, j + 1), a.timeout_ns, "dispatch (receive)", a.rank, s, c));
+      seen[s] = static_cast<uint32_t>(wait_geq(a.p.world, &mine->dispatch_progress[s][c], tag(seq, j + 1), a.timeout_ns,
+                                               "shoal_ep dispatch (receive)", s, c));
     __syncwarp();
     const int slot = chan_begin(a.recv_chan_prefix, s, C, c) + j;
     const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;

@@ -104,8 +104,8 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
     return;
   }
   if (threadIdx.x < static_cast<unsigned>(R))
-    wait_geq(&mine->meta_flag[parity][threadIdx.x], tag(seq, 0), a.timeout_ns, "dispatch (count exchange)", a.rank,
-             threadIdx.x, -1);
+    wait_geq(a.p.world, &mine->meta_flag[parity][threadIdx.x], tag(seq, 0), a.timeout_ns,
+             "shoal_ep dispatch (count exchange)", threadIdx.x, -1);
   __syncthreads();
   const volatile int(*meta)[kMetaInts] = mine->meta[parity];
   for (int i = threadIdx.x; i < R * (C + 1); i += blockDim.x)

@@ -67,6 +67,8 @@ enum class device_report_kind : uint32_t {
   bad_argument,      ///< `what` had the bad `value`
   proxy_failed,      ///< the proxy answered `what` with status `value` (pe < 0: fence or quiet, no one peer)
   global_exit,       ///< shoal_global_exit(value) in a kernel
+  peer_stalled,      ///< shoal::device::report_stall: a protocol's own wait on `pe` expired (addr, value = channel
+                     ///< or -1, expected = the value wanted, seen = the value read, elapsed_ns = the time waited)
 };
 
 /// A kernel's failure report, in pinned host memory mapped into the device (device_world::report_box): the first

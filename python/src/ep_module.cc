@@ -60,7 +60,7 @@ shoal_ep::peers to_peers(const std::vector<std::uintptr_t>& bases, const fields&
   }
   if (proxy && !p.staged)
     throw std::invalid_argument("shoal._ep: peers: a proxy peer (address 0) needs a staged buffer (staged=1)");
-  if (proxy) p.world = shoal::default_world_device_handle();
+  p.world = shoal::default_world_device_handle();  // proxy peers' puts, and every kernel's stall report
   return p;
 }
 

@@ -45,6 +45,11 @@ std::string format_device_report(const device_report_box& r) {
       return fmt::format("shoal: PE {}: {} over the proxy: {} (status {})", r.my_pe, call, what, r.value);
     case device_report_kind::global_exit:
       return fmt::format("shoal_global_exit({}) called in a kernel on PE {}", r.value, r.my_pe);
+    case device_report_kind::peer_stalled: {
+      const std::string channel = r.value >= 0 ? fmt::format(" (channel {})", r.value) : std::string();
+      return fmt::format("shoal: PE {}: {}: no progress from PE {}{} for {} ms on {:#x}: have {:#x}, want {:#x}",
+                         r.my_pe, call, r.pe, channel, r.elapsed_ns / 1000000, r.addr, r.seen, r.expected);
+    }
   }
   return fmt::format("shoal: PE {}: {}: a kernel failed (report kind {})", r.my_pe, call, r.kind);
 }

@@ -55,6 +55,23 @@ TEST(DeviceReports, EachKindSaysWhatDevicePrintfSaid) {
             "shoal_global_exit(5) called in a kernel on PE 3");
 }
 
+TEST(DeviceReports, AStalledPeerNamesThePeerTheChannelAndBothValues) {
+  device_report_box s = make(device_report_kind::peer_stalled, "shoal_ep dispatch (receive)", 0, 1, 3);
+  s.elapsed_ns = 2000456789;
+  s.addr = 0x7f0000001040;
+  s.seen = 0x500000002;
+  s.expected = 0x500000003;
+  EXPECT_EQ(
+      format_device_report(s),
+      "shoal: PE 0: shoal_ep dispatch (receive): no progress from PE 1 (channel 3) for 2000 ms on 0x7f0000001040: "
+      "have 0x500000002, want 0x500000003");
+  s.value = -1;  // no channel
+  s.my_pe = 2;
+  EXPECT_EQ(format_device_report(s),
+            "shoal: PE 2: shoal_ep dispatch (receive): no progress from PE 1 for 2000 ms on 0x7f0000001040: have "
+            "0x500000002, want 0x500000003");
+}
+
 TEST(DeviceReports, TextFieldsAreReadNoFurtherThanTheirSize) {
   device_report_box r = make(device_report_kind::bad_argument, "", 0, -1, 1);
   std::memset(r.call, 'c', sizeof r.call);  // no terminator: a kernel that wrote past would be cut here

@@ -7,7 +7,8 @@
 // Layout of a buffer: a control block of kControlNbytes (flags, progress counters, metadata), then a
 // data region of fixed worst-case slots: one slab per source rank, then (staged buffers only) one
 // staging slab per other rank.
-// All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns) and trap with a message.
+// All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns): a stalled one reports through
+// world's report box (the host prints it) and traps.
 // Sequence numbers are counted in the control block by the kernels themselves (each notify, dispatch
 // and combine is one call; every rank makes the same calls), so a replayed CUDA graph stays right.
 #pragma once
@@ -34,7 +35,7 @@ inline constexpr std::size_t kControlNbytes = std::size_t{1} << 20;
 /// of the job has such a peer (the buffers then hold the staging slabs; slot_capacity's `staged`).
 struct peers {
   void* base[kMaxRanks];
-  shoal::device_world world;  ///< shoal::default_world_device_handle(); used only towards null bases
+  shoal::device_world world;  ///< shoal::default_world_device_handle(): puts towards null bases, and stall reports
   bool staged = false;
 };
 

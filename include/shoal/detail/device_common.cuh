@@ -251,4 +251,17 @@ inline __device__ __noinline__ void wait_timed_out(device_report_box* box, const
                   reinterpret_cast<uint64_t>(addr), cmp, expected, seen, elapsed_ns);
 }
 
+/// shoal::device::report_stall's body: a wait of a protocol built on shoal (its own words, its own timeout) that saw
+/// no progress from `peer`.
+inline __device__ __noinline__ void stall_reported(device_report_box* box, const char* call, int my_pe, int peer,
+                                                   int channel, const void* addr, unsigned long long have,
+                                                   unsigned long long want, unsigned long long waited_ns) {
+#if SHOAL_DEVICE_PRINTF
+  printf("shoal: PE %d: %s: no progress from PE %d (channel %d) for %llu ms on %p: have %#llx, want %#llx\n", my_pe,
+         call, peer, channel, waited_ns / 1000000ull, addr, have, want);
+#endif
+  report_and_trap(box, device_report_kind::peer_stalled, call, my_pe, peer, channel, nullptr,
+                  reinterpret_cast<uint64_t>(addr), 0, want, have, waited_ns);
+}
+
 }  // namespace shoal::detail

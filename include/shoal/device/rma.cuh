@@ -35,6 +35,12 @@ template <class T>
 __device__ __forceinline__ T* ptr(const device_world& w, T* p, int pe) {
   return detail::ptr_or_null(w, p, pe);
 }
+/// For code that needs a load/store address (ptr returned nullptr): reports why `pe` has none (out of range, reached
+/// through the proxy, or not mapped) in the words shoal's own calls use, "shoal: PE <me>: <call>: PE <pe> is ...",
+/// printed by the host from the world's report box, and traps.
+__device__ __forceinline__ void report_unreachable(const device_world& w, const char* call, int pe) {
+  detail::device_fail_pe(w.report_box, call, w.my_pe, pe, w.n_pes, w.path_of_pe);
+}
 
 /// Copies nbytes from local `source` to symmetric `dest` on `pe`. RMA contract.
 template <SHOAL_SCOPE_TYPE Scope>

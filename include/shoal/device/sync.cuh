@@ -20,7 +20,7 @@ namespace shoal::device {
 //  - Ordering: polls are relaxed (ld.relaxed.sys); when the wait is satisfied it acquires once
 //    (single word: an ld.acquire.sys re-read; several words: fence.acq_rel.sys), so everything the
 //    writer released before the satisfying value (put_signal data, data before fence+p) is visible.
-//  - Bounded: past w.wait_timeout_ns (if non-zero) it prints
+//  - Bounded: past w.wait_timeout_ns (if non-zero) it reports (the host prints from the world's report box)
 //    "shoal: PE <me>: <call> timed out after <ns> ns waiting on <addr> (PE <owner>): expected <cmp>
 //    <value>, seen <value>" and traps.
 //  - One thread; any number of threads may wait on the same words.
@@ -125,6 +125,16 @@ __device__ __forceinline__ void fence(const device_world& w) { detail::fence(w, 
 /// Over load/store transports nothing else is outstanding (gets and TMA puts complete on return); a
 /// world with proxy peers also posts a waiting quiet to its proxy ring (fence: a ring fence).
 __device__ __forceinline__ void quiet(const device_world& w) { detail::quiet(w, "shoal::device::quiet"); }
+
+/// For protocols built on shoal that wait on their own words with their own bound (DeepEP-style progress words):
+/// reports that `peer` made no progress and traps, like shoal's own bounded waits. The host prints
+/// "shoal: PE <me>: <call>: no progress from PE <peer> (channel <channel>) for <ms> ms on <word>: have <hex>, want
+/// <hex>" (channel < 0: no channel part) from the world's report box, so the kernel holds no printf. The first
+/// failing thread of the PE reports; every caller traps.
+__device__ __forceinline__ void report_stall(const device_world& w, const char* call, int peer, int channel,
+                                             const void* word, uint64_t have, uint64_t want, uint64_t waited_ns) {
+  detail::stall_reported(w.report_box, call, w.my_pe, peer, channel, word, have, want, waited_ns);
+}
 
 /// Collective over all PEs: returns once every PE has called it, with every PE's accesses before
 /// the barrier visible to every PE after it (a release/acquire chain at system scope, which also
