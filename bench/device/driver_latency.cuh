@@ -235,8 +235,8 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  // raw: [0] thread, [1] block; raw-fenced: [2] thread, [3] block; SHOAL_BENCH_PROBE=1 rows: [4..7]
-  auto* words = static_cast<uint64_t*>(Api::host_calloc(8 * sizeof(uint64_t)));
+  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8], [9]
+  auto* words = static_cast<uint64_t*>(Api::host_calloc(16 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
   const int warm = loop_warmup();
@@ -294,6 +294,20 @@ void driver<Api>::barrier_latency() {
       probe(std::integral_constant<int, 3>{});
       probe(std::integral_constant<int, 4>{});
     }
+    double lib_us[2] = {0, 0};
+    if constexpr (requires { Api::template barrier_probe_lib<false>(nullptr, nullptr, 0); }) {
+      if (raw_ok && !v.block && probe_rows_) {
+        auto lib = [&]<bool kAddr>(std::bool_constant<kAddr>) {
+          uint64_t* mine_l = words + 8 + (kAddr ? 1 : 0);
+          uint64_t* theirs_l = remote(mine_l, peer_);
+          lib_us[kAddr ? 1 : 0] = barrier_run("probe-lib barrier", iters, warm, [&](int, int count) {
+            probe_lib_barrier_kernel<Api, kAddr><<<1, 1, 0, stream_>>>(mine_l, theirs_l, peer_, count);
+          });
+        };
+        lib(std::bool_constant<false>{});
+        lib(std::bool_constant<true>{});
+      }
+    }
     double relaxed_us = 0;
     if constexpr (requires { Api::barrier_all_relaxed_polls(); }) {
       if (!v.block && !proxy_ && probe_rows_) {
@@ -332,6 +346,8 @@ void driver<Api>::barrier_latency() {
       static constexpr const char* kProbeNames[4] = {"probe-acq", "probe-red", "probe-count", "probe-call"};
       for (int k = 0; k < 4; ++k)
         if (probe_us[k] > 0) add(make("barrier_latency", kProbeNames[k], label, 0, iters, probe_us[k]), true);
+      if (lib_us[0] > 0) add(make("barrier_latency", "probe-lib", label, 0, iters, lib_us[0]), true);
+      if (lib_us[1] > 0) add(make("barrier_latency", "probe-lib-addr", label, 0, iters, lib_us[1]), true);
     }
   }
   Api::host_barrier();

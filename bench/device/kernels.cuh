@@ -531,4 +531,11 @@ __global__ void probe_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uin
   }
 }
 
+/// SHOAL_BENCH_PROBE=1 rows probe-lib / probe-lib-addr (Api::barrier_probe_lib, shoal only): one thread, `count`
+/// barriers; the words start at zero and return to it (count protocol).
+template <class Api, bool kAddr>
+__global__ void probe_lib_barrier_kernel(uint64_t* mine, uint64_t* theirs, int peer, int count) {
+  for (int i = 0; i < count; ++i) Api::template barrier_probe_lib<kAddr>(mine, theirs, peer);
+}
+
 }  // namespace shoal::bench::dev

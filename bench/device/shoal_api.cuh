@@ -110,6 +110,19 @@ struct shoal_api {
   static __device__ void barrier_all_relaxed_polls() {
     shoal::detail::barrier_thread<false>(shoal::device::facade_world(), "barrier_all (relaxed polls)");
   }
+  /// SHOAL_BENCH_PROBE=1 rows `probe-lib` (kAddr false) and `probe-lib-addr` (true) of barrier_latency: the count
+  /// protocol's library pieces (fence, count_signal, count_wait with its bounded-wait clock) on the bench's own
+  /// words, one round, as barrier_thread runs them for 2 PEs; kAddr also computes the peer's word from the world each
+  /// barrier (peer_ptr: range check, local_of, region + local * stride), as barrier_thread does.
+  template <bool kAddr>
+  static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
+    const device_world& w = shoal::device::facade_world();
+    uint64_t* to = kAddr ? shoal::detail::peer_ptr(w, mine, peer, "probe-lib") : theirs;
+    shoal::ptx::fence_acq_rel_sys();
+    shoal::detail::count_signal(to, false);
+    shoal::detail::count_wait<true>(
+        w, mine, [peer] { return peer; }, "probe-lib");
+  }
   static __device__ void reset_barrier_words() {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
     for (uint64_t& word : sync->barrier_round) word = 0;
