@@ -235,7 +235,7 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8], [9]
+  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8], [9], [10]
   auto* words = static_cast<uint64_t*>(Api::host_calloc(16 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
@@ -294,7 +294,7 @@ void driver<Api>::barrier_latency() {
       probe(std::integral_constant<int, 3>{});
       probe(std::integral_constant<int, 4>{});
     }
-    double lib_us[2] = {0, 0};
+    double lib_us[3] = {0, 0, 0};
     if constexpr (requires { Api::template barrier_probe_lib<false>(nullptr, nullptr, 0); }) {
       if (raw_ok && !v.block && probe_rows_) {
         auto lib = [&]<bool kAddr>(std::bool_constant<kAddr>) {
@@ -306,6 +306,11 @@ void driver<Api>::barrier_latency() {
         };
         lib(std::bool_constant<false>{});
         lib(std::bool_constant<true>{});
+        uint64_t* mine_late = words + 10;
+        uint64_t* theirs_late = remote(mine_late, peer_);
+        lib_us[2] = barrier_run("probe-lib barrier (late lookup)", iters, warm, [&](int, int count) {
+          probe_lib_barrier_kernel<Api, true, true><<<1, 1, 0, stream_>>>(mine_late, theirs_late, peer_, count);
+        });
       }
     }
     double relaxed_us = 0;
@@ -314,6 +319,13 @@ void driver<Api>::barrier_latency() {
         relaxed_us = barrier_run("barrier_all (relaxed polls)", iters, warm, [&](int, int count) {
           barrier_all_relaxed_polls_kernel<Api><<<1, 1, 0, stream_>>>(count);
         });
+      }
+    }
+    double s22_us = 0;
+    if constexpr (requires { Api::barrier_all_s22(); }) {
+      if (!v.block && !proxy_ && probe_rows_) {
+        s22_us = barrier_run("barrier_all (session 22 order)", iters, warm,
+                             [&](int, int count) { barrier_all_s22_kernel<Api><<<1, 1, 0, stream_>>>(count); });
       }
     }
     // shoal: the epoch protocol beside the default count protocol (thread scope, load/store worlds, variant rows on).
@@ -337,6 +349,7 @@ void driver<Api>::barrier_latency() {
       add(r, true);
       if (relaxed_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-relaxed", label, 0, iters, relaxed_us), true);
+      if (s22_us > 0) add(make("barrier_latency", std::string(Api::kName) + "-s22", label, 0, iters, s22_us), true);
       if (epochs_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-epochs", label, 0, iters, epochs_us), true);
       if (raw_ok) {
@@ -348,6 +361,7 @@ void driver<Api>::barrier_latency() {
         if (probe_us[k] > 0) add(make("barrier_latency", kProbeNames[k], label, 0, iters, probe_us[k]), true);
       if (lib_us[0] > 0) add(make("barrier_latency", "probe-lib", label, 0, iters, lib_us[0]), true);
       if (lib_us[1] > 0) add(make("barrier_latency", "probe-lib-addr", label, 0, iters, lib_us[1]), true);
+      if (lib_us[2] > 0) add(make("barrier_latency", "probe-lib-late", label, 0, iters, lib_us[2]), true);
     }
   }
   Api::host_barrier();

@@ -455,6 +455,12 @@ __global__ void barrier_all_relaxed_polls_kernel(int count) {
   for (int i = 0; i < count; ++i) Api::barrier_all_relaxed_polls();
 }
 
+/// One thread: `count` barrier_all calls in session 22's order of the count protocol (Api::barrier_all_s22).
+template <class Api>
+__global__ void barrier_all_s22_kernel(int count) {
+  for (int i = 0; i < count; ++i) Api::barrier_all_s22();
+}
+
 /// One thread: clears this PE's device barrier words (Api::reset_barrier_words), between protocols.
 template <class Api>
 __global__ void reset_barrier_words_kernel() {
@@ -531,11 +537,11 @@ __global__ void probe_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uin
   }
 }
 
-/// SHOAL_BENCH_PROBE=1 rows probe-lib / probe-lib-addr (Api::barrier_probe_lib, shoal only): one thread, `count`
-/// barriers; the words start at zero and return to it (count protocol).
-template <class Api, bool kAddr>
+/// SHOAL_BENCH_PROBE=1 rows probe-lib / probe-lib-addr / probe-lib-late (Api::barrier_probe_lib, shoal only): one
+/// thread, `count` barriers; the words start at zero and return to it (count protocol).
+template <class Api, bool kAddr, bool kLate = false>
 __global__ void probe_lib_barrier_kernel(uint64_t* mine, uint64_t* theirs, int peer, int count) {
-  for (int i = 0; i < count; ++i) Api::template barrier_probe_lib<kAddr>(mine, theirs, peer);
+  for (int i = 0; i < count; ++i) Api::template barrier_probe_lib<kAddr, kLate>(mine, theirs, peer);
 }
 
 }  // namespace shoal::bench::dev

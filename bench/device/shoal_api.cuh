@@ -110,18 +110,40 @@ struct shoal_api {
   static __device__ void barrier_all_relaxed_polls() {
     shoal::detail::barrier_thread<false>(shoal::device::facade_world(), "barrier_all (relaxed polls)");
   }
-  /// SHOAL_BENCH_PROBE=1 rows `probe-lib` (kAddr false) and `probe-lib-addr` (true) of barrier_latency: the count
-  /// protocol's library pieces (fence, count_signal, count_wait with its bounded-wait clock) on the bench's own
-  /// words, one round, as barrier_thread runs them for 2 PEs; kAddr also computes the peer's word from the world each
-  /// barrier (peer_ptr: range check, local_of, region + local * stride), as barrier_thread does.
-  template <bool kAddr>
+  /// SHOAL_BENCH_PROBE=1 rows `probe-lib` (kAddr false), `probe-lib-addr` (true) and `probe-lib-late` of
+  /// barrier_latency: the count protocol's library pieces (fence, count_signal, count_wait with its bounded-wait clock)
+  /// on the bench's own words, one round, as barrier_thread runs them for 2 PEs; kAddr also computes the peer's word
+  /// from the world each barrier (peer_ptr: range check, local_of, region + local * stride), as barrier_thread does.
+  /// kLate: the same lookup after the fence instead of before it (barrier_thread's order since session 23).
+  template <bool kAddr, bool kLate = false>
   static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
     const device_world& w = shoal::device::facade_world();
-    uint64_t* to = kAddr ? shoal::detail::peer_ptr(w, mine, peer, "probe-lib") : theirs;
+    uint64_t* to = theirs;
+    if (kAddr && !kLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
     shoal::ptx::fence_acq_rel_sys();
+    if (kAddr && kLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
     shoal::detail::count_signal(to, false);
     shoal::detail::count_wait<true>(
         w, mine, [peer] { return peer; }, "probe-lib");
+  }
+  /// The count protocol as session 22 left it (its round-0 lookup, with a branch to the cold check, ahead of the
+  /// fence): the `shoal-s22` row (SHOAL_BENCH_PROBE=1), beside barrier_thread's order since session 23.
+  static __device__ void barrier_all_s22() {
+    const device_world& w = shoal::device::facade_world();
+    shoal::detail::device_sync* sync = shoal::detail::local_sync(w);
+    const int n = w.n_pes;
+    const int me = w.my_pe;
+    uint64_t* first =
+        n > 1 ? shoal::detail::peer_ptr(w, &sync->barrier_round[0], shoal::detail::ring_after(me, 1, n), "s22")
+              : nullptr;
+    shoal::ptx::fence_acq_rel_sys();
+    for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
+      uint64_t* mine = &sync->barrier_round[r];
+      shoal::detail::count_signal(
+          r == 0 ? first : shoal::detail::peer_ptr(w, mine, shoal::detail::ring_after(me, step, n), "s22"), r != 0);
+      shoal::detail::count_wait<true>(
+          w, mine, [&] { return shoal::detail::ring_before(me, step, n); }, "s22");
+    }
   }
   static __device__ void reset_barrier_words() {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());

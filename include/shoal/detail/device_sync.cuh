@@ -204,10 +204,14 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
 /// PE's accesses after it. Only acquires follow the last wait: no fence waits for this PE's own
 /// signal to be acknowledged over the link.
 ///
+/// Nothing branches on the world's fields ahead of the fence: such a branch waits for its constant loads before the
+/// fence may issue, and right after the previous barrier's acquire polls that cost about 0.1 us on the H200 (barrier
+/// probe rows `probe-lib-addr` against `probe-lib`, docs/results/gpu-1xh200/protocol, session 23). The fields and
+/// round 0's peer word are read and computed before the fence without a branch; the checks come after it.
+///
 /// Without kFlagBarrierEpochs (no PE of the job has a proxy peer) a signal is red.add(1) and the wait
-/// consumes one (count_wait): nothing private is loaded or stored before the fence and the signal, so
-/// the fence has no access of the barrier's own to wait for. With it, the signal is this PE's barrier
-/// epoch (a p through the ring to a proxy peer), kept in device_sync::barrier_epoch, and the wait is
+/// consumes one (count_wait): nothing private is loaded or stored before the signal. With it, the signal is this PE's
+/// barrier epoch (a p through the ring to a proxy peer), kept in device_sync::barrier_epoch, and the wait is
 /// for the word >= that epoch.
 /// kAcquirePoll: as count_wait's (the count protocol only; the epoch protocol follows SHOAL_WAIT_ACQUIRE_POLL).
 template <bool kAcquirePoll = SHOAL_WAIT_ACQUIRE_POLL != 0>
@@ -215,30 +219,30 @@ __device__ __forceinline__ void barrier_thread(const device_world& w, const char
   device_sync* sync = local_sync(w);
   const int n = w.n_pes;
   const int me = w.my_pe;
-  if ((w.flags & kFlagBarrierEpochs) == 0) {
-    // Round 0's peer address is computed before the fence (no load without a local-index table).
-    uint64_t* first = n > 1 ? peer_ptr(w, &sync->barrier_round[0], ring_after(me, 1, n), call) : nullptr;
-    ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its arrival
+  const bool counts = (w.flags & kFlagBarrierEpochs) == 0;
+  // -1 (out of range, proxy, unreachable) is sent to peer_ptr's or peer_route's checks after the fence.
+  const int32_t local0 = peer_local_or_cold(w, n > 1 ? ring_after(me, 1, n) : me);
+  uint64_t* const first = local_peer_ptr(w, &sync->barrier_round[0], local0);
+  asm volatile("" ::"l"(first));  // computed ahead of the fence (the compiler would sink it below)
+  ptx::fence_acq_rel_sys();       // release: this PE's earlier puts/stores before its arrival
+  if (counts) {
     for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
       uint64_t* mine = &sync->barrier_round[r];
-      count_signal(r == 0 ? first : peer_ptr(w, mine, ring_after(me, step, n), call), r != 0);
+      // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
+      count_signal(r == 0 && local0 >= 0 ? first : peer_ptr(w, mine, ring_after(me, step, n), call), r != 0);
       count_wait<kAcquirePoll>(
           w, mine, [&] { return ring_before(me, step, n); }, call);
     }
     return;
   }
-  // Both loads (the epoch, round 0's peer address through the path table) are issued before the
-  // fence, which waits for them anyway: one memory round trip instead of two in a row.
+  // Epochs: the private epoch is this PE's own word, which the fence need not order.
   const uint64_t epoch = sync->barrier_epoch + 1;  // private to this PE's barrier thread
-  const int32_t first_local = n > 1 ? peer_route(w, ring_after(me, 1, n), call) : 0;
   sync->barrier_epoch = epoch;
-  ptx::fence_acq_rel_sys();                           // release: this PE's earlier puts/stores before its arrival
-  if (w.proxy_ring != nullptr) proxy_quiet(w, call);  // and its proxy operations complete
+  if (w.proxy_ring != nullptr) proxy_quiet(w, call);  // this PE's proxy operations complete before its arrival
   for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
     const int to = ring_after(me, step, n);
-    const int32_t local = r == 0 ? first_local : peer_route(w, to, call);
     // Round 0: released by the fence above; later rounds pass on what earlier rounds acquired.
-    barrier_flag(w, &sync->barrier_round[r], local, to, epoch, r != 0, call);
+    barrier_flag(w, &sync->barrier_round[r], peer_route(w, to, call), to, epoch, r != 0, call);
     const uint64_t* mine = &sync->barrier_round[r];
     wait_clock clock(w.wait_timeout_ns);
     for (;;) {
