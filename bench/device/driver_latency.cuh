@@ -328,6 +328,13 @@ void driver<Api>::barrier_latency() {
                              [&](int, int count) { barrier_all_s22_kernel<Api><<<1, 1, 0, stream_>>>(count); });
       }
     }
+    double pre_us = 0;
+    if constexpr (requires { Api::barrier_all_pre(); }) {
+      if (!v.block && !proxy_ && probe_rows_) {
+        pre_us = barrier_run("barrier_all (candidate order)", iters, warm,
+                             [&](int, int count) { barrier_all_pre_kernel<Api><<<1, 1, 0, stream_>>>(count); });
+      }
+    }
     // shoal: the epoch protocol beside the default count protocol (thread scope, load/store worlds, variant rows on).
     double epochs_us = 0;
     if constexpr (requires { Api::barrier_all_epochs(); }) {
@@ -349,6 +356,7 @@ void driver<Api>::barrier_latency() {
       add(r, true);
       if (relaxed_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-relaxed", label, 0, iters, relaxed_us), true);
+      if (pre_us > 0) add(make("barrier_latency", std::string(Api::kName) + "-pre", label, 0, iters, pre_us), true);
       if (s22_us > 0) add(make("barrier_latency", std::string(Api::kName) + "-s22", label, 0, iters, s22_us), true);
       if (epochs_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-epochs", label, 0, iters, epochs_us), true);

@@ -145,6 +145,37 @@ struct shoal_api {
           w, mine, [&] { return shoal::detail::ring_before(me, step, n); }, "s22");
     }
   }
+  /// A candidate order for the next change (SHOAL_BENCH_PROBE=1 row `shoal-pre`): everything round 0 needs, the
+  /// predicates for the path and for more rounds included, read and computed before the fence, so that nothing reads
+  /// the constant bank between the fence and the end of a 2-PE barrier (ptxas otherwise reloads `n` after the wait).
+  static __device__ void barrier_all_pre() {
+    const device_world& w = shoal::device::facade_world();
+    shoal::detail::device_sync* sync = shoal::detail::local_sync(w);
+    const int n = w.n_pes;
+    const int me = w.my_pe;
+    const int32_t local0 = shoal::detail::peer_local_or_cold(w, n > 1 ? shoal::detail::ring_after(me, 1, n) : me);
+    uint64_t* const first = shoal::detail::local_peer_ptr(w, &sync->barrier_round[0], local0);
+    uint64_t* const mine0 = &sync->barrier_round[0];
+    // Bit 0: round 0 is the fast path; bit 1: more rounds follow. Through the asm so that ptxas keeps the value.
+    uint32_t plan = (n > 1 && local0 >= 0 ? 1u : 0u) | (n > 2 ? 2u : 0u);
+    asm volatile("" : "+r"(plan) : "l"(first), "l"(mine0));
+    shoal::ptx::fence_acq_rel_sys();
+    int r0 = 0;
+    if (plan & 1u) {
+      shoal::detail::count_signal(first, false);
+      shoal::detail::count_wait<true>(
+          w, mine0, [&] { return shoal::detail::ring_before(me, 1, n); }, "pre");
+      if ((plan & 2u) == 0) return;
+      r0 = 1;
+    }
+    for (int r = r0, step = 1 << r0; step < n; ++r, step <<= 1) {
+      uint64_t* mine = &sync->barrier_round[r];
+      shoal::detail::count_signal(shoal::detail::peer_ptr(w, mine, shoal::detail::ring_after(me, step, n), "pre"),
+                                  r != 0);
+      shoal::detail::count_wait<true>(
+          w, mine, [&] { return shoal::detail::ring_before(me, step, n); }, "pre");
+    }
+  }
   static __device__ void reset_barrier_words() {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
     for (uint64_t& word : sync->barrier_round) word = 0;
