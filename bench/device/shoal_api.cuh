@@ -148,6 +148,7 @@ struct shoal_api {
   /// A candidate order for the next change (SHOAL_BENCH_PROBE=1 row `shoal-pre`): everything round 0 needs, the
   /// predicates for the path and for more rounds included, read and computed before the fence, so that nothing reads
   /// the constant bank between the fence and the end of a 2-PE barrier (ptxas otherwise reloads `n` after the wait).
+  /// Session 23 measured it no faster than barrier_thread (protocol/README.md, "Session 23").
   static __device__ void barrier_all_pre() {
     const device_world& w = shoal::device::facade_world();
     shoal::detail::device_sync* sync = shoal::detail::local_sync(w);

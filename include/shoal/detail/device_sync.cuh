@@ -204,10 +204,11 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
 /// PE's accesses after it. Only acquires follow the last wait: no fence waits for this PE's own
 /// signal to be acknowledged over the link.
 ///
-/// Nothing branches on the world's fields ahead of the fence: such a branch waits for its constant loads before the
-/// fence may issue, and right after the previous barrier's acquire polls that cost about 0.1 us on the H200 (barrier
-/// probe rows `probe-lib-addr` against `probe-lib`, docs/results/gpu-1xh200/protocol, session 23). The fields and
-/// round 0's peer word are read and computed before the fence without a branch; the checks come after it.
+/// Nothing branches ahead of the fence: round 0's peer word is computed before it without a branch (a pe with no
+/// load/store path gives -1, which peer_ptr's or peer_route's checks take after the fence). This order measured
+/// 0.024-0.035 us faster than session 22's, which branched to the cold check before the fence (`shoal-s22` row, same
+/// binary, docs/results/gpu-1xh200/protocol, session 23). The lookup itself still costs 0.08-0.10 us over a
+/// precomputed address (`probe-lib-addr` against `probe-lib`), before or after the fence alike; why is open.
 ///
 /// Without kFlagBarrierEpochs (no PE of the job has a proxy peer) a signal is red.add(1) and the wait
 /// consumes one (count_wait): nothing private is loaded or stored before the signal. With it, the signal is this PE's
