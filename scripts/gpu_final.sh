@@ -17,22 +17,34 @@ gpu_tasks_init .final_done "${1:-560}"
 source scripts/mps.sh; mps_start 2>/dev/null
 export SHOAL_GPU_TEST_SHARE_GPUS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
 SB=$B/bench/shoal-bench; NV=$B/bench/nvshmem/shoal-bench-nvshmem; NV38=$B/bench/nvshmem/shoal-bench-nvshmem-3.8.0
-# Priority order (session 20's list): the device RMA over the proxy with and without payload areas, the
-# device-initiated proxy rows (issue 11: bandwidth at 1 CTA and at a full grid; latency of device and host
-# alternated twice), device _nbi gets at 200 per kernel (private against primary context: session 20 saw 13 and
-# 70 us per get in two calls); the other _proxy GPU tests and the EP path over the proxy; the issue-14 readings
-# (shoal-prev among the put rows, SHOAL_BENCH_PROBE=1 for the bisection rows); then the rest.
+# Priority order (session 23's): the issue-14 readings, the load/store suite, then the proxy tests and rows
+# (issue 11, resolved in session 22: the device-initiated proxy rows, device _nbi gets at 200 per kernel with the
+# private against the primary context), the EP path over the proxy, then the rest. Each test and benchmark runs
+# once: a later line for the same one is skipped (its marker).
 proxy_set=(put_bw get_bw -s block -c 1 -b 4K -e 4M -f 4 -n 20 -r 3)
 lat_set=(put_quiet_latency atomic_latency -b 8 -e 4K -f 8 -n 20 -r 5)
 get_set=(get_bw -s block -c 1 -b 4K -e 16K -f 4 -n 200 -r 2)
 PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo SHOAL_BENCH_VARIANTS=0"
-# First: sync_gpu_test three times through ctest (session 20's short fifth call saw it hang once in
-# signal_op_fetch_wait_handle, run by hand; it passed through ctest in the two calls before), each run's log kept.
-task sync_x3 40 bash -c "for i in 1 2 3; do ctest --test-dir $B -R '^sync_gpu_test[.]np2\$' --timeout 60 -V >$O/logs/sync_run\$i.log 2>&1; echo run \$i rc=\$?; sleep 2; done"
-# shoal_lat runs with SHOAL_BENCH_PROBE=1: the barrier's probe rows (probe-count, probe-call) beside shoal's barrier,
-# which since ebf0d9e holds no printf (session 22: no shared-memory drain before its fences; not yet timed).
-# Then the on-stream collectives' proxy algorithm (coll_gpu_test_proxy, verified in session 22,
-# on_stream_collectives_on_world) and its load/store twin; then the carried-put runs at the 1M default.
+# First (session 23's order): the issue-14 readings beside both NVSHMEM releases (SHOAL_BENCH_PROBE=1: the
+# barrier's probe rows, among them probe-lib-notable against probe-lib-addr, which tells whether the lookup's
+# predicated-off load of the local-index table is what costs 0.08-0.10 us), then the load/store suite, then the
+# proxy tests and rows.
+if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]]; then
+  SHOAL_BENCH_PROBE=1 bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M
+  bn nvshmem_bw 40 2 $NV put_bw -s block -c 32 -b 64K -e 4M
+  bn nvshmem38_bw 40 2 $NV38 put_bw -s block -c 32 -b 64K -e 4M
+  SHOAL_BENCH_PROBE=1 bn shoal_lat 50 2 $SB p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
+  bn nvshmem_lat 50 2 $NV p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
+  bn nvshmem38_lat 50 2 $NV38 p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
+  SHOAL_BENCH_COLL_SCOPES=block SHOAL_BENCH_NCCL=0 bn shoal_a2a 30 2 $SB alltoall -b 1M -e 1M
+  bn nvshmem_a2a 30 2 $NV alltoall -b 1M -e 1M
+  bn nvshmem38_a2a 30 2 $NV38 alltoall -b 1M -e 1M
+fi
+# The load/store suite (session 23 ran it at 7066651 and the EP tests at a2c2ff0).
+for x in rma amo sync multi_tu team wait_timeout stream coll coll_collect coll_facade nvapi; do t ${x}_gpu_test.np2 6 90; done
+t nv_device_all.np2 4 60; t nv_rdc.np2 4 60; t coll_stream_gpu_test.np2 10 90; t litmus_gpu_test.np2 18 90
+t python_ep_normal_test.np2 30 150; t python_ep_low_latency_test.np2 15 120
+# Then the on-stream collectives' proxy algorithm and the carried-put runs at the 1M default.
 t coll_gpu_test_proxy.np2 25 400
 t coll_gpu_test.np2 10 90
 t rma_gpu_test_proxy_runs.np2 25 110
@@ -67,17 +79,6 @@ if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]] && command -v ncu >/dev/null && fits 120
   for f in $O/ncu/*.ncu-rep; do [[ -f $f ]] && ncu --import "$f" --page source --csv >"${f%.ncu-rep}.source.csv" 2>&1; done
   touch $M/x_ncu
   mps_start 2>/dev/null
-fi
-if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]]; then
-  SHOAL_BENCH_PROBE=1 bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M
-  bn nvshmem_bw 40 2 $NV put_bw -s block -c 32 -b 64K -e 4M
-  bn nvshmem38_bw 40 2 $NV38 put_bw -s block -c 32 -b 64K -e 4M
-  SHOAL_BENCH_PROBE=1 bn shoal_lat 50 2 $SB p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
-  bn nvshmem_lat 50 2 $NV p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
-  bn nvshmem38_lat 50 2 $NV38 p_ping_pong put_signal_ping_pong put_quiet_latency atomic_latency barrier_latency -e 4K
-  SHOAL_BENCH_COLL_SCOPES=block SHOAL_BENCH_NCCL=0 bn shoal_a2a 30 2 $SB alltoall -b 1M -e 1M
-  bn nvshmem_a2a 30 2 $NV alltoall -b 1M -e 1M
-  bn nvshmem38_a2a 30 2 $NV38 alltoall -b 1M -e 1M
 fi
 t litmus_gpu_test.np2 20 90
 t coll_facade_gpu_test.np2 8 90; t nvapi_gpu_test.np2 4 60; t team_gpu_test.np2 4 60

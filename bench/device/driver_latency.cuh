@@ -235,7 +235,7 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8], [9], [10]
+  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8..12]
   auto* words = static_cast<uint64_t*>(Api::host_calloc(16 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
@@ -294,23 +294,24 @@ void driver<Api>::barrier_latency() {
       probe(std::integral_constant<int, 3>{});
       probe(std::integral_constant<int, 4>{});
     }
-    double lib_us[3] = {0, 0, 0};
-    if constexpr (requires { Api::template barrier_probe_lib<false>(nullptr, nullptr, 0); }) {
+    // probe-lib rows (shoal only): one per mode of Api::barrier_probe_lib, each on its own word (words[8 + mode]).
+    static constexpr const char* kLibNames[5] = {"probe-lib", "probe-lib-addr", "probe-lib-late", "probe-lib-notable",
+                                                 "probe-lib-arith"};
+    double lib_us[5] = {0, 0, 0, 0, 0};
+    if constexpr (requires { Api::template barrier_probe_lib<0>(nullptr, nullptr, 0); }) {
       if (raw_ok && !v.block && probe_rows_) {
-        auto lib = [&]<bool kAddr>(std::bool_constant<kAddr>) {
-          uint64_t* mine_l = words + 8 + (kAddr ? 1 : 0);
+        auto lib = [&]<int kMode>(std::integral_constant<int, kMode>) {
+          uint64_t* mine_l = words + 8 + kMode;
           uint64_t* theirs_l = remote(mine_l, peer_);
-          lib_us[kAddr ? 1 : 0] = barrier_run("probe-lib barrier", iters, warm, [&](int, int count) {
-            probe_lib_barrier_kernel<Api, kAddr><<<1, 1, 0, stream_>>>(mine_l, theirs_l, peer_, count);
+          lib_us[kMode] = barrier_run(kLibNames[kMode], iters, warm, [&](int, int count) {
+            probe_lib_barrier_kernel<Api, kMode><<<1, 1, 0, stream_>>>(mine_l, theirs_l, peer_, count);
           });
         };
-        lib(std::bool_constant<false>{});
-        lib(std::bool_constant<true>{});
-        uint64_t* mine_late = words + 10;
-        uint64_t* theirs_late = remote(mine_late, peer_);
-        lib_us[2] = barrier_run("probe-lib barrier (late lookup)", iters, warm, [&](int, int count) {
-          probe_lib_barrier_kernel<Api, true, true><<<1, 1, 0, stream_>>>(mine_late, theirs_late, peer_, count);
-        });
+        lib(std::integral_constant<int, 0>{});
+        lib(std::integral_constant<int, 1>{});
+        lib(std::integral_constant<int, 2>{});
+        lib(std::integral_constant<int, 3>{});
+        lib(std::integral_constant<int, 4>{});
       }
     }
     double relaxed_us = 0;
@@ -367,9 +368,8 @@ void driver<Api>::barrier_latency() {
       static constexpr const char* kProbeNames[4] = {"probe-acq", "probe-red", "probe-count", "probe-call"};
       for (int k = 0; k < 4; ++k)
         if (probe_us[k] > 0) add(make("barrier_latency", kProbeNames[k], label, 0, iters, probe_us[k]), true);
-      if (lib_us[0] > 0) add(make("barrier_latency", "probe-lib", label, 0, iters, lib_us[0]), true);
-      if (lib_us[1] > 0) add(make("barrier_latency", "probe-lib-addr", label, 0, iters, lib_us[1]), true);
-      if (lib_us[2] > 0) add(make("barrier_latency", "probe-lib-late", label, 0, iters, lib_us[2]), true);
+      for (int k = 0; k < 5; ++k)
+        if (lib_us[k] > 0) add(make("barrier_latency", kLibNames[k], label, 0, iters, lib_us[k]), true);
     }
   }
   Api::host_barrier();

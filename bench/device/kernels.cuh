@@ -543,11 +543,11 @@ __global__ void probe_barrier_kernel(uint64_t* my_word, uint64_t* peer_word, uin
   }
 }
 
-/// SHOAL_BENCH_PROBE=1 rows probe-lib / probe-lib-addr / probe-lib-late (Api::barrier_probe_lib, shoal only): one
+/// SHOAL_BENCH_PROBE=1 rows probe-lib* (Api::barrier_probe_lib, shoal only): one
 /// thread, `count` barriers; the words start at zero and return to it (count protocol).
-template <class Api, bool kAddr, bool kLate = false>
+template <class Api, int kMode>
 __global__ void probe_lib_barrier_kernel(uint64_t* mine, uint64_t* theirs, int peer, int count) {
-  for (int i = 0; i < count; ++i) Api::template barrier_probe_lib<kAddr, kLate>(mine, theirs, peer);
+  for (int i = 0; i < count; ++i) Api::template barrier_probe_lib<kMode>(mine, theirs, peer);
 }
 
 }  // namespace shoal::bench::dev

@@ -110,18 +110,28 @@ struct shoal_api {
   static __device__ void barrier_all_relaxed_polls() {
     shoal::detail::barrier_thread<false>(shoal::device::facade_world(), "barrier_all (relaxed polls)");
   }
-  /// SHOAL_BENCH_PROBE=1 rows `probe-lib` (kAddr false), `probe-lib-addr` (true) and `probe-lib-late` of
-  /// barrier_latency: the count protocol's library pieces (fence, count_signal, count_wait with its bounded-wait clock)
-  /// on the bench's own words, one round, as barrier_thread runs them for 2 PEs; kAddr also computes the peer's word
-  /// from the world each barrier (peer_ptr: range check, local_of, region + local * stride), as barrier_thread does.
-  /// kLate: the same lookup after the fence instead of before it (barrier_thread's order since session 23).
-  template <bool kAddr, bool kLate = false>
+  /// SHOAL_BENCH_PROBE=1 rows `probe-lib*` of barrier_latency: the count protocol's library pieces (fence,
+  /// count_signal, count_wait with its bounded-wait clock) on the bench's own words, one round, as barrier_thread runs
+  /// them for 2 PEs, with the peer's word found as kMode says (kProbeLib* below; the rows name the mode).
+  static constexpr int kProbeLibNone = 0;    ///< `probe-lib`: the bench's precomputed peer word
+  static constexpr int kProbeLibLookup = 1;  ///< `probe-lib-addr`: peer_ptr (range check, local_of, address, cold call)
+  static constexpr int kProbeLibLate = 2;    ///< `probe-lib-late`: the same after the fence
+  static constexpr int kProbeLibNoTable =
+      3;                                    ///< `probe-lib-notable`: range check and cold call, no local_of table read
+  static constexpr int kProbeLibArith = 4;  ///< `probe-lib-arith`: region + pe * stride + offset only, no check
+  template <int kMode>
   static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
     const device_world& w = shoal::device::facade_world();
     uint64_t* to = theirs;
-    if (kAddr && !kLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
+    if constexpr (kMode == kProbeLibLookup) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
+    if constexpr (kMode == kProbeLibNoTable) {
+      const int32_t local = static_cast<uint32_t>(peer) < static_cast<uint32_t>(w.n_pes) ? peer : -1;
+      if (local < 0) shoal::detail::device_fail_pe(w.report_box, "probe-lib", w.my_pe, peer, w.n_pes, w.path_of_pe);
+      to = shoal::detail::local_peer_ptr(w, mine, local);
+    }
+    if constexpr (kMode == kProbeLibArith) to = shoal::detail::local_peer_ptr(w, mine, peer);
     shoal::ptx::fence_acq_rel_sys();
-    if (kAddr && kLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
+    if constexpr (kMode == kProbeLibLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
     shoal::detail::count_signal(to, false);
     shoal::detail::count_wait<true>(
         w, mine, [peer] { return peer; }, "probe-lib");
