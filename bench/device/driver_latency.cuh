@@ -235,7 +235,7 @@ void driver<Api>::atomic_latency() {
 
 template <class Api>
 void driver<Api>::barrier_latency() {
-  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8..12]
+  // raw: [0] thread, [1] block; raw-fenced: [2], [3]; probe rows: [4..7]; probe-lib rows: [8..11]
   auto* words = static_cast<uint64_t*>(Api::host_calloc(16 * sizeof(uint64_t)));
   Api::host_barrier();
   const int iters = loop_iters();
@@ -295,9 +295,8 @@ void driver<Api>::barrier_latency() {
       probe(std::integral_constant<int, 4>{});
     }
     // probe-lib rows (shoal only): one per mode of Api::barrier_probe_lib, each on its own word (words[8 + mode]).
-    static constexpr const char* kLibNames[5] = {"probe-lib", "probe-lib-addr", "probe-lib-late", "probe-lib-notable",
-                                                 "probe-lib-arith"};
-    double lib_us[5] = {0, 0, 0, 0, 0};
+    static constexpr const char* kLibNames[4] = {"probe-lib", "probe-lib-addr", "probe-lib-notable", "probe-lib-arith"};
+    double lib_us[4] = {0, 0, 0, 0};
     if constexpr (requires { Api::template barrier_probe_lib<0>(nullptr, nullptr, 0); }) {
       if (raw_ok && !v.block && probe_rows_) {
         auto lib = [&]<int kMode>(std::integral_constant<int, kMode>) {
@@ -311,7 +310,6 @@ void driver<Api>::barrier_latency() {
         lib(std::integral_constant<int, 1>{});
         lib(std::integral_constant<int, 2>{});
         lib(std::integral_constant<int, 3>{});
-        lib(std::integral_constant<int, 4>{});
       }
     }
     double relaxed_us = 0;
@@ -320,20 +318,6 @@ void driver<Api>::barrier_latency() {
         relaxed_us = barrier_run("barrier_all (relaxed polls)", iters, warm, [&](int, int count) {
           barrier_all_relaxed_polls_kernel<Api><<<1, 1, 0, stream_>>>(count);
         });
-      }
-    }
-    double s22_us = 0;
-    if constexpr (requires { Api::barrier_all_s22(); }) {
-      if (!v.block && !proxy_ && probe_rows_) {
-        s22_us = barrier_run("barrier_all (session 22 order)", iters, warm,
-                             [&](int, int count) { barrier_all_s22_kernel<Api><<<1, 1, 0, stream_>>>(count); });
-      }
-    }
-    double pre_us = 0;
-    if constexpr (requires { Api::barrier_all_pre(); }) {
-      if (!v.block && !proxy_ && probe_rows_) {
-        pre_us = barrier_run("barrier_all (candidate order)", iters, warm,
-                             [&](int, int count) { barrier_all_pre_kernel<Api><<<1, 1, 0, stream_>>>(count); });
       }
     }
     // shoal: the epoch protocol beside the default count protocol (thread scope, load/store worlds, variant rows on).
@@ -357,8 +341,6 @@ void driver<Api>::barrier_latency() {
       add(r, true);
       if (relaxed_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-relaxed", label, 0, iters, relaxed_us), true);
-      if (pre_us > 0) add(make("barrier_latency", std::string(Api::kName) + "-pre", label, 0, iters, pre_us), true);
-      if (s22_us > 0) add(make("barrier_latency", std::string(Api::kName) + "-s22", label, 0, iters, s22_us), true);
       if (epochs_us > 0)
         add(make("barrier_latency", std::string(Api::kName) + "-epochs", label, 0, iters, epochs_us), true);
       if (raw_ok) {
@@ -368,7 +350,7 @@ void driver<Api>::barrier_latency() {
       static constexpr const char* kProbeNames[4] = {"probe-acq", "probe-red", "probe-count", "probe-call"};
       for (int k = 0; k < 4; ++k)
         if (probe_us[k] > 0) add(make("barrier_latency", kProbeNames[k], label, 0, iters, probe_us[k]), true);
-      for (int k = 0; k < 5; ++k)
+      for (int k = 0; k < 4; ++k)
         if (lib_us[k] > 0) add(make("barrier_latency", kLibNames[k], label, 0, iters, lib_us[k]), true);
     }
   }

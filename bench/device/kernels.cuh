@@ -455,18 +455,6 @@ __global__ void barrier_all_relaxed_polls_kernel(int count) {
   for (int i = 0; i < count; ++i) Api::barrier_all_relaxed_polls();
 }
 
-/// One thread: `count` barrier_all calls in session 22's order of the count protocol (Api::barrier_all_s22).
-template <class Api>
-__global__ void barrier_all_s22_kernel(int count) {
-  for (int i = 0; i < count; ++i) Api::barrier_all_s22();
-}
-
-/// One thread: `count` barrier_all calls in the candidate order (Api::barrier_all_pre).
-template <class Api>
-__global__ void barrier_all_pre_kernel(int count) {
-  for (int i = 0; i < count; ++i) Api::barrier_all_pre();
-}
-
 /// One thread: clears this PE's device barrier words (Api::reset_barrier_words), between protocols.
 template <class Api>
 __global__ void reset_barrier_words_kernel() {

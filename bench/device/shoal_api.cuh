@@ -112,13 +112,12 @@ struct shoal_api {
   }
   /// SHOAL_BENCH_PROBE=1 rows `probe-lib*` of barrier_latency: the count protocol's library pieces (fence,
   /// count_signal, count_wait with its bounded-wait clock) on the bench's own words, one round, as barrier_thread runs
-  /// them for 2 PEs, with the peer's word found as kMode says (kProbeLib* below; the rows name the mode).
+  /// them for 2 PEs, with the peer's word found before the fence as kMode says (the rows name the mode). Session 23
+  /// measured the lookup at 0.08-0.10 us (`probe-lib-addr` against `probe-lib`); the other two rows split it.
   static constexpr int kProbeLibNone = 0;    ///< `probe-lib`: the bench's precomputed peer word
   static constexpr int kProbeLibLookup = 1;  ///< `probe-lib-addr`: peer_ptr (range check, local_of, address, cold call)
-  static constexpr int kProbeLibLate = 2;    ///< `probe-lib-late`: the same after the fence
-  static constexpr int kProbeLibNoTable =
-      3;                                    ///< `probe-lib-notable`: range check and cold call, no local_of table read
-  static constexpr int kProbeLibArith = 4;  ///< `probe-lib-arith`: region + pe * stride + offset only, no check
+  static constexpr int kProbeLibNoTable = 2;  ///< `probe-lib-notable`: range check, cold call, no local_of table read
+  static constexpr int kProbeLibArith = 3;    ///< `probe-lib-arith`: region + pe * stride + offset only, no check
   template <int kMode>
   static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
     const device_world& w = shoal::device::facade_world();
@@ -131,61 +130,9 @@ struct shoal_api {
     }
     if constexpr (kMode == kProbeLibArith) to = shoal::detail::local_peer_ptr(w, mine, peer);
     shoal::ptx::fence_acq_rel_sys();
-    if constexpr (kMode == kProbeLibLate) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
     shoal::detail::count_signal(to, false);
     shoal::detail::count_wait<true>(
         w, mine, [peer] { return peer; }, "probe-lib");
-  }
-  /// The count protocol as session 22 left it (its round-0 lookup, with a branch to the cold check, ahead of the
-  /// fence): the `shoal-s22` row (SHOAL_BENCH_PROBE=1), beside barrier_thread's order since session 23.
-  static __device__ void barrier_all_s22() {
-    const device_world& w = shoal::device::facade_world();
-    shoal::detail::device_sync* sync = shoal::detail::local_sync(w);
-    const int n = w.n_pes;
-    const int me = w.my_pe;
-    uint64_t* first =
-        n > 1 ? shoal::detail::peer_ptr(w, &sync->barrier_round[0], shoal::detail::ring_after(me, 1, n), "s22")
-              : nullptr;
-    shoal::ptx::fence_acq_rel_sys();
-    for (int r = 0, step = 1; step < n; ++r, step <<= 1) {
-      uint64_t* mine = &sync->barrier_round[r];
-      shoal::detail::count_signal(
-          r == 0 ? first : shoal::detail::peer_ptr(w, mine, shoal::detail::ring_after(me, step, n), "s22"), r != 0);
-      shoal::detail::count_wait<true>(
-          w, mine, [&] { return shoal::detail::ring_before(me, step, n); }, "s22");
-    }
-  }
-  /// A candidate order for the next change (SHOAL_BENCH_PROBE=1 row `shoal-pre`): everything round 0 needs, the
-  /// predicates for the path and for more rounds included, read and computed before the fence, so that nothing reads
-  /// the constant bank between the fence and the end of a 2-PE barrier (ptxas otherwise reloads `n` after the wait).
-  /// Session 23 measured it no faster than barrier_thread (protocol/README.md, "Session 23").
-  static __device__ void barrier_all_pre() {
-    const device_world& w = shoal::device::facade_world();
-    shoal::detail::device_sync* sync = shoal::detail::local_sync(w);
-    const int n = w.n_pes;
-    const int me = w.my_pe;
-    const int32_t local0 = shoal::detail::peer_local_or_cold(w, n > 1 ? shoal::detail::ring_after(me, 1, n) : me);
-    uint64_t* const first = shoal::detail::local_peer_ptr(w, &sync->barrier_round[0], local0);
-    uint64_t* const mine0 = &sync->barrier_round[0];
-    // Bit 0: round 0 is the fast path; bit 1: more rounds follow. Through the asm so that ptxas keeps the value.
-    uint32_t plan = (n > 1 && local0 >= 0 ? 1u : 0u) | (n > 2 ? 2u : 0u);
-    asm volatile("" : "+r"(plan) : "l"(first), "l"(mine0));
-    shoal::ptx::fence_acq_rel_sys();
-    int r0 = 0;
-    if (plan & 1u) {
-      shoal::detail::count_signal(first, false);
-      shoal::detail::count_wait<true>(
-          w, mine0, [&] { return shoal::detail::ring_before(me, 1, n); }, "pre");
-      if ((plan & 2u) == 0) return;
-      r0 = 1;
-    }
-    for (int r = r0, step = 1 << r0; step < n; ++r, step <<= 1) {
-      uint64_t* mine = &sync->barrier_round[r];
-      shoal::detail::count_signal(shoal::detail::peer_ptr(w, mine, shoal::detail::ring_after(me, step, n), "pre"),
-                                  r != 0);
-      shoal::detail::count_wait<true>(
-          w, mine, [&] { return shoal::detail::ring_before(me, step, n); }, "pre");
-    }
   }
   static __device__ void reset_barrier_words() {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
