@@ -295,7 +295,7 @@ void driver<Api>::barrier_latency() {
       probe(std::integral_constant<int, 4>{});
     }
     // probe-lib rows (shoal only): one per mode of Api::barrier_probe_lib, each on its own word (words[8 + mode]).
-    static constexpr const char* kLibNames[4] = {"probe-lib", "probe-lib-addr", "probe-lib-notable", "probe-lib-arith"};
+    static constexpr const char* kLibNames[4] = {"probe-lib", "probe-lib-addr", "probe-lib-table", "probe-lib-arith"};
     double lib_us[4] = {0, 0, 0, 0};
     if constexpr (requires { Api::template barrier_probe_lib<0>(nullptr, nullptr, 0); }) {
       if (raw_ok && !v.block && probe_rows_) {

@@ -20,6 +20,13 @@ namespace shoal::bench::dev {
 inline constexpr int kTmaStages = 4;
 inline constexpr int kTmaStageBytes = 16384;
 
+/// The peer lookup of sessions 20-23, before the direct run (device_world::direct_local_of): a range check, then
+/// the local-index table when the world has one (a predicated load; nullptr: the index is pe). The `probe-table` and
+/// `probe-lib-table` rows (SHOAL_BENCH_PROBE=1) run it beside the library's lookup in the same binary.
+__device__ __forceinline__ int32_t table_local_or_cold(const shoal::device_world& w, int pe) {
+  return static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
+}
+
 struct shoal_tma_api;
 template <class Path>
 struct shoal_block_put_api;
@@ -43,7 +50,7 @@ struct shoal_api {
                                         shoal_block_put_api<probe_put_path<0>>, shoal_block_put_api<probe_put_path<1>>,
                                         shoal_block_put_api<probe_put_path<2>>, shoal_block_put_api<probe_put_path<3>>,
                                         shoal_block_put_api<probe_put_path<4>>, shoal_block_put_api<probe_put_path<5>>,
-                                        shoal_block_put_api<probe_put_path<6>>>;
+                                        shoal_block_put_api<probe_put_path<6>>, shoal_block_put_api<probe_put_path<7>>>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -113,18 +120,19 @@ struct shoal_api {
   /// SHOAL_BENCH_PROBE=1 rows `probe-lib*` of barrier_latency: the count protocol's library pieces (fence,
   /// count_signal, count_wait with its bounded-wait clock) on the bench's own words, one round, as barrier_thread runs
   /// them for 2 PEs, with the peer's word found before the fence as kMode says (the rows name the mode). Session 23
-  /// measured the lookup at 0.08-0.10 us (`probe-lib-addr` against `probe-lib`); the other two rows split it.
+  /// measured the table lookup of that time at 0.08-0.10 us (`probe-lib-addr` against `probe-lib`); session 24's
+  /// direct run replaced it, and `probe-lib-table` keeps it beside the new one.
   static constexpr int kProbeLibNone = 0;    ///< `probe-lib`: the bench's precomputed peer word
-  static constexpr int kProbeLibLookup = 1;  ///< `probe-lib-addr`: peer_ptr (range check, local_of, address, cold call)
-  static constexpr int kProbeLibNoTable = 2;  ///< `probe-lib-notable`: range check, cold call, no local_of table read
-  static constexpr int kProbeLibArith = 3;    ///< `probe-lib-arith`: region + pe * stride + offset only, no check
+  static constexpr int kProbeLibLookup = 1;  ///< `probe-lib-addr`: peer_ptr (the direct run, address, cold call)
+  static constexpr int kProbeLibTable = 2;   ///< `probe-lib-table`: the lookup of sessions 20-23 (table_local_or_cold)
+  static constexpr int kProbeLibArith = 3;   ///< `probe-lib-arith`: region + pe * stride + offset only, no check
   template <int kMode>
   static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
     const device_world& w = shoal::device::facade_world();
     uint64_t* to = theirs;
     if constexpr (kMode == kProbeLibLookup) to = shoal::detail::peer_ptr(w, mine, peer, "probe-lib");
-    if constexpr (kMode == kProbeLibNoTable) {
-      const int32_t local = static_cast<uint32_t>(peer) < static_cast<uint32_t>(w.n_pes) ? peer : -1;
+    if constexpr (kMode == kProbeLibTable) {
+      const int32_t local = table_local_or_cold(w, peer);
       if (local < 0) shoal::detail::device_fail_pe(w.report_box, "probe-lib", w.my_pe, peer, w.n_pes, w.path_of_pe);
       to = shoal::detail::local_peer_ptr(w, mine, local);
     }
@@ -223,6 +231,8 @@ struct prev_put_path {
 ///   4 "probe-copy":  the generic path's copy (copy_to_remote: widths, head and tail, 4 loads per round), same address
 ///   5 "probe-ok":    0 behind vec16_ok alone (the other case: putmem_generic inline)
 ///   6 "probe-rt":    0 with the address from peer_route (its cold call inline), no vec16_ok
+///   7 "probe-table": the default block put (detail::putmem) with the lookup of sessions 20-23 in place of the direct
+///                    run's: a range check, then the local-index table when the world has one (table_local_or_cold)
 template <int kVariant>
 struct probe_put_path {
   static constexpr const char* kName = kVariant == 0   ? "probe-raw"
@@ -231,14 +241,25 @@ struct probe_put_path {
                                        : kVariant == 3 ? "probe-route"
                                        : kVariant == 4 ? "probe-copy"
                                        : kVariant == 5 ? "probe-ok"
-                                                       : "probe-rt";
+                                       : kVariant == 6 ? "probe-rt"
+                                                       : "probe-table";
   static constexpr bool kProbe = true;
   static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
                              int pe) {
     const uint32_t rank = shoal::block_scope::rank();
     const uint32_t size = shoal::block_scope::size();
     int4* to = nullptr;
-    if constexpr (kVariant == 3) {
+    if constexpr (kVariant == 7) {
+      const int32_t local = table_local_or_cold(w, pe);
+      if (local >= 0 && shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
+        shoal::detail::copy_vec16<shoal::block_scope, shoal::detail::kPutLeadLoads>(
+            shoal::detail::local_peer_ptr(w, d, local), s, n);
+        shoal::block_scope::sync();
+        return;
+      }
+      shoal::detail::rma_cold<true, false, shoal::block_scope>(w, d, s, n, pe, "probe");
+      return;
+    } else if constexpr (kVariant == 3) {
       if (!shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
         shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
         return;

@@ -156,8 +156,17 @@ struct device_world {
   uint64_t stride = 0;        ///< bytes between consecutive local PEs' heaps (= heap reserve)
   /// Device memory, n_pes entries: the PE's node-local index if its heap is mapped here and the
   /// GPU can load/store it (NVLink/PCIe P2P), else -1. nullptr means the identity (every PE is
-  /// local and reachable, local index == pe): the common single-node case, no table load needed.
+  /// local and reachable, local index == pe): the common single-node case. Device calls read it only
+  /// for a PE outside the direct run below.
   const int32_t* local_of_pe = nullptr;
+  /// The direct run: PEs direct_first .. direct_first + direct_count - 1 are load/store peers with node-local indices
+  /// direct_local, direct_local + 1, ... (the longest such run of local_of_pe: all PEs of one node when the job
+  /// places PEs by node, every PE on a single node). A device call finds such a PE's local index by a subtraction
+  /// and a compare, with no memory read; any other PE takes the call's cold path, which reads the tables.
+  /// direct_count 0 (a world not made by shoal_init): every PE takes the cold path.
+  int32_t direct_first = 0;
+  int32_t direct_count = 0;
+  int32_t direct_local = 0;
   /// Device memory, n_pes entries: how kernels reach each PE (load/store, proxy, none), so device
   /// calls branch per peer. nullptr: every PE is load/store-reachable (same case as local_of_pe).
   const peer_path* path_of_pe = nullptr;
@@ -189,6 +198,11 @@ struct device_world {
 
   /// The node-local index of `pe`, or -1 when this GPU cannot load/store its heap.
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }
+  /// The node-local index of `pe` if it is in the direct run, else -1 (any pe, in range or not): no memory read.
+  SHOAL_HOST_DEVICE int32_t direct_local_of(int32_t pe) const {
+    const uint32_t d = static_cast<uint32_t>(pe) - static_cast<uint32_t>(direct_first);
+    return d < static_cast<uint32_t>(direct_count) ? static_cast<int32_t>(d) + direct_local : -1;
+  }
   /// How kernels reach `pe` (0 <= pe < n_pes).
   SHOAL_HOST_DEVICE peer_path path_of(int32_t pe) const {
     if (path_of_pe != nullptr) return path_of_pe[pe];
@@ -197,5 +211,34 @@ struct device_world {
 };
 static_assert(std::is_trivially_copyable_v<device_world>);
 static_assert(std::is_standard_layout_v<device_world>);
+
+namespace detail {
+
+/// A world's direct run (device_world::direct_first, direct_count, direct_local).
+struct direct_run {
+  int32_t first = 0;
+  int32_t count = 0;
+  int32_t local = 0;
+};
+
+/// The longest run of consecutive PEs whose node-local indices are consecutive and >= 0 in `local_of`
+/// (`n` entries, -1 where no load/store path), the first of equal runs: the one whose PEs device calls reach
+/// without reading a table. count 0 when no entry is >= 0.
+inline direct_run longest_direct_run(const int32_t* local_of, int32_t n) {
+  direct_run best;
+  for (int32_t pe = 0; pe < n;) {
+    if (local_of[pe] < 0) {
+      ++pe;
+      continue;
+    }
+    int32_t end = pe + 1;
+    while (end < n && local_of[end] >= 0 && local_of[end] == local_of[end - 1] + 1) ++end;
+    if (end - pe > best.count) best = {pe, end - pe, local_of[pe]};
+    pe = end;
+  }
+  return best;
+}
+
+}  // namespace detail
 
 }  // namespace shoal

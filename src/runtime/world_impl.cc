@@ -206,6 +206,10 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
     local[pe] = transport_->reachable(pe) ? heap_->nodes().local_of_pe[pe] : -1;
     identity &= local[pe] == pe;
   }
+  const direct_run run = longest_direct_run(local.data(), n_pes_);
+  device_.direct_first = run.first;
+  device_.direct_count = run.count;
+  device_.direct_local = run.local;
   if (!identity) {
     char* table = block + table_offset;
     transport_->ops().copy(table, local.data(), sizeof(int32_t) * n_pes_);

@@ -61,6 +61,37 @@ __device__ __forceinline__ T atom_compare_swap(T* remote, T cond, T value) {
   return bits_as<T>(ptx::atom_cas_relaxed_sys(reinterpret_cast<U*>(remote), bits_as<U>(cond), bits_as<U>(value)));
 }
 
+/// The AMO `code` (proxy_amo: the ring's names) on a load/store peer's word `remote`: the old value.
+template <class T>
+__device__ __forceinline__ T atom_by_code(T* remote, proxy_amo code, T value, T cond) {
+  switch (code) {
+    case proxy_amo::add:
+      return atom_fetch<fetch_op::add>(remote, value);
+    case proxy_amo::swap:
+      return atom_fetch<fetch_op::exch>(remote, value);
+    case proxy_amo::cswap:
+      return atom_compare_swap(remote, cond, value);
+    case proxy_amo::and_:
+      return atom_fetch<fetch_op::and_>(remote, value);
+    case proxy_amo::or_:
+      return atom_fetch<fetch_op::or_>(remote, value);
+    default:
+      return atom_fetch<fetch_op::xor_>(remote, value);
+  }
+}
+
+/// The cold part of the typed AMOs (shoal/device/amo.cuh): a pe outside the world's direct run. A load/store peer
+/// outside the run gets the AMO as `code` (atom_by_code: fetches and sets as the matching atom); a proxy peer of a
+/// world with a ring gets it from its proxy; anything else reports and traps (peer_route's checks). Never inlined,
+/// the world passed by value: an AMO in a kernel's loop keeps none of this path's code or argument set-up.
+template <class T>
+__device__ __noinline__ T amo_cold(device_world w, T* dest, proxy_amo code, T value, T cond, bool fetch, int pe,
+                                   const char* call) {
+  const int32_t local = peer_route(w, pe, call);
+  if (local >= 0) return atom_by_code(local_peer_ptr(w, dest, local), code, value, cond);
+  return proxy_amo_typed(w, dest, code, value, cond, fetch, pe, call);
+}
+
 /// red.add.relaxed.sys of `value` into `remote` (integers on their same-size unsigned bits; float and
 /// double natively).
 template <class T>

@@ -126,48 +126,62 @@ inline __device__ __noinline__ void device_fail_arg(device_report_box* box, cons
   report_and_trap(box, device_report_kind::bad_argument, call, my_pe, -1, value, what);
 }
 
+/// The lookup behind a miss of the direct run (device_world::direct_local_of), not inlined: `pe`'s node-local index
+/// from the world's table when this GPU can load/store its heap; else -1 when `pe` is a proxy peer and `ring` is the
+/// world's proxy ring (a call that routes: the caller posts to the ring), and otherwise a report and a trap
+/// (device_check_proxy: out of range, unreachable, or a proxy peer of a call that does not route).
+inline __device__ __noinline__ int32_t peer_miss(device_report_box* box, const char* call, int my_pe, int pe, int n_pes,
+                                                 const int32_t* local_of_pe, const peer_path* path_of_pe,
+                                                 const void* ring) {
+  if (pe >= 0 && pe < n_pes) {
+    const int32_t local = local_of_pe == nullptr ? pe : local_of_pe[pe];
+    if (local >= 0) return local;
+  }
+  device_check_proxy(box, call, my_pe, pe, n_pes, path_of_pe, ring);
+  return -1;
+}
+
 /// The node-local index of `pe` for a load/store access, for calls with no proxy route (the team
-/// collectives' data paths). A PE whose path (device_world::path_of_pe) is a load/store one has a
-/// mapped heap, local_of(pe) >= 0: the fast path, no table load without tables (local_of_pe
-/// nullptr: local index == pe). A PE behind the proxy path or unreachable has local_of(pe) == -1
-/// (device_world's invariant): checked builds (SHOAL_DEVICE_CHECKS) take the cold branch, which says
-/// which and traps; a pe out of range traps too. Unchecked builds do no check: such a pe is
-/// undefined behaviour.
+/// collectives' data paths). A PE of the world's direct run (device_world::direct_local_of) is the hot path: a
+/// subtraction and a compare, no memory read. Any other PE takes the cold branch: a load/store peer outside the run
+/// gets its index from the table (peer_miss); checked builds (SHOAL_DEVICE_CHECKS) say why any other pe has no
+/// load/store path (out of range, behind the proxy, unreachable) and trap. Unchecked builds read the table inline
+/// and do no check: such a pe is undefined behaviour.
 __device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
+  int32_t local = w.direct_local_of(pe);
 #if SHOAL_DEVICE_CHECKS
-  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_fail_pe(w.report_box, call, w.my_pe, pe, w.n_pes, w.path_of_pe);
-  return local;
+  if (local < 0) local = peer_miss(w.report_box, call, w.my_pe, pe, w.n_pes, w.local_of_pe, w.path_of_pe, nullptr);
 #else
   (void)call;
-  return w.local_of(pe);
+  if (local < 0) local = w.local_of(pe);
 #endif
+  return local;
 }
 
 /// THE place where device calls branch per peer (RMA, AMOs, signals, barriers): the node-local index
 /// of `pe` (>= 0: load/store, the hot path, exactly peer_local's), or -1 when `pe` is a proxy peer
 /// this world's ring serves (device_world::proxy_ring): the caller then takes its proxy branch
 /// (`if (local < 0)`, which the compiler merges with this one), posting to the ring
-/// (shoal/detail/device_proxy.cuh). The path table is read only in that cold branch. Checked builds
-/// trap for a pe out of range or unreachable; unchecked builds skip the range check (such a pe is
-/// undefined behaviour) but keep the caller's `local < 0` branch, so proxy peers work in both.
+/// (shoal/detail/device_proxy.cuh). A PE of the direct run costs a subtraction and a compare; the tables are read
+/// only in the cold branch (peer_miss). Checked builds trap for a pe out of range or unreachable; unchecked builds
+/// skip the range check (such a pe is undefined behaviour) but keep the caller's `local < 0` branch, so proxy peers
+/// work in both.
 __device__ __forceinline__ int32_t peer_route(const device_world& w, int pe, const char* call) {
+  int32_t local = w.direct_local_of(pe);
 #if SHOAL_DEVICE_CHECKS
-  const int32_t local = static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-  if (local < 0) device_check_proxy(w.report_box, call, w.my_pe, pe, w.n_pes, w.path_of_pe, w.proxy_ring);
-  return local;
+  if (local < 0) local = peer_miss(w.report_box, call, w.my_pe, pe, w.n_pes, w.local_of_pe, w.path_of_pe, w.proxy_ring);
 #else
   (void)call;
-  return w.local_of(pe);
+  if (local < 0) local = w.local_of(pe);
 #endif
+  return local;
 }
 
-/// The node-local index of `pe` when it is a load/store peer, else -1 (out of range, proxy, unreachable): the hot
-/// path's lookup, with no call in it. A -1 sends the caller to its cold path, which routes with peer_route (the
-/// proxy, or checked builds' report and trap).
-__device__ __forceinline__ int32_t peer_local_or_cold(const device_world& w, int pe) {
-  return static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
-}
+/// The node-local index of `pe` when it is in the world's direct run, else -1 (out of range, proxy, unreachable, or
+/// a load/store peer outside the run): the hot path's lookup, with no call and no memory read in it. A -1 sends the
+/// caller to its cold path, which routes with peer_route or peer_local (the table, the proxy, or checked builds'
+/// report and trap).
+__device__ __forceinline__ int32_t peer_local_or_cold(const device_world& w, int pe) { return w.direct_local_of(pe); }
 
 /// `p`'s copy on the PE of node-local index `local` (peer_local's result): region + local*stride +
 /// (p - heap_base). For calls that address several words on one PE with one path-table lookup.

@@ -464,16 +464,6 @@ __device__ __forceinline__ T proxy_amo_typed(const device_world& w, T* dest, pro
   }
 }
 
-/// The cold part of the typed AMOs (shoal/device/amo.cuh): a pe that is not a load/store peer. Checked builds report
-/// and trap unless it is a proxy peer with a ring (peer_route); then the proxy applies the AMO. Never inlined, the
-/// world passed by value: an AMO in a kernel's loop keeps none of this path's code or argument set-up.
-template <class T>
-__device__ __noinline__ T amo_cold(device_world w, T* dest, proxy_amo code, T value, T cond, bool fetch, int pe,
-                                   const char* call) {
-  (void)peer_route(w, pe, call);
-  return proxy_amo_typed(w, dest, code, value, cond, fetch, pe, call);
-}
-
 /// put-with-signal: data, then (ordered after it by the proxy) the signal's set (swap) or add. A
 /// blocking call waits for the whole operation; _nbi only posts.
 template <class Scope>

@@ -213,9 +213,12 @@ __device__ __forceinline__ T g(const device_world& w, const T* source, int pe, c
 /// unreachable PEs have -1), else nullptr (no trap).
 template <class T>
 __device__ __forceinline__ T* ptr_or_null(const device_world& w, T* p, int pe) {
-  if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) return nullptr;
-  const int32_t local = w.local_of(pe);
-  if (local < 0) return nullptr;
+  int32_t local = w.direct_local_of(pe);  // a PE of the direct run: no table read
+  if (local < 0) {
+    if (static_cast<uint32_t>(pe) >= static_cast<uint32_t>(w.n_pes)) return nullptr;
+    local = w.local_of(pe);
+    if (local < 0) return nullptr;
+  }
   const auto offset = reinterpret_cast<const char*>(p) - w.heap_base;
   return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
 }
