@@ -92,9 +92,13 @@ void driver<Api>::put_signal_ping_pong() {
       seed0 = fill(src, nbytes);
       seed1 = fill_at({src, peer_}, nbytes);
     }
-    double us[2] = {0, 0};
-    bool ok[2] = {true, true};
-    for (int v = direct_ ? 0 : 1; v < 2; ++v) {  // 0: raw baseline (load/store pairs), 1: the API
+    double us[3] = {0, 0, 0};
+    bool ok[3] = {true, true, true};
+    // 0: raw baseline (load/store pairs), 1: the API, 2 (SHOAL_BENCH_PROBE=1, an Api with putmem_signal_block_alt):
+    // the API's other put-with-signal shape (Api::kPutSignalAltName)
+    constexpr bool kHasAlt = requires { Api::putmem_signal_block_alt(nullptr, nullptr, 0, nullptr, 0, 0); };
+    const int variants = kHasAlt && probe_rows_ && direct_ ? 3 : 2;
+    for (int v = direct_ ? 0 : 1; v < variants; ++v) {
       const bool raw = v == 0;
       uint64_t& seq = raw ? raw_seq : api_seq;
       uint64_t* word = raw ? raw_sig : sig;
@@ -108,8 +112,11 @@ void driver<Api>::put_signal_ping_pong() {
             if (raw) {
               raw_put_signal_ping_pong_kernel<<<1, threads, 0, stream_>>>(
                   peer_buf, src, nbytes, raw_sig, peer_raw_sig, static_cast<uint64_t>(first), count, initiator, ctx_);
-            } else {
+            } else if (v == 1) {
               put_signal_ping_pong_kernel<Api><<<1, threads, 0, stream_>>>(
+                  buf, src, nbytes, sig, static_cast<uint64_t>(first), count, peer_, initiator);
+            } else if constexpr (kHasAlt) {
+              put_signal_ping_pong_kernel<Api, true><<<1, threads, 0, stream_>>>(
                   buf, src, nbytes, sig, static_cast<uint64_t>(first), count, peer_, initiator);
             }
           },
@@ -129,6 +136,14 @@ void driver<Api>::put_signal_ping_pong() {
       }
       add(r, ok[1]);
       if (direct_) add(make("put_signal_ping_pong", "raw", label, nbytes, iters, us[0]), ok[0]);
+      if constexpr (kHasAlt) {
+        if (variants == 3) {
+          row a = make("put_signal_ping_pong", Api::kPutSignalAltName, label, nbytes, iters, us[2]);
+          a.ratio = us[2] / us[0];
+          a.baseline = "raw";
+          add(a, ok[2]);
+        }
+      }
     }
   }
   Api::host_barrier();

@@ -327,8 +327,9 @@ __global__ void raw_flag_ping_pong_kernel(int* my_flag, int* peer_flag, int firs
 }
 
 /// Block-scope put-with-signal ping-pong: nbytes of `src` into the peer's `buf`, signal SET to seq;
-/// thread 0 waits for the peer's signal (signal_wait_until >= seq), then the block goes on.
-template <class Api>
+/// thread 0 waits for the peer's signal (signal_wait_until >= seq), then the block goes on. kAlt: the API's other
+/// put-with-signal shape (Api::putmem_signal_block_alt, a SHOAL_BENCH_PROBE=1 row).
+template <class Api, bool kAlt = false>
 __global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t nbytes, uint64_t* sig, uint64_t first,
                                             int count, int peer, bool initiator) {
   for (int i = 0; i < count; ++i) {
@@ -337,7 +338,11 @@ __global__ void put_signal_ping_pong_kernel(char* buf, const char* src, size_t n
       if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
       __syncthreads();
     }
-    Api::putmem_signal_block(buf, src, nbytes, sig, seq, peer);
+    if constexpr (kAlt) {
+      Api::putmem_signal_block_alt(buf, src, nbytes, sig, seq, peer);
+    } else {
+      Api::putmem_signal_block(buf, src, nbytes, sig, seq, peer);
+    }
     if (initiator) {
       if (threadIdx.x == 0) Api::signal_wait_until_ge(sig, seq);
       __syncthreads();

@@ -96,6 +96,13 @@ struct shoal_api {
   static __device__ void putmem_signal_block(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {
     shoalx_putmem_signal_block(d, s, n, sig, v, SHOAL_SIGNAL_SET, pe);
   }
+  /// SHOAL_BENCH_PROBE=1 row of put_signal_ping_pong: the block put-with-signal with its copy always the generic
+  /// copy_to_remote inline (kFastCopy false), beside the default's copy_small and copy_vec16.
+  static constexpr const char* kPutSignalAltName = "shoal-ps-generic";
+  static __device__ void putmem_signal_block_alt(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {
+    shoal::detail::putmem_signal<false, shoal::block_scope, false>(shoal::block, shoal::device::facade_world(), d, s, n,
+                                                                   sig, v, SHOAL_SIGNAL_SET, pe, "shoal-ps-generic");
+  }
   static __device__ void signal_wait_until_ge(uint64_t* sig, uint64_t v) {
     shoal_signal_wait_until(sig, SHOAL_CMP_GE, v);
   }

@@ -139,7 +139,12 @@ void put_signal_scope(Api api, uint8_t* expected_dev) {
   struct shape {
     size_t n, dst_off, src_off;
   };
-  const shape shapes[] = {{1, 0, 0}, {17, 1, 3}, {4095, 5, 5}, {65536 + 7, 8, 0}, {kMaxBytes, 0, 0}};
+  // 24, 12 and 3816 bytes: three slices of 8-, 4- and 8-byte-aligned sizes that are not 16-byte multiples (the wide
+  // scopes' one-pass small copy: 8-, 4- and 8-byte elements; 1272 bytes is 159 ranks of a 160-thread block).
+  // 480 bytes: 16-byte elements of the small copy. 3 x 64 KiB: three 16-byte-aligned slices above its size (the wide
+  // scopes' copy_vec16).
+  const shape shapes[] = {{1, 0, 0},    {17, 1, 3},  {24, 0, 0},        {12, 4, 4},          {3816, 8, 0},
+                          {4095, 5, 5}, {480, 0, 0}, {65536 + 7, 8, 0}, {3 * 65536, 16, 32}, {kMaxBytes, 0, 0}};
   for (int sig_op : {SHOAL_SIGNAL_SET, SHOAL_SIGNAL_ADD})
     for (bool nbi : {false, true})
       for (shape s : shapes) put_signal_case<Api, Scope>(api, s.n, s.dst_off, s.src_off, sig_op, nbi, expected_dev);

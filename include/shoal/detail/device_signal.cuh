@@ -33,20 +33,92 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
   }
 }
 
-/// Data (spread over the scope, weak stores) -> scope barrier -> rank 0 releases the signal. A proxy
-/// peer gets one put_signal descriptor (kNbi: not waited for).
-template <bool kNbi = false, class Scope>
+/// How put_signal_local copies: copy_to_remote (any buffers), copy_vec16 (vec16_ok buffers: the block put's copy, 4
+/// loads in flight per thread) or copy_small (one pass: at most 16 bytes per rank of the scope).
+enum class signal_copy { generic, vec16, small };
+
+/// The most bytes copy_small takes at Scope: one 16-byte element per rank.
+template <class Scope>
+__device__ __forceinline__ size_t small_copy_bytes() {
+  return 16 * static_cast<size_t>(Scope::size());
+}
+
+/// A put-with-signal's data when it is small: one pass over the scope, rank r copies element r of the widest size
+/// (16, 8, 4 or 1 bytes) that dest, source and nbytes allow, ld from any space, st.global to the peer; single bytes
+/// stride over the scope. nbytes <= small_copy_bytes<Scope>(); no scope sync.
+template <class Scope>
+__device__ __forceinline__ void copy_small(void* remote_dst, const void* src, size_t nbytes) {
+  char* d = static_cast<char*>(remote_dst);
+  const char* s = static_cast<const char*>(src);
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s) | nbytes;
+  const size_t rank = Scope::rank();
+  if ((bits & 15) == 0) {
+    if (rank * 16 < nbytes)
+      ptx::st_global_v4(reinterpret_cast<uint4*>(d + rank * 16), *reinterpret_cast<const uint4*>(s + rank * 16));
+  } else if ((bits & 7) == 0) {
+    if (rank * 8 < nbytes)
+      ptx::st_global_b64(reinterpret_cast<uint64_t*>(d + rank * 8), *reinterpret_cast<const uint64_t*>(s + rank * 8));
+  } else if ((bits & 3) == 0) {
+    if (rank * 4 < nbytes)
+      ptx::st_global_b32(reinterpret_cast<uint32_t*>(d + rank * 4), *reinterpret_cast<const uint32_t*>(s + rank * 4));
+  } else {
+    for (size_t b = rank; b < nbytes; b += Scope::size())
+      ptx::st_global_b8(reinterpret_cast<uint8_t*>(d + b), static_cast<uint8_t>(s[b]));
+  }
+}
+
+/// put-with-signal to a load/store peer of node-local index `local`: data (spread over the scope, weak stores) ->
+/// scope barrier -> rank 0 releases the signal, the data copied as kCopy says.
+template <signal_copy kCopy, class Scope>
+__device__ __forceinline__ void put_signal_local(const device_world& w, int64_t local, void* dest, const void* source,
+                                                 size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op) {
+  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
+  if constexpr (kCopy == signal_copy::vec16) {
+    copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
+  } else if constexpr (kCopy == signal_copy::small) {
+    copy_small<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  } else {
+    copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  }
+  Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
+  if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
+}
+
+/// The cold part of putmem_signal: a load/store peer outside the world's direct run, or a copy the hot path does
+/// not take, gets the load/store put-with-signal with copy_to_remote; a proxy peer one put_signal descriptor (kNbi:
+/// not waited for); anything else reports and traps (peer_route). Never inlined, the world passed by value: a kernel
+/// that signals in a loop keeps none of this code or its argument set-up.
+template <bool kNbi, class Scope>
+__device__ __noinline__ void putmem_signal_cold(device_world w, void* dest, const void* source, size_t nbytes,
+                                                uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                                                const char* call) {
+  const int64_t local = peer_route(w, pe, call);
+  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
+  put_signal_local<signal_copy::generic, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
+}
+
+/// put-with-signal. kNbi: the _nbi form (differs only for proxy peers). For a peer of the world's direct run, kFastCopy
+/// (the default) at the wide scopes (block, warps<N>): data of at most 16 bytes per rank take copy_small inline (one
+/// pass), larger vec16_ok buffers copy_vec16 inline, as the block put does, and any other size putmem_signal_cold;
+/// thread and warp scope, and kFastCopy false: copy_to_remote inline. Any other peer: putmem_signal_cold.
+template <bool kNbi = false, class Scope, bool kFastCopy = true>
 __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void* dest, const void* source,
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                               const char* call) {
   check_sig_op(w, sig_op, call);
-  // One path-table lookup for both addresses, before the copy: none is left after the scope barrier.
-  const int64_t local = peer_route(w, pe, call);
-  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
-  uint64_t* remote_sig = local_peer_ptr(w, sig_addr, local);
-  copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
-  Scope::sync();  // every rank's stores happen before rank 0's release (causality through the barrier)
-  if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
+  const int32_t local = peer_local_or_cold(w, pe);
+  if constexpr (kFastCopy && Scope::kWide) {
+    if (local >= 0) {
+      if (nbytes <= small_copy_bytes<Scope>())
+        return put_signal_local<signal_copy::small, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
+      if (vec16_ok<Scope>(dest, source, nbytes))
+        return put_signal_local<signal_copy::vec16, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
+    }
+  } else {
+    if (local >= 0)
+      return put_signal_local<signal_copy::generic, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
+  }
+  putmem_signal_cold<kNbi, Scope>(w, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
 }
 
 /// Block put-with-signal through the TMA ring, then thread 0 releases the signal: the ring's
