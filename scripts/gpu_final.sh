@@ -26,8 +26,8 @@ lat_set=(put_quiet_latency atomic_latency -b 8 -e 4K -f 8 -n 20 -r 5)
 get_set=(get_bw -s block -c 1 -b 4K -e 16K -f 4 -n 200 -r 2)
 PXC="env SHOAL_BACKEND=cuda SHOAL_DISABLE_P2P=1 UCX_TLS=tcp,cuda_copy UCX_NET_DEVICES=lo SHOAL_BENCH_VARIANTS=0"
 # First (session 23's order): the issue-14 readings beside both NVSHMEM releases (SHOAL_BENCH_PROBE=1: the
-# barrier's probe rows, among them probe-lib-notable against probe-lib-addr, which tells whether the lookup's
-# predicated-off load of the local-index table is what costs 0.08-0.10 us), then the load/store suite, then the
+# barrier's probe rows, among them probe-lib-table against probe-lib-addr, session 23's lookup against the direct
+# run; the block put's probe-table row; put-with-signal's shoal-ps-generic row), then the load/store suite, then the
 # proxy tests and rows.
 if [[ -z ${SHOAL_GPU_SKIP_ISSUE14:-} ]]; then
   SHOAL_BENCH_PROBE=1 bn shoal_bw 40 2 $SB put_bw -s block -c 32 -b 64K -e 4M

@@ -207,8 +207,9 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
 /// Nothing branches ahead of the fence: round 0's peer word is computed before it without a branch (a pe with no
 /// load/store path gives -1, which peer_ptr's or peer_route's checks take after the fence). This order measured
 /// 0.024-0.035 us faster than session 22's, which branched to the cold check before the fence (a bench row of the same
-/// binary at 5717c21, docs/results/gpu-1xh200/protocol, session 23). The lookup itself still costs 0.08-0.10 us over a
-/// precomputed address (`probe-lib-addr` against `probe-lib`), before or after the fence alike; why is open.
+/// binary at 5717c21, docs/results/gpu-1xh200/protocol, session 23). The lookup cost 0.08-0.10 us over a precomputed
+/// address with the local-index table's check (`probe-lib-table` against `probe-lib`) and 0.05 us with the direct run
+/// (`probe-lib-addr`, session 24).
 ///
 /// Without kFlagBarrierEpochs (no PE of the job has a proxy peer) a signal is red.add(1) and the wait
 /// consumes one (count_wait): nothing private is loaded or stored before the signal. With it, the signal is this PE's
