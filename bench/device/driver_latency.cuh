@@ -203,6 +203,7 @@ template <class Api>
 void driver<Api>::atomic_latency() {
   auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
+  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // the probe-amo-ldg row's
   Api::host_barrier();
   if (me_ == init_) {
     const int iters = loop_iters();
@@ -240,8 +241,32 @@ void driver<Api>::atomic_latency() {
     add(r, total(words, false) == expected);
     if (direct_)
       add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
+    // SHOAL_BENCH_PROBE=1: the probe-amo-ldg row (Api::uint64_atomic_fetch_add_ldg) on its own words.
+    if constexpr (requires { Api::uint64_atomic_fetch_add_ldg(nullptr, 0, 0, nullptr); }) {
+      if (direct_ && probe_rows_) {
+        const uint64_t delta = static_cast<uint64_t>(remote(probe_words, peer_) - probe_words);
+        uint64_t* delta_dev = nullptr;
+        cuda_check(cudaMalloc(&delta_dev, sizeof(delta)), "probe-amo-ldg offset");
+        cuda_check(cudaMemcpy(delta_dev, &delta, sizeof(delta), cudaMemcpyHostToDevice), "probe-amo-ldg offset");
+        untimed("probe-amo-ldg warm-up", [&] {
+          fetch_add_ldg_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, warm, peer_, delta_dev, &scratch_->sink);
+        });
+        const double probe_us = median_us("probe-amo-ldg",
+                                          [&] {
+                                            fetch_add_ldg_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, iters, peer_,
+                                                                                            delta_dev, &scratch_->sink);
+                                          }) /
+                                iters;
+        row p = make("atomic_latency", "probe-amo-ldg", "thread", sizeof(uint64_t), iters, probe_us);
+        p.ratio = probe_us / raw_us;
+        p.baseline = "raw";
+        add(p, total(probe_words, false) == expected);
+        cuda_check(cudaFree(delta_dev), "probe-amo-ldg offset");
+      }
+    }
   }
   Api::host_barrier();
+  Api::host_free(probe_words);
   Api::host_free(raw_words);
   Api::host_free(words);
 }

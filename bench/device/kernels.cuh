@@ -427,6 +427,21 @@ __global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sin
   *sink = acc;
 }
 
+/// fetch_add_kernel through Api::uint64_atomic_fetch_add_ldg (SHOAL_BENCH_PROBE=1, the `probe-amo-ldg` row): the
+/// library's peer check and cold call, the peer's address offset read from `delta` (device memory) by ld.global.nc.
+template <class Api>
+__global__ void fetch_add_ldg_kernel(char* words, int iters, int peer, const uint64_t* delta, uint64_t* sink) {
+  uint64_t add = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < iters; ++i) {
+    auto* word = reinterpret_cast<uint64_t*>(words + (i % kAtomicWords) * kAtomicWordStride);
+    const uint64_t old = Api::uint64_atomic_fetch_add_ldg(word, add, peer, delta);
+    acc += old;
+    add = 1 + (old >> 63);
+  }
+  *sink = acc;
+}
+
 /// Baseline: the same chain with atomicAdd_system on raw peer pointers.
 __global__ void raw_fetch_add_kernel(char* peer_words, int iters, uint64_t* sink) {
   unsigned long long add = 1;
