@@ -203,7 +203,9 @@ template <class Api>
 void driver<Api>::atomic_latency() {
   auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // the probe-amo-ldg row's
+  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // the probe-amo-ldg row's
+  auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));      // the probe-amo-alt rows'
+  auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // (API and raw)
   Api::host_barrier();
   if (me_ == init_) {
     const int iters = loop_iters();
@@ -264,8 +266,42 @@ void driver<Api>::atomic_latency() {
         cuda_check(cudaFree(delta_dev), "probe-amo-ldg offset");
       }
     }
+    // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API and the raw atom with the target alternating between the
+    // peer and this PE (fetch_add_alt_kernel), each on its own words: a per-call lookup that no loop can hoist.
+    if (direct_ && probe_rows_) {
+      double alt_us[2] = {0, 0};
+      for (int raw = 0; raw < 2; ++raw) {
+        char* raw_peer = raw != 0 ? remote(alt_raw_words, peer_) : nullptr;
+        auto launch = [&](int n) {
+          if (raw != 0) {
+            fetch_add_alt_kernel<Api, true>
+                <<<1, 1, 0, stream_>>>(nullptr, n, peer_, me_, raw_peer, alt_raw_words, &scratch_->sink);
+          } else {
+            fetch_add_alt_kernel<Api, false>
+                <<<1, 1, 0, stream_>>>(alt_words, n, peer_, me_, nullptr, nullptr, &scratch_->sink);
+          }
+        };
+        untimed("probe-amo-alt warm-up", [&] { launch(warm); });
+        alt_us[raw] = median_us("probe-amo-alt", [&] { launch(iters); }) / iters;
+      }
+      // Every step added 1 to one word of the peer's or this PE's copy: both copies' counts sum to `expected`.
+      auto alt_total = [&](char* base, bool raw) {
+        uint64_t sum = total(raw ? remote(base, peer_) : base, raw);
+        for (int k = 0; k < kAtomicWords; ++k)
+          sum += read_word(reinterpret_cast<uint64_t*>(base + k * kAtomicWordStride));
+        return sum;
+      };
+      row a = make("atomic_latency", "probe-amo-alt", "thread", sizeof(uint64_t), iters, alt_us[0]);
+      a.ratio = alt_us[0] / alt_us[1];
+      a.baseline = "raw-alt";
+      add(a, alt_total(alt_words, false) == expected);
+      add(make("atomic_latency", "raw-alt", "thread", sizeof(uint64_t), iters, alt_us[1]),
+          alt_total(alt_raw_words, true) == expected);
+    }
   }
   Api::host_barrier();
+  Api::host_free(alt_raw_words);
+  Api::host_free(alt_words);
   Api::host_free(probe_words);
   Api::host_free(raw_words);
   Api::host_free(words);

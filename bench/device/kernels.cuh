@@ -442,6 +442,29 @@ __global__ void fetch_add_ldg_kernel(char* words, int iters, int peer, const uin
   *sink = acc;
 }
 
+/// fetch_add_kernel with the target alternating between `peer` (even steps) and `self` (odd steps), words of the
+/// same offsets (SHOAL_BENCH_PROBE=1, the `probe-amo-alt` rows): a loop that cannot hoist a per-PE lookup, as a
+/// kernel that spreads its AMOs over peers. kRaw: atomicAdd_system on `raw_peer` / `raw_self` instead of the API.
+template <class Api, bool kRaw>
+__global__ void fetch_add_alt_kernel(char* words, int iters, int peer, int self, char* raw_peer, char* raw_self,
+                                     uint64_t* sink) {
+  uint64_t add = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < iters; ++i) {
+    const size_t at = (i % kAtomicWords) * kAtomicWordStride;
+    uint64_t old;
+    if constexpr (kRaw) {
+      auto* word = reinterpret_cast<unsigned long long*>(((i & 1) == 0 ? raw_peer : raw_self) + at);
+      old = atomicAdd_system(word, static_cast<unsigned long long>(add));
+    } else {
+      old = Api::uint64_atomic_fetch_add(reinterpret_cast<uint64_t*>(words + at), add, (i & 1) == 0 ? peer : self);
+    }
+    acc += old;
+    add = 1 + (old >> 63);
+  }
+  *sink = acc;
+}
+
 /// Baseline: the same chain with atomicAdd_system on raw peer pointers.
 __global__ void raw_fetch_add_kernel(char* peer_words, int iters, uint64_t* sink) {
   unsigned long long add = 1;
