@@ -141,40 +141,37 @@ inline __device__ __noinline__ int32_t peer_miss(device_report_box* box, const c
   return -1;
 }
 
-/// The node-local index of `pe` for a load/store access, for calls with no proxy route (the team
-/// collectives' data paths). A PE of the world's direct run (device_world::direct_local_of) is the hot path: a
-/// subtraction and a compare, no memory read. Any other PE takes the cold branch: a load/store peer outside the run
-/// gets its index from the table (peer_miss); checked builds (SHOAL_DEVICE_CHECKS) say why any other pe has no
-/// load/store path (out of range, behind the proxy, unreachable) and trap. Unchecked builds read the table inline
-/// and do no check: such a pe is undefined behaviour.
-__device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
+/// peer_local's and peer_route's body: a PE of the world's direct run (device_world::direct_local_of) is the hot
+/// path, a subtraction and a compare with no memory read; any other PE takes the cold branch. There a load/store peer
+/// outside the run gets its index from the table (peer_miss), a proxy peer -1 when `ring` is non-null (the caller
+/// routes), and checked builds (SHOAL_DEVICE_CHECKS) say why any other pe has no load/store path (out of range,
+/// behind the proxy, unreachable) and trap. Unchecked builds read the table inline and do no check: such a pe is
+/// undefined behaviour (a proxy peer still gets -1 from the table).
+__device__ __forceinline__ int32_t peer_lookup(const device_world& w, int pe, const char* call, const void* ring) {
   int32_t local = w.direct_local_of(pe);
 #if SHOAL_DEVICE_CHECKS
-  if (local < 0) local = peer_miss(w.report_box, call, w.my_pe, pe, w.n_pes, w.local_of_pe, w.path_of_pe, nullptr);
+  if (local < 0) local = peer_miss(w.report_box, call, w.my_pe, pe, w.n_pes, w.local_of_pe, w.path_of_pe, ring);
 #else
   (void)call;
+  (void)ring;
   if (local < 0) local = w.local_of(pe);
 #endif
   return local;
+}
+
+/// The node-local index of `pe` for a load/store access, for calls with no proxy route (the team
+/// collectives' data paths): peer_lookup with no ring, so a proxy peer traps in checked builds.
+__device__ __forceinline__ int32_t peer_local(const device_world& w, int pe, const char* call) {
+  return peer_lookup(w, pe, call, nullptr);
 }
 
 /// THE place where device calls branch per peer (RMA, AMOs, signals, barriers): the node-local index
 /// of `pe` (>= 0: load/store, the hot path, exactly peer_local's), or -1 when `pe` is a proxy peer
 /// this world's ring serves (device_world::proxy_ring): the caller then takes its proxy branch
 /// (`if (local < 0)`, which the compiler merges with this one), posting to the ring
-/// (shoal/detail/device_proxy.cuh). A PE of the direct run costs a subtraction and a compare; the tables are read
-/// only in the cold branch (peer_miss). Checked builds trap for a pe out of range or unreachable; unchecked builds
-/// skip the range check (such a pe is undefined behaviour) but keep the caller's `local < 0` branch, so proxy peers
-/// work in both.
+/// (shoal/detail/device_proxy.cuh). See peer_lookup for the run, the tables and the checks.
 __device__ __forceinline__ int32_t peer_route(const device_world& w, int pe, const char* call) {
-  int32_t local = w.direct_local_of(pe);
-#if SHOAL_DEVICE_CHECKS
-  if (local < 0) local = peer_miss(w.report_box, call, w.my_pe, pe, w.n_pes, w.local_of_pe, w.path_of_pe, w.proxy_ring);
-#else
-  (void)call;
-  if (local < 0) local = w.local_of(pe);
-#endif
-  return local;
+  return peer_lookup(w, pe, call, w.proxy_ring);
 }
 
 /// The node-local index of `pe` when it is in the world's direct run, else -1 (out of range, proxy, unreachable, or

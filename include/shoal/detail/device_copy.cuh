@@ -125,6 +125,39 @@ __device__ __forceinline__ void copy_width(char* dst, const char* src, size_t nb
   }
 }
 
+/// The most bytes copy_small takes at Scope: one 16-byte element per rank.
+template <class Scope>
+__device__ __forceinline__ size_t small_copy_bytes() {
+  return 16 * static_cast<size_t>(Scope::size());
+}
+
+/// Rank `rank`'s element of copy_small at width kWidth (dest, source and nbytes all multiples of it).
+template <int kWidth>
+__device__ __forceinline__ void copy_small_element(char* remote_dst, const char* src, size_t nbytes, size_t rank) {
+  if (rank * kWidth < nbytes)
+    vstore<kWidth, true>(remote_dst + rank * kWidth, vload<kWidth, false>(src + rank * kWidth));
+}
+
+/// A small put's data in one pass over the scope: rank r copies element r of the widest width (16, 8, 4 or 1 bytes)
+/// that dest, source and nbytes allow, loaded from any space, stored st.global to the peer; single bytes stride over
+/// the scope. nbytes <= small_copy_bytes<Scope>(); no scope sync. Put-with-signal's small case (device_signal.cuh).
+template <class Scope>
+__device__ __forceinline__ void copy_small(void* remote_dst, const void* src, size_t nbytes) {
+  char* d = static_cast<char*>(remote_dst);
+  const char* s = static_cast<const char*>(src);
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s) | nbytes;
+  const size_t rank = Scope::rank();
+  if ((bits & 15) == 0) {
+    copy_small_element<16>(d, s, nbytes, rank);
+  } else if ((bits & 7) == 0) {
+    copy_small_element<8>(d, s, nbytes, rank);
+  } else if ((bits & 3) == 0) {
+    copy_small_element<4>(d, s, nbytes, rank);
+  } else {
+    for (size_t b = rank; b < nbytes; b += Scope::size()) vstore<1, true>(d + b, vload<1, false>(s + b));
+  }
+}
+
 /// Copy with the widest access width that source and destination allow (16, 8, 4 or 1 bytes).
 /// No scope synchronization: every rank returns once its own part is issued.
 template <class Scope, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>

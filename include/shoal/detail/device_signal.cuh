@@ -37,36 +37,6 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
 /// loads in flight per thread) or copy_small (one pass: at most 16 bytes per rank of the scope).
 enum class signal_copy { generic, vec16, small };
 
-/// The most bytes copy_small takes at Scope: one 16-byte element per rank.
-template <class Scope>
-__device__ __forceinline__ size_t small_copy_bytes() {
-  return 16 * static_cast<size_t>(Scope::size());
-}
-
-/// A put-with-signal's data when it is small: one pass over the scope, rank r copies element r of the widest size
-/// (16, 8, 4 or 1 bytes) that dest, source and nbytes allow, ld from any space, st.global to the peer; single bytes
-/// stride over the scope. nbytes <= small_copy_bytes<Scope>(); no scope sync.
-template <class Scope>
-__device__ __forceinline__ void copy_small(void* remote_dst, const void* src, size_t nbytes) {
-  char* d = static_cast<char*>(remote_dst);
-  const char* s = static_cast<const char*>(src);
-  const uintptr_t bits = reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s) | nbytes;
-  const size_t rank = Scope::rank();
-  if ((bits & 15) == 0) {
-    if (rank * 16 < nbytes)
-      ptx::st_global_v4(reinterpret_cast<uint4*>(d + rank * 16), *reinterpret_cast<const uint4*>(s + rank * 16));
-  } else if ((bits & 7) == 0) {
-    if (rank * 8 < nbytes)
-      ptx::st_global_b64(reinterpret_cast<uint64_t*>(d + rank * 8), *reinterpret_cast<const uint64_t*>(s + rank * 8));
-  } else if ((bits & 3) == 0) {
-    if (rank * 4 < nbytes)
-      ptx::st_global_b32(reinterpret_cast<uint32_t*>(d + rank * 4), *reinterpret_cast<const uint32_t*>(s + rank * 4));
-  } else {
-    for (size_t b = rank; b < nbytes; b += Scope::size())
-      ptx::st_global_b8(reinterpret_cast<uint8_t*>(d + b), static_cast<uint8_t>(s[b]));
-  }
-}
-
 /// put-with-signal to a load/store peer of node-local index `local`: data (spread over the scope, weak stores) ->
 /// scope barrier -> rank 0 releases the signal, the data copied as kCopy says.
 template <signal_copy kCopy, class Scope>
