@@ -13,16 +13,15 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ep_launch import why_no_torch_cuda  # noqa: E402
+
 shoalrun, npes = sys.argv[1], int(sys.argv[2])
 what = sys.argv[3] if len(sys.argv) > 3 else "barrier_all"
 if what.startswith("gpu"):
-    try:
-        import torch
-        usable = torch.cuda.is_available()
-    except ImportError:
-        usable = False
-    if not usable:
-        print("dead_peer_check: skipped, no torch with CUDA")
+    missing = why_no_torch_cuda()
+    if missing is not None:
+        print(f"dead_peer_check: skipped, {missing}")
         sys.exit(77)
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "dead_peer.py")
 start = time.monotonic()

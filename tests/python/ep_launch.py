@@ -26,18 +26,23 @@ def free_port_pair() -> int:
     raise RuntimeError("ep_launch: no free pair of ports on 127.0.0.1")
 
 
+def why_no_torch_cuda():
+    """Why the GPU jobs of these tests cannot run here (no torch, or no CUDA device), or None when they can."""
+    try:
+        import torch
+    except ImportError:
+        return "no torch"
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
 def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
     nprocs, test_file, extra = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-    try:
-        import torch
-    except ImportError:
-        print("ep_launch: SKIP (no torch)")
-        return 77
-    if not torch.cuda.is_available():
-        print("ep_launch: SKIP (no CUDA device)")
+    missing = why_no_torch_cuda()
+    if missing is not None:
+        print(f"ep_launch: SKIP ({missing})")
         return 77
     env = dict(os.environ, SHOAL_EP_TIMEOUT_S=os.environ.get("SHOAL_EP_TIMEOUT_S", "60"))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nprocs}", "--nnodes=1",

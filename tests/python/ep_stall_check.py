@@ -11,15 +11,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ep_launch import free_port_pair  # noqa: E402
+from ep_launch import free_port_pair, why_no_torch_cuda  # noqa: E402
 
-try:
-    import torch
-    usable = torch.cuda.is_available()
-except ImportError:
-    usable = False
-if not usable:
-    print("ep_stall_check: skipped, no torch with CUDA")
+missing = why_no_torch_cuda()
+if missing is not None:
+    print(f"ep_stall_check: skipped, {missing}")
     sys.exit(77)
 job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "ep_stall.py")
 env = dict(os.environ, SHOAL_EP_TIMEOUT_S="2")
