@@ -203,9 +203,10 @@ template <class Api>
 void driver<Api>::atomic_latency() {
   auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // the probe-amo-ldg row's
-  auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));      // the probe-amo-alt rows'
-  auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // (API and raw)
+  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));      // the probe-amo-arith row's
+  auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));        // the probe-amo-alt rows'
+  auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // (API, raw and
+  auto* alt_arith_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // arithmetic)
   Api::host_barrier();
   if (me_ == init_) {
     const int iters = loop_iters();
@@ -243,46 +244,46 @@ void driver<Api>::atomic_latency() {
     add(r, total(words, false) == expected);
     if (direct_)
       add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
-    // SHOAL_BENCH_PROBE=1: the probe-amo-ldg row (Api::uint64_atomic_fetch_add_ldg) on its own words.
-    if constexpr (requires { Api::uint64_atomic_fetch_add_ldg(nullptr, 0, 0, nullptr); }) {
+    constexpr bool kHasArith = requires { Api::uint64_atomic_fetch_add_arith(nullptr, 0, 0); };
+    // SHOAL_BENCH_PROBE=1: the probe-amo-arith row (Api::uint64_atomic_fetch_add_arith) on its own words.
+    if constexpr (kHasArith) {
       if (direct_ && probe_rows_) {
-        const uint64_t delta = static_cast<uint64_t>(remote(probe_words, peer_) - probe_words);
-        uint64_t* delta_dev = nullptr;
-        cuda_check(cudaMalloc(&delta_dev, sizeof(delta)), "probe-amo-ldg offset");
-        cuda_check(cudaMemcpy(delta_dev, &delta, sizeof(delta), cudaMemcpyHostToDevice), "probe-amo-ldg offset");
-        untimed("probe-amo-ldg warm-up", [&] {
-          fetch_add_ldg_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, warm, peer_, delta_dev, &scratch_->sink);
-        });
-        const double probe_us = median_us("probe-amo-ldg",
-                                          [&] {
-                                            fetch_add_ldg_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, iters, peer_,
-                                                                                            delta_dev, &scratch_->sink);
-                                          }) /
-                                iters;
-        row p = make("atomic_latency", "probe-amo-ldg", "thread", sizeof(uint64_t), iters, probe_us);
+        untimed("probe-amo-arith warm-up",
+                [&] { fetch_add_arith_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, warm, peer_, &scratch_->sink); });
+        const double probe_us =
+            median_us("probe-amo-arith",
+                      [&] {
+                        fetch_add_arith_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, iters, peer_, &scratch_->sink);
+                      }) /
+            iters;
+        row p = make("atomic_latency", "probe-amo-arith", "thread", sizeof(uint64_t), iters, probe_us);
         p.ratio = probe_us / raw_us;
         p.baseline = "raw";
         add(p, total(probe_words, false) == expected);
-        cuda_check(cudaFree(delta_dev), "probe-amo-ldg offset");
       }
     }
-    // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API and the raw atom with the target alternating between the
-    // peer and this PE (fetch_add_alt_kernel), each on its own words: a per-call lookup that no loop can hoist.
+    // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API, the raw atom and (shoal) the session-24 arithmetic with the
+    // target alternating between the peer and this PE (fetch_add_alt_kernel), each on its own words: a per-call
+    // lookup that no loop can hoist.
     if (direct_ && probe_rows_) {
-      double alt_us[2] = {0, 0};
-      for (int raw = 0; raw < 2; ++raw) {
-        char* raw_peer = raw != 0 ? remote(alt_raw_words, peer_) : nullptr;
+      double alt_us[3] = {0, 0, 0};
+      char* alt_base[3] = {alt_words, alt_raw_words, alt_arith_words};
+      for (int via = 0; via < (kHasArith ? 3 : 2); ++via) {
+        char* raw_peer = via == 1 ? remote(alt_raw_words, peer_) : nullptr;
         auto launch = [&](int n) {
-          if (raw != 0) {
-            fetch_add_alt_kernel<Api, true>
+          if (via == 1) {
+            fetch_add_alt_kernel<Api, fetch_add_via::raw>
                 <<<1, 1, 0, stream_>>>(nullptr, n, peer_, me_, raw_peer, alt_raw_words, &scratch_->sink);
-          } else {
-            fetch_add_alt_kernel<Api, false>
+          } else if (via == 0) {
+            fetch_add_alt_kernel<Api, fetch_add_via::api>
                 <<<1, 1, 0, stream_>>>(alt_words, n, peer_, me_, nullptr, nullptr, &scratch_->sink);
+          } else if constexpr (kHasArith) {
+            fetch_add_alt_kernel<Api, fetch_add_via::arith>
+                <<<1, 1, 0, stream_>>>(alt_arith_words, n, peer_, me_, nullptr, nullptr, &scratch_->sink);
           }
         };
         untimed("probe-amo-alt warm-up", [&] { launch(warm); });
-        alt_us[raw] = median_us("probe-amo-alt", [&] { launch(iters); }) / iters;
+        alt_us[via] = median_us("probe-amo-alt", [&] { launch(iters); }) / iters;
       }
       // Every step added 1 to one word of the peer's or this PE's copy: both copies' counts sum to `expected`.
       auto alt_total = [&](char* base, bool raw) {
@@ -291,15 +292,20 @@ void driver<Api>::atomic_latency() {
           sum += read_word(reinterpret_cast<uint64_t*>(base + k * kAtomicWordStride));
         return sum;
       };
-      row a = make("atomic_latency", "probe-amo-alt", "thread", sizeof(uint64_t), iters, alt_us[0]);
-      a.ratio = alt_us[0] / alt_us[1];
-      a.baseline = "raw-alt";
-      add(a, alt_total(alt_words, false) == expected);
+      const char* names[3] = {"probe-amo-alt", "raw-alt", "probe-amo-alt-arith"};
+      for (int via : {0, 2}) {
+        if (via == 2 && !kHasArith) continue;
+        row a = make("atomic_latency", names[via], "thread", sizeof(uint64_t), iters, alt_us[via]);
+        a.ratio = alt_us[via] / alt_us[1];
+        a.baseline = "raw-alt";
+        add(a, alt_total(alt_base[via], false) == expected);
+      }
       add(make("atomic_latency", "raw-alt", "thread", sizeof(uint64_t), iters, alt_us[1]),
           alt_total(alt_raw_words, true) == expected);
     }
   }
   Api::host_barrier();
+  Api::host_free(alt_arith_words);
   Api::host_free(alt_raw_words);
   Api::host_free(alt_words);
   Api::host_free(probe_words);

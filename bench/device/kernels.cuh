@@ -427,15 +427,29 @@ __global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sin
   *sink = acc;
 }
 
-/// fetch_add_kernel through Api::uint64_atomic_fetch_add_ldg (SHOAL_BENCH_PROBE=1, the `probe-amo-ldg` row): the
-/// library's peer check and cold call, the peer's address offset read from `delta` (device memory) by ld.global.nc.
+/// How fetch_add_kernel and fetch_add_alt_kernel issue each fetch_add: the API, the raw atomicAdd_system on a peer
+/// pointer, or the session-24 address arithmetic (Api::uint64_atomic_fetch_add_arith, SHOAL_BENCH_PROBE=1 rows).
+enum class fetch_add_via { api, raw, arith };
+
+template <class Api, fetch_add_via kVia>
+__device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t at, uint64_t add, int pe) {
+  if constexpr (kVia == fetch_add_via::raw) {
+    return atomicAdd_system(reinterpret_cast<unsigned long long*>(raw + at), static_cast<unsigned long long>(add));
+  } else if constexpr (kVia == fetch_add_via::arith) {
+    return Api::uint64_atomic_fetch_add_arith(reinterpret_cast<uint64_t*>(words + at), add, pe);
+  } else {
+    return Api::uint64_atomic_fetch_add(reinterpret_cast<uint64_t*>(words + at), add, pe);
+  }
+}
+
+/// fetch_add_kernel through Api::uint64_atomic_fetch_add_arith (SHOAL_BENCH_PROBE=1, the `probe-amo-arith` row).
 template <class Api>
-__global__ void fetch_add_ldg_kernel(char* words, int iters, int peer, const uint64_t* delta, uint64_t* sink) {
+__global__ void fetch_add_arith_kernel(char* words, int iters, int peer, uint64_t* sink) {
   uint64_t add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
-    auto* word = reinterpret_cast<uint64_t*>(words + (i % kAtomicWords) * kAtomicWordStride);
-    const uint64_t old = Api::uint64_atomic_fetch_add_ldg(word, add, peer, delta);
+    const uint64_t old =
+        fetch_add_by<Api, fetch_add_via::arith>(words, nullptr, (i % kAtomicWords) * kAtomicWordStride, add, peer);
     acc += old;
     add = 1 + (old >> 63);
   }
@@ -444,21 +458,16 @@ __global__ void fetch_add_ldg_kernel(char* words, int iters, int peer, const uin
 
 /// fetch_add_kernel with the target alternating between `peer` (even steps) and `self` (odd steps), words of the
 /// same offsets (SHOAL_BENCH_PROBE=1, the `probe-amo-alt` rows): a loop that cannot hoist a per-PE lookup, as a
-/// kernel that spreads its AMOs over peers. kRaw: atomicAdd_system on `raw_peer` / `raw_self` instead of the API.
-template <class Api, bool kRaw>
+/// kernel that spreads its AMOs over peers. The raw form adds on `raw_peer` / `raw_self` instead.
+template <class Api, fetch_add_via kVia>
 __global__ void fetch_add_alt_kernel(char* words, int iters, int peer, int self, char* raw_peer, char* raw_self,
                                      uint64_t* sink) {
   uint64_t add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
-    const size_t at = (i % kAtomicWords) * kAtomicWordStride;
-    uint64_t old;
-    if constexpr (kRaw) {
-      auto* word = reinterpret_cast<unsigned long long*>(((i & 1) == 0 ? raw_peer : raw_self) + at);
-      old = atomicAdd_system(word, static_cast<unsigned long long>(add));
-    } else {
-      old = Api::uint64_atomic_fetch_add(reinterpret_cast<uint64_t*>(words + at), add, (i & 1) == 0 ? peer : self);
-    }
+    const bool even = (i & 1) == 0;
+    const uint64_t old = fetch_add_by<Api, kVia>(words, even ? raw_peer : raw_self,
+                                                 (i % kAtomicWords) * kAtomicWordStride, add, even ? peer : self);
     acc += old;
     add = 1 + (old >> 63);
   }

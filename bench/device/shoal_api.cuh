@@ -109,19 +109,15 @@ struct shoal_api {
   static __device__ uint64_t uint64_atomic_fetch_add(uint64_t* d, uint64_t v, int pe) {
     return shoal_uint64_atomic_fetch_add(d, v, pe);
   }
-  /// SHOAL_BENCH_PROBE=1 row `probe-amo-ldg` of atomic_latency: fetch_add with the library's peer check and cold
-  /// call, and the peer's address as dest + *delta, read with ld.global.nc in an asm the compiler may hoist out of a
-  /// loop (a load ptxas keeps in a register across the cold call, where it rematerializes the address arithmetic
-  /// from the constant bank after every result): what a device-memory table of peer offsets would give.
-  static __device__ uint64_t uint64_atomic_fetch_add_ldg(uint64_t* d, uint64_t v, int pe, const uint64_t* delta) {
+  /// SHOAL_BENCH_PROBE=1 rows `probe-amo-arith` and `probe-amo-alt-arith` of atomic_latency: fetch_add as the library
+  /// issued it before the direct run's offset table (session 24): the peer's address by local_peer_ptr's arithmetic on
+  /// the world's fields (region + local * stride + (d - heap_base)), the same peer check and cold call.
+  static __device__ uint64_t uint64_atomic_fetch_add_arith(uint64_t* d, uint64_t v, int pe) {
     const device_world& w = shoal::device::facade_world();
-    const int32_t local = shoal::detail::peer_local_or_cold(w, pe);
+    const int32_t local = w.direct_local_of(pe);
     if (local < 0)
-      return shoal::detail::amo_cold(w, d, shoal::detail::proxy_amo::add, v, uint64_t{0}, true, pe, "probe-amo-ldg");
-    uint64_t offset;
-    asm("ld.global.nc.u64 %0, [%1];" : "=l"(offset) : "l"(delta));
-    return shoal::detail::atom_fetch<shoal::detail::fetch_op::add>(
-        reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(d) + offset), v);
+      return shoal::detail::amo_cold(w, d, shoal::detail::proxy_amo::add, v, uint64_t{0}, true, pe, "probe-amo-arith");
+    return shoal::detail::atom_fetch<shoal::detail::fetch_op::add>(shoal::detail::local_peer_ptr(w, d, local), v);
   }
   static __device__ void barrier_all() { shoal_barrier_all(); }
   static __device__ void sync_all_block() { shoalx_sync_all_block(); }

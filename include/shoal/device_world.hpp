@@ -167,6 +167,12 @@ struct device_world {
   int32_t direct_first = 0;
   int32_t direct_count = 0;
   int32_t direct_local = 0;
+  /// Device memory, direct_count entries, written once at init: entry k is the distance in bytes from this PE's heap
+  /// to the heap of PE direct_first + k as mapped here (region + (direct_local + k) * stride - heap_base, modulo
+  /// 2^64), so that a run peer's copy of p is p + entry k. The AMOs read it (detail::run_peer_ptr) with a load the
+  /// compiler may keep in a register across a loop and across their cold call, where the arithmetic above is redone
+  /// from the kernel's constant bank after every result. nullptr when direct_count is 0.
+  const uint64_t* direct_offset = nullptr;
   /// Device memory, n_pes entries: how kernels reach each PE (load/store, proxy, none), so device
   /// calls branch per peer. nullptr: every PE is load/store-reachable (same case as local_of_pe).
   const peer_path* path_of_pe = nullptr;
@@ -200,8 +206,12 @@ struct device_world {
   SHOAL_HOST_DEVICE int32_t local_of(int32_t pe) const { return local_of_pe == nullptr ? pe : local_of_pe[pe]; }
   /// The node-local index of `pe` if it is in the direct run, else -1 (any pe, in range or not): no memory read.
   SHOAL_HOST_DEVICE int32_t direct_local_of(int32_t pe) const {
-    const uint32_t d = static_cast<uint32_t>(pe) - static_cast<uint32_t>(direct_first);
+    const uint32_t d = direct_index(pe);
     return d < static_cast<uint32_t>(direct_count) ? static_cast<int32_t>(d) + direct_local : -1;
+  }
+  /// `pe`'s index in the direct run, pe - direct_first as unsigned: below direct_count exactly when `pe` is in it.
+  SHOAL_HOST_DEVICE uint32_t direct_index(int32_t pe) const {
+    return static_cast<uint32_t>(pe) - static_cast<uint32_t>(direct_first);
   }
   /// How kernels reach `pe` (0 <= pe < n_pes).
   SHOAL_HOST_DEVICE peer_path path_of(int32_t pe) const {
@@ -237,6 +247,12 @@ inline direct_run longest_direct_run(const int32_t* local_of, int32_t n) {
     pe = end;
   }
   return best;
+}
+
+/// The entries of device_world::direct_offset for `run` (run.count of them, into `out`) in a world whose local k's
+/// heap is at region + k * stride and whose own heap is at heap_base: entry k takes heap_base to local run.local + k.
+inline void direct_offsets(direct_run run, uint64_t region, uint64_t stride, uint64_t heap_base, uint64_t* out) {
+  for (int32_t k = 0; k < run.count; ++k) out[k] = region + static_cast<uint64_t>(run.local + k) * stride - heap_base;
 }
 
 }  // namespace detail

@@ -140,7 +140,8 @@ world_impl::world_impl(const init_options& options) {
 std::vector<uint64_t> world_impl::setup_reserved_block() {
   // Allocated first, so it sits at offset 0 on every PE. Host heaps: sync_area, then each extension's
   // words (64-byte aligned). GPU heaps: device_sync, the local-index table, the per-PE path table, the
-  // device team table, the collective workspace (include/shoal/detail/coll_ws.hpp), then each extension's words.
+  // direct run's offset table, the device team table, the collective workspace (include/shoal/detail/coll_ws.hpp), then
+  // each extension's words.
   const bool gpu = !transport_->direct();
   const auto n_local = static_cast<int32_t>(heap_->nodes().pe_of_local.size());
   const auto ll_bytes = static_cast<uint32_t>(coll_ws::round_up(env::get_size("SHOAL_COLL_LL_BYTES"), 8));
@@ -150,7 +151,8 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
                   channels);
   const uint64_t table_offset = coll_ws::round_up(sizeof(device_sync), 256);
   const uint64_t paths_offset = coll_ws::round_up(table_offset + sizeof(int32_t) * n_pes_, 256);
-  const uint64_t teams_offset = coll_ws::round_up(paths_offset + sizeof(peer_path) * n_pes_, 256);
+  const uint64_t offsets_offset = coll_ws::round_up(paths_offset + sizeof(peer_path) * n_pes_, 256);
+  const uint64_t teams_offset = coll_ws::round_up(offsets_offset + sizeof(uint64_t) * n_pes_, 256);
   const uint64_t coll_offset = coll_ws::round_up(teams_offset + sizeof(device_team) * SHOAL_MAX_TEAMS, 256);
   // Each extension's words (64-byte aligned) follow: after sync_area on host heaps, after the
   // collective workspace on GPU heaps (GPU memory there, which extensions reach through the transport).
@@ -210,6 +212,14 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   device_.direct_first = run.first;
   device_.direct_count = run.count;
   device_.direct_local = run.local;
+  if (run.count > 0) {
+    std::vector<uint64_t> offsets(static_cast<size_t>(run.count));
+    direct_offsets(run, reinterpret_cast<uint64_t>(device_.region), device_.stride,
+                   reinterpret_cast<uint64_t>(device_.heap_base), offsets.data());
+    char* table = block + offsets_offset;
+    transport_->ops().copy(table, offsets.data(), sizeof(uint64_t) * offsets.size());
+    device_.direct_offset = reinterpret_cast<const uint64_t*>(table);
+  }
   if (!identity) {
     char* table = block + table_offset;
     transport_->ops().copy(table, local.data(), sizeof(int32_t) * n_pes_);

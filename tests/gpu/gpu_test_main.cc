@@ -84,10 +84,10 @@ void capture_handle(const void* world, size_t bytes) {
 }
 
 // SHOAL_GPU_TEST_DIRECT_RUN (the *_cold variants): the handle with a shorter direct run (device_world::direct_first,
-// direct_count, direct_local), so that the handle API's device calls reach load/store peers outside it through their
-// cold path (the table lookup, peer_miss) as a job whose nodes interleave PEs would: "none" leaves every PE outside
-// it, "upper" keeps PEs n/2 .. n-1 in it (PE 0 outside). Only a world whose local index is the PE (no table) is
-// shortened; any other is used as published.
+// direct_count, direct_local, direct_offset), so that the handle API's device calls reach load/store peers outside it
+// through their cold path (the table lookup, peer_miss) as a job whose nodes interleave PEs would: "none" leaves every
+// PE outside it, "upper" keeps PEs n/2 .. n-1 in it (PE 0 outside). Only a world whose local index is the PE (no table)
+// is shortened; any other is used as published.
 shoal::device_world device_handle() {
   shoal::device_world w = g_handle;
   const char* mode = std::getenv("SHOAL_GPU_TEST_DIRECT_RUN");
@@ -98,6 +98,7 @@ shoal::device_world device_handle() {
     w.direct_first = w.n_pes / 2;
     w.direct_count = w.n_pes - w.n_pes / 2;
     w.direct_local = w.n_pes / 2;
+    w.direct_offset += w.n_pes / 2;  // entry k of the shorter run is entry n/2 + k of the published one
   }
   return w;
 }

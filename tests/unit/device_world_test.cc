@@ -1,7 +1,8 @@
 // The device handle's direct run (include/shoal/device_world.hpp): longest_direct_run picks the longest run of PEs
 // with consecutive node-local indices, and direct_local_of agrees with the table (local_of) on every PE of the run
 // and returns -1 everywhere else, out-of-range PEs included; checked against a brute-force search over every table
-// of up to 6 PEs with local indices in {-1, 0, 1, 2, 3}.
+// of up to 6 PEs with local indices in {-1, 0, 1, 2, 3}. direct_offsets gives each run PE's heap as the arithmetic of
+// local_peer_ptr does (region + local * stride), heaps below this PE's included (the offset wraps modulo 2^64).
 #include "shoal/device_world.hpp"
 
 #include <gtest/gtest.h>
@@ -103,6 +104,24 @@ TEST(DirectRun, EveryTableUpToSixPes) {
         ASSERT_EQ(got, table[pe]) << "n " << n << " combo " << c << " pe " << pe;
       }
       ASSERT_EQ(in_run, w.direct_count) << "n " << n << " combo " << c;
+    }
+  }
+}
+
+TEST(DirectOffsets, TakeThisHeapToEachRunPeersHeap) {
+  const uint64_t region = 0x7f0000000000ULL;
+  const uint64_t stride = 1ULL << 36;
+  for (const direct_run run : {direct_run{0, 4, 0}, direct_run{4, 3, 1}, direct_run{2, 1, 2}}) {
+    for (int32_t mine = 0; mine < 4; ++mine) {  // this PE's own local index: the run's heaps lie on either side
+      const uint64_t heap_base = region + static_cast<uint64_t>(mine) * stride;
+      std::vector<uint64_t> offsets(static_cast<size_t>(run.count) + 1, 0xdeadULL);
+      shoal::detail::direct_offsets(run, region, stride, heap_base, offsets.data());
+      for (int32_t k = 0; k < run.count; ++k) {
+        const uint64_t p = heap_base + 4096 + 8 * static_cast<uint64_t>(k);  // a symmetric word in this PE's heap
+        const uint64_t want = region + static_cast<uint64_t>(run.local + k) * stride + (p - heap_base);
+        EXPECT_EQ(p + offsets[k], want) << "run at " << run.first << " k " << k << " mine " << mine;
+      }
+      EXPECT_EQ(offsets[run.count], 0xdeadULL) << "wrote past the run's " << run.count << " entries";
     }
   }
 }

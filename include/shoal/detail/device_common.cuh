@@ -188,6 +188,17 @@ __device__ __forceinline__ T* local_peer_ptr(const device_world& w, T* p, int64_
   return reinterpret_cast<T*>(w.region + static_cast<uint64_t>(local) * w.stride + offset);
 }
 
+/// `p`'s copy on the direct run's PE direct_first + k (k = device_world::direct_index(pe) < direct_count): p plus
+/// entry k of device_world::direct_offset. The entry is read by ld.global.nc in an asm that is not volatile and
+/// touches no other memory: the table never changes after init, so the compiler may hoist the load out of a loop
+/// and keep the offset in a register across the call's cold path, as it cannot keep local_peer_ptr's arithmetic.
+template <class T>
+__device__ __forceinline__ T* run_peer_ptr(const device_world& w, T* p, uint32_t k) {
+  uint64_t offset;
+  asm("ld.global.nc.u64 %0, [%1];" : "=l"(offset) : "l"(w.direct_offset + k));
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + offset);
+}
+
 /// `p`'s copy on `pe` as seen from this GPU.
 template <class T>
 __device__ __forceinline__ T* peer_ptr(const device_world& w, T* p, int pe, const char* call) {

@@ -31,71 +31,71 @@ namespace shoal::device {
 template <class T>
 __device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, const_cast<T*>(source), detail::proxy_amo::or_, T(0), T{}, true, pe,
                             "shoal::device::atomic_fetch");
-  T* remote = detail::local_peer_ptr(w, const_cast<T*>(source), local);
+  T* remote = detail::run_peer_ptr(w, const_cast<T*>(source), k);
   return detail::sys_atomic<T>(*remote).load(cuda::memory_order_relaxed);
 }
 /// Atomically writes value to dest on pe (st.relaxed.sys).
 template <class T>
 __device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return (void)detail::amo_cold(w, dest, detail::proxy_amo::swap, value, T{}, false, pe, "shoal::device::atomic_set");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   detail::sys_atomic<T>(*remote).store(value, cuda::memory_order_relaxed);
 }
 /// Writes value, returns the old value (atom.exch).
 template <class T>
 __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::swap, value, T{}, true, pe, "shoal::device::atomic_swap");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::exch>(remote, value);
 }
 /// If dest == cond, writes value; returns the old value either way (atom.cas).
 template <class T>
 __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::cswap, value, cond, true, pe,
                             "shoal::device::atomic_compare_swap");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_compare_swap(remote, cond, value);
 }
 /// Adds value, returns the old value (atom.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::add, value, T{}, true, pe, "shoal::device::atomic_fetch_add");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::add>(remote, value);
 }
 /// Adds value (red.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return (void)detail::amo_cold(w, dest, detail::proxy_amo::add, value, T{}, false, pe, "shoal::device::atomic_add");
-  detail::red_add(detail::local_peer_ptr(w, dest, local), value);
+  detail::red_add(detail::run_peer_ptr(w, dest, k), value);
 }
 /// Adds 1, returns the old value.
 template <class T>
 __device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::add, T(1), T{}, true, pe, "shoal::device::atomic_fetch_inc");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::add>(remote, T(1));
 }
 /// Adds 1.
@@ -103,38 +103,38 @@ template <class T>
 __device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int pe) {
   detail::check_amo_type<T>();
   using U = detail::red_word<T>;
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return (void)detail::amo_cold(w, dest, detail::proxy_amo::add, T(1), T{}, false, pe, "shoal::device::atomic_inc");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   ptx::red_add_relaxed_sys(reinterpret_cast<U*>(remote), U(1));
 }
 /// Bitwise and/or/xor with value, returning the old value (atom.and/or/xor; integer T).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::and_, value, T{}, true, pe, "shoal::device::atomic_fetch_and");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::and_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::or_, value, T{}, true, pe, "shoal::device::atomic_fetch_or");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::or_>(remote, value);
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
   detail::check_amo_type<T>();
-  const int32_t local = detail::peer_local_or_cold(w, pe);
-  if (local < 0)
+  const uint32_t k = w.direct_index(pe);
+  if (k >= static_cast<uint32_t>(w.direct_count))
     return detail::amo_cold(w, dest, detail::proxy_amo::xor_, value, T{}, true, pe, "shoal::device::atomic_fetch_xor");
-  T* remote = detail::local_peer_ptr(w, dest, local);
+  T* remote = detail::run_peer_ptr(w, dest, k);
   return detail::atom_fetch<detail::fetch_op::xor_>(remote, value);
 }
 /// Bitwise and/or/xor with value (red.and/or/xor; integer T).
