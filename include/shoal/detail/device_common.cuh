@@ -192,10 +192,16 @@ __device__ __forceinline__ T* local_peer_ptr(const device_world& w, T* p, int64_
 /// entry k of device_world::direct_offset. The entry is read by ld.global.nc in an asm that is not volatile and
 /// touches no other memory: the table never changes after init, so the compiler may hoist the load out of a loop
 /// and keep the offset in a register across the call's cold path, as it cannot keep local_peer_ptr's arithmetic.
+/// Hoisting also lifts the load above the caller's `k < direct_count` branch (session 25: a cold PE's index read
+/// past the table), so the asm checks k itself and loads only inside the run; outside it yields 0, never used.
 template <class T>
 __device__ __forceinline__ T* run_peer_ptr(const device_world& w, T* p, uint32_t k) {
   uint64_t offset;
-  asm("ld.global.nc.u64 %0, [%1];" : "=l"(offset) : "l"(w.direct_offset + k));
+  asm("{\n\t.reg .pred in_run;\n\tsetp.lt.u32 in_run, %2, %3;\n\tmov.u64 %0, 0;\n\t"
+      "@in_run ld.global.nc.u64 %0, [%1];\n\t}"
+      : "=l"(offset)
+      : "l"(reinterpret_cast<uint64_t>(w.direct_offset) + 8ull * k), "r"(k),
+        "r"(static_cast<uint32_t>(w.direct_count)));
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + offset);
 }
 
