@@ -203,7 +203,8 @@ template <class Api>
 void driver<Api>::atomic_latency() {
   auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  auto* probe_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));      // the probe-amo-arith row's
+  char* probe_words[3];  // the probe-amo-arith, -scratch and -nocheck rows' words
+  for (char*& p : probe_words) p = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));        // the probe-amo-alt rows'
   auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // (API, raw and
   auto* alt_arith_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // arithmetic)
@@ -245,21 +246,28 @@ void driver<Api>::atomic_latency() {
     if (direct_)
       add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
     constexpr bool kHasArith = requires { Api::uint64_atomic_fetch_add_arith(nullptr, 0, 0); };
-    // SHOAL_BENCH_PROBE=1: the probe-amo-arith row (Api::uint64_atomic_fetch_add_arith) on its own words.
+    // SHOAL_BENCH_PROBE=1: the probe-amo-arith, -scratch and -nocheck rows (fetch_add_probe_kernel), each on its own
+    // words.
     if constexpr (kHasArith) {
       if (direct_ && probe_rows_) {
-        untimed("probe-amo-arith warm-up",
-                [&] { fetch_add_arith_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, warm, peer_, &scratch_->sink); });
-        const double probe_us =
-            median_us("probe-amo-arith",
-                      [&] {
-                        fetch_add_arith_kernel<Api><<<1, 1, 0, stream_>>>(probe_words, iters, peer_, &scratch_->sink);
-                      }) /
-            iters;
-        row p = make("atomic_latency", "probe-amo-arith", "thread", sizeof(uint64_t), iters, probe_us);
-        p.ratio = probe_us / raw_us;
-        p.baseline = "raw";
-        add(p, total(probe_words, false) == expected);
+        auto probe = [&]<fetch_add_via kVia>(const char* probe_name, char* words_of_row) {
+          untimed(probe_name, [&] {
+            fetch_add_probe_kernel<Api, kVia><<<1, 1, 0, stream_>>>(words_of_row, warm, peer_, &scratch_->sink);
+          });
+          const double probe_us = median_us(probe_name,
+                                            [&] {
+                                              fetch_add_probe_kernel<Api, kVia>
+                                                  <<<1, 1, 0, stream_>>>(words_of_row, iters, peer_, &scratch_->sink);
+                                            }) /
+                                  iters;
+          row p = make("atomic_latency", probe_name, "thread", sizeof(uint64_t), iters, probe_us);
+          p.ratio = probe_us / raw_us;
+          p.baseline = "raw";
+          add(p, total(words_of_row, false) == expected);
+        };
+        probe.template operator()<fetch_add_via::arith>("probe-amo-arith", probe_words[0]);
+        probe.template operator()<fetch_add_via::scratch>("probe-amo-scratch", probe_words[1]);
+        probe.template operator()<fetch_add_via::nocheck>("probe-amo-nocheck", probe_words[2]);
       }
     }
     // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API, the raw atom and (shoal) the session-24 arithmetic with the
@@ -308,7 +316,7 @@ void driver<Api>::atomic_latency() {
   Api::host_free(alt_arith_words);
   Api::host_free(alt_raw_words);
   Api::host_free(alt_words);
-  Api::host_free(probe_words);
+  for (char* p : probe_words) Api::host_free(p);
   Api::host_free(raw_words);
   Api::host_free(words);
 }

@@ -429,7 +429,7 @@ __global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sin
 
 /// How fetch_add_kernel and fetch_add_alt_kernel issue each fetch_add: the API, the raw atomicAdd_system on a peer
 /// pointer, or the session-24 address arithmetic (Api::uint64_atomic_fetch_add_arith, SHOAL_BENCH_PROBE=1 rows).
-enum class fetch_add_via { api, raw, arith };
+enum class fetch_add_via { api, raw, arith, scratch, nocheck };
 
 template <class Api, fetch_add_via kVia>
 __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t at, uint64_t add, int pe) {
@@ -437,19 +437,23 @@ __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t 
     return atomicAdd_system(reinterpret_cast<unsigned long long*>(raw + at), static_cast<unsigned long long>(add));
   } else if constexpr (kVia == fetch_add_via::arith) {
     return Api::uint64_atomic_fetch_add_arith(reinterpret_cast<uint64_t*>(words + at), add, pe);
+  } else if constexpr (kVia == fetch_add_via::scratch) {
+    return Api::uint64_atomic_fetch_add_scratch(reinterpret_cast<uint64_t*>(words + at), add, pe);
+  } else if constexpr (kVia == fetch_add_via::nocheck) {
+    return Api::uint64_atomic_fetch_add_nocheck(reinterpret_cast<uint64_t*>(words + at), add, pe);
   } else {
     return Api::uint64_atomic_fetch_add(reinterpret_cast<uint64_t*>(words + at), add, pe);
   }
 }
 
-/// fetch_add_kernel through Api::uint64_atomic_fetch_add_arith (SHOAL_BENCH_PROBE=1, the `probe-amo-arith` row).
-template <class Api>
-__global__ void fetch_add_arith_kernel(char* words, int iters, int peer, uint64_t* sink) {
+/// fetch_add_kernel through a probe path of the API (SHOAL_BENCH_PROBE=1: the `probe-amo-arith`, `probe-amo-scratch`
+/// and `probe-amo-nocheck` rows).
+template <class Api, fetch_add_via kVia>
+__global__ void fetch_add_probe_kernel(char* words, int iters, int peer, uint64_t* sink) {
   uint64_t add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
-    const uint64_t old =
-        fetch_add_by<Api, fetch_add_via::arith>(words, nullptr, (i % kAtomicWords) * kAtomicWordStride, add, peer);
+    const uint64_t old = fetch_add_by<Api, kVia>(words, nullptr, (i % kAtomicWords) * kAtomicWordStride, add, peer);
     acc += old;
     add = 1 + (old >> 63);
   }
