@@ -203,7 +203,7 @@ template <class Api>
 void driver<Api>::atomic_latency() {
   auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  char* probe_words[3];  // the probe-amo-arith, -scratch and -nocheck rows' words
+  char* probe_words[2];  // the probe-amo-arith and -nocheck rows' words
   for (char*& p : probe_words) p = static_cast<char*>(Api::host_calloc(kAtomicBytes));
   auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));        // the probe-amo-alt rows'
   auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // (API, raw and
@@ -246,8 +246,7 @@ void driver<Api>::atomic_latency() {
     if (direct_)
       add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
     constexpr bool kHasArith = requires { Api::uint64_atomic_fetch_add_arith(nullptr, 0, 0); };
-    // SHOAL_BENCH_PROBE=1: the probe-amo-arith, -scratch and -nocheck rows (fetch_add_probe_kernel), each on its own
-    // words.
+    // SHOAL_BENCH_PROBE=1: the probe-amo-arith and -nocheck rows (fetch_add_probe_kernel), each on its own words.
     if constexpr (kHasArith) {
       if (direct_ && probe_rows_) {
         auto probe = [&]<fetch_add_via kVia>(const char* probe_name, char* words_of_row) {
@@ -266,8 +265,7 @@ void driver<Api>::atomic_latency() {
           add(p, total(words_of_row, false) == expected);
         };
         probe.template operator()<fetch_add_via::arith>("probe-amo-arith", probe_words[0]);
-        probe.template operator()<fetch_add_via::scratch>("probe-amo-scratch", probe_words[1]);
-        probe.template operator()<fetch_add_via::nocheck>("probe-amo-nocheck", probe_words[2]);
+        probe.template operator()<fetch_add_via::nocheck>("probe-amo-nocheck", probe_words[1]);
       }
     }
     // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API, the raw atom and (shoal) the session-24 arithmetic with the

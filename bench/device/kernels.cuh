@@ -428,8 +428,9 @@ __global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sin
 }
 
 /// How fetch_add_kernel and fetch_add_alt_kernel issue each fetch_add: the API, the raw atomicAdd_system on a peer
-/// pointer, or the session-24 address arithmetic (Api::uint64_atomic_fetch_add_arith, SHOAL_BENCH_PROBE=1 rows).
-enum class fetch_add_via { api, raw, arith, scratch, nocheck };
+/// pointer, or a probe path of the API (SHOAL_BENCH_PROBE=1 rows): the session-24 address arithmetic
+/// (Api::uint64_atomic_fetch_add_arith) or the run offset with no check (Api::uint64_atomic_fetch_add_nocheck).
+enum class fetch_add_via { api, raw, arith, nocheck };
 
 template <class Api, fetch_add_via kVia>
 __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t at, uint64_t add, int pe) {
@@ -437,8 +438,6 @@ __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t 
     return atomicAdd_system(reinterpret_cast<unsigned long long*>(raw + at), static_cast<unsigned long long>(add));
   } else if constexpr (kVia == fetch_add_via::arith) {
     return Api::uint64_atomic_fetch_add_arith(reinterpret_cast<uint64_t*>(words + at), add, pe);
-  } else if constexpr (kVia == fetch_add_via::scratch) {
-    return Api::uint64_atomic_fetch_add_scratch(reinterpret_cast<uint64_t*>(words + at), add, pe);
   } else if constexpr (kVia == fetch_add_via::nocheck) {
     return Api::uint64_atomic_fetch_add_nocheck(reinterpret_cast<uint64_t*>(words + at), add, pe);
   } else {
@@ -446,8 +445,8 @@ __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t 
   }
 }
 
-/// fetch_add_kernel through a probe path of the API (SHOAL_BENCH_PROBE=1: the `probe-amo-arith`, `probe-amo-scratch`
-/// and `probe-amo-nocheck` rows).
+/// fetch_add_kernel through a probe path of the API (SHOAL_BENCH_PROBE=1: the `probe-amo-arith` and
+/// `probe-amo-nocheck` rows).
 template <class Api, fetch_add_via kVia>
 __global__ void fetch_add_probe_kernel(char* words, int iters, int peer, uint64_t* sink) {
   uint64_t add = 1;

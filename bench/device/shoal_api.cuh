@@ -119,19 +119,6 @@ struct shoal_api {
       return shoal::detail::amo_cold(w, d, shoal::detail::proxy_amo::add, v, uint64_t{0}, true, pe, "probe-amo-arith");
     return shoal::detail::atom_fetch<shoal::detail::fetch_op::add>(shoal::detail::local_peer_ptr(w, d, local), v);
   }
-  /// SHOAL_BENCH_PROBE=1 row `probe-amo-scratch`: the table's address, but the atom issued before the run check, on a
-  /// scratch word of this PE's sync area when the peer is outside the run (then the cold call's result replaces it):
-  /// whether a hot path with no branch before its atom is faster than the library's.
-  static __device__ uint64_t uint64_atomic_fetch_add_scratch(uint64_t* d, uint64_t v, int pe) {
-    const device_world& w = shoal::device::facade_world();
-    const uint32_t k = w.direct_index(pe);
-    const bool in_run = k < static_cast<uint32_t>(w.direct_count);
-    uint64_t* scratch = &shoal::detail::local_sync(w)->reserved[10];
-    uint64_t old = shoal::ptx::atom_add_relaxed_sys(in_run ? shoal::detail::run_peer_ptr(w, d, k) : scratch, v);
-    if (!in_run)
-      old = shoal::detail::amo_cold(w, d, shoal::detail::proxy_amo::add, v, uint64_t{0}, true, pe, "probe-amo-scratch");
-    return old;
-  }
   /// SHOAL_BENCH_PROBE=1 row `probe-amo-nocheck`: the table's address with no run check and no cold path (the peer is
   /// known to be in the run): what the check and its branch cost.
   static __device__ uint64_t uint64_atomic_fetch_add_nocheck(uint64_t* d, uint64_t v, int pe) {

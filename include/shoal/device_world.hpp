@@ -123,7 +123,10 @@ struct device_sync {
   uint64_t barrier_epoch;
   /// The proxy ring's gate (ring_gate): read and written by this PE's kernels only.
   ring_gate proxy_gate;
-  uint64_t reserved[11];
+  /// The word a fetching AMO (<shoal/device/amo.cuh>) issues its atom on when its peer is outside the direct run,
+  /// before its cold path gives the real result (detail::amo_target): written by this PE's kernels only, never read.
+  uint64_t amo_scratch;
+  uint64_t reserved[10];
 
   /// Team barriers (<shoal/device/coll.cuh>) count signals per pair of PEs, indexed by node-local PE
   /// index (device_world::local_of), so that any number of teams share the words: a team barrier's

@@ -30,13 +30,9 @@ namespace shoal::device {
 /// Atomically reads source on pe (ld.relaxed.sys).
 template <class T>
 __device__ __forceinline__ T atomic_fetch(const device_world& w, const T* source, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, const_cast<T*>(source), detail::proxy_amo::or_, T(0), T{}, true, pe,
-                            "shoal::device::atomic_fetch");
-  T* remote = detail::run_peer_ptr(w, const_cast<T*>(source), k);
-  return detail::sys_atomic<T>(*remote).load(cuda::memory_order_relaxed);
+  return detail::fetch_amo(
+      w, const_cast<T*>(source), pe, [](T* t) { return detail::sys_atomic<T>(*t).load(cuda::memory_order_relaxed); },
+      detail::proxy_amo::or_, T(0), T{}, "shoal::device::atomic_fetch");
 }
 /// Atomically writes value to dest on pe (st.relaxed.sys).
 template <class T>
@@ -51,33 +47,23 @@ __device__ __forceinline__ void atomic_set(const device_world& w, T* dest, T val
 /// Writes value, returns the old value (atom.exch).
 template <class T>
 __device__ __forceinline__ T atomic_swap(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::swap, value, T{}, true, pe, "shoal::device::atomic_swap");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::exch>(remote, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_fetch<detail::fetch_op::exch>(t, value); }, detail::proxy_amo::swap,
+      value, T{}, "shoal::device::atomic_swap");
 }
 /// If dest == cond, writes value; returns the old value either way (atom.cas).
 template <class T>
 __device__ __forceinline__ T atomic_compare_swap(const device_world& w, T* dest, T cond, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::cswap, value, cond, true, pe,
-                            "shoal::device::atomic_compare_swap");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_compare_swap(remote, cond, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_compare_swap(t, cond, value); }, detail::proxy_amo::cswap, value,
+      cond, "shoal::device::atomic_compare_swap");
 }
 /// Adds value, returns the old value (atom.add; integers, float, double).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_add(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::add, value, T{}, true, pe, "shoal::device::atomic_fetch_add");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::add>(remote, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_fetch<detail::fetch_op::add>(t, value); }, detail::proxy_amo::add,
+      value, T{}, "shoal::device::atomic_fetch_add");
 }
 /// Adds value (red.add; integers, float, double).
 template <class T>
@@ -91,12 +77,9 @@ __device__ __forceinline__ void atomic_add(const device_world& w, T* dest, T val
 /// Adds 1, returns the old value.
 template <class T>
 __device__ __forceinline__ T atomic_fetch_inc(const device_world& w, T* dest, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::add, T(1), T{}, true, pe, "shoal::device::atomic_fetch_inc");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::add>(remote, T(1));
+  return detail::fetch_amo(
+      w, dest, pe, [](T* t) { return detail::atom_fetch<detail::fetch_op::add>(t, T(1)); }, detail::proxy_amo::add,
+      T(1), T{}, "shoal::device::atomic_fetch_inc");
 }
 /// Adds 1.
 template <class T>
@@ -112,30 +95,21 @@ __device__ __forceinline__ void atomic_inc(const device_world& w, T* dest, int p
 /// Bitwise and/or/xor with value, returning the old value (atom.and/or/xor; integer T).
 template <class T>
 __device__ __forceinline__ T atomic_fetch_and(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::and_, value, T{}, true, pe, "shoal::device::atomic_fetch_and");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::and_>(remote, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_fetch<detail::fetch_op::and_>(t, value); }, detail::proxy_amo::and_,
+      value, T{}, "shoal::device::atomic_fetch_and");
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_or(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::or_, value, T{}, true, pe, "shoal::device::atomic_fetch_or");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::or_>(remote, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_fetch<detail::fetch_op::or_>(t, value); }, detail::proxy_amo::or_,
+      value, T{}, "shoal::device::atomic_fetch_or");
 }
 template <class T>
 __device__ __forceinline__ T atomic_fetch_xor(const device_world& w, T* dest, T value, int pe) {
-  detail::check_amo_type<T>();
-  const uint32_t k = w.direct_index(pe);
-  if (k >= static_cast<uint32_t>(w.direct_count))
-    return detail::amo_cold(w, dest, detail::proxy_amo::xor_, value, T{}, true, pe, "shoal::device::atomic_fetch_xor");
-  T* remote = detail::run_peer_ptr(w, dest, k);
-  return detail::atom_fetch<detail::fetch_op::xor_>(remote, value);
+  return detail::fetch_amo(
+      w, dest, pe, [=](T* t) { return detail::atom_fetch<detail::fetch_op::xor_>(t, value); }, detail::proxy_amo::xor_,
+      value, T{}, "shoal::device::atomic_fetch_xor");
 }
 /// Bitwise and/or/xor with value (red.and/or/xor; integer T).
 template <class T>
