@@ -718,7 +718,7 @@ class driver {
             if (!get && g.is_block() && variant_rows_)
               std::apply(
                   [&]<class... V>(V...) {
-                    (measure_rma_if_fits<V>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
+                    (measure_rma_variant<V>(name, g, src, dst, data_src, data_dst, nbytes, slices, iters, warm,
                                             copy_bw),
                      ...);
                   },
@@ -763,9 +763,22 @@ class driver {
 
   /// One (size, grid, API path) point of put_bw/get_bw, on the initiator. src/dst: symmetric; data_src/
   /// data_dst: where the pattern is written / must arrive. copy_bw: the sm_copy baseline (0: none).
+  /// Skipped, with a note on stderr instead of a launch failure, when the point's kernel has too many registers for
+  /// g's block size (a thread-scope get kernel of this binary needs 138: at most 448 threads).
   template <class A>
   void measure_rma(const char* name, const char* impl, const grid& g, bool get, char* src, char* dst, at data_src,
                    at data_dst, size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
+    const cudaFuncAttributes attr = std::visit(
+        [&](auto sc) {
+          return get ? kernel_attributes(rma_bw_kernel<A, decltype(sc), true>)
+                     : kernel_attributes(rma_bw_kernel<A, decltype(sc), false>);
+        },
+        g.s);
+    if (g.threads > attr.maxThreadsPerBlock) {
+      std::fprintf(stderr, "shoal-bench: %s %s: no %s row (%d registers: at most %d threads per block)\n", name,
+                   g.label().c_str(), impl, attr.numRegs, attr.maxThreadsPerBlock);
+      return;
+    }
     const uint32_t seed = fill_at(data_src, nbytes, slices);
     auto k = [&](int n) {
       if (get)
@@ -783,20 +796,13 @@ class driver {
     add(r, holds_at(data_dst, nbytes, seed));
   }
 
-  /// measure_rma of a put variant A (named A::kName) at block scope, unless its kernel has too many
-  /// registers for g's block size (then a note on stderr instead of a launch failure).
+  /// measure_rma of a put variant A (named A::kName) at block scope; its probe rows only with SHOAL_BENCH_PROBE=1.
   template <class A>
-  void measure_rma_if_fits(const char* name, const grid& g, char* src, char* dst, at data_src, at data_dst,
+  void measure_rma_variant(const char* name, const grid& g, char* src, char* dst, at data_src, at data_dst,
                            size_t nbytes, size_t slices, int iters, int warm, double copy_bw) {
     if constexpr (requires { A::kProbe; }) {
       // The bisection rows: SHOAL_BENCH_PROBE=1 only, load/store pairs only (most of them address the peer unchecked).
       if (A::kProbe && (!probe_rows_ || !direct_)) return;
-    }
-    const cudaFuncAttributes attr = kernel_attributes(rma_bw_kernel<A, shoal::block_scope, false>);
-    if (g.threads > attr.maxThreadsPerBlock) {
-      std::fprintf(stderr, "shoal-bench: %s %s: no %s row (%d registers: at most %d threads per block)\n", name,
-                   g.label().c_str(), A::kName, attr.numRegs, attr.maxThreadsPerBlock);
-      return;
     }
     measure_rma<A>(name, A::kName, g, false, src, dst, data_src, data_dst, nbytes, slices, iters, warm, copy_bw);
   }
