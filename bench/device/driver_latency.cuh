@@ -246,16 +246,16 @@ void driver<Api>::atomic_latency() {
     if (direct_)
       add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
     constexpr bool kHasArith = requires { Api::uint64_atomic_fetch_add_arith(nullptr, 0, 0); };
-    // SHOAL_BENCH_PROBE=1: the probe-amo-arith and -nocheck rows (fetch_add_probe_kernel), each on its own words.
+    // SHOAL_BENCH_PROBE=1: the probe-amo-arith and -nocheck rows (fetch_add_kernel), each on its own words.
     if constexpr (kHasArith) {
       if (direct_ && probe_rows_) {
         auto probe = [&]<fetch_add_via kVia>(const char* probe_name, char* words_of_row) {
           untimed(probe_name, [&] {
-            fetch_add_probe_kernel<Api, kVia><<<1, 1, 0, stream_>>>(words_of_row, warm, peer_, &scratch_->sink);
+            fetch_add_kernel<Api, kVia><<<1, 1, 0, stream_>>>(words_of_row, warm, peer_, &scratch_->sink);
           });
           const double probe_us = median_us(probe_name,
                                             [&] {
-                                              fetch_add_probe_kernel<Api, kVia>
+                                              fetch_add_kernel<Api, kVia>
                                                   <<<1, 1, 0, stream_>>>(words_of_row, iters, peer_, &scratch_->sink);
                                             }) /
                                   iters;

@@ -412,21 +412,6 @@ inline constexpr int kAtomicWords = 64;
 inline constexpr size_t kAtomicWordStride = size_t{64} << 10;
 inline constexpr size_t kAtomicBytes = kAtomicWords * kAtomicWordStride;
 
-/// One thread: `iters` dependent uint64 fetch_adds on the peer's words, word i % kAtomicWords at step i (each adds
-/// 1; the next add depends on the value fetched, so they cannot overlap). *sink keeps the result alive.
-template <class Api>
-__global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sink) {
-  uint64_t add = 1;
-  uint64_t acc = 0;
-  for (int i = 0; i < iters; ++i) {
-    auto* word = reinterpret_cast<uint64_t*>(words + (i % kAtomicWords) * kAtomicWordStride);
-    const uint64_t old = Api::uint64_atomic_fetch_add(word, add, peer);
-    acc += old;
-    add = 1 + (old >> 63);  // 1 while the words stay below 2^63
-  }
-  *sink = acc;
-}
-
 /// How fetch_add_kernel and fetch_add_alt_kernel issue each fetch_add: the API, the raw atomicAdd_system on a peer
 /// pointer, or a probe path of the API (SHOAL_BENCH_PROBE=1 rows): the session-24 address arithmetic
 /// (Api::uint64_atomic_fetch_add_arith) or the run offset with no check (Api::uint64_atomic_fetch_add_nocheck).
@@ -445,16 +430,17 @@ __device__ __forceinline__ uint64_t fetch_add_by(char* words, char* raw, size_t 
   }
 }
 
-/// fetch_add_kernel through a probe path of the API (SHOAL_BENCH_PROBE=1: the `probe-amo-arith` and
-/// `probe-amo-nocheck` rows).
-template <class Api, fetch_add_via kVia>
-__global__ void fetch_add_probe_kernel(char* words, int iters, int peer, uint64_t* sink) {
+/// One thread: `iters` dependent uint64 fetch_adds on the peer's words, word i % kAtomicWords at step i (each adds
+/// 1; the next add depends on the value fetched, so they cannot overlap), through the API or (SHOAL_BENCH_PROBE=1:
+/// the `probe-amo-arith` and `probe-amo-nocheck` rows) one of its probe paths. *sink keeps the result alive.
+template <class Api, fetch_add_via kVia = fetch_add_via::api>
+__global__ void fetch_add_kernel(char* words, int iters, int peer, uint64_t* sink) {
   uint64_t add = 1;
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
     const uint64_t old = fetch_add_by<Api, kVia>(words, nullptr, (i % kAtomicWords) * kAtomicWordStride, add, peer);
     acc += old;
-    add = 1 + (old >> 63);
+    add = 1 + (old >> 63);  // 1 while the words stay below 2^63
   }
   *sink = acc;
 }
