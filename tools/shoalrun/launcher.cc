@@ -46,6 +46,11 @@ constexpr std::chrono::milliseconds stopped_drain_window{1000};
   SHOAL_THROW(errc::system, "shoalrun", "{} failed: {} (errno {})", what, std::strerror(err), err);
 }
 
+/// After the first PE that fails, how long the others get to end by themselves before SIGTERM: a PE failing for the
+/// same reason (a bad setting every PE reads at init) may still be on its way to saying why, and a SIGTERM at once
+/// lost those words (CI, session 25: the peer saw the failing PE's connection close before that PE printed).
+constexpr std::chrono::milliseconds failed_pe_grace{500};
+
 /// A second SIGINT/SIGTERM/SIGHUP skips the rest of the kill grace only if it comes at least this
 /// long after the first: wrappers such as timeout(1) deliver one signal twice at once (to us and to
 /// our process group), which is not a user asking twice.
@@ -206,6 +211,7 @@ class job {
 
   std::optional<steady::time_point> timeout_at_;  ///< while the job runs normally
   std::optional<steady::time_point> kill_at_;     ///< once stopping: when SIGTERM becomes SIGKILL
+  std::optional<steady::time_point> stop_at_;     ///< after a PE failed: when the others get SIGTERM
   bool stopping_ = false;                         ///< SIGTERM (or the forwarded signal) has gone out to every PE
   bool killed_ = false;                           ///< SIGKILL has gone out to every PE
   bool timed_out_ = false;
@@ -461,7 +467,7 @@ void job::on_pe_end(pe_process& pe, const siginfo_t& info) {
     say(fmt::format("PE {} exited with status {}", pe.rank, pe.status));
   }
   worst_status_ = std::max(worst_status_, pe.status);
-  if (!stopping_ && running_ > 0) begin_stop(SIGTERM);
+  if (!stopping_ && running_ > 0 && !stop_at_) stop_at_ = steady::now() + failed_pe_grace;
 }
 
 void job::check_children() {
@@ -510,6 +516,8 @@ void job::on_deadlines() {
     say(fmt::format("timeout after {} s; PEs still running: {}", options_.timeout_s, format_ranks(running_ranks())));
     timed_out_ = true;
     begin_stop(SIGTERM);
+  } else if (stop_at_ && !stopping_ && now >= *stop_at_) {
+    if (running_ > 0) begin_stop(SIGTERM);
   } else if (kill_at_ && !killed_ && now >= *kill_at_) {
     say(fmt::format("PEs still running {} s after SIGTERM, sending SIGKILL: {}", options_.kill_grace_s,
                     format_ranks(running_ranks())));
@@ -522,6 +530,7 @@ int job::poll_timeout_ms() const {
   std::optional<steady::time_point> next;
   if (timeout_at_) next = timeout_at_;
   if (kill_at_ && !killed_ && (!next || *kill_at_ < *next)) next = kill_at_;
+  if (stop_at_ && !stopping_ && (!next || *stop_at_ < *next)) next = stop_at_;
   if (!next) return -1;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - steady::now()).count();
   return static_cast<int>(std::clamp<decltype(left)>(left, 0, 24 * 3600 * 1000));
