@@ -40,7 +40,8 @@ SHOAL_API int shoal_team_my_pe(shoal_team_t team);
 /** Number of PEs in `team`; -1 for SHOAL_TEAM_INVALID. A destroyed or unknown handle is an error. Not collective. */
 SHOAL_API int shoal_team_n_pes(shoal_team_t team);
 /** Copies the fields selected by config_mask (SHOAL_TEAM_NUM_CONTEXTS) of `team`'s config to *config.
- * Returns 0, or nonzero (a SHOAL_ERR_* code) on a bad handle, mask or null config. Not collective. */
+ * Returns 0, or nonzero (a SHOAL_ERR_* code) on a bad handle, mask or null config. SHOAL_TEAM_INVALID returns
+ * SHOAL_ERR_INVALID_ARGUMENT and writes nothing, in every error mode (OpenSHMEM's answer). Not collective. */
 SHOAL_API int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config_t* config);
 /** The number in `dest_team` of the PE numbered src_pe in `src_team`; -1 when that PE is not in dest_team, src_pe
  * is out of range, or either handle is SHOAL_TEAM_INVALID. This PE must belong to both teams. Not collective. */
@@ -49,16 +50,21 @@ SHOAL_API int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_t
 /** Makes the team of parent PEs start, start+stride, …, start+(size-1)*stride (numbers in parent_team; stride
  * may be negative, or anything when size is 1). Collective over the members of parent_team only, with identical
  * arguments; other PEs do not call and may do anything meanwhile (on any heap and transport). A member that does
- * not call makes the others fail after SHOAL_WAIT_TIMEOUT. parent_team == SHOAL_TEAM_INVALID gives SHOAL_TEAM_INVALID
- * at once, with no communication. PEs of the new team get its handle (the same on all), the parent's other PEs
- * SHOAL_TEAM_INVALID. config (may be NULL when config_mask is 0) sets the fields named in config_mask. Returns 0, or a
- * SHOAL_ERR_* code on every member when any member passed a bad or mismatched argument (the job stays usable). */
+ * not call makes the others fail after SHOAL_WAIT_TIMEOUT. PEs of the new team get its handle (the same on all), the
+ * parent's other PEs SHOAL_TEAM_INVALID. config (may be NULL when config_mask is 0) sets the fields named in
+ * config_mask. Returns 0, or a SHOAL_ERR_* code on every member when any member passed a bad or mismatched argument
+ * (the job stays usable). As OpenSHMEM specifies, these give SHOAL_TEAM_INVALID and a nonzero return in every error
+ * mode, without stopping the job: a triplet that names no team (size < 1, a PE outside the parent;
+ * SHOAL_ERR_INVALID_ARGUMENT, with a warning line in abort mode), a full team table (SHOAL_ERR_OUT_OF_MEMORY, with a
+ * warning), and parent_team == SHOAL_TEAM_INVALID (SHOAL_ERR_INVALID_ARGUMENT, at once, with no communication and
+ * no warning: the parent's PEs outside a team pass it on purpose). */
 SHOAL_API int shoal_team_split_strided(shoal_team_t parent_team, int start, int stride, int size,
                                        const shoal_team_config_t* config, long config_mask, shoal_team_t* new_team);
 /** Splits parent_team into a grid of xrange columns: parent PE r is at x = r % xrange, y = r / xrange. Each PE
  * gets its row (x-axis team: the PEs with its y, numbered by x) and its column (y-axis team: the PEs with its x,
  * numbered by y). xrange > n_pes(parent) acts as n_pes(parent). Collective over the members of parent_team, as
- * shoal_team_split_strided; all x-axis teams share one handle, all y-axis teams another. */
+ * shoal_team_split_strided (xrange < 1 is refused as a triplet that names no team is); all x-axis teams share one
+ * handle, all y-axis teams another. */
 SHOAL_API int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_config_t* xaxis_config,
                                   long xaxis_mask, shoal_team_t* xaxis_team, const shoal_team_config_t* yaxis_config,
                                   long yaxis_mask, shoal_team_t* yaxis_team);

@@ -149,8 +149,8 @@ struct post_record {
   int32_t root;
   uint64_t nelems;
   uint64_t elem_bytes;
-  int64_t dest_off;  // heap offset, -1 when not given (nothing to move)
-  int64_t src_off;
+  uint64_t dest_off;  // heap offset, or data-segment offset with kDataOffsetBit; kNoRange when not given
+  uint64_t src_off;
   int32_t type;  // scalar kind << 8 | bytes for reductions, 0 otherwise
   int32_t op;
   int32_t err_code;  // this PE's local error (errc), 0 if none
@@ -160,12 +160,23 @@ struct post_record {
 static_assert(sizeof(post_record) <= team_sync::kPostBytes);
 static_assert(std::is_trivially_copyable_v<post_record>);
 
+/// post_record's offset of an empty range (nothing to move). Never a real offset: heap offsets stay
+/// below 2^46, data-segment offsets below 2^63 + 2^46.
+constexpr uint64_t kNoRange = ~uint64_t{0};
+
+/// "heap+N", "data+N" (a global/static variable) or "none".
+std::string where(uint64_t off) {
+  if (off == kNoRange) return "none";
+  if ((off & kDataOffsetBit) != 0) return fmt::format("data+{}", off & ~kDataOffsetBit);
+  return fmt::format("heap+{}", off);
+}
+
 std::string describe(const post_record& r) {
   std::string s = fmt::format("{}(nelems={}, elem_bytes={}", kind_name(r.kind), r.nelems, r.elem_bytes);
   if (r.kind == static_cast<uint32_t>(kind::broadcast)) s += fmt::format(", PE_root={}", r.root);
   if (r.op != 0) s += fmt::format(", op={}, type={:#x}", to_string(static_cast<reduce_op>(r.op)), r.type);
   if (r.kind != static_cast<uint32_t>(kind::sync))
-    s += fmt::format(", dest=heap+{}, source=heap+{}", r.dest_off, r.src_off);
+    s += fmt::format(", dest={}, source={}", where(r.dest_off), where(r.src_off));
   return s + fmt::format(", collective #{} on the team)", r.seq);
 }
 
@@ -219,10 +230,11 @@ class session {
   int pe_of(int r) const { return team_.members[r]; }
   const post_record& record(int r) const { return records_[r]; }
 
-  /// Heap offset of a symmetric range (validated), or -1 for an empty one.
-  int64_t offset(const char* arg, const void* addr, size_t bytes, size_t align) {
-    if (bytes == 0) return -1;
-    return static_cast<int64_t>(w_.symmetric_offset(call_, arg, addr, bytes, align));
+  /// Offset of a symmetric range (validated: the heap, or a global/static variable where those are
+  /// symmetric, with kDataOffsetBit), or kNoRange for an empty one.
+  uint64_t offset(const char* arg, const void* addr, size_t bytes, size_t align) {
+    if (bytes == 0) return kNoRange;
+    return w_.symmetric_offset(call_, arg, addr, bytes, align);
   }
 
   /// Steps 1-3 of the protocol (coll.hpp). `validate` fills `rec`'s fields or throws a local error,
@@ -292,14 +304,19 @@ class session {
     }
   }
 
-  /// Copies `nbytes` at heap offset `off` of team PE r into `dest` (through r's path: a copy from
-  /// its mapped heap, or a get through the proxy).
-  void pull(void* dest, int r, int64_t off, size_t nbytes) const {
-    w_.transport().get(call_, dest, pe_of(r), static_cast<uint64_t>(off), nbytes);
+  /// Copies `nbytes` at offset `off` (heap, or data segment with kDataOffsetBit) of team PE r into
+  /// `dest` (through r's path: a copy from its mapped heap or data, or a get through the proxy).
+  void pull(void* dest, int r, uint64_t off, size_t nbytes) const {
+    w_.transport().get(call_, dest, pe_of(r), off, nbytes);
   }
-  /// Address of heap offset `off` on team PE r when its heap is mapped here, else nullptr.
-  const char* mapped(int r, int64_t off) const {
+  /// Address of offset `off` (heap, or data segment with kDataOffsetBit) on team PE r when that
+  /// memory is mapped here, else nullptr.
+  const char* mapped(int r, uint64_t off) const {
     if (!w_.transport().direct()) return nullptr;  // GPU memory: not for the CPU to read
+    if ((off & kDataOffsetBit) != 0) {
+      const char* data = w_.transport().data_of(pe_of(r));
+      return data == nullptr ? nullptr : data + (off & ~kDataOffsetBit);
+    }
     const char* base = w_.transport().base_of(pe_of(r));
     return base == nullptr ? nullptr : base + off;
   }
@@ -374,8 +391,8 @@ post_record record_of(kind k) {
   post_record r{};
   r.kind = static_cast<uint32_t>(k);
   r.root = -1;
-  r.dest_off = -1;
-  r.src_off = -1;
+  r.dest_off = kNoRange;
+  r.src_off = kNoRange;
   return r;
 }
 
@@ -498,11 +515,10 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
           r.elem_bytes = elem_bytes;
           size_t bytes = bytes_of(call, "nelems", nelems, elem_bytes);
           r.src_off = s.offset("source", source, bytes, elem_bytes);
-          // dest's size is known only once every member's nelems is: its offset is agreed below.
+          // dest's size is known only once every member's nelems is: its offset is agreed here (where
+          // it starts), its extent below.
           SHOAL_CHECK_ARG(bytes == 0 || dest != nullptr, call, "dest is null");
-          r.dest_off = dest == nullptr ? -1 : s.world().offset_of(dest);
-          SHOAL_CHECK_ARG(bytes == 0 || r.dest_off >= 0, call,
-                          "dest={} is not in the symmetric heap (allocate it with shoal_malloc)", dest);
+          r.dest_off = dest == nullptr ? kNoRange : s.world().symmetric_offset(call, "dest", dest, 0, elem_bytes);
         },
         /*same_nelems=*/false, /*same_source=*/false);
     // Every member saw the same sizes: the same total, the same offsets, the same dest check.
@@ -549,7 +565,7 @@ int alltoall(const char* call, shoal_team_t team, void* dest, const void* source
       if (j == s.rank())
         s.copy_here(to, static_cast<const char*>(source) + j * bytes, bytes);
       else
-        s.pull(to, j, s.record(j).src_off + static_cast<int64_t>(s.rank() * bytes), bytes);
+        s.pull(to, j, s.record(j).src_off + s.rank() * bytes, bytes);
     }
     s.barrier();
   });
@@ -580,7 +596,7 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
   std::vector<unsigned char> acc(bytes);
   std::vector<unsigned char> fetched;  // a proxy member's block
   for (int j = 0; j < s.n(); ++j) {
-    const int64_t off = s.record(j).src_off + static_cast<int64_t>(block_of_mine);
+    const uint64_t off = s.record(j).src_off + block_of_mine;
     if (j == 0) {
       s.pull(acc.data(), j, off, bytes);
       continue;

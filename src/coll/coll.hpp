@@ -8,14 +8,15 @@
 // host-memory heaps, and GPU heaps whose team has a proxy member (another node, SHOAL_DISABLE_P2P=1)
 // or is not strided -- runs the host protocol:
 //   1. validate locally; write this PE's description of the call (kind, type, op, root, nelems,
-//      dest/source heap offsets, or its local error) into its team_sync post buffer (seq parity);
+//      dest/source offsets: in the heap, or of a global/static variable in the data segment with
+//      kDataOffsetBit, or its local error) into its team_sync post buffer (seq parity);
 //   2. team barrier A (dissemination over T's members, team_sync::barrier_round, epochs): every
 //      source is ready, every dest is free to be written;
 //   3. read every member's description: any local error, or any disagreement, throws on every
 //      member alike (same records, same decision), before any data moves;
-//   4. move data by pulling from peers' heaps (peer_transport::get: a copy from a mapped heap, a get
-//      through the proxy) into this PE's own dest (or a local buffer for reductions, so dest may
-//      alias source);
+//   4. move data by pulling from peers' memory (peer_transport::get: a copy from a mapped heap or data
+//      segment, a get through the proxy) into this PE's own dest (or a local buffer for reductions, so
+//      dest may alias source);
 //   5. team barrier B: nobody reads a source any more (reductions then write dest locally).
 // Each member is reached through its own path: on host heaps, mapped members' sync words by loads
 // and stores, proxy members' by get (posts) and atomic set (barrier rounds) at the same heap offsets.

@@ -80,7 +80,7 @@ struct stream_call {
     return t;
   }
   void symmetric(const char* arg, const void* p, size_t bytes, size_t align) const {
-    if (bytes > 0) w.symmetric_offset(call, arg, p, bytes, align);
+    if (bytes > 0) w.heap_offset(call, arg, p, bytes, align);
   }
 };
 

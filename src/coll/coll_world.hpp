@@ -32,13 +32,24 @@ class coll_world {
   uint64_t team_sync_offset(int slot) const { return teams_.sync_offset(slot); }
   peer_transport& transport() const { return w_.transport(); }
 
-  /// Validates a symmetric range as the RMA calls do (errors name `call` and `arg`); returns its heap offset.
+  /// Validates a symmetric range as the RMA calls do (errors name `call` and `arg`): the heap, or a
+  /// global/static variable where those are symmetric. Returns its heap offset, or its data-segment
+  /// offset with kDataOffsetBit (peer_transport routes either).
   uint64_t symmetric_offset(std::string_view call, const char* arg, const void* addr, size_t nbytes,
                             size_t align) const {
+    return w_.memory().check_rma(call, arg, addr, nbytes, align);
+  }
+  /// The same for the on-stream calls, which take heap memory only.
+  uint64_t heap_offset(std::string_view call, const char* arg, const void* addr, size_t nbytes, size_t align) const {
     return w_.memory().check(call, arg, addr, nbytes, align);
   }
   /// Heap offset of `p` in this PE's heap, or -1 when it is not in the heap.
   int64_t offset_of(const void* p) const { return w_.heap().offset_of(p); }
+  /// The data-segment offset of `p` with kDataOffsetBit when it is a symmetric global/static variable, else -1.
+  int64_t data_offset_of(const void* p) const {
+    const int64_t off = w_.transport().data().offset_of(p);
+    return off < 0 ? -1 : static_cast<int64_t>(static_cast<uint64_t>(off) | kDataOffsetBit);
+  }
 
   /// Held for the whole of every collective call.
   std::mutex& collective_mutex() const { return w_.sync().mutex(); }

@@ -60,9 +60,13 @@ world_impl& current(const char* call) {
 
 bool errors_return() noexcept { return g_error_mode.load() == SHOAL_ERRORS_RETURN; }
 
-void report(const shoal::error& e) noexcept {
+void record(const shoal::error& e) noexcept {
   t_last_code = static_cast<int>(e.code());
   t_last_message = e.what();
+}
+
+void report(const shoal::error& e) noexcept {
+  record(e);
   if (g_error_mode.load() == SHOAL_ERRORS_RETURN) return;
   std::fprintf(stderr, "shoal: error: %s\n", e.what());
   std::fflush(nullptr);

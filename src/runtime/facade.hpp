@@ -16,6 +16,9 @@ world_impl& current(const char* call);
 /// Reports `e` per the error mode: records it for shoal_last_error(); in abort mode also prints
 /// it and stops the job.
 void report(const shoal::error& e) noexcept;
+/// Records `e` for shoal_last_error() only, in every error mode: for the outcomes the specification
+/// answers with a nonzero return rather than an error (a refused team split).
+void record(const shoal::error& e) noexcept;
 /// True under SHOAL_ERRORS_RETURN (shoal_set_error_mode).
 bool errors_return() noexcept;
 /// Same for any other exception escaping an entry point (bad_alloc…).

@@ -70,8 +70,8 @@ void symmetric_memory::not_symmetric(std::string_view call, const char* arg, con
   const symmetric_data& data = transport_.data();
   if (data.offset_of(addr) >= 0)
     SHOAL_THROW(errc::invalid_argument, call,
-                "{}={} is a global/static variable: those are symmetric for RMA, atomics, signals and waits, not for "
-                "{} (allocate it with shoal_malloc)",
+                "{}={} is a global/static variable: those are symmetric for the host calls, not for the on-stream "
+                "call {} (allocate it with shoal_malloc)",
                 arg, addr, call);
   std::string why;
   const data_segment_span program = find_program_data(&why);

@@ -38,12 +38,12 @@ class symmetric_memory {
 
   /// Validates that [addr, addr+nbytes) lies inside one live allocation and is aligned to `align`;
   /// returns its heap offset. Errors name `call` and the argument `arg`. For the calls that take heap
-  /// memory only (collectives, the *_on_stream family).
+  /// memory only (the *_on_stream family).
   uint64_t check(std::string_view call, const char* arg, const void* addr, size_t nbytes, size_t align) const;
-  /// check() for RMA, atomics, signals and waits, which also take global and static variables: an
-  /// address in the program's data segment (when shared: transport().data()) gives its segment offset
-  /// with kDataOffsetBit set, once [addr, addr+nbytes) is inside the segment and aligned. Heap
-  /// addresses cost what check() costs.
+  /// check() for the host calls that also take global and static variables (RMA, atomics, signals,
+  /// waits, the blocking collectives): an address in the program's data segment (when shared:
+  /// transport().data()) gives its segment offset with kDataOffsetBit set, once [addr, addr+nbytes) is
+  /// inside the segment and aligned. Heap addresses cost what check() costs.
   uint64_t check_rma(std::string_view call, const char* arg, const void* addr, size_t nbytes, size_t align) const;
   uint64_t in_use_bytes() const;
   symmetric_heap& heap() { return heap_; }

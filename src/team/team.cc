@@ -19,6 +19,10 @@ namespace {
 constexpr int kWords = team_table::kMaxTeams / 64;
 static_assert(team_table::kMaxTeams % 64 == 0);
 
+[[noreturn]] void refuse(std::string_view call, errc code, std::string message, bool warn = true) {
+  throw team_refusal(code, std::string(call), std::move(message), warn);
+}
+
 const char* predefined_name(shoal_team_t handle) {
   switch (handle) {
     case SHOAL_TEAM_WORLD:
@@ -142,6 +146,7 @@ int team_table::n_pes(std::string_view call, shoal_team_t handle) const {
 }
 
 void team_table::get_config(std::string_view call, shoal_team_t handle, long mask, shoal_team_config_t* config) const {
+  if (handle == SHOAL_TEAM_INVALID) refuse(call, errc::invalid_argument, "team is SHOAL_TEAM_INVALID", false);
   std::shared_lock lock(mutex_);
   const team& t = get(call, "team", handle);
   SHOAL_CHECK_ARG((mask & ~SHOAL_TEAM_NUM_CONTEXTS) == 0, call,
@@ -270,8 +275,9 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   int needed = args.kind == split_kind::strided ? 1 : 2;
   std::vector<shoal_team_t> out(needed, SHOAL_TEAM_INVALID);
   // Only the parent's members call (OpenSHMEM 1.5): a bad parent is this PE's own error, and
-  // SHOAL_TEAM_INVALID makes no team without any communication (9.4.4).
-  if (args.parent == SHOAL_TEAM_INVALID) return out;
+  // SHOAL_TEAM_INVALID makes no team without any communication and returns nonzero (9.4.4).
+  if (args.parent == SHOAL_TEAM_INVALID)
+    refuse(call, errc::invalid_argument, "parent_team is SHOAL_TEAM_INVALID: no team is made", false);
   SHOAL_CHECK_ARG(args.parent >= 0 && args.parent < kMaxTeams, call,
                   "parent_team={} is not a team handle (handles are 0..{}, or SHOAL_TEAM_INVALID)", args.parent,
                   kMaxTeams - 1);
@@ -345,19 +351,24 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
       SHOAL_THROW(errc::mismatch, call, "PEs of parent_team={} disagree: PE {} called {}{}, PE {} called {}{}",
                   args.parent, members[0], call, describe(args.kind, lead), members[i], call, describe(args.kind, r));
   }
+  // A triplet (or xrange) that names no team, and a full table, are the specification's nonzero
+  // returns on every member (team_refusal), not errors that stop the job.
   const int32_t psize = lead.parent_size;
   if (args.kind == split_kind::strided) {
     int64_t start = lead.arg[0], stride = lead.arg[1], size = lead.arg[2];
-    SHOAL_CHECK_ARG(size >= 1, call, "size={} must be at least 1", size);
-    SHOAL_CHECK_ARG(start >= 0 && start < psize, call, "start={} is out of range [0, {}) of parent_team={}", start,
-                    psize, args.parent);
-    SHOAL_CHECK_ARG(size == 1 || stride != 0, call, "stride=0 with size={} names one PE several times", size);
+    if (size < 1) refuse(call, errc::invalid_argument, fmt::format("size={} must be at least 1", size));
+    if (start < 0 || start >= psize)
+      refuse(call, errc::invalid_argument,
+             fmt::format("start={} is out of range [0, {}) of parent_team={}", start, psize, args.parent));
+    if (size != 1 && stride == 0)
+      refuse(call, errc::invalid_argument, fmt::format("stride=0 with size={} names one PE several times", size));
     int64_t last = start + (size - 1) * (size == 1 ? 0 : stride);
-    SHOAL_CHECK_ARG(last >= 0 && last < psize, call,
-                    "stride={} with start={} and size={} leaves parent_team={}: its last PE would be {} of {}", stride,
-                    start, size, args.parent, last, psize);
-  } else {
-    SHOAL_CHECK_ARG(lead.arg[0] >= 1, call, "xrange={} must be at least 1", lead.arg[0]);
+    if (last < 0 || last >= psize)
+      refuse(call, errc::invalid_argument,
+             fmt::format("stride={} with start={} and size={} leaves parent_team={}: its last PE would be {} of {}",
+                         stride, start, size, args.parent, last, psize));
+  } else if (lead.arg[0] < 1) {
+    refuse(call, errc::invalid_argument, fmt::format("xrange={} must be at least 1", lead.arg[0]));
   }
 
   uint64_t used[kWords] = {};
@@ -367,9 +378,10 @@ std::vector<shoal_team_t> team_table::split(std::string_view call, const split_a
   for (int s = kPredefined; s < kMaxTeams && static_cast<int>(slot.size()) < needed; ++s)
     if ((used[s / 64] >> (s % 64) & 1) == 0) slot.push_back(s);
   if (static_cast<int>(slot.size()) < needed)
-    SHOAL_THROW(errc::out_of_memory, call,
-                "the team table is full: {} handles (SHOAL_MAX_TEAMS) are in use on some PE; destroy teams first",
-                kMaxTeams);
+    refuse(
+        call, errc::out_of_memory,
+        fmt::format("the team table is full: {} handles (SHOAL_MAX_TEAMS) are in use on some PE; destroy teams first",
+                    kMaxTeams));
 
   std::unique_lock lock(mutex_);
   const team* parent = find(args.parent);

@@ -10,13 +10,32 @@
 #include <functional>
 #include <optional>
 #include <shared_mutex>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shoal/device_team.hpp"
+#include "shoal/error.hpp"
 #include "shoal/team.h"
 
 namespace shoal::detail {
+
+/// What OpenSHMEM answers with a nonzero return, not an error that stops the job: a split of
+/// SHOAL_TEAM_INVALID, a split whose triplet (or xrange) names no valid team, a split that finds the
+/// team table full, get_config of SHOAL_TEAM_INVALID. A split throws it after its exchange, so on
+/// every member of the parent alike; the C entry points return its code in every error mode
+/// (team_api.cc), with a warning line in abort mode when `warn` (not for SHOAL_TEAM_INVALID, which
+/// programs pass on purpose: the parent's PEs outside a team hold it).
+class team_refusal : public shoal::error {
+ public:
+  team_refusal(errc code, std::string call, std::string message, bool warn)
+      : shoal::error(code, std::move(call), std::move(message)), warn_(warn) {}
+  bool warn() const noexcept { return warn_; }
+
+ private:
+  bool warn_;
+};
 
 /// One team as this PE sees it. Team ranks are positions in `members`.
 struct team {

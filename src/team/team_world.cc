@@ -112,19 +112,28 @@ team_table::split_exchange world_teams::exchange(const char* call) {
   out.gather = [this, call](shoal_team_t parent, const std::vector<int32_t>& members, uint64_t tag, const void* mine,
                             void* all, size_t bytes_per_pe) {
     SHOAL_ASSERT(bytes_per_pe <= team_sync::kPostBytes);
-    zero_free_slots();
+    // The free slots' words are zeroed for the team this split may make there, only once every member
+    // has entered the split: a member still inside a collective of a team it has just left (the last
+    // barrier of a team_sync lets the first PE out while the others still read its post) may be reading
+    // this PE's words of that team's slot until then.
     // Every member takes the same way: whether a heap is mapped is symmetric (same node, P2P allowed
     // by the job-wide SHOAL_DISABLE_P2P), and so is the job-wide SHOAL_TEAM_SPLIT_EXCHANGE.
     bool through_words = split_through_words_;
     for (size_t i = 0; through_words && i < members.size(); ++i) through_words = sync_of(members[i], parent) != nullptr;
     if (!through_words) {
-      world_.boot().allgather_among(std::vector<int>(members.begin(), members.end()), tag, mine, all, bytes_per_pe,
-                                    call);
+      const std::vector<int> among(members.begin(), members.end());
+      world_.boot().allgather_among(among, tag, mine, all, bytes_per_pe, call);
+      zero_free_slots();
+      // A second round (its own tag, ~tag) so that no member uses a new team's words before every member zeroed them.
+      const uint8_t done = 1;
+      std::vector<uint8_t> every(among.size());
+      world_.boot().allgather_among(among, ~tag, &done, every.data(), sizeof done, call);
       return;
     }
     std::memcpy(sync_of(world_.my_pe(), parent)->split_post, mine, bytes_per_pe);
-    // The parent's own team barrier (release/acquire): every member's record and zeroed words are
-    // visible after the first; nobody rewrites a record before every member read it after the second.
+    // The parent's own team barrier (release/acquire): every member's record is visible after the first
+    // and every member's zeroed words after the second; nobody rewrites a record before every member read it
+    // after the second.
     auto barrier = [&] {
       if (shoal_team_sync(parent) == SHOAL_OK) return;
       const char* why = nullptr;
@@ -133,6 +142,7 @@ team_table::split_exchange world_teams::exchange(const char* call) {
                   "the barrier of parent_team={} failed: {}", parent, why != nullptr ? why : "unknown error");
     };
     barrier();
+    zero_free_slots();
     for (size_t i = 0; i < members.size(); ++i)
       std::memcpy(static_cast<char*>(all) + i * bytes_per_pe, sync_of(members[i], parent)->split_post, bytes_per_pe);
     barrier();

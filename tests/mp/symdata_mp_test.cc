@@ -2,8 +2,9 @@
 // zero (.bss) globals, statics, arrays, a struct and a multi-page array, through put/get/p/g/_nbi,
 // iput/iget, a fetch_add storm, compare_swap, put_signal and wait_until/test on globals, shoal_ptr
 // and shoal_addr_accessible; a second world reaching the same globals; a forked child that must not
-// share its parent's globals; and bad input (a stack address, a range past the data segment, a
-// global in a collective) failing clearly. Under SHOAL_SYMMETRIC_DATA=0 every access to a global
+// share its parent's globals; the blocking team collectives on globals (world and a sub-team, in
+// place, globals mixed with heap memory); and bad input (a stack address, a range past the data
+// segment, a global too small for a collective) failing clearly. Under SHOAL_SYMMETRIC_DATA=0 every access to a global
 // must fail saying why; under SHOAL_DISABLE_P2P=1 (every peer a proxy peer) and in mixed jobs remote
 // globals travel through the proxy's UCX engine (registered data segments), where shoal_ptr has no
 // address to give but shoal_addr_accessible says 1.
@@ -337,9 +338,89 @@ TEST_F(SymmetricData, BadInputStillFails) {
     shoal_long_atomic_add(reinterpret_cast<long*>(reinterpret_cast<char*>(&s_counter) + 1), 1, me());
     shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_atomic_add", "not aligned"});
   }
-  // Collectives take heap memory only; a global says so (every PE, so nobody waits).
-  shoal_long_sum_reduce(SHOAL_TEAM_WORLD, s_payload, src, 4);
-  shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_sum_reduce", "dest="});
+  // A collective whose global dest runs past the data segment: every PE fails alike, naming the argument;
+  // with globals off, a global dest says why.
+  constexpr size_t kLongs = 1024;  // 8 KiB per PE: past the page that holds _end
+  auto* heap_src = static_cast<long*>(shoal_calloc(kLongs, sizeof(long)));
+  auto* last_long = reinterpret_cast<long*>((reinterpret_cast<uintptr_t>(&_end) - sizeof(long)) &
+                                            ~static_cast<uintptr_t>(alignof(long) - 1));
+  shoal_long_fcollect(SHOAL_TEAM_WORLD, disabled() ? s_payload : last_long, heap_src, kLongs);
+  if (disabled())
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"shoal_long_fcollect", "dest=", "SHOAL_SYMMETRIC_DATA=0"});
+  else
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT,
+                           {"shoal_long_fcollect", "dest=", "past the end of the program's global"});
+  shoal_free(heap_src);
+}
+
+// Globals and statics in the blocking team collectives, as in OpenSHMEM: every collective with a global
+// dest and source, in place, mixed with heap memory, on the world and on the team of the even PEs (a
+// proxy peer's global travels through the UCX engine). Under SHOAL_SYMMETRIC_DATA=0 each says why.
+long g_coll_src[8];
+long g_coll_dst[8 * 8];
+double g_coll_sum[4];
+TEST_F(SymmetricData, GlobalsInTeamCollectives) {
+  const int n = npes(), p = me();
+  ASSERT_LE(n, 8);
+  for (int i = 0; i < 8; ++i) g_coll_src[i] = 100 * p + i;
+  std::memset(g_coll_dst, 0, sizeof g_coll_dst);
+  for (int i = 0; i < 4; ++i) g_coll_sum[i] = p + 0.5 * i;
+  shoal_barrier_all();
+  // After each call: true when it ran (then its result is checked), else the reason is checked.
+  auto ran = [](const char* what) {
+    if (!disabled()) {
+      expect_ok(what);
+      return true;
+    }
+    shoal_mp::expect_error(SHOAL_ERR_INVALID_ARGUMENT, {"global/static variable", "SHOAL_SYMMETRIC_DATA=0"});
+    return false;
+  };
+  // broadcast from the last PE, global to global.
+  shoal_long_broadcast(SHOAL_TEAM_WORLD, g_coll_dst, g_coll_src, 8, n - 1);
+  if (ran("broadcast")) {
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(g_coll_dst[i], 100 * (n - 1) + i) << "broadcast element " << i;
+  }
+  // fcollect: 2 elements of every PE, in PE order.
+  shoal_long_fcollect(SHOAL_TEAM_WORLD, g_coll_dst, g_coll_src, 2);
+  if (ran("fcollect")) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(g_coll_dst[2 * j + i], 100 * j + i) << "fcollect from PE " << j;
+  }
+  // collect: PE j brings j+1 elements.
+  shoal_long_collect(SHOAL_TEAM_WORLD, g_coll_dst, g_coll_src, static_cast<size_t>(p) + 1);
+  if (ran("collect")) {
+    int at = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i <= j; ++i) EXPECT_EQ(g_coll_dst[at++], 100 * j + i) << "collect from PE " << j;
+  }
+  // alltoall: element j of every PE's global source comes to PE j.
+  shoal_long_alltoall(SHOAL_TEAM_WORLD, g_coll_dst, g_coll_src, 1);
+  if (ran("alltoall")) {
+    for (int j = 0; j < n; ++j) EXPECT_EQ(g_coll_dst[j], 100 * j + p) << "alltoall from PE " << j;
+  }
+  // sum_reduce from a global into the heap, then in place on the global.
+  auto* heap = static_cast<double*>(shoal_calloc(4, sizeof(double)));
+  const double total = n * (n - 1) / 2.0;
+  shoal_double_sum_reduce(SHOAL_TEAM_WORLD, heap, g_coll_sum, 4);
+  if (ran("sum_reduce into the heap")) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(heap[i], total + n * 0.5 * i) << "sum_reduce element " << i;
+  }
+  shoal_double_sum_reduce(SHOAL_TEAM_WORLD, g_coll_sum, g_coll_sum, 4);
+  if (ran("sum_reduce in place")) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(g_coll_sum[i], total + n * 0.5 * i) << "in place, element " << i;
+  }
+  shoal_free(heap);
+  // A sub-team (the even PEs): max_reduce of the globals.
+  shoal_team_t evens = SHOAL_TEAM_INVALID;
+  ASSERT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 2, (n + 1) / 2, nullptr, 0, &evens), 0);
+  if (evens != SHOAL_TEAM_INVALID) {
+    const int last_even = 2 * ((n + 1) / 2 - 1);
+    shoal_long_max_reduce(evens, g_coll_dst, g_coll_src, 8);
+    if (ran("max_reduce on the evens")) {
+      for (int i = 0; i < 8; ++i) EXPECT_EQ(g_coll_dst[i], 100 * last_even + i) << "max_reduce element " << i;
+    }
+    shoal_team_destroy(evens);
+  }
 }
 
 TEST_F(SymmetricData, SecondWorldReachesTheSameGlobals) {

@@ -209,11 +209,13 @@ TEST(Teams, SplitOfSplit) {
     // A third level: the last PE of the quarter team alone.
     ASSERT_EQ(shoal_team_split_strided(quarter, quarter_n - 1, 1, 1, nullptr, 0, &single), 0);
   }
-  // A non-member may still pass SHOAL_TEAM_INVALID: no team, no communication.
+  // A non-member may still pass SHOAL_TEAM_INVALID: no team, no communication, a nonzero return (OpenSHMEM's),
+  // and the job goes on in abort mode too.
   shoal_team_t none = 12345;
   if (!in_quarter) {
-    EXPECT_EQ(shoal_team_split_strided(SHOAL_TEAM_INVALID, 0, 1, 1, nullptr, 0, &none), 0);
+    EXPECT_EQ(shoal_team_split_strided(SHOAL_TEAM_INVALID, 0, 1, 1, nullptr, 0, &none), SHOAL_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(none, SHOAL_TEAM_INVALID);
+    shoal_clear_error();
   }
   bool alone = me() == 4 * (quarter_n - 1);
   expect_same_handle_on_members(single, alone);
@@ -445,6 +447,38 @@ TEST(Teams, DestroyAndRecreateReuseHandles) {
   for (shoal_team_t t : made) shoal_team_destroy(t);
 }
 
+// What OpenSHMEM answers with a nonzero return does not stop the job, in abort mode too: a triplet or xrange
+// that names no team, SHOAL_TEAM_INVALID as the parent or as get_config's team.
+TEST(Teams, RefusedSplitsReturnNonzeroInAbortMode) {
+  const int n = npes(), kInval = SHOAL_ERR_INVALID_ARGUMENT;
+  shoal_clear_error();
+  shoal_team_t t = 12345;
+  EXPECT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, n, 1, 0, nullptr, 0, &t), kInval);
+  EXPECT_EQ(t, SHOAL_TEAM_INVALID);
+  EXPECT_SHOAL_ERROR(kInval, {"shoal_team_split_strided", "size=0"});
+  EXPECT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 1, n + 1, nullptr, 0, &t), kInval);
+  EXPECT_SHOAL_ERROR(kInval, {"shoal_team_split_strided", "leaves"});
+  shoal_team_t x = 12345, y = 12345;
+  EXPECT_EQ(shoal_team_split_2d(SHOAL_TEAM_WORLD, 0, nullptr, 0, &x, nullptr, 0, &y), kInval);
+  EXPECT_EQ(x, SHOAL_TEAM_INVALID);
+  EXPECT_EQ(y, SHOAL_TEAM_INVALID);
+  EXPECT_SHOAL_ERROR(kInval, {"shoal_team_split_2d", "xrange=0"});
+  x = y = 12345;
+  EXPECT_EQ(shoal_team_split_2d(SHOAL_TEAM_INVALID, 1, nullptr, 0, &x, nullptr, 0, &y), kInval);
+  EXPECT_EQ(x, SHOAL_TEAM_INVALID);
+  EXPECT_EQ(y, SHOAL_TEAM_INVALID);
+  EXPECT_SHOAL_ERROR(kInval, {"shoal_team_split_2d", "parent_team is SHOAL_TEAM_INVALID"});
+  shoal_team_config_t config{};
+  config.num_contexts = 7;
+  EXPECT_EQ(shoal_team_get_config(SHOAL_TEAM_INVALID, SHOAL_TEAM_NUM_CONTEXTS, &config), kInval);
+  EXPECT_EQ(config.num_contexts, 7) << "a refused get_config writes nothing";
+  EXPECT_SHOAL_ERROR(kInval, {"shoal_team_get_config", "SHOAL_TEAM_INVALID"});
+  // The job goes on, and a good split after them works.
+  ASSERT_EQ(shoal_team_split_strided(SHOAL_TEAM_WORLD, 0, 1, n, nullptr, 0, &t), 0);
+  EXPECT_EQ(shoal_team_sync(t), 0);
+  shoal_team_destroy(t);
+}
+
 TEST(Teams, BadSplitsFailEverywhereAndLeaveTheJobUsable) {
   int n = npes();
   int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
@@ -497,9 +531,10 @@ TEST(Teams, BadSplitsFailEverywhereAndLeaveTheJobUsable) {
   EXPECT_EQ(split(SHOAL_TEAM_WORLD, 0, 1, me() == n - 1 ? 1 : n), SHOAL_ERR_MISMATCH);
   EXPECT_SHOAL_ERROR(SHOAL_ERR_MISMATCH,
                      {"shoal_team_split_strided", "disagree", "size=1", "size=" + std::to_string(n)});
-  // SHOAL_TEAM_INVALID as the parent is no team and no communication, on one PE alone.
+  // SHOAL_TEAM_INVALID as the parent is no team and no communication, on one PE alone: nonzero.
   if (me() == 0) {
-    EXPECT_EQ(split(SHOAL_TEAM_INVALID, 0, 1, 1), 0);
+    EXPECT_EQ(split(SHOAL_TEAM_INVALID, 0, 1, 1), kInval);
+    EXPECT_SHOAL_ERROR(kInval, {"shoal_team_split_strided", "parent_team is SHOAL_TEAM_INVALID"});
   }
   // split_2d
   {
