@@ -44,7 +44,7 @@ SHOAL_API int shoal_n_pes(void);
 SHOAL_API void shoal_info_get_version(int* major, int* minor);
 /** The symmetric heap's backend of the default world: "host" or "cuda" ("" before init). */
 SHOAL_API const char* shoalx_backend_name(void);
-/** Vendor string, at most SHOAL_MAX_NAME_LEN bytes including the terminator. */
+/** Writes SHOAL_VENDOR_STRING (at most SHOAL_MAX_NAME_LEN bytes including the terminator) to name. */
 SHOAL_API void shoal_info_get_name(char* name);
 
 /* --- errors --- */

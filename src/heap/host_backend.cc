@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -21,9 +23,12 @@ constexpr const char* kInitCall = "shoal heap init";
 constexpr const char* kGrowCall = "shoal heap grow";
 constexpr const char* kReleaseCall = "shoal heap release";
 
-// Reservations of at least this size start at a multiple of it, so heap bases (and the huge-page
-// friendly offsets inside) are 2 MiB aligned whenever the stride is a multiple of 2 MiB.
-constexpr uintptr_t kReserveAlignment = uintptr_t{2} << 20;
+// A reservation starts at a multiple of the largest power of two that is at most its size and at
+// most this (1 GiB: symmetric_heap::base_alignment's cap). With the default 64 GiB stride every heap
+// base is then 1 GiB aligned, so shoal_align takes any power of two up to 1 GiB (OpenSHMEM's
+// shmem_align), and the huge-page friendly offsets stay 2 MiB aligned. Address space only: the
+// padding is unmapped again at once.
+constexpr uintptr_t kReserveAlignment = uintptr_t{1} << 30;
 
 [[noreturn]] void throw_errno(const char* call, const char* what) {
   int e = errno;
@@ -45,7 +50,7 @@ class host_backend final : public chunk_backend {
   void* reserve(size_t bytes) override {
     SHOAL_CHECK_ARG(bytes > 0 && bytes % page_bytes_ == 0, kInitCall,
                     "reservation of {} bytes is not a positive multiple of the page size {}", bytes, page_bytes_);
-    const size_t align = bytes >= kReserveAlignment ? kReserveAlignment : page_bytes_;
+    const size_t align = std::max<size_t>(std::min<size_t>(kReserveAlignment, std::bit_floor(bytes)), page_bytes_);
     SHOAL_CHECK_ARG(bytes <= SIZE_MAX - align, kInitCall, "reservation of {} bytes overflows the address space", bytes);
     // MAP_NORESERVE + PROT_NONE: address space only, no commit charge, until chunks are mapped over it.
     const size_t padded = bytes + align;

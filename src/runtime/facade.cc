@@ -288,7 +288,8 @@ void shoal_info_get_version(int* major, int* minor) {
   if (minor != nullptr) *minor = SHOAL_MINOR_VERSION;
 }
 void shoal_info_get_name(char* name) {
-  if (name != nullptr) std::snprintf(name, SHOAL_MAX_NAME_LEN, "%s %s", SHOAL_VENDOR_STRING, shoal::version());
+  // Exactly SHOAL_VENDOR_STRING, as OpenSHMEM asks of shmem_info_get_name (shoal::version() has the release).
+  if (name != nullptr) std::snprintf(name, SHOAL_MAX_NAME_LEN, "%s", SHOAL_VENDOR_STRING);
 }
 
 int shoal_set_error_mode(int mode) {

@@ -105,7 +105,8 @@ TEST(Heap, CallocIsZeroedAlsoOverReusedDirtyMemory) {
 }
 
 TEST(Heap, AlignHonoursTheAlignment) {
-  const size_t alignments[] = {1, 2, 8, 16, 32, 64, 256, 4096, 65536, size_t(1) << 21};
+  // Past 2 MiB too (OpenSHMEM's shmem_align takes any power of two): host heap bases are 1 GiB aligned.
+  const size_t alignments[] = {1, 2, 8, 16, 32, 64, 256, 4096, 65536, size_t(1) << 21, size_t(1) << 22, size_t(1) << 26};
   auto* spacer = shoal_malloc(24);  // make the natural next offset unaligned
   for (size_t a : alignments) {
     auto* p = static_cast<unsigned char*>(shoal_align(a, 40));
@@ -294,8 +295,7 @@ TEST(Info, VersionNameAndBackend) {
   std::memset(name, 'x', sizeof(name));
   shoal_info_get_name(name);
   ASSERT_NE(std::memchr(name, '\0', sizeof(name)), nullptr) << "name is not terminated within SHOAL_MAX_NAME_LEN";
-  EXPECT_EQ(std::string(name).rfind(SHOAL_VENDOR_STRING, 0), 0u) << name;
-  EXPECT_NE(std::string(name).find("0.1.0"), std::string::npos) << name;
+  EXPECT_STREQ(name, SHOAL_VENDOR_STRING);  // OpenSHMEM: the name is the vendor string
   EXPECT_STREQ(shoalx_backend_name(), "host");
   EXPECT_GE(shoal_my_pe(), 0);
   EXPECT_LT(shoal_my_pe(), shoal_n_pes());
