@@ -10,8 +10,11 @@ legacy collectives' workspace around shoal's). Then, from the same table: the co
 selected on a first argument of type shmem_ctx_t) and the C++ overloads of the typed families. Last,
 the legacy active-set collectives of OpenSHMEM 1.5 (shmem_barrier, shmem_broadcast32/64 & co.,
 shmem_<TYPE>_<OP>_to_all): declarations here, definitions in src/shmem/legacy_gen.inc (forwarding to
-src/shmem/shmem_legacy.cc). Output split in files of at most 700 lines once clang-formatted. Run:
-python3 codegen/gen_shmem_api.py; --check (ctest codegen_shmem_up_to_date) fails when stale.
+src/shmem/shmem_legacy.cc). The OpenSHMEM 1.5 routines shoal has no call for (the non-blocking fetching
+AMOs, the long double and complex team reductions) are declared with the rest, with their context forms
+and generic selections, and defined in src/shmem/typed_gen.inc (forwarding to src/shmem/shmem_typed.cc).
+Output split in files of at most 700 lines once clang-formatted. Run: python3 codegen/gen_shmem_api.py;
+--check (ctest codegen_shmem_up_to_date) fails when stale.
 """
 import filecmp
 import pathlib
@@ -25,6 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCES = ["include/shoal/shoal.h", "include/shoal/team.h", "include/shoal/detail/host_api.h"]
 OUT = ROOT / "include/compat/shmem/shoal_shmem"
 LEGACY_OUT = ROOT / "src/shmem/legacy_gen.inc"
+TYPED_OUT = ROOT / "src/shmem/typed_gen.inc"
 # Declared here without an asm label: libshoal_shmem defines them (src/shmem/shmem_legacy.cc).
 OWN = {"init", "init_thread", "finalize"}
 # shoal_barrier(team) is not OpenSHMEM's: shmem_barrier is the legacy active-set barrier (below).
@@ -34,9 +38,28 @@ SKIP = {"set_error_mode", "last_error", "clear_error", "get_uniqueid", "init_att
 GENERIC_TYPES = [("float", "float"), ("double", "double"), ("longdouble", "long double"), ("char", "char"),
                  ("schar", "signed char"), ("short", "short"), ("int", "int"), ("long", "long"),
                  ("longlong", "long long"), ("uchar", "unsigned char"), ("ushort", "unsigned short"),
-                 ("uint", "unsigned int"), ("ulong", "unsigned long"), ("ulonglong", "unsigned long long")]
+                 ("uint", "unsigned int"), ("ulong", "unsigned long"), ("ulonglong", "unsigned long long"),
+                 ("complexf", "float _Complex"), ("complexd", "double _Complex")]
+# A family that has a stdint type but not the standard type it is (the extended AMOs: int32_t, int64_t,
+# uint32_t, uint64_t beside the unsigned standard types) selects that type's form for the standard type (LP64).
+ALIASES = {"int": "int32", "long": "int64", "uint": "uint32", "ulong": "uint64"}
 TYPENAMES = sorted([t for t, _ in GENERIC_TYPES] + ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                                                     "uint64", "size", "ptrdiff"], key=len, reverse=True)
+# The complex types in C++ (GNU C++'s _Complex, SHOAL_SHMEM_GNU_COMPLEX) also take std::complex (same layout).
+STD_COMPLEX = {"shoal_shmem_complexf": "std::complex<float>", "shoal_shmem_complexd": "std::complex<double>"}
+# The non-blocking fetching AMOs (OpenSHMEM 1.5), shmem_<TYPE>_<family>_nbi(fetch, ...), for every type of
+# shoal's blocking <family>: they complete at once (fetch is written before the call returns).
+FETCH_NBI = ["atomic_fetch", "atomic_swap", "atomic_compare_swap", "atomic_fetch_inc", "atomic_fetch_add",
+             "atomic_fetch_and", "atomic_fetch_or", "atomic_fetch_xor"]
+# The AMO names OpenSHMEM 1.4 deprecated, still in 1.5 (shmem_<TYPE>_fadd & co., C11 shmem_fadd & co.): the
+# current routine under its old name (an asm label on the same shoal symbol).
+DEPRECATED_AMO = {"fetch": "atomic_fetch", "set": "atomic_set", "cswap": "atomic_compare_swap", "swap": "atomic_swap",
+                  "finc": "atomic_fetch_inc", "inc": "atomic_inc", "fadd": "atomic_fetch_add", "add": "atomic_add"}
+# The team reductions of the types shoal's reductions do not take (the spec's table: min/max of long double,
+# sum/prod of long double and the complex types).
+EXTRA_REDUCE = [("longdouble", "long double", ["max", "min", "sum", "prod"]),
+                ("complexf", "shoal_shmem_complexf", ["sum", "prod"]),
+                ("complexd", "shoal_shmem_complexd", ["sum", "prod"])]
 # Families with a context form (RMA, signals, AMOs), and the generic families with the argument
 # whose pointed-to type selects (0-based; wait/test select on the ivars).
 CTX_FAMILY = re.compile(r"^(T_)?(put|get|p|g|iput|iget|put_nbi|get_nbi|put_signal|put_signal_nbi|atomic_\w+)$|"
@@ -51,6 +74,10 @@ GENERIC = {"put": 0, "get": 0, "p": 0, "g": 0, "iput": 0, "iget": 0, "put_nbi": 
            "test_some_vector": 0, "broadcast": 1, "collect": 1, "fcollect": 1, "alltoall": 1}
 for op in ["and", "or", "xor", "max", "min", "sum", "prod"]:
     GENERIC[op + "_reduce"] = 1
+for family in FETCH_NBI:
+    GENERIC[family + "_nbi"] = 0
+for family in DEPRECATED_AMO:
+    GENERIC[family] = 0
 # The legacy active-set collectives (OpenSHMEM 1.5 section 9.9.x, deprecated): the sized data movers,
 # and the reductions with their types (the spec's table: and/or/xor integers, min/max adding the real
 # floating types, sum/prod adding the complex ones).
@@ -103,7 +130,7 @@ def arg_names(params):
     return [re.split(r"[\s*]", p.strip())[-1] for p in params.split(",")]
 
 
-def write_chunks(out, stem, guard, lines, head=""):
+def write_chunks(out, stem, guard, lines, head="", tail=""):
     chunks = [lines[i:i + 120] for i in range(0, len(lines), 120)] or [[]]
     names = []
     for i, chunk in enumerate(chunks):
@@ -111,21 +138,45 @@ def write_chunks(out, stem, guard, lines, head=""):
         g = f"SHOAL_SHMEM_{guard}_{i}_H_"
         body = "\n".join(chunk)
         (out / name).write_text(f"/* Generated by codegen/gen_shmem_api.py: do not edit. */\n#ifndef {g}\n#define {g}\n"
-                                f"{head}\n{body}\n\n#endif /* {g} */\n")
+                                f"{head}\n{body}\n{tail}\n#endif /* {g} */\n")
         names.append(name)
     return names
 
 
+def std_complex_overload(ret, name, params):
+    """For a function taking the complex types: a C++ overload taking std::complex (or None)."""
+    if not any(t in params for t in STD_COMPLEX):
+        return None
+    sparams, args = params, []
+    for t, std in STD_COMPLEX.items():
+        sparams = sparams.replace(t, std)
+    for p, sp in zip(params.split(","), sparams.split(",")):
+        name_ = arg_names(p)[0]
+        if sp != p:
+            args.append(f"reinterpret_cast<{p.strip()[:-len(name_)].strip()}>({name_})")
+        else:
+            args.append(name_)
+    ret_kw = "" if ret == "void" else "return "
+    return f"inline {ret} {name}({sparams}) {{ {ret_kw}{name}({', '.join(args)}); }}"
+
+
 def legacy():
-    """Declarations (header lines) and definitions (src/shmem lines) of the legacy collectives."""
-    decls, defs = [], []
+    """Declarations (header lines) and definitions (src/shmem lines) of the legacy collectives, and the
+    std::complex overloads of the complex ones (C++ lines)."""
+    decls, defs, cxx = [], [], []
 
     def add(name, params, body):
         decls.append(f"SHOAL_API void shmem_{name}({params});")
         defs.append(f"void shmem_{name}({params}) {{ {body}; }}")
+        overload = std_complex_overload("void", f"shmem_{name}", params)
+        if overload:
+            cxx.append(overload)
 
     add("barrier", f"{ACTIVE_SET}, long* pSync",
         'legacy::barrier("shmem_barrier", {PE_start, logPE_stride, PE_size}, pSync)')
+    # The active-set shmem_sync (C's symbol; <shmem.h> selects the team form, shmem_team_sync, by the
+    # number of arguments): the members' earlier puts and AMOs complete too (shmem_barrier's sync).
+    add("sync", f"{ACTIVE_SET}, long* pSync", 'legacy::barrier("shmem_sync", {PE_start, logPE_stride, PE_size}, pSync)')
     for bits in (32, 64):
         for family, params in LEGACY_SIZED.items():
             args = ", ".join(a for a in arg_names(params) if a not in ("PE_start", "logPE_stride", "PE_size"))
@@ -136,18 +187,61 @@ def legacy():
             params = (f"{c}* dest, const {c}* source, int nreduce, {ACTIVE_SET}, {c}* pWrk, long* pSync")
             add(f"{t}_{op}_to_all", params, f'legacy::to_all<legacy::op_{op}>("shmem_{t}_{op}_to_all", '
                 f'{{PE_start, logPE_stride, PE_size}}, dest, source, nreduce, pWrk, pSync)')
-    return decls, defs
+    return decls, defs, cxx
+
+
+def typed(decls):
+    """The routines libshoal_shmem defines (src/shmem/typed_gen.inc): (ret, short, params) to declare, and
+    their definitions."""
+    out, defs = [], []
+    for ret, short, params in decls:
+        typename, family = split_type(short)
+        if typename is None or family not in FETCH_NBI:
+            continue
+        name, nparams = f"{short}_nbi", f"{ret}* fetch, {params}"
+        out.append((shmem_types("void"), name, shmem_types(nparams)))
+        defs.append(f"void shmem_{name}({shmem_types(nparams)}) {{ if (typed::fetch_ok(\"shmem_{name}\", fetch)) "
+                    f"*fetch = shoal_{short}({', '.join(arg_names(params))}); }}")
+    # shmem_<TYPE>_wait (deprecated in 1.4, in 1.5): waits until *ivar != cmp_value.
+    for ret, short, params in decls:
+        typename, family = split_type(short)
+        if typename is None or family != "wait_until":
+            continue
+        c = params.split("*")[0].strip()
+        params = f"{c}* ivar, {c} cmp_value"
+        out.append(("void", f"{typename}_wait", params))
+        defs.append(f"void shmem_{typename}_wait({params}) {{ shoal_{short}(ivar, SHOAL_CMP_NE, cmp_value); }}")
+        if typename == "long":  # and the untyped shmem_wait, on a long
+            out.append(("void", "wait", params))
+            defs.append(f"void shmem_wait({params}) {{ shoal_{short}(ivar, SHOAL_CMP_NE, cmp_value); }}")
+    for t, c, ops in EXTRA_REDUCE:
+        for op in ops:
+            name = f"{t}_{op}_reduce"
+            params = f"shmem_team_t team, {c}* dest, const {c}* source, size_t nreduce"
+            out.append(("int", name, params))
+            defs.append(f'int shmem_{name}({params}) {{ return typed::team_reduce<typed::op_{op}>("shmem_{name}", '
+                        f"team, dest, source, nreduce); }}")
+    return out, defs
+
+
+def typed_key(t, by_type):
+    """The TYPENAME whose form a generic selection takes for standard type t: t's own, or its stdint alias's."""
+    if t in by_type:
+        return t
+    alias = ALIASES.get(t)
+    return alias if alias in by_type else None
 
 
 def c11_generic(family, by_type, ctx_names):
     """The _Generic selection of one family; with a context form, on shmem_ctx_t first as the spec's."""
-    const = family in ("g", "atomic_fetch")  # source is const
+    const = family in ("g", "atomic_fetch", "fetch")  # source is const
 
     def cases(prefix):
         out = []
         for t, c in GENERIC_TYPES:
-            if t in by_type and (prefix == "shmem_" or "ctx_" + by_type[t][2] in ctx_names):
-                f = prefix + by_type[t][2]
+            key = typed_key(t, by_type)
+            if key is not None and (prefix == "shmem_" or "ctx_" + by_type[key][2] in ctx_names):
+                f = prefix + by_type[key][2]
                 out.append(f"const {c}*: {f}, {c}*: {f}" if const else f"{c}*: {f}")
         return ", ".join(out)
 
@@ -166,12 +260,25 @@ def c11_generic(family, by_type, ctx_names):
 
 def main():
     decls = read_decls()
-    api, ctx, c11, cxx = [], [], [], []
-    generic, ctx_names = {}, set()
+    typed_decls, typed_defs = typed(decls)
+    own = OWN | {short for _, short, _ in typed_decls}
+    # The deprecated AMO names: the same shoal symbol as the current name.
+    labels, deprecated = {}, []
     for ret, short, params in decls:
+        typename, family = split_type(short)
+        for old, new in DEPRECATED_AMO.items():
+            if typename is not None and family == new:
+                deprecated.append((ret, f"{typename}_{old}", params))
+                labels[f"{typename}_{old}"] = f"shoal_{short}"
+    api, ctx, c11, cxx, cxx_complex = [], [], [], [], []
+    generic, ctx_names = {}, set()
+    for ret, short, params in decls + typed_decls + deprecated:
         sparams, sret = shmem_types(params), shmem_types(ret)
-        label = "" if short in OWN else f' __asm__("shoal_{short}")'
+        label = "" if short in own else f' __asm__("{labels.get(short, "shoal_" + short)}")'
         api.append(f"SHOAL_API {sret} shmem_{short}({sparams}){label};")
+        overload = std_complex_overload(sret, f"shmem_{short}", sparams)
+        if overload:
+            cxx_complex.append(overload)
         typename, family = split_type(short)
         if CTX_FAMILY.match(("T_" + family) if typename else short):
             args = ", ".join(arg_names(params))
@@ -187,16 +294,21 @@ def main():
             continue
         c11.append(line)
         for t, c in GENERIC_TYPES:
-            if t not in by_type:
+            key = typed_key(t, by_type)
+            if key is None:
                 continue
-            sret, sparams, short = by_type[t]
+            sret, sparams, short = by_type[key]
             args = ", ".join(arg_names(sparams))
             ret_kw = "" if sret == "void" else "return "
             cxx.append(f"inline {sret} shmem_{family}({sparams}) {{ {ret_kw}shmem_{short}({args}); }}")
+            overload = std_complex_overload(sret, f"shmem_{family}", sparams)
+            if overload:
+                cxx_complex.append(overload.replace(f"{{ {ret_kw}shmem_{family}(", f"{{ {ret_kw}shmem_{short}("))
             if GENERIC[family] == 0 and "ctx_" + short in ctx_names:
                 cxx.append(f"inline {sret} shmem_{family}(shmem_ctx_t ctx, {sparams}) "
                            f"{{ {ret_kw}shmem_ctx_{short}(ctx, {args}); }}")
-    legacy_decls, legacy_defs = legacy()
+    legacy_decls, legacy_defs, legacy_cxx = legacy()
+    cxx_complex += legacy_cxx
     out = pathlib.Path(tempfile.mkdtemp(prefix="gen_shmem_"))
     files = write_chunks(out, "api", "API", api)
     files += write_chunks(out, "ctx", "CTX", ctx)
@@ -207,6 +319,9 @@ def main():
                 "SHOAL_API void shoal_shmem_no_such_form(void);")
     c11_files = write_chunks(out, "generic_c11", "C11", c11, c11_head)
     cxx_files = write_chunks(out, "generic_cxx", "CXX", cxx)
+    cxx_files += write_chunks(out, "complex_cxx", "COMPLEX_CXX", cxx_complex,
+                              "\n/* The std::complex forms of the complex routines (GNU C++ declares them with _Complex). */\n"
+                              "#if defined(SHOAL_SHMEM_GNU_COMPLEX)", "#endif\n")
     incl = lambda fs: "\n".join(f'#include "shoal_shmem/{f}"' for f in fs)
     (out / "all.h").write_text(
         "/* Generated by codegen/gen_shmem_api.py: do not edit. Included by <shmem.h>. */\n"
@@ -217,23 +332,29 @@ def main():
     (out / "legacy_gen.inc").write_text(
         "// Generated by codegen/gen_shmem_api.py: do not edit. The legacy active-set collectives'\n"
         "// entry points, included by shmem_legacy.cc inside extern \"C\".\n" + "\n".join(legacy_defs) + "\n")
+    (out / "typed_gen.inc").write_text(
+        "// Generated by codegen/gen_shmem_api.py: do not edit. The entry points of the OpenSHMEM routines\n"
+        "// shoal has no call for (non-blocking fetching AMOs, long double and complex team reductions),\n"
+        "// included by shmem_typed.cc inside extern \"C\".\n" + "\n".join(typed_defs) + "\n")
     print(f"gen_shmem_api: {len(api)} functions, {len(ctx)} context forms, {len(c11)} generic families, "
-          f"{len(cxx)} C++ overloads, {len(legacy_defs)} legacy collectives", file=sys.stderr)
+          f"{len(cxx)} C++ overloads ({len(cxx_complex)} for std::complex), {len(legacy_defs)} legacy collectives, "
+          f"{len(typed_defs)} of libshoal_shmem's own typed routines", file=sys.stderr)
     generated = sorted(out.glob("*.h"))
     inc = out / "legacy_gen.inc"
+    typed_inc = out / "typed_gen.inc"
     subprocess.run(["clang-format", "-i", f"--style=file:{ROOT / '.clang-format'}"] + [str(f) for f in generated] +
-                   [str(inc)], check=True)
+                   [str(inc), str(typed_inc)], check=True)
     for f in generated:
         if len(f.read_text().splitlines()) > 700:
             sys.exit(f"gen_shmem_api: {f.name} is over 700 lines; make the chunks smaller")
     same = sorted(p.name for p in OUT.glob("*.h")) == [f.name for f in generated] and all(
         filecmp.cmp(f, OUT / f.name, shallow=False) for f in generated) and LEGACY_OUT.exists() and filecmp.cmp(
-            inc, LEGACY_OUT, shallow=False)
+            inc, LEGACY_OUT, shallow=False) and TYPED_OUT.exists() and filecmp.cmp(typed_inc, TYPED_OUT, shallow=False)
     if "--check" in sys.argv:
         shutil.rmtree(out)
         if not same:
-            sys.exit("gen_shmem_api: include/compat/shmem/shoal_shmem or src/shmem/legacy_gen.inc is stale; run "
-                     "codegen/gen_shmem_api.py")
+            sys.exit("gen_shmem_api: include/compat/shmem/shoal_shmem or src/shmem/legacy_gen.inc or "
+                     "src/shmem/typed_gen.inc is stale; run codegen/gen_shmem_api.py")
         return
     OUT.mkdir(parents=True, exist_ok=True)
     for old in OUT.glob("*.h"):
@@ -241,6 +362,7 @@ def main():
     for f in generated:
         shutil.copy(f, OUT / f.name)
     shutil.copy(inc, LEGACY_OUT)
+    shutil.copy(typed_inc, TYPED_OUT)
     shutil.rmtree(out)
 
 

@@ -1,14 +1,14 @@
-// libshoal_shmem: OpenSHMEM's legacy active-set collectives (shmem_barrier, shmem_broadcast32/64,
-// collect, fcollect, alltoall, alltoalls, shmem_<TYPE>_<OP>_to_all) on shoal's public RMA, AMOs and
-// waits, and shmem_init/_finalize, which set up their symmetric workspace. An active set (PE_start,
+// libshoal_shmem: OpenSHMEM's legacy active-set collectives (shmem_barrier, the active-set shmem_sync,
+// shmem_broadcast32/64, collect, fcollect, alltoall, alltoalls, shmem_<TYPE>_<OP>_to_all) on shoal's public
+// RMA, AMOs and waits, and shmem_init/_init_thread/_finalize (and the deprecated start_pes), which set up
+// their symmetric workspace. An active set (PE_start,
 // 2^logPE_stride, PE_size) need not be a team: only its members call, so nothing here is collective
 // over the world except init and finalize.
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "shmem.h"
+#include "shmem_internal.hpp"
 
 namespace {
 namespace legacy {  // internal to this file and legacy_gen.inc
@@ -30,23 +30,7 @@ uint64_t* g_workspace = nullptr;
 std::vector<uint64_t> g_consumed;  // private: signals from each PE this PE has waited for
 int g_n_pes = 0;
 
-// Reports a bad argument per shoal's error mode: by default prints "<call>: <what>" and stops every
-// PE; under SHOAL_ERRORS_RETURN the call returns without doing anything (the legacy calls return
-// void; shoal_last_error does not see it).
-__attribute__((format(printf, 2, 3))) bool fail(const char* call, const char* format, ...) {
-  int mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);  // the mode, read by a swap and back
-  shoal_set_error_mode(mode);
-  if (mode == SHOAL_ERRORS_RETURN) return false;
-  std::va_list args;
-  va_start(args, format);
-  std::fprintf(stderr, "shoal: error: %s: ", call);
-  std::vfprintf(stderr, format, args);
-  std::fprintf(stderr, "\n");
-  va_end(args);
-  std::fflush(nullptr);
-  shoal_global_exit(1);
-  return false;
-}
+using shoal_shmem::fail;
 
 // Checks the active set and pSync; on success `*index` is this PE's index in the set.
 bool check(const char* call, active_set set, const long* pSync, int* index) {
@@ -176,48 +160,13 @@ void alltoalls(const char* call, size_t elem_bytes, active_set set, void* dest, 
   sync(set, index);
 }
 
-struct op_and {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a & b);
-  }
-};
-struct op_or {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a | b);
-  }
-};
-struct op_xor {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a ^ b);
-  }
-};
-struct op_max {
-  template <class T>
-  T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
-struct op_min {
-  template <class T>
-  T operator()(T a, T b) const {
-    return b < a ? b : a;
-  }
-};
-struct op_sum {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a + b);
-  }
-};
-struct op_prod {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a * b);
-  }
-};
+using shoal_shmem::op_and;
+using shoal_shmem::op_max;
+using shoal_shmem::op_min;
+using shoal_shmem::op_or;
+using shoal_shmem::op_prod;
+using shoal_shmem::op_sum;
+using shoal_shmem::op_xor;
 
 // Every member gets every member's source (in index order, so every member computes the same
 // result, floating point included) and reduces it locally; a sync before dest is written, since dest
@@ -265,6 +214,11 @@ extern "C" {
 void shmem_init(void) {
   shoal_init();
   legacy::attach();
+}
+
+void start_pes(int npes) {
+  (void)npes;  // OpenSHMEM 1.2's meaning too: the PEs are the ones the launcher started
+  shmem_init();
 }
 
 int shmem_init_thread(int requested, int* provided) {

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(__cplusplus)
+#include <complex.h>
+#endif
 
 #define V15 (SHMEM_MAJOR_VERSION * 10 + SHMEM_MINOR_VERSION >= 15)
 #define K 64 /* iterations of every race */
@@ -207,6 +210,65 @@ static void contexts_and_memory(void) {
   shmem_free(dst);
 }
 
+/* The names OpenSHMEM deprecated and 1.5 still defines: the pre-1.4 AMO names (a fetch-add storm whose
+ * tickets must be 0..nK-1 once each, cswap rounds with one winner, swap, set, fetch, add, inc), _my_pe,
+ * _num_pes, shmalloc/shrealloc/shfree/shmemalign, and shmem_long_wait on a value another PE puts. */
+static void deprecated_names(void) {
+  long* words = (long*)shmalloc(4 * sizeof(long));
+  int* tickets = (int*)shmemalign(64, (size_t)(K * n) * sizeof(int));
+  int* counter = (int*)shmalloc(sizeof(int));
+  CHECK_EQ(_my_pe(), me, "_my_pe");
+  CHECK_EQ(_num_pes(), n, "_num_pes");
+  CHECK_EQ((unsigned long)tickets % 64, 0, "shmemalign");
+  memset(words, 0, 4 * sizeof(long));
+  memset(tickets, 0, (size_t)(K * n) * sizeof(int));
+  *counter = 0;
+  shmem_barrier_all();
+  for (int i = 0; i < K; ++i) {
+    int t = shmem_int_finc(counter, 0);
+    shmem_int_p(&tickets[t], 1 + me, 0);
+    shmem_long_add(&words[1], 3, 0);
+    (void)shmem_long_fadd(&words[2], (long)me, 0);
+    shmem_long_inc(&words[3], 0);
+  }
+  shmem_barrier_all();
+  if (me == 0) {
+    int holes = 0;
+    long owners = 0;
+    for (int t = 0; t < K * n; ++t) holes += tickets[t] == 0, owners += tickets[t];
+    printf("deprecated amo: finc %d, tickets missing %d, owner sum %ld, add %ld, fadd %ld, inc %ld\n", *counter, holes,
+           owners, words[1], words[2], shmem_long_fetch(&words[3], 0));
+  }
+  shmem_barrier_all();
+  int wins = 0;
+  for (int round = 1; round <= K; ++round) {
+    wins += shmem_long_cswap(&words[0], round - 1, round, 0) == round - 1;
+    shmem_barrier_all();
+  }
+  int* all_wins = (int*)shrealloc(counter, (size_t)n * sizeof(int));
+  memset(all_wins, 0, (size_t)n * sizeof(int));
+  shmem_barrier_all();
+  shmem_int_p(&all_wins[me], wins, 0);
+  long swapped = shmem_long_swap(&words[1], 100 + me, me);
+  shmem_long_set(&words[2], 9, me);
+  shmem_barrier_all();
+  /* shmem_long_wait: PE 0 waits until its word changes from 0, which the last PE puts */
+  words[3] = 0;
+  shmem_barrier_all();
+  if (me == n - 1) shmem_long_p(&words[3], 77, 0);
+  if (me == 0) {
+    shmem_long_wait(&words[3], 0);
+    long total = 0;
+    for (int p = 0; p < n; ++p) total += all_wins[p];
+    printf("deprecated cswap: rounds won %ld of %d, final %ld; swap gave %ld, set %ld, wait saw %ld\n", total, K,
+           words[0], swapped, words[2], words[3]);
+  }
+  shmem_barrier_all();
+  shfree(all_wins);
+  shfree(tickets);
+  shfree(words);
+}
+
 #if V15
 static void teams_and_collectives(void) {
   long* src = (long*)shmem_calloc(4 * n, sizeof(long));
@@ -296,6 +358,114 @@ static void signals_and_multi_waits(void) {
 }
 #endif
 
+#if V15
+/* The non-blocking fetching AMOs (a fetch_add_nbi storm whose tickets must be 0..nK-1 once each, swap_nbi,
+ * compare_swap_nbi with one winner, fetch_nbi; typed, generic, with a context), the team reductions of long
+ * double and the complex types (on globals, in place too), and shmem_sync in both its forms. */
+long double g_ld[4];
+#if defined(__cplusplus)
+std::complex<double> g_cd[4];
+#else
+double _Complex g_cd[4];
+#endif
+static void nbi_amo_and_reductions(void) {
+  int* counter = (int*)shmem_calloc(1, sizeof(int));
+  int* tickets = (int*)shmem_calloc((size_t)(K * n), sizeof(int));
+  long* word = (long*)shmem_calloc(2, sizeof(long));
+  shmem_barrier_all();
+  int got[K];
+  for (int i = 0; i < K; ++i) {
+    if (i % 2)
+      shmem_int_atomic_fetch_inc_nbi(&got[i], counter, 0);
+    else
+      shmem_atomic_fetch_add_nbi(SHMEM_CTX_DEFAULT, &got[i], counter, 1, 0);
+  }
+  shmem_quiet();
+  for (int i = 0; i < K; ++i) shmem_int_p(&tickets[got[i]], 1, 0);
+  shmem_barrier_all();
+  if (me == 0)
+    for (int t = 0; t < K * n; ++t) CHECK_EQ(tickets[t], 1, "fetch_add_nbi tickets");
+  int wins = 0;
+  for (int round = 1; round <= K; ++round) {
+    long prev = -1;
+    shmem_long_atomic_compare_swap_nbi(&prev, &word[0], round - 1, round, 0);
+    shmem_quiet();
+    wins += prev == round - 1;
+    shmem_barrier_all();
+  }
+  int* all = (int*)shmem_calloc((size_t)n, sizeof(int));
+  shmem_barrier_all();
+  shmem_int_p(&all[me], wins, 0);
+  long before = -1, now = -1;
+  shmem_long_atomic_swap_nbi(&before, &word[1], 10 + me, me);
+  shmem_atomic_fetch_nbi(&now, &word[1], me);
+  shmem_quiet();
+  CHECK_EQ(before, 0, "swap_nbi old value");
+  CHECK_EQ(now, 10 + me, "fetch_nbi");
+  shmem_barrier_all();
+  if (me == 0) {
+    long total = 0;
+    for (int p = 0; p < n; ++p) total += all[p];
+    CHECK_EQ(total, K, "compare_swap_nbi: one winner a round");
+  }
+  /* long double max/sum and complex sum/prod, on globals, in place for the sum */
+  for (int i = 0; i < 4; ++i) g_ld[i] = me + 0.25L * i;
+  long double* ld_dst = (long double*)shmem_calloc(4, sizeof(long double));
+  shmem_barrier_all();
+  CHECK_EQ(shmem_longdouble_max_reduce(SHMEM_TEAM_WORLD, ld_dst, g_ld, 4), 0, "longdouble max_reduce");
+  CHECK_EQ(ld_dst[3] == (n - 1) + 0.75L, 1, "longdouble max value");
+  int rc = shmem_sum_reduce(SHMEM_TEAM_WORLD, g_ld, g_ld, 4); /* CHECK_EQ reads its argument twice */
+  CHECK_EQ(rc, 0, "generic longdouble sum_reduce in place");
+  CHECK_EQ(g_ld[2] == n * (n - 1) / 2.0L + n * 0.5L, 1, "longdouble sum value");
+  for (int i = 0; i < 4; ++i) {
+#if defined(__cplusplus)
+    g_cd[i] = std::complex<double>(1.0 + me, (double)i);
+#else
+    g_cd[i] = (1.0 + me) + (double)i * I;
+#endif
+  }
+  shmem_barrier_all();
+  rc = shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, g_cd, g_cd, 4);
+  CHECK_EQ(rc, 0, "complexd sum_reduce");
+  for (int i = 0; i < 4; ++i) {
+#if defined(__cplusplus)
+    CHECK_EQ(g_cd[i].real() == n * (n + 1) / 2.0 && g_cd[i].imag() == (double)(n * i), 1, "complexd sum value");
+#else
+    CHECK_EQ(creal(g_cd[i]) == n * (n + 1) / 2.0 && cimag(g_cd[i]) == (double)(n * i), 1, "complexd sum value");
+#endif
+  }
+  for (int i = 0; i < 4; ++i) {
+#if defined(__cplusplus)
+    g_cd[i] = std::complex<double>(0.0, 1.0);
+#else
+    g_cd[i] = I;
+#endif
+  }
+  shmem_barrier_all();
+  rc = shmem_prod_reduce(SHMEM_TEAM_WORLD, g_cd, g_cd, 4);
+  CHECK_EQ(rc, 0, "generic complexd prod_reduce");
+  /* i^n: 1, i, -1, -i */
+  const double want_re[4] = {1, 0, -1, 0}, want_im[4] = {0, 1, 0, -1};
+#if defined(__cplusplus)
+  CHECK_EQ(g_cd[0].real() == want_re[n % 4] && g_cd[0].imag() == want_im[n % 4], 1, "complexd prod value");
+#else
+  CHECK_EQ(creal(g_cd[0]) == want_re[n % 4] && cimag(g_cd[0]) == want_im[n % 4], 1, "complexd prod value");
+#endif
+  /* shmem_sync: the team form, and the active-set form over the even PEs */
+  rc = shmem_sync(SHMEM_TEAM_WORLD);
+  CHECK_EQ(rc, 0, "shmem_sync(team)");
+  static long psync[SHMEM_BARRIER_SYNC_SIZE];
+  if (me % 2 == 0) shmem_sync(0, 1, (n + 1) / 2, psync);
+  shmem_barrier_all();
+  SAY("1.5 nbi fetching AMOs, long double and complex team reductions, shmem_sync ok\n");
+  shmem_free(ld_dst);
+  shmem_free(all);
+  shmem_free(word);
+  shmem_free(tickets);
+  shmem_free(counter);
+}
+#endif
+
 /* Symmetric data objects: the program's globals and statics, initialized (.data) and zero (.bss). */
 long g_initialized = 5;
 static int s_ring[64];
@@ -372,10 +542,12 @@ int main(void) {
   amo();
   waits_and_locks();
   contexts_and_memory();
+  deprecated_names();
   globals();
 #if V15
   teams_and_collectives();
   signals_and_multi_waits();
+  nbi_amo_and_reductions();
 #endif
   shmem_barrier_all();
   SAY("done\n");

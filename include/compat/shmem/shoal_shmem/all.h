@@ -4,6 +4,8 @@
 SHOAL_EXTERN_C_BEGIN
 #include "shoal_shmem/api_0.h"
 #include "shoal_shmem/api_1.h"
+#include "shoal_shmem/api_10.h"
+#include "shoal_shmem/api_11.h"
 #include "shoal_shmem/api_2.h"
 #include "shoal_shmem/api_3.h"
 #include "shoal_shmem/api_4.h"
@@ -16,15 +18,19 @@ SHOAL_EXTERN_C_BEGIN
 #include "shoal_shmem/ctx_1.h"
 #include "shoal_shmem/ctx_2.h"
 #include "shoal_shmem/ctx_3.h"
+#include "shoal_shmem/ctx_4.h"
 #include "shoal_shmem/legacy_0.h"
 SHOAL_EXTERN_C_END
 #if defined(__cplusplus)
+#include "shoal_shmem/complex_cxx_0.h"
 #include "shoal_shmem/generic_cxx_0.h"
 #include "shoal_shmem/generic_cxx_1.h"
 #include "shoal_shmem/generic_cxx_2.h"
 #include "shoal_shmem/generic_cxx_3.h"
 #include "shoal_shmem/generic_cxx_4.h"
 #include "shoal_shmem/generic_cxx_5.h"
+#include "shoal_shmem/generic_cxx_6.h"
+#include "shoal_shmem/generic_cxx_7.h"
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #include "shoal_shmem/generic_c11_0.h"
 #endif

@@ -86,5 +86,97 @@ SHOAL_API int shmem_bfloat16_sum_reducescatter(shmem_team_t team, shoal_bfloat16
 SHOAL_API int shmem_bfloat16_prod_reducescatter(shmem_team_t team, shoal_bfloat16_t* dest,
                                                 const shoal_bfloat16_t* source,
                                                 size_t nreduce) __asm__("shoal_bfloat16_prod_reducescatter");
+SHOAL_API void shmem_int_atomic_fetch_nbi(int* fetch, const int* source, int pe);
+SHOAL_API void shmem_int_atomic_swap_nbi(int* fetch, int* dest, int value, int pe);
+SHOAL_API void shmem_int_atomic_compare_swap_nbi(int* fetch, int* dest, int cond, int value, int pe);
+SHOAL_API void shmem_int_atomic_fetch_inc_nbi(int* fetch, int* dest, int pe);
+SHOAL_API void shmem_int_atomic_fetch_add_nbi(int* fetch, int* dest, int value, int pe);
+SHOAL_API void shmem_long_atomic_fetch_nbi(long* fetch, const long* source, int pe);
+SHOAL_API void shmem_long_atomic_swap_nbi(long* fetch, long* dest, long value, int pe);
+SHOAL_API void shmem_long_atomic_compare_swap_nbi(long* fetch, long* dest, long cond, long value, int pe);
+SHOAL_API void shmem_long_atomic_fetch_inc_nbi(long* fetch, long* dest, int pe);
+SHOAL_API void shmem_long_atomic_fetch_add_nbi(long* fetch, long* dest, long value, int pe);
+SHOAL_API void shmem_longlong_atomic_fetch_nbi(long long* fetch, const long long* source, int pe);
+SHOAL_API void shmem_longlong_atomic_swap_nbi(long long* fetch, long long* dest, long long value, int pe);
+SHOAL_API void shmem_longlong_atomic_compare_swap_nbi(long long* fetch, long long* dest, long long cond,
+                                                      long long value, int pe);
+SHOAL_API void shmem_longlong_atomic_fetch_inc_nbi(long long* fetch, long long* dest, int pe);
+SHOAL_API void shmem_longlong_atomic_fetch_add_nbi(long long* fetch, long long* dest, long long value, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_nbi(unsigned int* fetch, const unsigned int* source, int pe);
+SHOAL_API void shmem_uint_atomic_swap_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe);
+SHOAL_API void shmem_uint_atomic_compare_swap_nbi(unsigned int* fetch, unsigned int* dest, unsigned int cond,
+                                                  unsigned int value, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_inc_nbi(unsigned int* fetch, unsigned int* dest, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_add_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_and_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_or_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe);
+SHOAL_API void shmem_uint_atomic_fetch_xor_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_nbi(unsigned long* fetch, const unsigned long* source, int pe);
+SHOAL_API void shmem_ulong_atomic_swap_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe);
+SHOAL_API void shmem_ulong_atomic_compare_swap_nbi(unsigned long* fetch, unsigned long* dest, unsigned long cond,
+                                                   unsigned long value, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_inc_nbi(unsigned long* fetch, unsigned long* dest, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_add_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_and_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_or_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe);
+SHOAL_API void shmem_ulong_atomic_fetch_xor_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_nbi(unsigned long long* fetch, const unsigned long long* source, int pe);
+SHOAL_API void shmem_ulonglong_atomic_swap_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                               unsigned long long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_compare_swap_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                                       unsigned long long cond, unsigned long long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long* fetch, unsigned long long* dest, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_add_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                                    unsigned long long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_and_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                                    unsigned long long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_or_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                                   unsigned long long value, int pe);
+SHOAL_API void shmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long* fetch, unsigned long long* dest,
+                                                    unsigned long long value, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_nbi(int32_t* fetch, const int32_t* source, int pe);
+SHOAL_API void shmem_int32_atomic_swap_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe);
+SHOAL_API void shmem_int32_atomic_compare_swap_nbi(int32_t* fetch, int32_t* dest, int32_t cond, int32_t value, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_inc_nbi(int32_t* fetch, int32_t* dest, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_add_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_and_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_or_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe);
+SHOAL_API void shmem_int32_atomic_fetch_xor_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_nbi(int64_t* fetch, const int64_t* source, int pe);
+SHOAL_API void shmem_int64_atomic_swap_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe);
+SHOAL_API void shmem_int64_atomic_compare_swap_nbi(int64_t* fetch, int64_t* dest, int64_t cond, int64_t value, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_inc_nbi(int64_t* fetch, int64_t* dest, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_add_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_and_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_or_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe);
+SHOAL_API void shmem_int64_atomic_fetch_xor_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_nbi(uint32_t* fetch, const uint32_t* source, int pe);
+SHOAL_API void shmem_uint32_atomic_swap_nbi(uint32_t* fetch, uint32_t* dest, uint32_t value, int pe);
+SHOAL_API void shmem_uint32_atomic_compare_swap_nbi(uint32_t* fetch, uint32_t* dest, uint32_t cond, uint32_t value,
+                                                    int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_inc_nbi(uint32_t* fetch, uint32_t* dest, int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_add_nbi(uint32_t* fetch, uint32_t* dest, uint32_t value, int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_and_nbi(uint32_t* fetch, uint32_t* dest, uint32_t value, int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_or_nbi(uint32_t* fetch, uint32_t* dest, uint32_t value, int pe);
+SHOAL_API void shmem_uint32_atomic_fetch_xor_nbi(uint32_t* fetch, uint32_t* dest, uint32_t value, int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_nbi(uint64_t* fetch, const uint64_t* source, int pe);
+SHOAL_API void shmem_uint64_atomic_swap_nbi(uint64_t* fetch, uint64_t* dest, uint64_t value, int pe);
+SHOAL_API void shmem_uint64_atomic_compare_swap_nbi(uint64_t* fetch, uint64_t* dest, uint64_t cond, uint64_t value,
+                                                    int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_inc_nbi(uint64_t* fetch, uint64_t* dest, int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_add_nbi(uint64_t* fetch, uint64_t* dest, uint64_t value, int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_and_nbi(uint64_t* fetch, uint64_t* dest, uint64_t value, int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_or_nbi(uint64_t* fetch, uint64_t* dest, uint64_t value, int pe);
+SHOAL_API void shmem_uint64_atomic_fetch_xor_nbi(uint64_t* fetch, uint64_t* dest, uint64_t value, int pe);
+SHOAL_API void shmem_size_atomic_fetch_nbi(size_t* fetch, const size_t* source, int pe);
+SHOAL_API void shmem_size_atomic_swap_nbi(size_t* fetch, size_t* dest, size_t value, int pe);
+SHOAL_API void shmem_size_atomic_compare_swap_nbi(size_t* fetch, size_t* dest, size_t cond, size_t value, int pe);
+SHOAL_API void shmem_size_atomic_fetch_inc_nbi(size_t* fetch, size_t* dest, int pe);
+SHOAL_API void shmem_size_atomic_fetch_add_nbi(size_t* fetch, size_t* dest, size_t value, int pe);
+SHOAL_API void shmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t* fetch, const ptrdiff_t* source, int pe);
+SHOAL_API void shmem_ptrdiff_atomic_swap_nbi(ptrdiff_t* fetch, ptrdiff_t* dest, ptrdiff_t value, int pe);
+SHOAL_API void shmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t* fetch, ptrdiff_t* dest, ptrdiff_t cond, ptrdiff_t value,
+                                                     int pe);
+SHOAL_API void shmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t* fetch, ptrdiff_t* dest, int pe);
 
 #endif /* SHOAL_SHMEM_API_9_H_ */

@@ -303,5 +303,228 @@ static inline void shmem_ctx_double_atomic_add(shmem_ctx_t ctx, double* dest, do
   (void)ctx;
   shmem_double_atomic_add(dest, value, pe);
 }
+static inline void shmem_ctx_int_atomic_fetch_nbi(shmem_ctx_t ctx, int* fetch, const int* source, int pe) {
+  (void)ctx;
+  shmem_int_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_int_atomic_swap_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int value, int pe) {
+  (void)ctx;
+  shmem_int_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_int_atomic_compare_swap_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int cond, int value,
+                                                         int pe) {
+  (void)ctx;
+  shmem_int_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_int_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int pe) {
+  (void)ctx;
+  shmem_int_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_int_atomic_fetch_add_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int value, int pe) {
+  (void)ctx;
+  shmem_int_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_long_atomic_fetch_nbi(shmem_ctx_t ctx, long* fetch, const long* source, int pe) {
+  (void)ctx;
+  shmem_long_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_long_atomic_swap_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long value, int pe) {
+  (void)ctx;
+  shmem_long_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_long_atomic_compare_swap_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long cond,
+                                                          long value, int pe) {
+  (void)ctx;
+  shmem_long_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_long_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long* fetch, long* dest, int pe) {
+  (void)ctx;
+  shmem_long_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_long_atomic_fetch_add_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long value, int pe) {
+  (void)ctx;
+  shmem_long_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_longlong_atomic_fetch_nbi(shmem_ctx_t ctx, long long* fetch, const long long* source,
+                                                       int pe) {
+  (void)ctx;
+  shmem_longlong_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_longlong_atomic_swap_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest,
+                                                      long long value, int pe) {
+  (void)ctx;
+  shmem_longlong_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_longlong_atomic_compare_swap_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest,
+                                                              long long cond, long long value, int pe) {
+  (void)ctx;
+  shmem_longlong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_longlong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest, int pe) {
+  (void)ctx;
+  shmem_longlong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_longlong_atomic_fetch_add_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest,
+                                                           long long value, int pe) {
+  (void)ctx;
+  shmem_longlong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned int* fetch, const unsigned int* source,
+                                                   int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_uint_atomic_swap_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                  unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                          unsigned int cond, unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                       int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                       unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                       unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                      unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_uint_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest,
+                                                       unsigned int value, int pe) {
+  (void)ctx;
+  shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long* fetch, const unsigned long* source,
+                                                    int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_ulong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                   unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                           unsigned long cond, unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                        int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                        unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                        unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                       unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                                        unsigned long value, int pe) {
+  (void)ctx;
+  shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                        const unsigned long long* source, int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                       unsigned long long* dest, unsigned long long value, int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                               unsigned long long* dest, unsigned long long cond,
+                                                               unsigned long long value, int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                            unsigned long long* dest, int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                            unsigned long long* dest, unsigned long long value,
+                                                            int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                            unsigned long long* dest, unsigned long long value,
+                                                            int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                           unsigned long long* dest, unsigned long long value, int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_ulonglong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long* fetch,
+                                                            unsigned long long* dest, unsigned long long value,
+                                                            int pe) {
+  (void)ctx;
+  shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_int32_atomic_fetch_nbi(shmem_ctx_t ctx, int32_t* fetch, const int32_t* source, int pe) {
+  (void)ctx;
+  shmem_int32_atomic_fetch_nbi(fetch, source, pe);
+}
+static inline void shmem_ctx_int32_atomic_swap_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value,
+                                                   int pe) {
+  (void)ctx;
+  shmem_int32_atomic_swap_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_int32_atomic_compare_swap_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t cond,
+                                                           int32_t value, int pe) {
+  (void)ctx;
+  shmem_int32_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+static inline void shmem_ctx_int32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int pe) {
+  (void)ctx;
+  shmem_int32_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+static inline void shmem_ctx_int32_atomic_fetch_add_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value,
+                                                        int pe) {
+  (void)ctx;
+  shmem_int32_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_int32_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value,
+                                                        int pe) {
+  (void)ctx;
+  shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+static inline void shmem_ctx_int32_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value,
+                                                       int pe) {
+  (void)ctx;
+  shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
 
 #endif /* SHOAL_SHMEM_CTX_3_H_ */

@@ -2,6 +2,16 @@
 #ifndef SHOAL_SHMEM_CXX_0_H_
 #define SHOAL_SHMEM_CXX_0_H_
 
+inline void shmem_add(float* dest, float value, int pe) { shmem_float_add(dest, value, pe); }
+inline void shmem_add(double* dest, double value, int pe) { shmem_double_add(dest, value, pe); }
+inline void shmem_add(int* dest, int value, int pe) { shmem_int_add(dest, value, pe); }
+inline void shmem_add(long* dest, long value, int pe) { shmem_long_add(dest, value, pe); }
+inline void shmem_add(long long* dest, long long value, int pe) { shmem_longlong_add(dest, value, pe); }
+inline void shmem_add(unsigned int* dest, unsigned int value, int pe) { shmem_uint_add(dest, value, pe); }
+inline void shmem_add(unsigned long* dest, unsigned long value, int pe) { shmem_ulong_add(dest, value, pe); }
+inline void shmem_add(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_add(dest, value, pe);
+}
 inline int shmem_alltoall(shmem_team_t team, float* dest, const float* source, size_t nelems) {
   return shmem_float_alltoall(team, dest, source, nelems);
 }
@@ -115,6 +125,14 @@ inline void shmem_atomic_add(unsigned long long* dest, unsigned long long value,
 inline void shmem_atomic_add(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
   shmem_ctx_ulonglong_atomic_add(ctx, dest, value, pe);
 }
+inline void shmem_atomic_and(int32_t* dest, int32_t value, int pe) { shmem_int32_atomic_and(dest, value, pe); }
+inline void shmem_atomic_and(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_and(ctx, dest, value, pe);
+}
+inline void shmem_atomic_and(int64_t* dest, int64_t value, int pe) { shmem_int64_atomic_and(dest, value, pe); }
+inline void shmem_atomic_and(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_and(ctx, dest, value, pe);
+}
 inline void shmem_atomic_and(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_and(dest, value, pe); }
 inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
   shmem_ctx_uint_atomic_and(ctx, dest, value, pe);
@@ -170,6 +188,49 @@ inline unsigned long long shmem_atomic_compare_swap(unsigned long long* dest, un
 inline unsigned long long shmem_atomic_compare_swap(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long cond,
                                                     unsigned long long value, int pe) {
   return shmem_ctx_ulonglong_atomic_compare_swap(ctx, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(int* fetch, int* dest, int cond, int value, int pe) {
+  shmem_int_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int cond, int value, int pe) {
+  shmem_ctx_int_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(long* fetch, long* dest, long cond, long value, int pe) {
+  shmem_long_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long cond, long value, int pe) {
+  shmem_ctx_long_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(long long* fetch, long long* dest, long long cond, long long value, int pe) {
+  shmem_longlong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest, long long cond,
+                                          long long value, int pe) {
+  shmem_ctx_longlong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(unsigned int* fetch, unsigned int* dest, unsigned int cond,
+                                          unsigned int value, int pe) {
+  shmem_uint_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int cond,
+                                          unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(unsigned long* fetch, unsigned long* dest, unsigned long cond,
+                                          unsigned long value, int pe) {
+  shmem_ulong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest,
+                                          unsigned long cond, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long cond,
+                                          unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);
+}
+inline void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                          unsigned long long cond, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe);
 }
 inline float shmem_atomic_fetch(const float* source, int pe) { return shmem_float_atomic_fetch(source, pe); }
 inline float shmem_atomic_fetch(shmem_ctx_t ctx, const float* source, int pe) {
@@ -256,86 +317,20 @@ inline unsigned long long shmem_atomic_fetch_add(shmem_ctx_t ctx, unsigned long 
                                                  int pe) {
   return shmem_ctx_ulonglong_atomic_fetch_add(ctx, dest, value, pe);
 }
-inline unsigned int shmem_atomic_fetch_and(unsigned int* dest, unsigned int value, int pe) {
-  return shmem_uint_atomic_fetch_and(dest, value, pe);
+inline void shmem_atomic_fetch_add_nbi(float* fetch, float* dest, float value, int pe) {
+  shmem_float_atomic_fetch_add_nbi(fetch, dest, value, pe);
 }
-inline unsigned int shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe);
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, float* fetch, float* dest, float value, int pe) {
+  shmem_ctx_float_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
 }
-inline unsigned long shmem_atomic_fetch_and(unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ulong_atomic_fetch_and(dest, value, pe);
+inline void shmem_atomic_fetch_add_nbi(double* fetch, double* dest, double value, int pe) {
+  shmem_double_atomic_fetch_add_nbi(fetch, dest, value, pe);
 }
-inline unsigned long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe);
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, double* fetch, double* dest, double value, int pe) {
+  shmem_ctx_double_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
 }
-inline unsigned long long shmem_atomic_fetch_and(unsigned long long* dest, unsigned long long value, int pe) {
-  return shmem_ulonglong_atomic_fetch_and(dest, value, pe);
-}
-inline unsigned long long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
-                                                 int pe) {
-  return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe);
-}
-inline int shmem_atomic_fetch_inc(int* dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
-inline int shmem_atomic_fetch_inc(shmem_ctx_t ctx, int* dest, int pe) {
-  return shmem_ctx_int_atomic_fetch_inc(ctx, dest, pe);
-}
-inline long shmem_atomic_fetch_inc(long* dest, int pe) { return shmem_long_atomic_fetch_inc(dest, pe); }
-inline long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long* dest, int pe) {
-  return shmem_ctx_long_atomic_fetch_inc(ctx, dest, pe);
-}
-inline long long shmem_atomic_fetch_inc(long long* dest, int pe) { return shmem_longlong_atomic_fetch_inc(dest, pe); }
-inline long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long long* dest, int pe) {
-  return shmem_ctx_longlong_atomic_fetch_inc(ctx, dest, pe);
-}
-inline unsigned int shmem_atomic_fetch_inc(unsigned int* dest, int pe) { return shmem_uint_atomic_fetch_inc(dest, pe); }
-inline unsigned int shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned int* dest, int pe) {
-  return shmem_ctx_uint_atomic_fetch_inc(ctx, dest, pe);
-}
-inline unsigned long shmem_atomic_fetch_inc(unsigned long* dest, int pe) {
-  return shmem_ulong_atomic_fetch_inc(dest, pe);
-}
-inline unsigned long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
-  return shmem_ctx_ulong_atomic_fetch_inc(ctx, dest, pe);
-}
-inline unsigned long long shmem_atomic_fetch_inc(unsigned long long* dest, int pe) {
-  return shmem_ulonglong_atomic_fetch_inc(dest, pe);
-}
-inline unsigned long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
-  return shmem_ctx_ulonglong_atomic_fetch_inc(ctx, dest, pe);
-}
-inline unsigned int shmem_atomic_fetch_or(unsigned int* dest, unsigned int value, int pe) {
-  return shmem_uint_atomic_fetch_or(dest, value, pe);
-}
-inline unsigned int shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe);
-}
-inline unsigned long shmem_atomic_fetch_or(unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ulong_atomic_fetch_or(dest, value, pe);
-}
-inline unsigned long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe);
-}
-inline unsigned long long shmem_atomic_fetch_or(unsigned long long* dest, unsigned long long value, int pe) {
-  return shmem_ulonglong_atomic_fetch_or(dest, value, pe);
-}
-inline unsigned long long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
-                                                int pe) {
-  return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe);
-}
-inline unsigned int shmem_atomic_fetch_xor(unsigned int* dest, unsigned int value, int pe) {
-  return shmem_uint_atomic_fetch_xor(dest, value, pe);
-}
-inline unsigned int shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe);
-}
-inline unsigned long shmem_atomic_fetch_xor(unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ulong_atomic_fetch_xor(dest, value, pe);
-}
-inline unsigned long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe);
-}
-inline unsigned long long shmem_atomic_fetch_xor(unsigned long long* dest, unsigned long long value, int pe) {
-  return shmem_ulonglong_atomic_fetch_xor(dest, value, pe);
+inline void shmem_atomic_fetch_add_nbi(int* fetch, int* dest, int value, int pe) {
+  shmem_int_atomic_fetch_add_nbi(fetch, dest, value, pe);
 }
 
 #endif /* SHOAL_SHMEM_CXX_0_H_ */

@@ -2,9 +2,350 @@
 #ifndef SHOAL_SHMEM_CXX_1_H_
 #define SHOAL_SHMEM_CXX_1_H_
 
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int value, int pe) {
+  shmem_ctx_int_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(long* fetch, long* dest, long value, int pe) {
+  shmem_long_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long value, int pe) {
+  shmem_ctx_long_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(long long* fetch, long long* dest, long long value, int pe) {
+  shmem_longlong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe) {
+  shmem_uint_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int value,
+                                       int pe) {
+  shmem_ctx_uint_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, unsigned long value,
+                                       int pe) {
+  shmem_ctx_ulong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long value,
+                                       int pe) {
+  shmem_ulonglong_atomic_fetch_add_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                       unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe);
+}
+inline int32_t shmem_atomic_fetch_and(int32_t* dest, int32_t value, int pe) {
+  return shmem_int32_atomic_fetch_and(dest, value, pe);
+}
+inline int32_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  return shmem_ctx_int32_atomic_fetch_and(ctx, dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_and(int64_t* dest, int64_t value, int pe) {
+  return shmem_int64_atomic_fetch_and(dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  return shmem_ctx_int64_atomic_fetch_and(ctx, dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_and(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_atomic_fetch_and(dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_and(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_atomic_fetch_and(dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_and(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_atomic_fetch_and(dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                 int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe) {
+  shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int value,
+                                       int pe) {
+  shmem_ctx_uint_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, unsigned long value,
+                                       int pe) {
+  shmem_ctx_ulong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long value,
+                                       int pe) {
+  shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                       unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe);
+}
+inline int shmem_atomic_fetch_inc(int* dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
+inline int shmem_atomic_fetch_inc(shmem_ctx_t ctx, int* dest, int pe) {
+  return shmem_ctx_int_atomic_fetch_inc(ctx, dest, pe);
+}
+inline long shmem_atomic_fetch_inc(long* dest, int pe) { return shmem_long_atomic_fetch_inc(dest, pe); }
+inline long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long* dest, int pe) {
+  return shmem_ctx_long_atomic_fetch_inc(ctx, dest, pe);
+}
+inline long long shmem_atomic_fetch_inc(long long* dest, int pe) { return shmem_longlong_atomic_fetch_inc(dest, pe); }
+inline long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, long long* dest, int pe) {
+  return shmem_ctx_longlong_atomic_fetch_inc(ctx, dest, pe);
+}
+inline unsigned int shmem_atomic_fetch_inc(unsigned int* dest, int pe) { return shmem_uint_atomic_fetch_inc(dest, pe); }
+inline unsigned int shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned int* dest, int pe) {
+  return shmem_ctx_uint_atomic_fetch_inc(ctx, dest, pe);
+}
+inline unsigned long shmem_atomic_fetch_inc(unsigned long* dest, int pe) {
+  return shmem_ulong_atomic_fetch_inc(dest, pe);
+}
+inline unsigned long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_inc(ctx, dest, pe);
+}
+inline unsigned long long shmem_atomic_fetch_inc(unsigned long long* dest, int pe) {
+  return shmem_ulonglong_atomic_fetch_inc(dest, pe);
+}
+inline unsigned long long shmem_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_inc(ctx, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(int* fetch, int* dest, int pe) {
+  shmem_int_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int pe) {
+  shmem_ctx_int_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(long* fetch, long* dest, int pe) {
+  shmem_long_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long* fetch, long* dest, int pe) {
+  shmem_ctx_long_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(long long* fetch, long long* dest, int pe) {
+  shmem_longlong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest, int pe) {
+  shmem_ctx_longlong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(unsigned int* fetch, unsigned int* dest, int pe) {
+  shmem_uint_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, int pe) {
+  shmem_ctx_uint_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(unsigned long* fetch, unsigned long* dest, int pe) {
+  shmem_ulong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, int pe) {
+  shmem_ctx_ulong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(unsigned long long* fetch, unsigned long long* dest, int pe) {
+  shmem_ulonglong_atomic_fetch_inc_nbi(fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest, int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe);
+}
+inline void shmem_atomic_fetch_nbi(float* fetch, const float* source, int pe) {
+  shmem_float_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, float* fetch, const float* source, int pe) {
+  shmem_ctx_float_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(double* fetch, const double* source, int pe) {
+  shmem_double_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, double* fetch, const double* source, int pe) {
+  shmem_ctx_double_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(int* fetch, const int* source, int pe) {
+  shmem_int_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, int* fetch, const int* source, int pe) {
+  shmem_ctx_int_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(long* fetch, const long* source, int pe) {
+  shmem_long_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, long* fetch, const long* source, int pe) {
+  shmem_ctx_long_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(long long* fetch, const long long* source, int pe) {
+  shmem_longlong_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, long long* fetch, const long long* source, int pe) {
+  shmem_ctx_longlong_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(unsigned int* fetch, const unsigned int* source, int pe) {
+  shmem_uint_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned int* fetch, const unsigned int* source, int pe) {
+  shmem_ctx_uint_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(unsigned long* fetch, const unsigned long* source, int pe) {
+  shmem_ulong_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long* fetch, const unsigned long* source, int pe) {
+  shmem_ctx_ulong_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(unsigned long long* fetch, const unsigned long long* source, int pe) {
+  shmem_ulonglong_atomic_fetch_nbi(fetch, source, pe);
+}
+inline void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long* fetch, const unsigned long long* source,
+                                   int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_nbi(ctx, fetch, source, pe);
+}
+inline int32_t shmem_atomic_fetch_or(int32_t* dest, int32_t value, int pe) {
+  return shmem_int32_atomic_fetch_or(dest, value, pe);
+}
+inline int32_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  return shmem_ctx_int32_atomic_fetch_or(ctx, dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_or(int64_t* dest, int64_t value, int pe) {
+  return shmem_int64_atomic_fetch_or(dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  return shmem_ctx_int64_atomic_fetch_or(ctx, dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_or(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_atomic_fetch_or(dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_or(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_atomic_fetch_or(dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_or(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_atomic_fetch_or(dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                                int pe) {
+  return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe) {
+  shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int value,
+                                      int pe) {
+  shmem_ctx_uint_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, unsigned long value,
+                                      int pe) {
+  shmem_ctx_ulong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long value,
+                                      int pe) {
+  shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                      unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe);
+}
+inline int32_t shmem_atomic_fetch_xor(int32_t* dest, int32_t value, int pe) {
+  return shmem_int32_atomic_fetch_xor(dest, value, pe);
+}
+inline int32_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  return shmem_ctx_int32_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_xor(int64_t* dest, int64_t value, int pe) {
+  return shmem_int64_atomic_fetch_xor(dest, value, pe);
+}
+inline int64_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  return shmem_ctx_int64_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_xor(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_atomic_fetch_xor(dest, value, pe);
+}
+inline unsigned int shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_xor(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_atomic_fetch_xor(dest, value, pe);
+}
+inline unsigned long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline unsigned long long shmem_atomic_fetch_xor(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_atomic_fetch_xor(dest, value, pe);
+}
 inline unsigned long long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
                                                  int pe) {
   return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t* fetch, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t* fetch, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe) {
+  shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int value,
+                                       int pe) {
+  shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, unsigned long value,
+                                       int pe) {
+  shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long value,
+                                       int pe) {
+  shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe);
+}
+inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                       unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe);
 }
 inline void shmem_atomic_inc(int* dest, int pe) { shmem_int_atomic_inc(dest, pe); }
 inline void shmem_atomic_inc(shmem_ctx_t ctx, int* dest, int pe) { shmem_ctx_int_atomic_inc(ctx, dest, pe); }
@@ -15,286 +356,5 @@ inline void shmem_atomic_inc(shmem_ctx_t ctx, long long* dest, int pe) { shmem_c
 inline void shmem_atomic_inc(unsigned int* dest, int pe) { shmem_uint_atomic_inc(dest, pe); }
 inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned int* dest, int pe) { shmem_ctx_uint_atomic_inc(ctx, dest, pe); }
 inline void shmem_atomic_inc(unsigned long* dest, int pe) { shmem_ulong_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
-  shmem_ctx_ulong_atomic_inc(ctx, dest, pe);
-}
-inline void shmem_atomic_inc(unsigned long long* dest, int pe) { shmem_ulonglong_atomic_inc(dest, pe); }
-inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
-  shmem_ctx_ulonglong_atomic_inc(ctx, dest, pe);
-}
-inline void shmem_atomic_or(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
-inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  shmem_ctx_uint_atomic_or(ctx, dest, value, pe);
-}
-inline void shmem_atomic_or(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_or(dest, value, pe);
-}
-inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  shmem_ctx_ulong_atomic_or(ctx, dest, value, pe);
-}
-inline void shmem_atomic_or(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_or(dest, value, pe);
-}
-inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(float* dest, float value, int pe) { shmem_float_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, float* dest, float value, int pe) {
-  shmem_ctx_float_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(double* dest, double value, int pe) { shmem_double_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, double* dest, double value, int pe) {
-  shmem_ctx_double_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(int* dest, int value, int pe) { shmem_int_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, int* dest, int value, int pe) {
-  shmem_ctx_int_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(long* dest, long value, int pe) { shmem_long_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, long* dest, long value, int pe) {
-  shmem_ctx_long_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(long long* dest, long long value, int pe) { shmem_longlong_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
-  shmem_ctx_longlong_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_set(dest, value, pe); }
-inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  shmem_ctx_uint_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_set(dest, value, pe);
-}
-inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  shmem_ctx_ulong_atomic_set(ctx, dest, value, pe);
-}
-inline void shmem_atomic_set(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_set(dest, value, pe);
-}
-inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ctx_ulonglong_atomic_set(ctx, dest, value, pe);
-}
-inline float shmem_atomic_swap(float* dest, float value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
-inline float shmem_atomic_swap(shmem_ctx_t ctx, float* dest, float value, int pe) {
-  return shmem_ctx_float_atomic_swap(ctx, dest, value, pe);
-}
-inline double shmem_atomic_swap(double* dest, double value, int pe) {
-  return shmem_double_atomic_swap(dest, value, pe);
-}
-inline double shmem_atomic_swap(shmem_ctx_t ctx, double* dest, double value, int pe) {
-  return shmem_ctx_double_atomic_swap(ctx, dest, value, pe);
-}
-inline int shmem_atomic_swap(int* dest, int value, int pe) { return shmem_int_atomic_swap(dest, value, pe); }
-inline int shmem_atomic_swap(shmem_ctx_t ctx, int* dest, int value, int pe) {
-  return shmem_ctx_int_atomic_swap(ctx, dest, value, pe);
-}
-inline long shmem_atomic_swap(long* dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
-inline long shmem_atomic_swap(shmem_ctx_t ctx, long* dest, long value, int pe) {
-  return shmem_ctx_long_atomic_swap(ctx, dest, value, pe);
-}
-inline long long shmem_atomic_swap(long long* dest, long long value, int pe) {
-  return shmem_longlong_atomic_swap(dest, value, pe);
-}
-inline long long shmem_atomic_swap(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
-  return shmem_ctx_longlong_atomic_swap(ctx, dest, value, pe);
-}
-inline unsigned int shmem_atomic_swap(unsigned int* dest, unsigned int value, int pe) {
-  return shmem_uint_atomic_swap(dest, value, pe);
-}
-inline unsigned int shmem_atomic_swap(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  return shmem_ctx_uint_atomic_swap(ctx, dest, value, pe);
-}
-inline unsigned long shmem_atomic_swap(unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ulong_atomic_swap(dest, value, pe);
-}
-inline unsigned long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  return shmem_ctx_ulong_atomic_swap(ctx, dest, value, pe);
-}
-inline unsigned long long shmem_atomic_swap(unsigned long long* dest, unsigned long long value, int pe) {
-  return shmem_ulonglong_atomic_swap(dest, value, pe);
-}
-inline unsigned long long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
-                                            int pe) {
-  return shmem_ctx_ulonglong_atomic_swap(ctx, dest, value, pe);
-}
-inline void shmem_atomic_xor(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
-inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  shmem_ctx_uint_atomic_xor(ctx, dest, value, pe);
-}
-inline void shmem_atomic_xor(unsigned long* dest, unsigned long value, int pe) {
-  shmem_ulong_atomic_xor(dest, value, pe);
-}
-inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe);
-}
-inline void shmem_atomic_xor(unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ulonglong_atomic_xor(dest, value, pe);
-}
-inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe);
-}
-inline int shmem_broadcast(shmem_team_t team, float* dest, const float* source, size_t nelems, int PE_root) {
-  return shmem_float_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, double* dest, const double* source, size_t nelems, int PE_root) {
-  return shmem_double_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long double* dest, const long double* source, size_t nelems,
-                           int PE_root) {
-  return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, char* dest, const char* source, size_t nelems, int PE_root) {
-  return shmem_char_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems,
-                           int PE_root) {
-  return shmem_schar_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, short* dest, const short* source, size_t nelems, int PE_root) {
-  return shmem_short_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, int* dest, const int* source, size_t nelems, int PE_root) {
-  return shmem_int_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long* dest, const long* source, size_t nelems, int PE_root) {
-  return shmem_long_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) {
-  return shmem_longlong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
-                           int PE_root) {
-  return shmem_uchar_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ushort_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
-                           int PE_root) {
-  return shmem_uint_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ulong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                           int PE_root) {
-  return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root);
-}
-inline int shmem_collect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
-  return shmem_float_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
-  return shmem_double_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
-  return shmem_longdouble_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
-  return shmem_char_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
-  return shmem_schar_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, short* dest, const short* source, size_t nelems) {
-  return shmem_short_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, int* dest, const int* source, size_t nelems) {
-  return shmem_int_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, long* dest, const long* source, size_t nelems) {
-  return shmem_long_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, long long* dest, const long long* source, size_t nelems) {
-  return shmem_longlong_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
-  return shmem_uchar_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
-  return shmem_ushort_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
-  return shmem_uint_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
-  return shmem_ulong_collect(team, dest, source, nelems);
-}
-inline int shmem_collect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) {
-  return shmem_ulonglong_collect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
-  return shmem_float_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
-  return shmem_double_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
-  return shmem_longdouble_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
-  return shmem_char_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
-  return shmem_schar_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, short* dest, const short* source, size_t nelems) {
-  return shmem_short_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, int* dest, const int* source, size_t nelems) {
-  return shmem_int_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, long* dest, const long* source, size_t nelems) {
-  return shmem_long_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, long long* dest, const long long* source, size_t nelems) {
-  return shmem_longlong_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
-  return shmem_uchar_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
-  return shmem_ushort_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
-  return shmem_uint_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
-  return shmem_ulong_fcollect(team, dest, source, nelems);
-}
-inline int shmem_fcollect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                          size_t nelems) {
-  return shmem_ulonglong_fcollect(team, dest, source, nelems);
-}
-inline float shmem_g(const float* source, int pe) { return shmem_float_g(source, pe); }
-inline float shmem_g(shmem_ctx_t ctx, const float* source, int pe) { return shmem_ctx_float_g(ctx, source, pe); }
-inline double shmem_g(const double* source, int pe) { return shmem_double_g(source, pe); }
-inline double shmem_g(shmem_ctx_t ctx, const double* source, int pe) { return shmem_ctx_double_g(ctx, source, pe); }
-inline long double shmem_g(const long double* source, int pe) { return shmem_longdouble_g(source, pe); }
-inline long double shmem_g(shmem_ctx_t ctx, const long double* source, int pe) {
-  return shmem_ctx_longdouble_g(ctx, source, pe);
-}
-inline char shmem_g(const char* source, int pe) { return shmem_char_g(source, pe); }
-inline char shmem_g(shmem_ctx_t ctx, const char* source, int pe) { return shmem_ctx_char_g(ctx, source, pe); }
-inline signed char shmem_g(const signed char* source, int pe) { return shmem_schar_g(source, pe); }
-inline signed char shmem_g(shmem_ctx_t ctx, const signed char* source, int pe) {
-  return shmem_ctx_schar_g(ctx, source, pe);
-}
-inline short shmem_g(const short* source, int pe) { return shmem_short_g(source, pe); }
-inline short shmem_g(shmem_ctx_t ctx, const short* source, int pe) { return shmem_ctx_short_g(ctx, source, pe); }
-inline int shmem_g(const int* source, int pe) { return shmem_int_g(source, pe); }
-inline int shmem_g(shmem_ctx_t ctx, const int* source, int pe) { return shmem_ctx_int_g(ctx, source, pe); }
-inline long shmem_g(const long* source, int pe) { return shmem_long_g(source, pe); }
-inline long shmem_g(shmem_ctx_t ctx, const long* source, int pe) { return shmem_ctx_long_g(ctx, source, pe); }
-inline long long shmem_g(const long long* source, int pe) { return shmem_longlong_g(source, pe); }
-inline long long shmem_g(shmem_ctx_t ctx, const long long* source, int pe) {
-  return shmem_ctx_longlong_g(ctx, source, pe);
-}
-inline unsigned char shmem_g(const unsigned char* source, int pe) { return shmem_uchar_g(source, pe); }
-inline unsigned char shmem_g(shmem_ctx_t ctx, const unsigned char* source, int pe) {
-  return shmem_ctx_uchar_g(ctx, source, pe);
-}
-inline unsigned short shmem_g(const unsigned short* source, int pe) { return shmem_ushort_g(source, pe); }
 
 #endif /* SHOAL_SHMEM_CXX_1_H_ */

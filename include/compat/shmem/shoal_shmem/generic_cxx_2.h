@@ -2,401 +2,332 @@
 #ifndef SHOAL_SHMEM_CXX_2_H_
 #define SHOAL_SHMEM_CXX_2_H_
 
-inline unsigned short shmem_g(shmem_ctx_t ctx, const unsigned short* source, int pe) {
-  return shmem_ctx_ushort_g(ctx, source, pe);
+inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long* dest, int pe) {
+  shmem_ctx_ulong_atomic_inc(ctx, dest, pe);
 }
-inline unsigned int shmem_g(const unsigned int* source, int pe) { return shmem_uint_g(source, pe); }
-inline unsigned int shmem_g(shmem_ctx_t ctx, const unsigned int* source, int pe) {
-  return shmem_ctx_uint_g(ctx, source, pe);
+inline void shmem_atomic_inc(unsigned long long* dest, int pe) { shmem_ulonglong_atomic_inc(dest, pe); }
+inline void shmem_atomic_inc(shmem_ctx_t ctx, unsigned long long* dest, int pe) {
+  shmem_ctx_ulonglong_atomic_inc(ctx, dest, pe);
 }
-inline unsigned long shmem_g(const unsigned long* source, int pe) { return shmem_ulong_g(source, pe); }
-inline unsigned long shmem_g(shmem_ctx_t ctx, const unsigned long* source, int pe) {
-  return shmem_ctx_ulong_g(ctx, source, pe);
+inline void shmem_atomic_or(int32_t* dest, int32_t value, int pe) { shmem_int32_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_or(ctx, dest, value, pe);
 }
-inline unsigned long long shmem_g(const unsigned long long* source, int pe) { return shmem_ulonglong_g(source, pe); }
-inline unsigned long long shmem_g(shmem_ctx_t ctx, const unsigned long long* source, int pe) {
-  return shmem_ctx_ulonglong_g(ctx, source, pe);
+inline void shmem_atomic_or(int64_t* dest, int64_t value, int pe) { shmem_int64_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_or(ctx, dest, value, pe);
 }
-inline void shmem_get(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_get(dest, source, nelems, pe);
+inline void shmem_atomic_or(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_or(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
-  shmem_ctx_float_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_or(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_or(dest, value, pe);
 }
-inline void shmem_get(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_get(dest, source, nelems, pe);
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_or(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
-  shmem_ctx_double_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_or(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_or(dest, value, pe);
 }
-inline void shmem_get(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_get(dest, source, nelems, pe);
+inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_ctx_longdouble_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(float* dest, float value, int pe) { shmem_float_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  shmem_ctx_float_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_get(dest, source, nelems, pe);
+inline void shmem_atomic_set(double* dest, double value, int pe) { shmem_double_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  shmem_ctx_double_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
-  shmem_ctx_char_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(int* dest, int value, int pe) { shmem_int_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  shmem_ctx_int_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_get(dest, source, nelems, pe);
+inline void shmem_atomic_set(long* dest, long value, int pe) { shmem_long_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  shmem_ctx_long_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_ctx_schar_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(long long* dest, long long value, int pe) { shmem_longlong_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_get(dest, source, nelems, pe);
+inline void shmem_atomic_set(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_set(dest, value, pe); }
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
-  shmem_ctx_short_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_set(dest, value, pe);
 }
-inline void shmem_get(int* dest, const int* source, size_t nelems, int pe) { shmem_int_get(dest, source, nelems, pe); }
-inline void shmem_get(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
-  shmem_ctx_int_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_get(dest, source, nelems, pe);
+inline void shmem_atomic_set(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_set(dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
-  shmem_ctx_long_get(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_set(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_set(ctx, dest, value, pe);
 }
-inline void shmem_get(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_get(dest, source, nelems, pe);
+inline float shmem_atomic_swap(float* dest, float value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
+inline float shmem_atomic_swap(shmem_ctx_t ctx, float* dest, float value, int pe) {
+  return shmem_ctx_float_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_ctx_longlong_get(ctx, dest, source, nelems, pe);
+inline double shmem_atomic_swap(double* dest, double value, int pe) {
+  return shmem_double_atomic_swap(dest, value, pe);
 }
-inline void shmem_get(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_get(dest, source, nelems, pe);
+inline double shmem_atomic_swap(shmem_ctx_t ctx, double* dest, double value, int pe) {
+  return shmem_ctx_double_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_ctx_uchar_get(ctx, dest, source, nelems, pe);
+inline int shmem_atomic_swap(int* dest, int value, int pe) { return shmem_int_atomic_swap(dest, value, pe); }
+inline int shmem_atomic_swap(shmem_ctx_t ctx, int* dest, int value, int pe) {
+  return shmem_ctx_int_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_get(dest, source, nelems, pe);
+inline long shmem_atomic_swap(long* dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
+inline long shmem_atomic_swap(shmem_ctx_t ctx, long* dest, long value, int pe) {
+  return shmem_ctx_long_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ctx_ushort_get(ctx, dest, source, nelems, pe);
+inline long long shmem_atomic_swap(long long* dest, long long value, int pe) {
+  return shmem_longlong_atomic_swap(dest, value, pe);
 }
-inline void shmem_get(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_get(dest, source, nelems, pe);
+inline long long shmem_atomic_swap(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  return shmem_ctx_longlong_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_ctx_uint_get(ctx, dest, source, nelems, pe);
+inline unsigned int shmem_atomic_swap(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_atomic_swap(dest, value, pe);
 }
-inline void shmem_get(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_get(dest, source, nelems, pe);
+inline unsigned int shmem_atomic_swap(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  return shmem_ctx_uint_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ctx_ulong_get(ctx, dest, source, nelems, pe);
+inline unsigned long shmem_atomic_swap(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_atomic_swap(dest, value, pe);
 }
-inline void shmem_get(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_get(dest, source, nelems, pe);
+inline unsigned long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ctx_ulong_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                      int pe) {
-  shmem_ctx_ulonglong_get(ctx, dest, source, nelems, pe);
+inline unsigned long long shmem_atomic_swap(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_atomic_swap(dest, value, pe);
 }
-inline void shmem_get_nbi(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_get_nbi(dest, source, nelems, pe);
+inline unsigned long long shmem_atomic_swap(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value,
+                                            int pe) {
+  return shmem_ctx_ulonglong_atomic_swap(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
-  shmem_ctx_float_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(float* fetch, float* dest, float value, int pe) {
+  shmem_float_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, float* fetch, float* dest, float value, int pe) {
+  shmem_ctx_float_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
-  shmem_ctx_double_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(double* fetch, double* dest, double value, int pe) {
+  shmem_double_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, double* fetch, double* dest, double value, int pe) {
+  shmem_ctx_double_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_ctx_longdouble_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(int* fetch, int* dest, int value, int pe) {
+  shmem_int_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, int* fetch, int* dest, int value, int pe) {
+  shmem_ctx_int_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
-  shmem_ctx_char_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(long* fetch, long* dest, long value, int pe) {
+  shmem_long_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, long* fetch, long* dest, long value, int pe) {
+  shmem_ctx_long_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_ctx_schar_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(long long* fetch, long long* dest, long long value, int pe) {
+  shmem_longlong_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, long long* fetch, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
-  shmem_ctx_short_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(unsigned int* fetch, unsigned int* dest, unsigned int value, int pe) {
+  shmem_uint_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(int* dest, const int* source, size_t nelems, int pe) {
-  shmem_int_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, unsigned int* fetch, unsigned int* dest, unsigned int value,
+                                  int pe) {
+  shmem_ctx_uint_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
-  shmem_ctx_int_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(unsigned long* fetch, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long* fetch, unsigned long* dest, unsigned long value,
+                                  int pe) {
+  shmem_ctx_ulong_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
-  shmem_ctx_long_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(unsigned long long* fetch, unsigned long long* dest, unsigned long long value,
+                                  int pe) {
+  shmem_ulonglong_atomic_swap_nbi(fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long* fetch, unsigned long long* dest,
+                                  unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_swap_nbi(ctx, fetch, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_ctx_longlong_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_xor(int32_t* dest, int32_t value, int pe) { shmem_int32_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, int32_t* dest, int32_t value, int pe) {
+  shmem_ctx_int32_atomic_xor(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_xor(int64_t* dest, int64_t value, int pe) { shmem_int64_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, int64_t* dest, int64_t value, int pe) {
+  shmem_ctx_int64_atomic_xor(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_ctx_uchar_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_xor(unsigned int* dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_atomic_xor(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_xor(unsigned long* dest, unsigned long value, int pe) {
+  shmem_ulong_atomic_xor(dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ctx_ushort_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_get_nbi(dest, source, nelems, pe);
+inline void shmem_atomic_xor(unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ulonglong_atomic_xor(dest, value, pe);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_ctx_uint_get_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe);
 }
-inline void shmem_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_get_nbi(dest, source, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, float* dest, const float* source, size_t nelems, int PE_root) {
+  return shmem_float_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ctx_ulong_get_nbi(ctx, dest, source, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, double* dest, const double* source, size_t nelems, int PE_root) {
+  return shmem_double_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_get_nbi(dest, source, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, long double* dest, const long double* source, size_t nelems,
+                           int PE_root) {
+  return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                          int pe) {
-  shmem_ctx_ulonglong_get_nbi(ctx, dest, source, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, char* dest, const char* source, size_t nelems, int PE_root) {
+  return shmem_char_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_float_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems,
+                           int PE_root) {
+  return shmem_schar_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(shmem_ctx_t ctx, float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_float_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, short* dest, const short* source, size_t nelems, int PE_root) {
+  return shmem_short_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_double_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, int* dest, const int* source, size_t nelems, int PE_root) {
+  return shmem_int_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(shmem_ctx_t ctx, double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_double_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, long* dest, const long* source, size_t nelems, int PE_root) {
+  return shmem_long_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_longdouble_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, long long* dest, const long long* source, size_t nelems, int PE_root) {
+  return shmem_longlong_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(shmem_ctx_t ctx, long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_longdouble_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems,
+                           int PE_root) {
+  return shmem_uchar_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_char_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ushort_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(shmem_ctx_t ctx, char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_char_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems,
+                           int PE_root) {
+  return shmem_uint_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_schar_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ulong_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(shmem_ctx_t ctx, signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_schar_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_broadcast(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                           int PE_root) {
+  return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root);
 }
-inline void shmem_iget(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_short_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
+  return shmem_float_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_short_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
+  return shmem_double_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_int_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
+  return shmem_longdouble_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_int_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
+  return shmem_char_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_long_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
+  return shmem_schar_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_long_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, short* dest, const short* source, size_t nelems) {
+  return shmem_short_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_longlong_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, int* dest, const int* source, size_t nelems) {
+  return shmem_int_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_longlong_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, long* dest, const long* source, size_t nelems) {
+  return shmem_long_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uchar_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, long long* dest, const long long* source, size_t nelems) {
+  return shmem_longlong_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_uchar_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
+  return shmem_uchar_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ushort_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
+  return shmem_ushort_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, ptrdiff_t dst,
-                       ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_ctx_ushort_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
+  return shmem_uint_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uint_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
+  return shmem_ulong_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_uint_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_collect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source, size_t nelems) {
+  return shmem_ulonglong_collect(team, dest, source, nelems);
 }
-inline void shmem_iget(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ulong_iget(dest, source, dst, sst, nelems, pe);
+inline int shmem_cswap(int* dest, int cond, int value, int pe) { return shmem_int_cswap(dest, cond, value, pe); }
+inline long shmem_cswap(long* dest, long cond, long value, int pe) { return shmem_long_cswap(dest, cond, value, pe); }
+inline long long shmem_cswap(long long* dest, long long cond, long long value, int pe) {
+  return shmem_longlong_cswap(dest, cond, value, pe);
 }
-inline void shmem_iget(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_ulong_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline unsigned int shmem_cswap(unsigned int* dest, unsigned int cond, unsigned int value, int pe) {
+  return shmem_uint_cswap(dest, cond, value, pe);
 }
-inline void shmem_iget(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ulonglong_iget(dest, source, dst, sst, nelems, pe);
+inline unsigned long shmem_cswap(unsigned long* dest, unsigned long cond, unsigned long value, int pe) {
+  return shmem_ulong_cswap(dest, cond, value, pe);
 }
-inline void shmem_iget(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst,
-                       ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_ctx_ulonglong_iget(ctx, dest, source, dst, sst, nelems, pe);
+inline unsigned long long shmem_cswap(unsigned long long* dest, unsigned long long cond, unsigned long long value,
+                                      int pe) {
+  return shmem_ulonglong_cswap(dest, cond, value, pe);
 }
-inline void shmem_iput(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_float_iput(dest, source, dst, sst, nelems, pe);
+inline float shmem_fadd(float* dest, float value, int pe) { return shmem_float_fadd(dest, value, pe); }
+inline double shmem_fadd(double* dest, double value, int pe) { return shmem_double_fadd(dest, value, pe); }
+inline int shmem_fadd(int* dest, int value, int pe) { return shmem_int_fadd(dest, value, pe); }
+inline long shmem_fadd(long* dest, long value, int pe) { return shmem_long_fadd(dest, value, pe); }
+inline long long shmem_fadd(long long* dest, long long value, int pe) { return shmem_longlong_fadd(dest, value, pe); }
+inline unsigned int shmem_fadd(unsigned int* dest, unsigned int value, int pe) {
+  return shmem_uint_fadd(dest, value, pe);
 }
-inline void shmem_iput(shmem_ctx_t ctx, float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_float_iput(ctx, dest, source, dst, sst, nelems, pe);
+inline unsigned long shmem_fadd(unsigned long* dest, unsigned long value, int pe) {
+  return shmem_ulong_fadd(dest, value, pe);
 }
-inline void shmem_iput(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_double_iput(dest, source, dst, sst, nelems, pe);
+inline unsigned long long shmem_fadd(unsigned long long* dest, unsigned long long value, int pe) {
+  return shmem_ulonglong_fadd(dest, value, pe);
 }
-inline void shmem_iput(shmem_ctx_t ctx, double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_double_iput(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, float* dest, const float* source, size_t nelems) {
+  return shmem_float_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_longdouble_iput(dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, double* dest, const double* source, size_t nelems) {
+  return shmem_double_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(shmem_ctx_t ctx, long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_longdouble_iput(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, long double* dest, const long double* source, size_t nelems) {
+  return shmem_longdouble_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_char_iput(dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, char* dest, const char* source, size_t nelems) {
+  return shmem_char_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(shmem_ctx_t ctx, char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_char_iput(ctx, dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, signed char* dest, const signed char* source, size_t nelems) {
+  return shmem_schar_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_schar_iput(dest, source, dst, sst, nelems, pe);
+inline int shmem_fcollect(shmem_team_t team, short* dest, const short* source, size_t nelems) {
+  return shmem_short_fcollect(team, dest, source, nelems);
 }
-inline void shmem_iput(shmem_ctx_t ctx, signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_schar_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_short_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_short_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_int_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_int_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_long_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ctx_long_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_longlong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_longlong_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uchar_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_uchar_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ushort_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, ptrdiff_t dst,
-                       ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_ctx_ushort_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_uint_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_uint_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
-                       int pe) {
-  shmem_ulong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ctx_ulong_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int pe) {
-  shmem_ulonglong_iput(dest, source, dst, sst, nelems, pe);
-}
-inline void shmem_iput(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst,
-                       ptrdiff_t sst, size_t nelems, int pe) {
-  shmem_ctx_ulonglong_iput(ctx, dest, source, dst, sst, nelems, pe);
-}
-inline int shmem_max_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_max_reduce(team, dest, source, nreduce);
+inline int shmem_fcollect(shmem_team_t team, int* dest, const int* source, size_t nelems) {
+  return shmem_int_fcollect(team, dest, source, nelems);
 }
 
 #endif /* SHOAL_SHMEM_CXX_2_H_ */

@@ -2,328 +2,309 @@
 #ifndef SHOAL_SHMEM_CXX_3_H_
 #define SHOAL_SHMEM_CXX_3_H_
 
-inline int shmem_max_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_max_reduce(team, dest, source, nreduce);
+inline int shmem_fcollect(shmem_team_t team, long* dest, const long* source, size_t nelems) {
+  return shmem_long_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, long long* dest, const long long* source, size_t nelems) {
+  return shmem_longlong_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nelems) {
+  return shmem_uchar_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nelems) {
+  return shmem_ushort_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nelems) {
+  return shmem_uint_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nelems) {
+  return shmem_ulong_fcollect(team, dest, source, nelems);
+}
+inline int shmem_fcollect(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                          size_t nelems) {
+  return shmem_ulonglong_fcollect(team, dest, source, nelems);
+}
+inline float shmem_fetch(const float* source, int pe) { return shmem_float_fetch(source, pe); }
+inline double shmem_fetch(const double* source, int pe) { return shmem_double_fetch(source, pe); }
+inline int shmem_fetch(const int* source, int pe) { return shmem_int_fetch(source, pe); }
+inline long shmem_fetch(const long* source, int pe) { return shmem_long_fetch(source, pe); }
+inline long long shmem_fetch(const long long* source, int pe) { return shmem_longlong_fetch(source, pe); }
+inline unsigned int shmem_fetch(const unsigned int* source, int pe) { return shmem_uint_fetch(source, pe); }
+inline unsigned long shmem_fetch(const unsigned long* source, int pe) { return shmem_ulong_fetch(source, pe); }
+inline unsigned long long shmem_fetch(const unsigned long long* source, int pe) {
+  return shmem_ulonglong_fetch(source, pe);
+}
+inline int shmem_finc(int* dest, int pe) { return shmem_int_finc(dest, pe); }
+inline long shmem_finc(long* dest, int pe) { return shmem_long_finc(dest, pe); }
+inline long long shmem_finc(long long* dest, int pe) { return shmem_longlong_finc(dest, pe); }
+inline unsigned int shmem_finc(unsigned int* dest, int pe) { return shmem_uint_finc(dest, pe); }
+inline unsigned long shmem_finc(unsigned long* dest, int pe) { return shmem_ulong_finc(dest, pe); }
+inline unsigned long long shmem_finc(unsigned long long* dest, int pe) { return shmem_ulonglong_finc(dest, pe); }
+inline float shmem_g(const float* source, int pe) { return shmem_float_g(source, pe); }
+inline float shmem_g(shmem_ctx_t ctx, const float* source, int pe) { return shmem_ctx_float_g(ctx, source, pe); }
+inline double shmem_g(const double* source, int pe) { return shmem_double_g(source, pe); }
+inline double shmem_g(shmem_ctx_t ctx, const double* source, int pe) { return shmem_ctx_double_g(ctx, source, pe); }
+inline long double shmem_g(const long double* source, int pe) { return shmem_longdouble_g(source, pe); }
+inline long double shmem_g(shmem_ctx_t ctx, const long double* source, int pe) {
+  return shmem_ctx_longdouble_g(ctx, source, pe);
+}
+inline char shmem_g(const char* source, int pe) { return shmem_char_g(source, pe); }
+inline char shmem_g(shmem_ctx_t ctx, const char* source, int pe) { return shmem_ctx_char_g(ctx, source, pe); }
+inline signed char shmem_g(const signed char* source, int pe) { return shmem_schar_g(source, pe); }
+inline signed char shmem_g(shmem_ctx_t ctx, const signed char* source, int pe) {
+  return shmem_ctx_schar_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_max_reduce(team, dest, source, nreduce);
+inline short shmem_g(const short* source, int pe) { return shmem_short_g(source, pe); }
+inline short shmem_g(shmem_ctx_t ctx, const short* source, int pe) { return shmem_ctx_short_g(ctx, source, pe); }
+inline int shmem_g(const int* source, int pe) { return shmem_int_g(source, pe); }
+inline int shmem_g(shmem_ctx_t ctx, const int* source, int pe) { return shmem_ctx_int_g(ctx, source, pe); }
+inline long shmem_g(const long* source, int pe) { return shmem_long_g(source, pe); }
+inline long shmem_g(shmem_ctx_t ctx, const long* source, int pe) { return shmem_ctx_long_g(ctx, source, pe); }
+inline long long shmem_g(const long long* source, int pe) { return shmem_longlong_g(source, pe); }
+inline long long shmem_g(shmem_ctx_t ctx, const long long* source, int pe) {
+  return shmem_ctx_longlong_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_max_reduce(team, dest, source, nreduce);
+inline unsigned char shmem_g(const unsigned char* source, int pe) { return shmem_uchar_g(source, pe); }
+inline unsigned char shmem_g(shmem_ctx_t ctx, const unsigned char* source, int pe) {
+  return shmem_ctx_uchar_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_max_reduce(team, dest, source, nreduce);
+inline unsigned short shmem_g(const unsigned short* source, int pe) { return shmem_ushort_g(source, pe); }
+inline unsigned short shmem_g(shmem_ctx_t ctx, const unsigned short* source, int pe) {
+  return shmem_ctx_ushort_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_max_reduce(team, dest, source, nreduce);
+inline unsigned int shmem_g(const unsigned int* source, int pe) { return shmem_uint_g(source, pe); }
+inline unsigned int shmem_g(shmem_ctx_t ctx, const unsigned int* source, int pe) {
+  return shmem_ctx_uint_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_max_reduce(team, dest, source, nreduce);
+inline unsigned long shmem_g(const unsigned long* source, int pe) { return shmem_ulong_g(source, pe); }
+inline unsigned long shmem_g(shmem_ctx_t ctx, const unsigned long* source, int pe) {
+  return shmem_ctx_ulong_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_max_reduce(team, dest, source, nreduce);
+inline unsigned long long shmem_g(const unsigned long long* source, int pe) { return shmem_ulonglong_g(source, pe); }
+inline unsigned long long shmem_g(shmem_ctx_t ctx, const unsigned long long* source, int pe) {
+  return shmem_ctx_ulonglong_g(ctx, source, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_max_reduce(team, dest, source, nreduce);
+inline void shmem_get(float* dest, const float* source, size_t nelems, int pe) {
+  shmem_float_get(dest, source, nelems, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_max_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
+  shmem_ctx_float_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_max_reduce(team, dest, source, nreduce);
+inline void shmem_get(double* dest, const double* source, size_t nelems, int pe) {
+  shmem_double_get(dest, source, nelems, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_max_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
+  shmem_ctx_double_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_max_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                            size_t nreduce) {
-  return shmem_ulonglong_max_reduce(team, dest, source, nreduce);
+inline void shmem_get(long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_longdouble_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_ctx_longdouble_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(char* dest, const char* source, size_t nelems, int pe) {
+  shmem_char_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
+  shmem_ctx_char_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_schar_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_ctx_schar_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(short* dest, const short* source, size_t nelems, int pe) {
+  shmem_short_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
+  shmem_ctx_short_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(int* dest, const int* source, size_t nelems, int pe) { shmem_int_get(dest, source, nelems, pe); }
+inline void shmem_get(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
+  shmem_ctx_int_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(long* dest, const long* source, size_t nelems, int pe) {
+  shmem_long_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
+  shmem_ctx_long_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_longlong_get(dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_ctx_longlong_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_min_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                            size_t nreduce) {
-  return shmem_ulonglong_min_reduce(team, dest, source, nreduce);
+inline void shmem_get(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_uchar_get(dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_ctx_uchar_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ushort_get(dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ctx_ushort_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_uint_get(dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_ctx_uint_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ulong_get(dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ctx_ulong_get(ctx, dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_or_reduce(team, dest, source, nreduce);
+inline void shmem_get(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
+  shmem_ulonglong_get(dest, source, nelems, pe);
 }
-inline int shmem_or_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_or_reduce(team, dest, source, nreduce);
-}
-inline int shmem_or_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_or_reduce(team, dest, source, nreduce);
-}
-inline int shmem_or_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                           size_t nreduce) {
-  return shmem_ulonglong_or_reduce(team, dest, source, nreduce);
-}
-inline void shmem_p(float* dest, float value, int pe) { shmem_float_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, float* dest, float value, int pe) { shmem_ctx_float_p(ctx, dest, value, pe); }
-inline void shmem_p(double* dest, double value, int pe) { shmem_double_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, double* dest, double value, int pe) { shmem_ctx_double_p(ctx, dest, value, pe); }
-inline void shmem_p(long double* dest, long double value, int pe) { shmem_longdouble_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, long double* dest, long double value, int pe) {
-  shmem_ctx_longdouble_p(ctx, dest, value, pe);
-}
-inline void shmem_p(char* dest, char value, int pe) { shmem_char_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, char* dest, char value, int pe) { shmem_ctx_char_p(ctx, dest, value, pe); }
-inline void shmem_p(signed char* dest, signed char value, int pe) { shmem_schar_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, signed char* dest, signed char value, int pe) {
-  shmem_ctx_schar_p(ctx, dest, value, pe);
-}
-inline void shmem_p(short* dest, short value, int pe) { shmem_short_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, short* dest, short value, int pe) { shmem_ctx_short_p(ctx, dest, value, pe); }
-inline void shmem_p(int* dest, int value, int pe) { shmem_int_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, int* dest, int value, int pe) { shmem_ctx_int_p(ctx, dest, value, pe); }
-inline void shmem_p(long* dest, long value, int pe) { shmem_long_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, long* dest, long value, int pe) { shmem_ctx_long_p(ctx, dest, value, pe); }
-inline void shmem_p(long long* dest, long long value, int pe) { shmem_longlong_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
-  shmem_ctx_longlong_p(ctx, dest, value, pe);
-}
-inline void shmem_p(unsigned char* dest, unsigned char value, int pe) { shmem_uchar_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, unsigned char* dest, unsigned char value, int pe) {
-  shmem_ctx_uchar_p(ctx, dest, value, pe);
-}
-inline void shmem_p(unsigned short* dest, unsigned short value, int pe) { shmem_ushort_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, unsigned short* dest, unsigned short value, int pe) {
-  shmem_ctx_ushort_p(ctx, dest, value, pe);
-}
-inline void shmem_p(unsigned int* dest, unsigned int value, int pe) { shmem_uint_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
-  shmem_ctx_uint_p(ctx, dest, value, pe);
-}
-inline void shmem_p(unsigned long* dest, unsigned long value, int pe) { shmem_ulong_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
-  shmem_ctx_ulong_p(ctx, dest, value, pe);
-}
-inline void shmem_p(unsigned long long* dest, unsigned long long value, int pe) { shmem_ulonglong_p(dest, value, pe); }
-inline void shmem_p(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
-  shmem_ctx_ulonglong_p(ctx, dest, value, pe);
-}
-inline int shmem_prod_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_prod_reduce(team, dest, source, nreduce);
-}
-inline int shmem_prod_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                             size_t nreduce) {
-  return shmem_ulonglong_prod_reduce(team, dest, source, nreduce);
-}
-inline void shmem_put(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
-  shmem_ctx_float_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
-  shmem_ctx_double_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_ctx_longdouble_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
-  shmem_ctx_char_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_ctx_schar_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
-  shmem_ctx_short_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(int* dest, const int* source, size_t nelems, int pe) { shmem_int_put(dest, source, nelems, pe); }
-inline void shmem_put(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
-  shmem_ctx_int_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
-  shmem_ctx_long_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_ctx_longlong_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_ctx_uchar_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ctx_ushort_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_ctx_uint_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ctx_ulong_put(ctx, dest, source, nelems, pe);
-}
-inline void shmem_put(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_put(dest, source, nelems, pe);
-}
-inline void shmem_put(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+inline void shmem_get(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
                       int pe) {
-  shmem_ctx_ulonglong_put(ctx, dest, source, nelems, pe);
+  shmem_ctx_ulonglong_get(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(float* dest, const float* source, size_t nelems, int pe) {
-  shmem_float_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(float* dest, const float* source, size_t nelems, int pe) {
+  shmem_float_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
-  shmem_ctx_float_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
+  shmem_ctx_float_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(double* dest, const double* source, size_t nelems, int pe) {
-  shmem_double_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(double* dest, const double* source, size_t nelems, int pe) {
+  shmem_double_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
-  shmem_ctx_double_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
+  shmem_ctx_double_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_longdouble_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_longdouble_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
-  shmem_ctx_longdouble_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_ctx_longdouble_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(char* dest, const char* source, size_t nelems, int pe) {
-  shmem_char_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(char* dest, const char* source, size_t nelems, int pe) {
+  shmem_char_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
-  shmem_ctx_char_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
+  shmem_ctx_char_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_schar_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_schar_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
-  shmem_ctx_schar_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_ctx_schar_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(short* dest, const short* source, size_t nelems, int pe) {
-  shmem_short_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(short* dest, const short* source, size_t nelems, int pe) {
+  shmem_short_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
-  shmem_ctx_short_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
+  shmem_ctx_short_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(int* dest, const int* source, size_t nelems, int pe) {
-  shmem_int_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(int* dest, const int* source, size_t nelems, int pe) {
+  shmem_int_get_nbi(dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
-  shmem_ctx_int_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_get_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
+  shmem_ctx_int_get_nbi(ctx, dest, source, nelems, pe);
 }
-inline void shmem_put_nbi(long* dest, const long* source, size_t nelems, int pe) {
-  shmem_long_put_nbi(dest, source, nelems, pe);
+inline void shmem_get_nbi(long* dest, const long* source, size_t nelems, int pe) {
+  shmem_long_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
+  shmem_ctx_long_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_longlong_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_ctx_longlong_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_uchar_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_ctx_uchar_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ushort_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ctx_ushort_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_uint_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_ctx_uint_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ulong_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ctx_ulong_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
+  shmem_ulonglong_get_nbi(dest, source, nelems, pe);
+}
+inline void shmem_get_nbi(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                          int pe) {
+  shmem_ctx_ulonglong_get_nbi(ctx, dest, source, nelems, pe);
+}
+inline void shmem_iget(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_float_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_float_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_double_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_double_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_longdouble_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_longdouble_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_char_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_char_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_schar_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_schar_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_short_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_short_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_int_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_int_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_long_iget(dest, source, dst, sst, nelems, pe);
 }
 
 #endif /* SHOAL_SHMEM_CXX_3_H_ */

@@ -2,427 +2,349 @@
 #ifndef SHOAL_SHMEM_CXX_4_H_
 #define SHOAL_SHMEM_CXX_4_H_
 
-inline void shmem_put_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
-  shmem_ctx_long_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iget(shmem_ctx_t ctx, long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_long_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_longlong_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_longlong_iget(ctx, dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_uchar_iget(dest, source, dst, sst, nelems, pe);
+}
+inline void shmem_iget(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_uchar_iget(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_longlong_put_nbi(dest, source, nelems, pe);
+inline void shmem_iget(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ushort_iget(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
-  shmem_ctx_longlong_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iget(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_ctx_ushort_iget(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_uchar_put_nbi(dest, source, nelems, pe);
+inline void shmem_iget(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_uint_iget(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
-  shmem_ctx_uchar_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iget(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_uint_iget(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ushort_put_nbi(dest, source, nelems, pe);
+inline void shmem_iget(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ulong_iget(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
-  shmem_ctx_ushort_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iget(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_ulong_iget(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_uint_put_nbi(dest, source, nelems, pe);
+inline void shmem_iget(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ulonglong_iget(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
-  shmem_ctx_uint_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iget(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_ctx_ulonglong_iget(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ulong_put_nbi(dest, source, nelems, pe);
+inline void shmem_inc(int* dest, int pe) { shmem_int_inc(dest, pe); }
+inline void shmem_inc(long* dest, int pe) { shmem_long_inc(dest, pe); }
+inline void shmem_inc(long long* dest, int pe) { shmem_longlong_inc(dest, pe); }
+inline void shmem_inc(unsigned int* dest, int pe) { shmem_uint_inc(dest, pe); }
+inline void shmem_inc(unsigned long* dest, int pe) { shmem_ulong_inc(dest, pe); }
+inline void shmem_inc(unsigned long long* dest, int pe) { shmem_ulonglong_inc(dest, pe); }
+inline void shmem_iput(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_float_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
-  shmem_ctx_ulong_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iput(shmem_ctx_t ctx, float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_float_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
-  shmem_ulonglong_put_nbi(dest, source, nelems, pe);
+inline void shmem_iput(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_double_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                          int pe) {
-  shmem_ctx_ulonglong_put_nbi(ctx, dest, source, nelems, pe);
+inline void shmem_iput(shmem_ctx_t ctx, double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_double_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_float_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_longdouble_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_float_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, long double* dest, const long double* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_longdouble_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_double_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_char_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_double_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_char_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(long double* dest, const long double* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_longdouble_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_schar_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_longdouble_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_schar_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_char_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_short_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_char_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_short_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_schar_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_int_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_schar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_int_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_short_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_long_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_short_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ctx_long_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_int_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_longlong_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_int_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_longlong_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  shmem_long_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_uchar_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_long_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_longlong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_longlong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_uchar_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_uchar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ushort_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ushort_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_uint_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_uint_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr,
-                             uint64_t signal, int sig_op, int pe) {
-  shmem_ulong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ulong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ulonglong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ulonglong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_float_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_double_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_uchar_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(long double* dest, const long double* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_longdouble_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ushort_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_longdouble_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_ctx_ushort_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_char_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_uint_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_char_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_uint_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_schar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int pe) {
+  shmem_ulong_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_schar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ctx_ulong_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_short_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst,
+                       size_t nelems, int pe) {
+  shmem_ulonglong_iput(dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_short_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline void shmem_iput(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems, int pe) {
+  shmem_ctx_ulonglong_iput(ctx, dest, source, dst, sst, nelems, pe);
 }
-inline void shmem_put_signal_nbi(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_int_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
+  return shmem_float_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_int_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
+  return shmem_double_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                                 int sig_op, int pe) {
-  shmem_long_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, long double* dest, const long double* source, size_t nreduce) {
+  return shmem_longdouble_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_long_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
+  return shmem_char_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_longlong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+  return shmem_schar_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_longlong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
+  return shmem_short_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_uchar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
+  return shmem_int_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_uchar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
+  return shmem_long_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ushort_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
+  return shmem_longlong_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ushort_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+  return shmem_uchar_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_uint_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+  return shmem_ushort_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_uint_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+  return shmem_uint_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr,
-                                 uint64_t signal, int sig_op, int pe) {
-  shmem_ulong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+inline int shmem_max_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+  return shmem_ulong_max_reduce(team, dest, source, nreduce);
 }
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ulong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems,
-                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ulonglong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source,
-                                 size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
-  shmem_ctx_ulonglong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
-}
-inline int shmem_sum_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
-  return shmem_float_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
-  return shmem_double_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_sum_reduce(team, dest, source, nreduce);
-}
-inline int shmem_sum_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+inline int shmem_max_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
                             size_t nreduce) {
-  return shmem_ulonglong_sum_reduce(team, dest, source, nreduce);
+  return shmem_ulonglong_max_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test(short* ivar, int cmp, short cmp_value) { return shmem_short_test(ivar, cmp, cmp_value); }
-inline int shmem_test(int* ivar, int cmp, int cmp_value) { return shmem_int_test(ivar, cmp, cmp_value); }
-inline int shmem_test(long* ivar, int cmp, long cmp_value) { return shmem_long_test(ivar, cmp, cmp_value); }
-inline int shmem_test(long long* ivar, int cmp, long long cmp_value) {
-  return shmem_longlong_test(ivar, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
+  return shmem_float_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test(unsigned short* ivar, int cmp, unsigned short cmp_value) {
-  return shmem_ushort_test(ivar, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
+  return shmem_double_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test(unsigned int* ivar, int cmp, unsigned int cmp_value) {
-  return shmem_uint_test(ivar, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, long double* dest, const long double* source, size_t nreduce) {
+  return shmem_longdouble_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test(unsigned long* ivar, int cmp, unsigned long cmp_value) {
-  return shmem_ulong_test(ivar, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
+  return shmem_char_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test(unsigned long long* ivar, int cmp, unsigned long long cmp_value) {
-  return shmem_ulonglong_test(ivar, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+  return shmem_schar_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(short* ivars, size_t nelems, const int* status, int cmp, short cmp_value) {
-  return shmem_short_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
+  return shmem_short_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(int* ivars, size_t nelems, const int* status, int cmp, int cmp_value) {
-  return shmem_int_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
+  return shmem_int_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(long* ivars, size_t nelems, const int* status, int cmp, long cmp_value) {
-  return shmem_long_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
+  return shmem_long_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(long long* ivars, size_t nelems, const int* status, int cmp, long long cmp_value) {
-  return shmem_longlong_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
+  return shmem_longlong_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(unsigned short* ivars, size_t nelems, const int* status, int cmp, unsigned short cmp_value) {
-  return shmem_ushort_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+  return shmem_uchar_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(unsigned int* ivars, size_t nelems, const int* status, int cmp, unsigned int cmp_value) {
-  return shmem_uint_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+  return shmem_ushort_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(unsigned long* ivars, size_t nelems, const int* status, int cmp, unsigned long cmp_value) {
-  return shmem_ulong_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+  return shmem_uint_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                          unsigned long long cmp_value) {
-  return shmem_ulonglong_test_all(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_min_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+  return shmem_ulong_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(short* ivars, size_t nelems, const int* status, int cmp, short* cmp_values) {
-  return shmem_short_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_min_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                            size_t nreduce) {
+  return shmem_ulonglong_min_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(int* ivars, size_t nelems, const int* status, int cmp, int* cmp_values) {
-  return shmem_int_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
+  return shmem_char_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(long* ivars, size_t nelems, const int* status, int cmp, long* cmp_values) {
-  return shmem_long_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+  return shmem_schar_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(long long* ivars, size_t nelems, const int* status, int cmp, long long* cmp_values) {
-  return shmem_longlong_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
+  return shmem_short_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned short* cmp_values) {
-  return shmem_ushort_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
+  return shmem_int_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned int* cmp_values) {
-  return shmem_uint_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
+  return shmem_long_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned long* cmp_values) {
-  return shmem_ulong_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
+  return shmem_longlong_or_reduce(team, dest, source, nreduce);
 }
-inline int shmem_test_all_vector(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned long long* cmp_values) {
-  return shmem_ulonglong_test_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_or_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+  return shmem_uchar_or_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any(short* ivars, size_t nelems, const int* status, int cmp, short cmp_value) {
-  return shmem_short_test_any(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_or_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+  return shmem_ushort_or_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any(int* ivars, size_t nelems, const int* status, int cmp, int cmp_value) {
-  return shmem_int_test_any(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_or_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+  return shmem_uint_or_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any(long* ivars, size_t nelems, const int* status, int cmp, long cmp_value) {
-  return shmem_long_test_any(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_or_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+  return shmem_ulong_or_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any(long long* ivars, size_t nelems, const int* status, int cmp, long long cmp_value) {
-  return shmem_longlong_test_any(ivars, nelems, status, cmp, cmp_value);
+inline int shmem_or_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                           size_t nreduce) {
+  return shmem_ulonglong_or_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                             unsigned short cmp_value) {
-  return shmem_ushort_test_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_p(float* dest, float value, int pe) { shmem_float_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, float* dest, float value, int pe) { shmem_ctx_float_p(ctx, dest, value, pe); }
+inline void shmem_p(double* dest, double value, int pe) { shmem_double_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, double* dest, double value, int pe) { shmem_ctx_double_p(ctx, dest, value, pe); }
+inline void shmem_p(long double* dest, long double value, int pe) { shmem_longdouble_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, long double* dest, long double value, int pe) {
+  shmem_ctx_longdouble_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any(unsigned int* ivars, size_t nelems, const int* status, int cmp, unsigned int cmp_value) {
-  return shmem_uint_test_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_p(char* dest, char value, int pe) { shmem_char_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, char* dest, char value, int pe) { shmem_ctx_char_p(ctx, dest, value, pe); }
+inline void shmem_p(signed char* dest, signed char value, int pe) { shmem_schar_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, signed char* dest, signed char value, int pe) {
+  shmem_ctx_schar_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any(unsigned long* ivars, size_t nelems, const int* status, int cmp, unsigned long cmp_value) {
-  return shmem_ulong_test_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_p(short* dest, short value, int pe) { shmem_short_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, short* dest, short value, int pe) { shmem_ctx_short_p(ctx, dest, value, pe); }
+inline void shmem_p(int* dest, int value, int pe) { shmem_int_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, int* dest, int value, int pe) { shmem_ctx_int_p(ctx, dest, value, pe); }
+inline void shmem_p(long* dest, long value, int pe) { shmem_long_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, long* dest, long value, int pe) { shmem_ctx_long_p(ctx, dest, value, pe); }
+inline void shmem_p(long long* dest, long long value, int pe) { shmem_longlong_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, long long* dest, long long value, int pe) {
+  shmem_ctx_longlong_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                             unsigned long long cmp_value) {
-  return shmem_ulonglong_test_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_p(unsigned char* dest, unsigned char value, int pe) { shmem_uchar_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, unsigned char* dest, unsigned char value, int pe) {
+  shmem_ctx_uchar_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any_vector(short* ivars, size_t nelems, const int* status, int cmp, short* cmp_values) {
-  return shmem_short_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_p(unsigned short* dest, unsigned short value, int pe) { shmem_ushort_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, unsigned short* dest, unsigned short value, int pe) {
+  shmem_ctx_ushort_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any_vector(int* ivars, size_t nelems, const int* status, int cmp, int* cmp_values) {
-  return shmem_int_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_p(unsigned int* dest, unsigned int value, int pe) { shmem_uint_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, unsigned int* dest, unsigned int value, int pe) {
+  shmem_ctx_uint_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any_vector(long* ivars, size_t nelems, const int* status, int cmp, long* cmp_values) {
-  return shmem_long_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_p(unsigned long* dest, unsigned long value, int pe) { shmem_ulong_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, unsigned long* dest, unsigned long value, int pe) {
+  shmem_ctx_ulong_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any_vector(long long* ivars, size_t nelems, const int* status, int cmp,
-                                    long long* cmp_values) {
-  return shmem_longlong_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_p(unsigned long long* dest, unsigned long long value, int pe) { shmem_ulonglong_p(dest, value, pe); }
+inline void shmem_p(shmem_ctx_t ctx, unsigned long long* dest, unsigned long long value, int pe) {
+  shmem_ctx_ulonglong_p(ctx, dest, value, pe);
 }
-inline size_t shmem_test_any_vector(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                    unsigned short* cmp_values) {
-  return shmem_ushort_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_prod_reduce(shmem_team_t team, float* dest, const float* source, size_t nreduce) {
+  return shmem_float_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any_vector(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                    unsigned int* cmp_values) {
-  return shmem_uint_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_prod_reduce(shmem_team_t team, double* dest, const double* source, size_t nreduce) {
+  return shmem_double_prod_reduce(team, dest, source, nreduce);
+}
+inline int shmem_prod_reduce(shmem_team_t team, long double* dest, const long double* source, size_t nreduce) {
+  return shmem_longdouble_prod_reduce(team, dest, source, nreduce);
+}
+inline int shmem_prod_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
+  return shmem_char_prod_reduce(team, dest, source, nreduce);
+}
+inline int shmem_prod_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
+  return shmem_schar_prod_reduce(team, dest, source, nreduce);
+}
+inline int shmem_prod_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
+  return shmem_short_prod_reduce(team, dest, source, nreduce);
 }
 
 #endif /* SHOAL_SHMEM_CXX_4_H_ */

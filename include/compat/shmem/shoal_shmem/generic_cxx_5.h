@@ -2,305 +2,422 @@
 #ifndef SHOAL_SHMEM_CXX_5_H_
 #define SHOAL_SHMEM_CXX_5_H_
 
-inline size_t shmem_test_any_vector(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                    unsigned long* cmp_values) {
-  return shmem_ulong_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_prod_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
+  return shmem_int_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_any_vector(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                    unsigned long long* cmp_values) {
-  return shmem_ulonglong_test_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline int shmem_prod_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
+  return shmem_long_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              short cmp_value) {
-  return shmem_short_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
+  return shmem_longlong_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(int* ivars, size_t nelems, size_t* indices, const int* status, int cmp, int cmp_value) {
-  return shmem_int_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
+  return shmem_uchar_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(long* ivars, size_t nelems, size_t* indices, const int* status, int cmp, long cmp_value) {
-  return shmem_long_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
+  return shmem_ushort_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              long long cmp_value) {
-  return shmem_longlong_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
+  return shmem_uint_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(unsigned short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              unsigned short cmp_value) {
-  return shmem_ushort_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
+  return shmem_ulong_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(unsigned int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              unsigned int cmp_value) {
-  return shmem_uint_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
+                             size_t nreduce) {
+  return shmem_ulonglong_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(unsigned long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              unsigned long cmp_value) {
-  return shmem_ulong_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, shoal_shmem_complexf* dest, const shoal_shmem_complexf* source,
+                             size_t nreduce) {
+  return shmem_complexf_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                              unsigned long long cmp_value) {
-  return shmem_ulonglong_test_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline int shmem_prod_reduce(shmem_team_t team, shoal_shmem_complexd* dest, const shoal_shmem_complexd* source,
+                             size_t nreduce) {
+  return shmem_complexd_prod_reduce(team, dest, source, nreduce);
 }
-inline size_t shmem_test_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     short* cmp_values) {
-  return shmem_short_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(float* dest, const float* source, size_t nelems, int pe) {
+  shmem_float_put(dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     int* cmp_values) {
-  return shmem_int_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
+  shmem_ctx_float_put(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     long* cmp_values) {
-  return shmem_long_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(double* dest, const double* source, size_t nelems, int pe) {
+  shmem_double_put(dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     long long* cmp_values) {
-  return shmem_longlong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
+  shmem_ctx_double_put(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(unsigned short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     unsigned short* cmp_values) {
-  return shmem_ushort_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_longdouble_put(dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(unsigned int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     unsigned int* cmp_values) {
-  return shmem_uint_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_ctx_longdouble_put(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(unsigned long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                     unsigned long* cmp_values) {
-  return shmem_ulong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(char* dest, const char* source, size_t nelems, int pe) {
+  shmem_char_put(dest, source, nelems, pe);
 }
-inline size_t shmem_test_some_vector(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status,
-                                     int cmp, unsigned long long* cmp_values) {
-  return shmem_ulonglong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
+  shmem_ctx_char_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until(short* ivar, int cmp, short cmp_value) { shmem_short_wait_until(ivar, cmp, cmp_value); }
-inline void shmem_wait_until(int* ivar, int cmp, int cmp_value) { shmem_int_wait_until(ivar, cmp, cmp_value); }
-inline void shmem_wait_until(long* ivar, int cmp, long cmp_value) { shmem_long_wait_until(ivar, cmp, cmp_value); }
-inline void shmem_wait_until(long long* ivar, int cmp, long long cmp_value) {
-  shmem_longlong_wait_until(ivar, cmp, cmp_value);
+inline void shmem_put(signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_schar_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until(unsigned short* ivar, int cmp, unsigned short cmp_value) {
-  shmem_ushort_wait_until(ivar, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_ctx_schar_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until(unsigned int* ivar, int cmp, unsigned int cmp_value) {
-  shmem_uint_wait_until(ivar, cmp, cmp_value);
+inline void shmem_put(short* dest, const short* source, size_t nelems, int pe) {
+  shmem_short_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until(unsigned long* ivar, int cmp, unsigned long cmp_value) {
-  shmem_ulong_wait_until(ivar, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
+  shmem_ctx_short_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until(unsigned long long* ivar, int cmp, unsigned long long cmp_value) {
-  shmem_ulonglong_wait_until(ivar, cmp, cmp_value);
+inline void shmem_put(int* dest, const int* source, size_t nelems, int pe) { shmem_int_put(dest, source, nelems, pe); }
+inline void shmem_put(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
+  shmem_ctx_int_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(short* ivars, size_t nelems, const int* status, int cmp, short cmp_value) {
-  shmem_short_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(long* dest, const long* source, size_t nelems, int pe) {
+  shmem_long_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(int* ivars, size_t nelems, const int* status, int cmp, int cmp_value) {
-  shmem_int_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
+  shmem_ctx_long_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(long* ivars, size_t nelems, const int* status, int cmp, long cmp_value) {
-  shmem_long_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_longlong_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(long long* ivars, size_t nelems, const int* status, int cmp, long long cmp_value) {
-  shmem_longlong_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_ctx_longlong_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned short cmp_value) {
-  shmem_ushort_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_uchar_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned int cmp_value) {
-  shmem_uint_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_ctx_uchar_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned long cmp_value) {
-  shmem_ulong_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ushort_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                 unsigned long long cmp_value) {
-  shmem_ulonglong_wait_until_all(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ctx_ushort_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(short* ivars, size_t nelems, const int* status, int cmp, short* cmp_values) {
-  shmem_short_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_uint_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(int* ivars, size_t nelems, const int* status, int cmp, int* cmp_values) {
-  shmem_int_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_ctx_uint_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(long* ivars, size_t nelems, const int* status, int cmp, long* cmp_values) {
-  shmem_long_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ulong_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(long long* ivars, size_t nelems, const int* status, int cmp,
-                                        long long* cmp_values) {
-  shmem_longlong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ctx_ulong_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                        unsigned short* cmp_values) {
-  shmem_ushort_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
+  shmem_ulonglong_put(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                        unsigned int* cmp_values) {
-  shmem_uint_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                      int pe) {
+  shmem_ctx_ulonglong_put(ctx, dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                        unsigned long* cmp_values) {
-  shmem_ulong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(float* dest, const float* source, size_t nelems, int pe) {
+  shmem_float_put_nbi(dest, source, nelems, pe);
 }
-inline void shmem_wait_until_all_vector(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                        unsigned long long* cmp_values) {
-  shmem_ulonglong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, int pe) {
+  shmem_ctx_float_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(short* ivars, size_t nelems, const int* status, int cmp, short cmp_value) {
-  return shmem_short_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(double* dest, const double* source, size_t nelems, int pe) {
+  shmem_double_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(int* ivars, size_t nelems, const int* status, int cmp, int cmp_value) {
-  return shmem_int_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, int pe) {
+  shmem_ctx_double_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(long* ivars, size_t nelems, const int* status, int cmp, long cmp_value) {
-  return shmem_long_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_longdouble_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(long long* ivars, size_t nelems, const int* status, int cmp, long long cmp_value) {
-  return shmem_longlong_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems, int pe) {
+  shmem_ctx_longdouble_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                   unsigned short cmp_value) {
-  return shmem_ushort_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(char* dest, const char* source, size_t nelems, int pe) {
+  shmem_char_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                   unsigned int cmp_value) {
-  return shmem_uint_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, int pe) {
+  shmem_ctx_char_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                   unsigned long cmp_value) {
-  return shmem_ulong_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_schar_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                   unsigned long long cmp_value) {
-  return shmem_ulonglong_wait_until_any(ivars, nelems, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems, int pe) {
+  shmem_ctx_schar_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(short* ivars, size_t nelems, const int* status, int cmp, short* cmp_values) {
-  return shmem_short_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(short* dest, const short* source, size_t nelems, int pe) {
+  shmem_short_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(int* ivars, size_t nelems, const int* status, int cmp, int* cmp_values) {
-  return shmem_int_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, int pe) {
+  shmem_ctx_short_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(long* ivars, size_t nelems, const int* status, int cmp, long* cmp_values) {
-  return shmem_long_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(int* dest, const int* source, size_t nelems, int pe) {
+  shmem_int_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(long long* ivars, size_t nelems, const int* status, int cmp,
-                                          long long* cmp_values) {
-  return shmem_longlong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, int pe) {
+  shmem_ctx_int_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(unsigned short* ivars, size_t nelems, const int* status, int cmp,
-                                          unsigned short* cmp_values) {
-  return shmem_ushort_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(long* dest, const long* source, size_t nelems, int pe) {
+  shmem_long_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(unsigned int* ivars, size_t nelems, const int* status, int cmp,
-                                          unsigned int* cmp_values) {
-  return shmem_uint_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, int pe) {
+  shmem_ctx_long_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(unsigned long* ivars, size_t nelems, const int* status, int cmp,
-                                          unsigned long* cmp_values) {
-  return shmem_ulong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_longlong_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_any_vector(unsigned long long* ivars, size_t nelems, const int* status, int cmp,
-                                          unsigned long long* cmp_values) {
-  return shmem_ulonglong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems, int pe) {
+  shmem_ctx_longlong_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    short cmp_value) {
-  return shmem_short_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_uchar_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    int cmp_value) {
-  return shmem_int_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
+  shmem_ctx_uchar_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    long cmp_value) {
-  return shmem_long_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ushort_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    long long cmp_value) {
-  return shmem_longlong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
+  shmem_ctx_ushort_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(unsigned short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    unsigned short cmp_value) {
-  return shmem_ushort_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_uint_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(unsigned int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    unsigned int cmp_value) {
-  return shmem_uint_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
+  shmem_ctx_uint_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(unsigned long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                    unsigned long cmp_value) {
-  return shmem_ulong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ulong_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status,
-                                    int cmp, unsigned long long cmp_value) {
-  return shmem_ulonglong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value);
+inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
+  shmem_ctx_ulong_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some_vector(short* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                           short* cmp_values) {
-  return shmem_short_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
+  shmem_ulonglong_put_nbi(dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some_vector(int* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                           int* cmp_values) {
-  return shmem_int_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_nbi(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                          int pe) {
+  shmem_ctx_ulonglong_put_nbi(ctx, dest, source, nelems, pe);
 }
-inline size_t shmem_wait_until_some_vector(long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                           long* cmp_values) {
-  return shmem_long_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_float_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline size_t shmem_wait_until_some_vector(long long* ivars, size_t nelems, size_t* indices, const int* status, int cmp,
-                                           long long* cmp_values) {
-  return shmem_longlong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_float_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline size_t shmem_wait_until_some_vector(unsigned short* ivars, size_t nelems, size_t* indices, const int* status,
-                                           int cmp, unsigned short* cmp_values) {
-  return shmem_ushort_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_double_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline size_t shmem_wait_until_some_vector(unsigned int* ivars, size_t nelems, size_t* indices, const int* status,
-                                           int cmp, unsigned int* cmp_values) {
-  return shmem_uint_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_double_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline size_t shmem_wait_until_some_vector(unsigned long* ivars, size_t nelems, size_t* indices, const int* status,
-                                           int cmp, unsigned long* cmp_values) {
-  return shmem_ulong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(long double* dest, const long double* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_longdouble_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline size_t shmem_wait_until_some_vector(unsigned long long* ivars, size_t nelems, size_t* indices, const int* status,
-                                           int cmp, unsigned long long* cmp_values) {
-  return shmem_ulonglong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values);
+inline void shmem_put_signal(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_longdouble_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, char* dest, const char* source, size_t nreduce) {
-  return shmem_char_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_char_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, signed char* dest, const signed char* source, size_t nreduce) {
-  return shmem_schar_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_char_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, short* dest, const short* source, size_t nreduce) {
-  return shmem_short_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_schar_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, int* dest, const int* source, size_t nreduce) {
-  return shmem_int_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_schar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, long* dest, const long* source, size_t nreduce) {
-  return shmem_long_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_short_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, long long* dest, const long long* source, size_t nreduce) {
-  return shmem_longlong_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_short_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, unsigned char* dest, const unsigned char* source, size_t nreduce) {
-  return shmem_uchar_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_int_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, unsigned short* dest, const unsigned short* source, size_t nreduce) {
-  return shmem_ushort_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_int_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, unsigned int* dest, const unsigned int* source, size_t nreduce) {
-  return shmem_uint_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  shmem_long_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, unsigned long* dest, const unsigned long* source, size_t nreduce) {
-  return shmem_ulong_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_long_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
-inline int shmem_xor_reduce(shmem_team_t team, unsigned long long* dest, const unsigned long long* source,
-                            size_t nreduce) {
-  return shmem_ulonglong_xor_reduce(team, dest, source, nreduce);
+inline void shmem_put_signal(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_longlong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_longlong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_uchar_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_uchar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ushort_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_ushort_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_uint_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_uint_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr,
+                             uint64_t signal, int sig_op, int pe) {
+  shmem_ulong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_ulong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ulonglong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal(shmem_ctx_t ctx, unsigned long long* dest, const unsigned long long* source, size_t nelems,
+                             uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_ulonglong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, float* dest, const float* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_float_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(double* dest, const double* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, double* dest, const double* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_double_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(long double* dest, const long double* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_longdouble_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long double* dest, const long double* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_longdouble_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(char* dest, const char* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_char_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, char* dest, const char* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_char_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(signed char* dest, const signed char* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_schar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, signed char* dest, const signed char* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_schar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(short* dest, const short* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_short_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, short* dest, const short* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_short_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(int* dest, const int* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_int_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, int* dest, const int* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_int_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(long* dest, const long* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+  shmem_long_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long* dest, const long* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_long_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(long long* dest, const long long* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_longlong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, long long* dest, const long long* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_longlong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_uchar_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned char* dest, const unsigned char* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_uchar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ushort_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned short* dest, const unsigned short* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_ushort_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_uint_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned int* dest, const unsigned int* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_uint_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, uint64_t* sig_addr,
+                                 uint64_t signal, int sig_op, int pe) {
+  shmem_ulong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+inline void shmem_put_signal_nbi(shmem_ctx_t ctx, unsigned long* dest, const unsigned long* source, size_t nelems,
+                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
+  shmem_ctx_ulong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
 
 #endif /* SHOAL_SHMEM_CXX_5_H_ */

@@ -3,6 +3,7 @@
 #define SHOAL_SHMEM_LEGACY_0_H_
 
 SHOAL_API void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long* pSync);
+SHOAL_API void shmem_sync(int PE_start, int logPE_stride, int PE_size, long* pSync);
 SHOAL_API void shmem_broadcast32(void* dest, const void* source, size_t nelems, int PE_root, int PE_start,
                                  int logPE_stride, int PE_size, long* pSync);
 SHOAL_API void shmem_collect32(void* dest, const void* source, size_t nelems, int PE_start, int logPE_stride,
