@@ -1,13 +1,14 @@
-// Low-latency combine: every row an expert received goes back to its source token's slot on the
-// source rank with a tagged flag (put-with-signal: data before flag); the receiver waits for the
-// slots of each token and sums weight_k * row_k in FP32, rounding once to BF16.
+// Low-latency combine, one kernel (`combine_kernel`) of two halves: a sending block returns every row an
+// expert received to its source token's slot on the source rank with a tagged flag (put-with-signal:
+// data before flag); a receiving block waits for the slots of each token and sums weight_k * row_k in
+// FP32, rounding once to BF16. A launch runs either half or both (receiving blocks after sending ones).
 #include <cuda_bf16.h>
 
 #include <algorithm>
 
-#include "ll_common.cuh"
+#include "common.cuh"
 
-namespace shoal::ep_ll {
+namespace shoal::ep::ll {
 namespace {
 
 using detail::kThreads;
@@ -17,10 +18,10 @@ struct combine_params : detail::kernel_common {
   int epoch_slot;
 };
 
-/// One block per (local expert l, destination rank r); each warp sends whole rows.
-__global__ void __launch_bounds__(kThreads) send_kernel(combine_params p) {
+/// The sending block of (local expert l, destination rank r) = (b / R, b % R); each warp sends whole rows.
+__device__ void send_pair(const combine_params& p, int b) {
   const combine_args& a = p.a;
-  const int l = blockIdx.x / p.num_ranks, r = blockIdx.x % p.num_ranks;
+  const int l = b / p.num_ranks, r = b % p.num_ranks;
   const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int64_t range = a.layout_range[static_cast<size_t>(l) * p.num_ranks + r];
   const int begin = static_cast<int>(range >> 32), count = static_cast<int>(range & 0xffffffff);
@@ -47,7 +48,7 @@ __device__ void recv_token(const combine_params& p, int t, uint64_t tag, int* s_
     const int e = (e64 >= 0 && e64 < p.num_experts) ? static_cast<int>(e64) : -1;
     s_expert[tid] = e;
     s_weight[tid] = a.topk_weights[static_cast<size_t>(t) * K + tid];
-    if (e >= 0) {
+    if (e >= 0 && !a.raw_copy) {  // raw_copy (measurement): no wait
       const uint64_t start = ptx::globaltimer();
       shoal::device::signal_wait_until(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t, SHOAL_CMP_GE,
                                        tag);
@@ -79,13 +80,20 @@ __device__ void recv_token(const combine_params& p, int t, uint64_t tag, int* s_
   __syncthreads();  // s_expert / s_weight are reused by the next token
 }
 
-/// The receive kernel: each block takes tokens in turn.
-__global__ void __launch_bounds__(kThreads) recv_kernel(combine_params p) {
+/// Blocks [0, send_blocks) send pair blockIdx.x; the next recv_blocks blocks take tokens in turn. A launch
+/// with receiving blocks advances the epoch when its last block finishes.
+__global__ void __launch_bounds__(kThreads)
+    combine_kernel(const __grid_constant__ combine_params p, int send_blocks, int recv_blocks) {
   __shared__ int s_expert[kMaxTopk];
   __shared__ float s_weight[kMaxTopk];
   const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot);
-  for (int t = blockIdx.x; t < p.a.num_tokens; t += gridDim.x) recv_token(p, t, tag, s_expert, s_weight);
-  detail::finish_receive(p.ws, p.epoch_slot);
+  if (static_cast<int>(blockIdx.x) < send_blocks) {
+    send_pair(p, blockIdx.x);
+  } else {
+    for (int t = blockIdx.x - send_blocks; t < p.a.num_tokens; t += recv_blocks)
+      recv_token(p, t, tag, s_expert, s_weight);
+  }
+  if (recv_blocks > 0) detail::finish_receive(p.ws, p.epoch_slot);
 }
 
 combine_params params_of(const layout& lay, const device_world& w, const combine_args& a) {
@@ -98,17 +106,14 @@ combine_params params_of(const layout& lay, const device_world& w, const combine
 
 }  // namespace
 
-void combine_send(const layout& lay, const device_world& w, const combine_args& a, void* stream) {
+void combine(const layout& lay, const device_world& w, const combine_args& a, bool send, bool recv, void* stream) {
   const combine_params p = params_of(lay, w, a);
-  send_kernel<<<lay.num_experts, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
-  detail::check_launch("shoal::ep_ll::combine_send");
+  const int send_blocks = send ? lay.num_experts : 0;
+  const int recv_blocks = recv ? std::max(1, std::min(a.num_tokens, a.recv_blocks)) : 0;
+  if (send_blocks + recv_blocks == 0) return;
+  combine_kernel<<<send_blocks + recv_blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, send_blocks,
+                                                                                                recv_blocks);
+  detail::check_launch("shoal::ep::ll::combine");
 }
 
-void combine_recv(const layout& lay, const device_world& w, const combine_args& a, void* stream) {
-  const combine_params p = params_of(lay, w, a);
-  recv_kernel<<<std::max(1, std::min(a.num_tokens, a.recv_blocks)), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      p);
-  detail::check_launch("shoal::ep_ll::combine_recv");
-}
-
-}  // namespace shoal::ep_ll
+}  // namespace shoal::ep::ll

@@ -1,19 +1,20 @@
-// Low-latency dispatch: the send kernel stores one message per (token, selected expert) straight
-// into the expert owner's receive slot (FP8 cast on the way), then publishes per (expert, this rank)
-// a tagged count after the data; the receive kernel waits for the counts and packs the rows.
+// Low-latency dispatch, one kernel (`dispatch_kernel`) of two halves: a sending block stores one message per
+// (token, selected expert) straight into the expert owner's receive slot (FP8 cast on the way), then
+// publishes per (expert, this rank) a tagged count after the data; a receiving block waits for the
+// counts and packs the rows. A launch runs either half or both (receiving blocks after sending ones).
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
 #include <algorithm>
 
-#include "ll_common.cuh"
+#include "common.cuh"
 
-namespace shoal::ep_ll {
+namespace shoal::ep::ll {
 namespace {
 
 using detail::kThreads;
 
-struct send_params : detail::kernel_common {
+struct dispatch_params : detail::kernel_common {
   dispatch_args a;
   size_t msg_nbytes;
   int32_t* send_done;
@@ -44,13 +45,14 @@ __device__ __forceinline__ uint2 to_fp8(const int4 raw, bool round_scale, float*
   return out;
 }
 
-__global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
+/// The sending block of token t (t == num_tokens: the block of a PE with no tokens, which only signals).
+__device__ void send_token(const dispatch_params& p, int t) {
   extern __shared__ int s_count[];  // [num_experts]: tokens of this PE per expert
   __shared__ int s_before[kMaxTopk];
   __shared__ int s_expert[kMaxTopk];
   __shared__ char* s_dst[kMaxTopk];
   const dispatch_args& a = p.a;
-  const int t = blockIdx.x, K = a.num_topk, tid = threadIdx.x;
+  const int K = a.num_topk, tid = threadIdx.x;
   const bool has_token = t < a.num_tokens;
   for (int i = tid; i < p.num_experts; i += blockDim.x) s_count[i] = 0;
   if (tid < K) {
@@ -81,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
     char* dst = shoal::device::ptr(p.w, local, owner);
     // The host refuses worlds with such peers at construction; this is the kernel's own check (report + trap).
     if (dst == nullptr)
-      shoal::device::report_unreachable(p.w, "shoal::ep_ll dispatch (low-latency EP needs load/store peers)", owner);
+      shoal::device::report_unreachable(p.w, "shoal::ep::ll dispatch (low-latency EP needs load/store peers)", owner);
     s_dst[tid] = dst;
     *reinterpret_cast<int4*>(dst) = make_int4(t, 0, 0, 0);
   }
@@ -122,7 +124,7 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
                                tag | static_cast<uint32_t>(s_count[e]), SHOAL_SIGNAL_SET, owner);
     }
   }
-  if (blockIdx.x == 0) {  // experts this PE sends nothing: a zero count, no data to order
+  if (t == 0) {  // experts this PE sends nothing: a zero count, no data to order
     for (int e = tid; e < p.num_experts; e += blockDim.x) {
       if (s_count[e] != 0) continue;
       const int owner = e / p.num_local, l = e % p.num_local;
@@ -134,13 +136,15 @@ __global__ void __launch_bounds__(kThreads) send_kernel(send_params p) {
 
 /// One (local expert l, source rank r): waits for the counts of every source rank for l (the offset
 /// of r's rows is the sum of the counts before it), then copies r's rows.
-__device__ void recv_pair(const send_params& p, int l, int r, uint64_t tag, int* s_count) {
+__device__ void recv_pair(const dispatch_params& p, int l, int r, uint64_t tag, int* s_count) {
   const dispatch_args& a = p.a;
   const int tid = threadIdx.x;
   for (int j = tid; j < p.num_ranks; j += blockDim.x) {
     const uint64_t start = ptx::globaltimer();
-    const uint64_t v = shoal::device::signal_wait_until(
-        p.w, p.h.dispatch_sig + static_cast<size_t>(l) * p.num_ranks + j, SHOAL_CMP_GE, tag);
+    uint64_t* sig = p.h.dispatch_sig + static_cast<size_t>(l) * p.num_ranks + j;
+    // raw_copy (measurement): no wait; the counts are whatever the last call left (same routing, same rows).
+    const uint64_t v =
+        a.raw_copy ? ptx::ld_relaxed_sys(sig) : shoal::device::signal_wait_until(p.w, sig, SHOAL_CMP_GE, tag);
     s_count[j] = static_cast<int>(v & 0xffffffffu);
     if (j == r) detail::add_wait_cost(a.wait_recv_cost_stats, j, start);
   }
@@ -189,19 +193,25 @@ __device__ void recv_pair(const send_params& p, int l, int r, uint64_t tag, int*
   }
 }
 
-/// The receive kernel: each block takes (local expert, source rank) pairs in turn.
-__global__ void __launch_bounds__(kThreads) recv_kernel(send_params p) {
+/// Blocks [0, send_blocks) send token blockIdx.x; the next recv_blocks blocks take (local expert, source
+/// rank) pairs in turn. A launch with receiving blocks advances the epoch when its last block finishes.
+__global__ void __launch_bounds__(kThreads)
+    dispatch_kernel(const __grid_constant__ dispatch_params p, int send_blocks, int recv_blocks) {
   __shared__ int s_count[kMaxRanks];
   const uint64_t tag = detail::call_tag(p.ws, p.epoch_slot) << 32;
-  for (int pair = blockIdx.x; pair < p.num_experts; pair += gridDim.x) {
-    recv_pair(p, pair / p.num_ranks, pair % p.num_ranks, tag, s_count);
-    __syncthreads();  // s_count is reused by the next pair
+  if (static_cast<int>(blockIdx.x) < send_blocks) {
+    send_token(p, blockIdx.x);
+  } else {
+    for (int pair = blockIdx.x - send_blocks; pair < p.num_experts; pair += recv_blocks) {
+      recv_pair(p, pair / p.num_ranks, pair % p.num_ranks, tag, s_count);
+      __syncthreads();  // s_count is reused by the next pair
+    }
   }
-  detail::finish_receive(p.ws, p.epoch_slot);
+  if (recv_blocks > 0) detail::finish_receive(p.ws, p.epoch_slot);
 }
 
-send_params params_of(const layout& lay, const device_world& w, const dispatch_args& a) {
-  send_params p{};
+dispatch_params params_of(const layout& lay, const device_world& w, const dispatch_args& a) {
+  dispatch_params p{};
   static_cast<detail::kernel_common&>(p) = detail::kernel_common::make(lay, w, a.buffer, a.half);
   p.a = a;
   p.msg_nbytes = lay.msg_nbytes;
@@ -212,22 +222,18 @@ send_params params_of(const layout& lay, const device_world& w, const dispatch_a
 
 }  // namespace
 
-void dispatch_send(const layout& lay, const device_world& w, const dispatch_args& a, void* stream) {
-  const send_params p = params_of(lay, w, a);
-  const int blocks = a.num_tokens > 0 ? a.num_tokens : 1;
-  const size_t smem = sizeof(int) * static_cast<size_t>(lay.num_experts);
+void dispatch(const layout& lay, const device_world& w, const dispatch_args& a, bool send, bool recv, void* stream) {
+  const dispatch_params p = params_of(lay, w, a);
+  const int send_blocks = send ? std::max(a.num_tokens, 1) : 0;
+  const int recv_blocks = recv ? std::max(1, std::min(lay.num_experts, a.recv_blocks)) : 0;
+  if (send_blocks + recv_blocks == 0) return;
+  const size_t smem = send ? sizeof(int) * static_cast<size_t>(lay.num_experts) : 0;
   if (smem > 48 * 1024) {
-    cudaFuncSetAttribute(send_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    cudaFuncSetAttribute(dispatch_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
-  send_kernel<<<blocks, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p);
-  detail::check_launch("shoal::ep_ll::dispatch_send");
+  dispatch_kernel<<<send_blocks + recv_blocks, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p, send_blocks,
+                                                                                                    recv_blocks);
+  detail::check_launch("shoal::ep::ll::dispatch");
 }
 
-void dispatch_recv(const layout& lay, const device_world& w, const dispatch_args& a, void* stream) {
-  const send_params p = params_of(lay, w, a);
-  recv_kernel<<<std::max(1, std::min(lay.num_experts, a.recv_blocks)), kThreads, 0,
-                static_cast<cudaStream_t>(stream)>>>(p);
-  detail::check_launch("shoal::ep_ll::dispatch_recv");
-}
-
-}  // namespace shoal::ep_ll
+}  // namespace shoal::ep::ll

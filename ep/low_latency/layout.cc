@@ -1,18 +1,18 @@
 // Host side of the low-latency EP layer: the buffer layout and the default world's device handle.
 #include <string>
 
-#include "shoal/error.hpp"
-#include "shoal/world.hpp"
-#include "shoal_ep_ll/low_latency.hpp"
+#include <shoal/ep/low_latency.hpp>
+#include <shoal/error.hpp>
+#include <shoal/world.hpp>
 
-namespace shoal::ep_ll {
+namespace shoal::ep::ll {
 namespace {
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 [[noreturn]] void bad(const std::string& what) {
-  throw shoal::error(errc::invalid_argument, "shoal::ep_ll::make_layout", what);
+  throw shoal::error(errc::invalid_argument, "shoal::ep::ll::make_layout", what);
 }
 
 }  // namespace
@@ -20,7 +20,7 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 device_world default_world() {
   const device_world w = shoal::default_world_device_handle();  // throws not_initialized before init
   if (w.heap_base == nullptr) {
-    throw shoal::error(errc::unsupported, "shoal::ep_ll",
+    throw shoal::error(errc::unsupported, "shoal::ep::ll",
                        "the default world has no GPU heap (SHOAL_BACKEND=host?): low-latency EP needs the cuda "
                        "backend");
   }
@@ -63,4 +63,4 @@ layout make_layout(int max_tokens, int hidden, int num_ranks, int num_experts) {
   return l;
 }
 
-}  // namespace shoal::ep_ll
+}  // namespace shoal::ep::ll

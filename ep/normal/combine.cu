@@ -1,76 +1,87 @@
 // combine: even blocks send channel c's received rows back to their source ranks, into the slot the
-// row had in dispatch (16-byte NVLink stores, progress per (sender, channel) as in dispatch; a proxy
-// source's rows are staged and put with a signal, as in dispatch); odd
-// blocks reduce channel c's own tokens: one warp per token waits for each rank's row, sums in FP32
-// (plus up to two biases) and writes BF16, and sums the returned top-k weights.
+// row had in dispatch (one copy warp per row, several 16-byte loads in flight per lane, NVLink stores;
+// a proxy source's rows are staged and put with a signal, as in dispatch); the block's last warp
+// publishes per source how many of its rows are written, in order. Odd blocks reduce channel c's own
+// tokens: one warp per token waits for each rank's row, sums in FP32 (plus up to two biases) and
+// writes BF16, and sums the returned top-k weights.
 #include <cuda_bf16.h>
 
 #include "common.cuh"
 
-namespace shoal_ep {
+namespace shoal::ep {
 namespace {
 
 using namespace detail;
+
+constexpr int kUnroll = 4;  // 16-byte loads in flight per lane when returning a row
 
 __device__ __forceinline__ int rows_in_channel(const combine_args& a, int s, int c) {
   return chan_begin(a.recv_chan_prefix, s, a.num_channels, c + 1) -
          chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
 }
 
-__device__ void sender(const combine_args& a, uint64_t seq, int c) {
-  const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
+// Row i of channel c's list (every source's rows, source by source) goes back to its source.
+__device__ __forceinline__ void send_row(const combine_args& a, int c, int i, int lane) {
   const std::size_t row_nbytes = 2u * a.hidden, weights_off = round16(row_nbytes);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
-  control* mine = ctrl(a.p.base[a.rank]);
-  if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(a.p.world, &mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "shoal_ep combine (start)", threadIdx.x,
-             c);
-  __syncthreads();
-  // Rows of every source, source by source, in batches; after each batch the sources it touched learn
-  // how many of their rows are written.
-  int total = 0;
-  for (int s = 0; s < a.num_ranks; ++s) total += rows_in_channel(a, s, c);
-  const int step = a.tokens_per_signal;
-  const bool proxies = any_proxy(a.p, a.num_ranks);
-  for (int b0 = 0; b0 < total; b0 += step) {
-    const int b1 = min(b0 + step, total);
-    for (int i = b0 + warp; i < b1; i += num_warps) {
-      int s = 0, first = 0;
-      while (i >= first + rows_in_channel(a, s, c)) first += rows_in_channel(a, s++, c);
-      const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + (i - first);
-      const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
-      uint8_t* out = out_slot_ptr(a.p, a.rank, a.num_ranks, s, cap, slot, slot_nbytes);
-      const uint4* in = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + row * row_nbytes);
-      for (int k = lane; k < static_cast<int>(row_nbytes / 16); k += 32)
-        reinterpret_cast<uint4*>(out)[k] = __ldg(in + k);
-      if (lane < a.num_topk)
-        reinterpret_cast<float*>(out + weights_off)[lane] = __ldg(a.topk_weights + row * a.num_topk + lane);
-    }
-    __syncthreads();
-    if (threadIdx.x < static_cast<unsigned>(a.num_ranks) && !is_proxy(a.p, threadIdx.x)) {
-      const int s = threadIdx.x;
-      int first = 0;
-      for (int r = 0; r < s; ++r) first += rows_in_channel(a, r, c);
+  int s = 0, first = 0;
+  while (i >= first + rows_in_channel(a, s, c)) first += rows_in_channel(a, s++, c);
+  const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + (i - first);
+  const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
+  uint8_t* out = out_slot_ptr(a.p, a.rank, a.num_ranks, s, a.capacity, slot, a.slot_nbytes);
+  uint4* const dst[1] = {reinterpret_cast<uint4*>(out)};
+  const auto* in = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + row * row_nbytes);
+  warp_copy<kUnroll>(dst, in, static_cast<int>(row_nbytes / 16), lane, load_input{});
+  if (lane < a.num_topk && a.topk_weights != nullptr)
+    reinterpret_cast<float*>(out + weights_off)[lane] = __ldg(a.topk_weights + row * a.num_topk + lane);
+}
+
+// The publisher: rows [from, to) of channel c's list are written. Lane s < R signals a mapped source s
+// (its rows written so far); lane 0 puts a proxy source's newly staged rows with the same count.
+__device__ __noinline__ void publish_rows(const combine_args& a, uint64_t seq, int c, int from, int to, bool proxies,
+                                          int lane) {
+  if (lane < a.num_ranks && !is_proxy(a.p, lane)) {
+    int first = 0;
+    for (int r = 0; r < lane; ++r) first += rows_in_channel(a, r, c);
+    const int n = rows_in_channel(a, lane, c);
+    const int before = min(max(from - first, 0), n), now = min(max(to - first, 0), n);
+    if (now > before) signal(&ctrl(a.p.base[lane])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(now)));
+  }
+  if (proxies && lane == 0) {
+    bool fenced = false;
+    for (int s = 0, first = 0; s < a.num_ranks; first += rows_in_channel(a, s++, c)) {
       const int n = rows_in_channel(a, s, c);
-      if (b1 > first && b0 < first + n)
-        signal(&ctrl(a.p.base[s])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(min(b1 - first, n))));
-    }
-    if (proxies && threadIdx.x == 0) {
-      // Proxy sources touched by this batch: their rows [lo, hi) of the channel sit in consecutive slots.
-      bool fenced = false;
-      for (int s = 0, first = 0; s < a.num_ranks; first += rows_in_channel(a, s++, c)) {
-        const int n = rows_in_channel(a, s, c);
-        if (!is_proxy(a.p, s) || b1 <= first || b0 >= first + n) continue;
-        if (!fenced) fence_proxies(a.p), fenced = true;
-        const int lo = max(b0 - first, 0), hi = min(b1 - first, n);
-        const std::size_t slot0 = chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
-        put_slots(a.p, a.rank, a.num_ranks, s, cap, slot0 + lo, slot0 + hi, slot_nbytes,
-                  &ctrl(a.p.base[a.rank])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(hi)));
-      }
+      const int before = min(max(from - first, 0), n), now = min(max(to - first, 0), n);
+      if (!is_proxy(a.p, s) || now <= before) continue;
+      if (!fenced) fence_proxies(a.p), fenced = true;
+      const std::size_t slot0 = chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
+      put_slots(a.p, a.rank, a.num_ranks, s, a.capacity, slot0 + before, slot0 + now, a.slot_nbytes,
+                &ctrl(a.p.base[a.rank])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(now)));
     }
   }
+}
+
+template <int kRanks>
+__device__ void sender(const combine_args& a, uint64_t seq, int c) {
+  __shared__ send_tracker tracker;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  tracker.init();
+  wait_entered(a, seq, "shoal_ep combine (start)", c);
+  int total = 0;
+  for (int s = 0; s < a.num_ranks; ++s) total += rows_in_channel(a, s, c);
+  if (warp < send_tracker::kCopyWarps) {
+    int count = 0;
+    for (int i = warp; i < total; i += send_tracker::kCopyWarps) {
+      send_row(a, c, i, lane);
+      tracker.record(warp, ++count, lane);
+    }
+    return;
+  }
+  if (a.raw_copy) return;
+  const bool proxies = any_proxy(a.p, a.num_ranks);
+  run_publisher(tracker, total, max(a.tokens_per_signal, 1), lane,
+                [&](int from, int to) { publish_rows(a, seq, c, from, to, proxies, lane); });
   // The staging slabs are rewritten by the next call: its puts from them must be complete first.
-  if (proxies && threadIdx.x == 0) quiet_proxies(a.p);
+  if (proxies && lane == 0) quiet_proxies(a.p);
 }
 
 __device__ __forceinline__ void add_bf16x8(float (&acc)[8], uint4 v) {
@@ -83,62 +94,107 @@ __device__ __forceinline__ void add_bf16x8(float (&acc)[8], uint4 v) {
   }
 }
 
+__device__ __forceinline__ uint4 to_bf16x8(const float (&acc)[8]) {
+  uint4 o;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+  return o;
+}
+
+// One warp: token t's rows from every rank it went to, summed in rank order in FP32 (then the biases).
+// kUnroll 16-byte chunks of every row are loaded before the first add: kUnroll * kRanks loads in flight.
+template <int kRanks>
+__device__ __forceinline__ void reduce_token(const combine_args& a, const uint8_t* const (&rows)[kRanks], int t,
+                                             int lane) {
+  constexpr int kUnrollRecv = kRanks >= 8 ? 1 : 8 / kRanks;
+  const int n8 = a.hidden / 8;
+  for (int base = lane; base < n8; base += 32 * kUnrollRecv) {
+    uint4 v[kUnrollRecv][kRanks];
+#pragma unroll
+    for (int u = 0; u < kUnrollRecv; ++u)
+#pragma unroll
+      for (int d = 0; d < kRanks; ++d)
+        v[u][d] = (rows[d] != nullptr && base + 32 * u < n8)
+                      ? __ldcg(reinterpret_cast<const uint4*>(rows[d]) + base + 32 * u)
+                      : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < kUnrollRecv; ++u) {
+      const int k = base + 32 * u;
+      if (k >= n8) continue;
+      float acc[8] = {};
+#pragma unroll
+      for (int d = 0; d < kRanks; ++d)
+        if (rows[d] != nullptr) add_bf16x8(acc, v[u][d]);
+      const int64_t at = static_cast<int64_t>(t) * n8 + k;
+      if (a.bias0 != nullptr) add_bf16x8(acc, __ldg(static_cast<const uint4*>(a.bias0) + at));
+      if (a.bias1 != nullptr) add_bf16x8(acc, __ldg(static_cast<const uint4*>(a.bias1) + at));
+      __stcs(static_cast<uint4*>(a.combined_x) + at, to_bf16x8(acc));
+    }
+  }
+}
+
+template <int kRanks>
 __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
-  const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
   const std::size_t weights_off = round16(2u * a.hidden);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   uint32_t seen = 0;  // lane d < R: rows of rank d seen written in this channel
-  for (int t = t0 + warp; t < t1; t += num_warps) {
+  for (int t = t0 + warp; t < t1; t += kWarps) {
     const int my_slot = lane < a.num_ranks ? a.send_slot[static_cast<int64_t>(t) * a.num_ranks + lane] : -1;
-    if (my_slot >= 0) {
+    if (my_slot >= 0 && !a.raw_copy) {
       const uint32_t need = my_slot + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
       if (seen < need)
         seen = static_cast<uint32_t>(wait_geq(a.p.world, &mine->combine_progress[lane][c], tag(seq, need), a.timeout_ns,
                                               "shoal_ep combine (receive)", lane, c));
     }
     __syncwarp();
-    const uint8_t* rows[kMaxRanks];
+    const uint8_t* rows[kRanks];
 #pragma unroll
-    for (int d = 0; d < kMaxRanks; ++d) {
+    for (int d = 0; d < kRanks; ++d) {
       const int s = __shfl_sync(0xffffffffu, my_slot, d);
-      rows[d] = (d < a.num_ranks && s >= 0) ? slot_ptr(a.p.base[a.rank], d, cap, s, slot_nbytes) : nullptr;
+      rows[d] = (d < a.num_ranks && s >= 0) ? slot_ptr(a.p.base[a.rank], d, a.capacity, s, a.slot_nbytes) : nullptr;
     }
-    const int n8 = a.hidden / 8;
-    for (int k = lane; k < n8; k += 32) {
-      float acc[8] = {};
-#pragma unroll
-      for (int d = 0; d < kMaxRanks; ++d)
-        if (rows[d] != nullptr) add_bf16x8(acc, ld_cg(rows[d] + 16 * k));
-      const int64_t at = static_cast<int64_t>(t) * n8 + k;
-      if (a.bias0 != nullptr) add_bf16x8(acc, __ldg(static_cast<const uint4*>(a.bias0) + at));
-      if (a.bias1 != nullptr) add_bf16x8(acc, __ldg(static_cast<const uint4*>(a.bias1) + at));
-      uint4 o;
-      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&o);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-      static_cast<uint4*>(a.combined_x)[at] = o;
-    }
+    reduce_token<kRanks>(a, rows, t, lane);
     if (lane < a.num_topk && a.combined_topk_weights != nullptr) {
       float w = 0.f;
 #pragma unroll
-      for (int d = 0; d < kMaxRanks; ++d)
+      for (int d = 0; d < kRanks; ++d)
         if (rows[d] != nullptr) w += __ldcg(reinterpret_cast<const float*>(rows[d] + weights_off) + lane);
       a.combined_topk_weights[static_cast<int64_t>(t) * a.num_topk + lane] = w;
     }
   }
 }
 
+template <int kRanks>
+struct combine_kernel {
+  static void launch(const combine_args& a, cudaStream_t stream) {
+    channel_kernel<combine_args, sender<kRanks>, receiver<kRanks>>
+        <<<2 * a.num_channels, kChannelThreads, 0, stream>>>(a);
+  }
+  static cudaError_t load() {
+    cudaFuncAttributes attr{};
+    return cudaFuncGetAttributes(&attr, channel_kernel<combine_args, sender<kRanks>, receiver<kRanks>>);
+  }
+};
+
 }  // namespace
 
-cudaError_t detail::load_combine_kernel() { return load_channels<combine_args, sender, receiver>(); }
+namespace detail {
+cudaError_t load_combine_kernels() {
+  for (cudaError_t err : {combine_kernel<2>::load(), combine_kernel<4>::load(), combine_kernel<8>::load()})
+    if (err != cudaSuccess) return err;
+  return cudaSuccess;
+}
+}  // namespace detail
 
-void combine(const combine_args& args, cudaStream_t stream) {
+void combine(const combine_args& args, void* stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  launch_channels<combine_args, sender, receiver>(a, stream);
+  launch_by_ranks<combine_kernel>(a, stream);
+  detail::check_launch("shoal::ep::combine");
 }
 
-}  // namespace shoal_ep
+}  // namespace shoal::ep

@@ -1,15 +1,19 @@
-// dispatch: even blocks send channel c's tokens, one warp per token, 16-byte stores straight into
-// each mapped destination's slab over NVLink (a proxy peer's rows go to its staging slab in this
-// rank's buffer); odd blocks receive channel c from every source into recv_x. A sender publishes per
-// (source, channel) the slots written so far (fence, then release store; to a proxy peer, one shoal
-// put-with-signal of the slots staged since the last step); a receiving warp waits (acquire) for the
-// slot of its row, then copies it out.
+// dispatch: even blocks send channel c's tokens, odd blocks receive channel c from every source.
+// A sending block's copy warps take its tokens round-robin, one warp per token: the row is read once
+// (several 16-byte loads in flight per lane) and stored straight into each mapped destination's slab
+// over NVLink (a proxy peer's rows go to its staging slab in this rank's buffer). Its last warp
+// publishes, per destination, how many of the channel's slots are written (fence, then release store;
+// to a proxy peer, one shoal put-with-signal of the slots staged since the last signal), in order and
+// at most every tokens_per_signal tokens. A receiving warp waits (acquire) for the slot of its row,
+// then copies it out.
 #include "common.cuh"
 
-namespace shoal_ep {
+namespace shoal::ep {
 namespace {
 
 using namespace detail;
+
+constexpr int kUnroll = 4;  // 16-byte loads in flight per lane
 
 struct dispatch_slot {
   std::size_t scales_off, idx_off, weights_off, src_off;
@@ -25,35 +29,33 @@ __device__ __forceinline__ dispatch_slot slot_layout(const dispatch_args& a) {
 }
 
 // One warp copies token t to every destination rank that holds one of its experts.
-__device__ __forceinline__ void send_token(const dispatch_args& a, const dispatch_slot& L, std::size_t cap,
-                                           std::size_t slot_nbytes, int t, int lane) {
+template <int kRanks>
+__device__ __forceinline__ void send_token(const dispatch_args& a, const dispatch_slot& L, int t, int lane) {
   const int my_slot = lane < a.num_ranks ? a.send_slot[static_cast<int64_t>(t) * a.num_ranks + lane] : -1;
-  uint8_t* rows[kMaxRanks];
+  uint8_t* rows[kRanks];
 #pragma unroll
-  for (int d = 0; d < kMaxRanks; ++d) {
+  for (int d = 0; d < kRanks; ++d) {
     const int s = __shfl_sync(0xffffffffu, my_slot, d);
-    rows[d] = (d < a.num_ranks && s >= 0) ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, cap, s, slot_nbytes) : nullptr;
+    rows[d] =
+        (d < a.num_ranks && s >= 0) ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, a.capacity, s, a.slot_nbytes) : nullptr;
   }
-  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + t * a.hidden_nbytes);
-  const int n16 = static_cast<int>(a.hidden_nbytes / 16);
-  for (int i = lane; i < n16; i += 32) {
-    const uint4 v = __ldg(src + i);
+  uint4* dst[kRanks];
 #pragma unroll
-    for (int d = 0; d < kMaxRanks; ++d)
-      if (rows[d] != nullptr) reinterpret_cast<uint4*>(rows[d])[i] = v;
-  }
+  for (int d = 0; d < kRanks; ++d) dst[d] = reinterpret_cast<uint4*>(rows[d]);
+  const auto* src = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + t * a.hidden_nbytes);
+  warp_copy<kUnroll>(dst, src, static_cast<int>(a.hidden_nbytes / 16), lane, load_input{});
   for (int i = lane; i < a.num_scales; i += 32) {
-    const float v = __ldg(a.x_scales + static_cast<int64_t>(t) * a.num_scales + i);
+    const uint32_t v = __ldg(a.x_scales + t * a.scale_token_stride + i * a.scale_hidden_stride);
 #pragma unroll
-    for (int d = 0; d < kMaxRanks; ++d)
-      if (rows[d] != nullptr) reinterpret_cast<float*>(rows[d] + L.scales_off)[i] = v;
+    for (int d = 0; d < kRanks; ++d)
+      if (rows[d] != nullptr) reinterpret_cast<uint32_t*>(rows[d] + L.scales_off)[i] = v;
   }
   if (lane < a.num_topk) {
     const int64_t e = __ldg(a.topk_idx + static_cast<int64_t>(t) * a.num_topk + lane);
     const float w =
         a.topk_weights != nullptr ? __ldg(a.topk_weights + static_cast<int64_t>(t) * a.num_topk + lane) : 0.f;
 #pragma unroll
-    for (int d = 0; d < kMaxRanks; ++d) {
+    for (int d = 0; d < kRanks; ++d) {
       if (rows[d] == nullptr) continue;
       const int64_t first = static_cast<int64_t>(d) * a.num_local_experts;
       const bool local = e >= first && e < first + a.num_local_experts;
@@ -63,7 +65,7 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
   }
   if (lane == 0) {
 #pragma unroll
-    for (int d = 0; d < kMaxRanks; ++d)
+    for (int d = 0; d < kRanks; ++d)
       if (rows[d] != nullptr) *reinterpret_cast<int*>(rows[d] + L.src_off) = t;
   }
 }
@@ -78,59 +80,70 @@ __device__ __forceinline__ int edge_slot(const dispatch_args& a, int d, int b0, 
   return slot;
 }
 
-__device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
-  const dispatch_slot L = slot_layout(a);
-  const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
-  control* mine = ctrl(a.p.base[a.rank]);
-  // A destination's buffer is free once its kernel of this call has started (its earlier work is done).
-  if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
-    wait_geq(a.p.world, &mine->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, "shoal_ep dispatch (start)",
-             threadIdx.x, c);
-  __syncthreads();
-  const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
-  const int step = a.tokens_per_signal;
-  const bool proxies = any_proxy(a.p, a.num_ranks);
-  for (int b0 = t0; b0 < t1; b0 += step) {
-    const int b1 = min(b0 + step, t1);
-    for (int t = b0 + warp; t < b1; t += num_warps) send_token(a, L, cap, slot_nbytes, t, lane);
-    __syncthreads();
-    // Slots count from the channel's first one: the progress word holds how many are written.
-    if (threadIdx.x < static_cast<unsigned>(a.num_ranks) && !is_proxy(a.p, threadIdx.x)) {
-      const int d = threadIdx.x;
-      const int last = edge_slot<true>(a, d, b0, b1);
-      const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
-      if (last >= 0) signal(&ctrl(a.p.base[d])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
-    }
-    if (proxies && threadIdx.x == 0) {  // the slots staged in this step, one put-with-signal per proxy peer
-      bool fenced = false;
-      for (int d = 0; d < a.num_ranks; ++d) {
-        if (!is_proxy(a.p, d)) continue;
-        const int last = edge_slot<true>(a, d, b0, b1);
-        if (last < 0) continue;
-        if (!fenced) fence_proxies(a.p), fenced = true;
-        const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
-        put_slots(a.p, a.rank, a.num_ranks, d, cap, edge_slot<false>(a, d, b0, b1), last + 1, slot_nbytes,
-                  &ctrl(a.p.base[a.rank])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
-      }
+// The publisher: tokens [t0 + from, t0 + to) of channel c are written. Lane d < R signals a mapped
+// destination d (slots written so far, counted from the channel's first); lane 0 puts a proxy peer's
+// newly staged slots with the same count as the signal.
+__device__ __noinline__ void publish_tokens(const dispatch_args& a, uint64_t seq, int c, int t0, int from, int to,
+                                            bool proxies, int lane) {
+  if (lane < a.num_ranks && !is_proxy(a.p, lane)) {
+    const int last = edge_slot<true>(a, lane, t0 + from, t0 + to);
+    if (last >= 0) {
+      const int done = last + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
+      signal(&ctrl(a.p.base[lane])->dispatch_progress[a.rank][c], tag(seq, static_cast<uint32_t>(done)));
     }
   }
-  // The staging slabs are rewritten by the next call: its puts from them must be complete first.
-  if (proxies && threadIdx.x == 0) quiet_proxies(a.p);
+  if (proxies && lane == 0) {
+    bool fenced = false;
+    for (int d = 0; d < a.num_ranks; ++d) {
+      if (!is_proxy(a.p, d)) continue;
+      const int last = edge_slot<true>(a, d, t0 + from, t0 + to);
+      if (last < 0) continue;
+      if (!fenced) fence_proxies(a.p), fenced = true;
+      const int done = last + 1 - chan_begin(a.send_chan_prefix, d, a.num_channels, c);
+      put_slots(a.p, a.rank, a.num_ranks, d, a.capacity, edge_slot<false>(a, d, t0 + from, t0 + to), last + 1,
+                a.slot_nbytes, &ctrl(a.p.base[a.rank])->dispatch_progress[a.rank][c],
+                tag(seq, static_cast<uint32_t>(done)));
+    }
+  }
 }
 
+template <int kRanks>
+__device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
+  __shared__ send_tracker tracker;
+  const dispatch_slot L = slot_layout(a);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  tracker.init();
+  wait_entered(a, seq, "shoal_ep dispatch (start)", c);
+  const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
+  const int n = t1 - t0;
+  if (warp < send_tracker::kCopyWarps) {
+    int count = 0;
+    for (int i = warp; i < n; i += send_tracker::kCopyWarps) {
+      send_token<kRanks>(a, L, t0 + i, lane);
+      tracker.record(warp, ++count, lane);
+    }
+    return;
+  }
+  if (a.raw_copy) return;
+  const bool proxies = any_proxy(a.p, a.num_ranks);
+  run_publisher(tracker, n, max(a.tokens_per_signal, 1), lane,
+                [&](int from, int to) { publish_tokens(a, seq, c, t0, from, to, proxies, lane); });
+  // The staging slabs are rewritten by the next call: its puts from them must be complete first.
+  if (proxies && lane == 0) quiet_proxies(a.p);
+}
+
+template <int kRanks>
 __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
   const dispatch_slot L = slot_layout(a);
-  const std::size_t slot_nbytes = a.slot_nbytes, cap = a.capacity;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, num_warps = blockDim.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   const int C = a.num_channels;
   int total = 0;
   for (int s = 0; s < a.num_ranks; ++s)
     total += chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
-  uint32_t seen[kMaxRanks] = {};
+  uint32_t seen[kRanks] = {};
   int s = 0, s_first = 0;  // the row's source, and the index of its first row in this channel's list
-  for (int i = warp; i < total; i += num_warps) {
+  for (int i = warp; i < total; i += kWarps) {
     int n = chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
     while (i >= s_first + n) {
       s_first += n;
@@ -138,19 +151,23 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
       n = chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
     }
     const int j = i - s_first;
-    if (lane == 0 && seen[s] <= static_cast<uint32_t>(j))
-      seen[s] = static_cast<uint32_t>(wait_geq(a.p.world, &mine->dispatch_progress[s][c], tag(seq, j + 1), a.timeout_ns,
-                                               "shoal_ep dispatch (receive)", s, c));
+    if (lane == 0 && !a.raw_copy) {
+#pragma unroll
+      for (int r = 0; r < kRanks; ++r)
+        if (r == s && seen[r] <= static_cast<uint32_t>(j))
+          seen[r] = static_cast<uint32_t>(wait_geq(a.p.world, &mine->dispatch_progress[s][c], tag(seq, j + 1),
+                                                   a.timeout_ns, "shoal_ep dispatch (receive)", s, c));
+    }
     __syncwarp();
     const int slot = chan_begin(a.recv_chan_prefix, s, C, c) + j;
     const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
     if (row >= a.num_recv) continue;  // more rows than num_worst_tokens: the caller's bound, never overrun
-    const uint8_t* in = slot_ptr(a.p.base[a.rank], s, cap, slot, slot_nbytes);
-    uint4* out = reinterpret_cast<uint4*>(static_cast<uint8_t*>(a.recv_x) + row * a.hidden_nbytes);
-    const int n16 = static_cast<int>(a.hidden_nbytes / 16);
-    for (int k = lane; k < n16; k += 32) out[k] = ld_cg(in + 16 * k);
+    const uint8_t* in = slot_ptr(a.p.base[a.rank], s, a.capacity, slot, a.slot_nbytes);
+    uint4* const out[1] = {reinterpret_cast<uint4*>(static_cast<uint8_t*>(a.recv_x) + row * a.hidden_nbytes)};
+    warp_copy<kUnroll>(out, reinterpret_cast<const uint4*>(in), static_cast<int>(a.hidden_nbytes / 16), lane,
+                       load_peer{});
     for (int k = lane; k < a.num_scales; k += 32)
-      a.recv_x_scales[row * a.num_scales + k] = __ldcg(reinterpret_cast<const float*>(in + L.scales_off) + k);
+      a.recv_x_scales[row * a.num_scales + k] = __ldcg(reinterpret_cast<const uint32_t*>(in + L.scales_off) + k);
     if (lane < a.num_topk) {
       a.recv_topk_idx[row * a.num_topk + lane] = __ldcg(reinterpret_cast<const int*>(in + L.idx_off) + lane);
       a.recv_topk_weights[row * a.num_topk + lane] = __ldcg(reinterpret_cast<const float*>(in + L.weights_off) + lane);
@@ -159,15 +176,34 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
   }
 }
 
+template <int kRanks>
+struct dispatch_kernel {
+  static void launch(const dispatch_args& a, cudaStream_t stream) {
+    channel_kernel<dispatch_args, sender<kRanks>, receiver<kRanks>>
+        <<<2 * a.num_channels, kChannelThreads, 0, stream>>>(a);
+  }
+  static cudaError_t load() {
+    cudaFuncAttributes attr{};
+    return cudaFuncGetAttributes(&attr, channel_kernel<dispatch_args, sender<kRanks>, receiver<kRanks>>);
+  }
+};
+
 }  // namespace
 
-cudaError_t detail::load_dispatch_kernel() { return load_channels<dispatch_args, sender, receiver>(); }
+namespace detail {
+cudaError_t load_dispatch_kernels() {
+  for (cudaError_t err : {dispatch_kernel<2>::load(), dispatch_kernel<4>::load(), dispatch_kernel<8>::load()})
+    if (err != cudaSuccess) return err;
+  return cudaSuccess;
+}
+}  // namespace detail
 
-void dispatch(const dispatch_args& args, cudaStream_t stream) {
+void dispatch(const dispatch_args& args, void* stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  launch_channels<dispatch_args, sender, receiver>(a, stream);
+  launch_by_ranks<dispatch_kernel>(a, stream);
+  detail::check_launch("shoal::ep::dispatch");
 }
 
-}  // namespace shoal_ep
+}  // namespace shoal::ep

@@ -1,9 +1,17 @@
 // get_dispatch_layout (counts and the token-to-rank map) and notify_dispatch (the count exchange
 // that precedes a dispatch; to a proxy peer, one put-with-signal of the staged metadata), plus the
-// slot-size arithmetic both sides of a buffer agree on.
+// slot-size arithmetic both sides of a buffer agree on, and the host helpers of shoal/ep/normal.hpp.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <shoal/error.hpp>
+
 #include "common.cuh"
 
-namespace shoal_ep {
+namespace shoal::ep {
 namespace {
 
 using namespace detail;
@@ -152,25 +160,78 @@ std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t 
   return (buffer_nbytes - kControlNbytes) / (static_cast<std::size_t>(num_slabs(num_ranks, staged)) * slot_nbytes);
 }
 
-void get_dispatch_layout(const layout_args& a, cudaStream_t stream) {
-  cudaMemsetAsync(a.num_tokens_per_rank, 0, sizeof(int) * a.num_ranks, stream);
-  cudaMemsetAsync(a.num_tokens_per_expert, 0, sizeof(int) * a.num_experts, stream);
-  if (a.num_tokens == 0) return;
-  const int blocks = (a.num_tokens + kLayoutThreads - 1) / kLayoutThreads;
-  const std::size_t smem = sizeof(int) * (a.num_ranks + a.num_experts);
-  layout_kernel<<<blocks, kLayoutThreads, smem, stream>>>(a);
+namespace detail {
+cudaError_t load_dispatch_kernels();
+cudaError_t load_combine_kernels();
+
+void check_launch(const char* call) {
+  if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+    throw shoal::error(errc::cuda, call, std::string("kernel launch: ") + cudaGetErrorString(err));
+}
+}  // namespace detail
+
+namespace {
+void cuda_check(cudaError_t err, const char* call, const char* what) {
+  if (err != cudaSuccess) throw shoal::error(errc::cuda, call, std::string(what) + ": " + cudaGetErrorString(err));
+}
+}  // namespace
+
+void get_dispatch_layout(const layout_args& a, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  cudaMemsetAsync(a.num_tokens_per_rank, 0, sizeof(int) * a.num_ranks, s);
+  cudaMemsetAsync(a.num_tokens_per_expert, 0, sizeof(int) * a.num_experts, s);
+  if (a.num_tokens > 0) {
+    const int blocks = (a.num_tokens + kLayoutThreads - 1) / kLayoutThreads;
+    const std::size_t smem = sizeof(int) * (a.num_ranks + a.num_experts);
+    layout_kernel<<<blocks, kLayoutThreads, smem, s>>>(a);
+  }
+  detail::check_launch("shoal::ep::get_dispatch_layout");
 }
 
-void notify_dispatch(const notify_args& a, cudaStream_t stream) {
-  notify_kernel<<<a.num_ranks + 1, kNotifyThreads, 0, stream>>>(a);
+void notify_dispatch(const notify_args& a, void* stream) {
+  notify_kernel<<<a.num_ranks + 1, kNotifyThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  detail::check_launch("shoal::ep::notify_dispatch");
 }
 
-cudaError_t load_kernels() {
+void load_kernels() {
   cudaFuncAttributes attr{};
-  if (cudaError_t err = cudaFuncGetAttributes(&attr, layout_kernel); err != cudaSuccess) return err;
-  if (cudaError_t err = cudaFuncGetAttributes(&attr, notify_kernel); err != cudaSuccess) return err;
-  if (cudaError_t err = detail::load_dispatch_kernel(); err != cudaSuccess) return err;
-  return detail::load_combine_kernel();
+  const char* call = "shoal::ep::load_kernels";
+  cuda_check(cudaFuncGetAttributes(&attr, layout_kernel), call, "layout kernel");
+  cuda_check(cudaFuncGetAttributes(&attr, notify_kernel), call, "notify kernel");
+  cuda_check(detail::load_dispatch_kernels(), call, "dispatch kernels");
+  cuda_check(detail::load_combine_kernels(), call, "combine kernels");
 }
 
-}  // namespace shoal_ep
+void zero_device(void* addr, std::size_t nbytes) {
+  cuda_check(cudaMemset(addr, 0, nbytes), "shoal::ep::zero_device", "cudaMemset");
+  cuda_check(cudaDeviceSynchronize(), "shoal::ep::zero_device", "cudaDeviceSynchronize");
+}
+
+host_block host_alloc(std::size_t nbytes) {
+  host_block h{};
+  cuda_check(cudaHostAlloc(&h.host, nbytes, cudaHostAllocMapped), "shoal::ep::host_alloc", "cudaHostAlloc");
+  std::memset(h.host, 0, nbytes);
+  cuda_check(cudaHostGetDevicePointer(&h.device, h.host, 0), "shoal::ep::host_alloc", "cudaHostGetDevicePointer");
+  return h;
+}
+
+void host_free(void* host) { cuda_check(cudaFreeHost(host), "shoal::ep::host_free", "cudaFreeHost"); }
+
+void wait_counts(const host_block& h, int num_local_experts, double timeout_s, int* out) {
+  auto* counts = static_cast<volatile int*>(h.host);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (std::uint64_t spins = 0; counts[0] == 0; ++spins) {
+    if ((spins & 1023) != 0) continue;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw shoal::error(errc::timeout, "shoal::ep::dispatch",
+                         "the receive counts did not arrive within " + std::to_string(timeout_s) +
+                             " s (a peer is not dispatching, or a kernel failed)");
+    cuda_check(cudaPeekAtLastError(), "shoal::ep::dispatch", "waiting for the receive counts");
+    std::this_thread::yield();
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  for (int i = 0; i <= num_local_experts; ++i) out[i] = counts[1 + i];
+  counts[0] = 0;
+}
+
+}  // namespace shoal::ep

@@ -2,7 +2,7 @@
 
 Every PE runs this module under shoalrun (2 and 4 PEs, on one GPU under MPS or one GPU each); each
 PE rebuilds every other PE's inputs from the seed, so the reference needs no communication. Skips
-without torch, without a GPU, without shoal._ep_ll or on a non-CUDA backend (CPU CI)."""
+without torch, without a GPU, without shoal._ep or on a non-CUDA backend (CPU CI)."""
 
 from types import SimpleNamespace
 
@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 try:
-    from shoal import _core, _ep_ll  # noqa: F401
+    from shoal import _core, _ep  # noqa: F401
 except ImportError:
-    pytest.skip("shoal built without CUDA (no shoal._ep_ll)", allow_module_level=True)
+    pytest.skip("shoal built without CUDA (no shoal._ep)", allow_module_level=True)
 
 import shoal.core as sc
 from shoal.ep._low_latency import LowLatency

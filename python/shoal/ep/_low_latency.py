@@ -1,7 +1,7 @@
 """The low-latency mode of ``shoal.ep.Buffer`` (DeepEP V1's ``low_latency_*`` calls).
 
 ``LowLatency(buffer)`` owns one symmetric allocation of ``buffer.num_rdma_bytes`` bytes on shoal's
-heap and drives the kernels of ``shoal._ep_ll`` (ep/low_latency): device-initiated stores per
+heap and drives the low-latency kernels of ``shoal._ep`` (ep/low_latency): device-initiated stores per
 (token, expert) into per-expert receive slots on the owner PE, a tagged count signal per
 (expert, source rank) after the data, no CPU synchronization, two-phase receive hooks and CUDA-graph
 capture. Shapes and dtypes are DeepEP's; see docs/ep.md (low-latency mode).
@@ -17,9 +17,9 @@ except ImportError:  # the package imports without torch; LowLatency needs it
     torch = None  # type: ignore[assignment]
 
 try:
-    from .. import _ep_ll
+    from .. import _ep
 except ImportError:  # built without CUDA
-    _ep_ll = None  # type: ignore[assignment]
+    _ep = None  # type: ignore[assignment]
 
 _MAX_TOPK = 32
 
@@ -89,8 +89,8 @@ class LowLatency:
     def __init__(self, buffer: Any) -> None:
         if torch is None:
             raise RuntimeError("shoal.ep low-latency mode needs torch")
-        if _ep_ll is None:
-            raise RuntimeError("shoal.ep low-latency mode needs shoal built with CUDA (shoal._ep_ll is missing)")
+        if _ep is None:
+            raise RuntimeError("shoal.ep low-latency mode needs shoal built with CUDA (shoal._ep is missing)")
         from .. import _core
 
         self._core = _core
@@ -98,7 +98,7 @@ class LowLatency:
         self.num_ranks = int(buffer.group_size)
         self.device = torch.device(buffer.device)
         self.nbytes = int(buffer.num_rdma_bytes)
-        my_pe, n_pes = _ep_ll.world()
+        my_pe, n_pes = _ep.ll_world()
         if (my_pe, n_pes) != (self.rank, self.num_ranks):
             raise RuntimeError(f"shoal.ep.Buffer: the group (rank {self.rank} of {self.num_ranks}) must be shoal's "
                                f"world (PE {my_pe} of {n_pes})")
@@ -136,13 +136,13 @@ class LowLatency:
     def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int,
                                        num_experts: int) -> int:
         """Bytes of ``num_rdma_bytes`` these shapes need (both halves and the workspace)."""
-        if _ep_ll is None:
+        if _ep is None:
             raise RuntimeError("shoal.ep low-latency mode needs shoal built with CUDA")
-        return int(_ep_ll.layout(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts)["total_nbytes"])
+        return int(_ep.ll_layout(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts)["total_nbytes"])
 
     def _layout(self, call: str, max_tokens: int, hidden: int, num_experts: int) -> dict:
         try:
-            lay = _ep_ll.layout(int(max_tokens), int(hidden), self.num_ranks, int(num_experts))
+            lay = _ep.ll_layout(int(max_tokens), int(hidden), self.num_ranks, int(num_experts))
         except ValueError as e:
             raise _fail(call, str(e)) from None
         if lay["total_nbytes"] > self.nbytes:
@@ -168,9 +168,12 @@ class LowLatency:
     def low_latency_dispatch(self, x: Any, topk_idx: Any, num_max_dispatch_tokens_per_rank: int, num_experts: int,
                              cumulative_local_expert_recv_stats: Any = None, dispatch_wait_recv_cost_stats: Any = None,
                              use_fp8: bool = True, round_scale: bool = False, use_ue8m0: bool = False,
-                             async_finish: bool = False, return_recv_hook: bool = False) -> Tuple[Any, ...]:
+                             async_finish: bool = False, return_recv_hook: bool = False,
+                             _raw_copy: bool = False) -> Tuple[Any, ...]:
         """Sends each token to its top-k experts. Returns (recv_x or (recv_x_fp8, recv_scales), recv_count,
-        handle, event, hook); recv_x is [num_local_experts, num_ranks * max_tokens, hidden]."""
+        handle, event, hook); recv_x is [num_local_experts, num_ranks * max_tokens, hidden]. _raw_copy
+        (measurement only, bench/ep/bench_low_latency.py): the receiving half waits for nothing and reuses
+        the last call's counts, the bound a real call is set against (its output is not meaningful)."""
         call = "low_latency_dispatch"
         _check_tensor(call, "x", x, torch.bfloat16, 2, self.device)
         num_tokens, hidden = int(x.shape[0]), int(x.shape[1])
@@ -214,11 +217,11 @@ class LowLatency:
             return 0 if t is None else int(t.data_ptr())
 
         def launch(send: bool, recv: bool) -> None:
-            _ep_ll.dispatch(send, recv, self._addr, half, m, hidden, r, e, ptr(x), ptr(topk_idx), num_tokens, k,
+            _ep.ll_dispatch(send, recv, self._addr, half, m, hidden, r, e, ptr(x), ptr(topk_idx), num_tokens, k,
                             bool(use_fp8), bool(round_scale), bool(use_ue8m0), ptr(recv_x), ptr(scales),
                             ptr(src_info), ptr(layout_range), ptr(count), ptr(cumulative_local_expert_recv_stats),
                             ptr(dispatch_wait_recv_cost_stats), torch.cuda.current_stream(dev).cuda_stream,
-                            self.num_recv_blocks)
+                            self.num_recv_blocks, bool(_raw_copy))
 
         launch(True, not return_recv_hook)
         hook: Optional[Callable[[], None]] = (lambda: launch(False, True)) if return_recv_hook else None
@@ -235,9 +238,10 @@ class LowLatency:
 
     def low_latency_combine(self, x: Any, topk_idx: Any, topk_weights: Any, handle: Any, use_logfmt: bool = False,
                             zero_copy: bool = False, async_finish: bool = False, return_recv_hook: bool = False,
-                            out: Any = None, combine_wait_recv_cost_stats: Any = None) -> Tuple[Any, Any, Any]:
+                            out: Any = None, combine_wait_recv_cost_stats: Any = None,
+                            _raw_copy: bool = False) -> Tuple[Any, Any, Any]:
         """Returns each token's sum over its top-k experts of weight * expert output (FP32, rounded to BF16):
-        (combined_x [num_tokens, hidden], event, hook)."""
+        (combined_x [num_tokens, hidden], event, hook). _raw_copy: as in low_latency_dispatch (measurement)."""
         call = "low_latency_combine"
         src_info, layout_range, m, hidden, e = self._check_handle(call, handle)
         if use_logfmt:
@@ -270,10 +274,10 @@ class LowLatency:
         stats = combine_wait_recv_cost_stats
 
         def launch(send: bool, recv: bool) -> None:
-            _ep_ll.combine(send, recv, self._addr, half, m, hidden, r, e, int(x.data_ptr()), int(src_info.data_ptr()),
+            _ep.ll_combine(send, recv, self._addr, half, m, hidden, r, e, int(x.data_ptr()), int(src_info.data_ptr()),
                            int(layout_range.data_ptr()), int(topk_idx.data_ptr()), int(topk_weights.data_ptr()),
                            num_tokens, k, int(out.data_ptr()), 0 if stats is None else int(stats.data_ptr()),
-                           torch.cuda.current_stream(self.device).cuda_stream, self.num_recv_blocks)
+                           torch.cuda.current_stream(self.device).cuda_stream, self.num_recv_blocks, bool(_raw_copy))
 
         launch(True, not return_recv_hook)
         hook: Optional[Callable[[], None]] = (lambda: launch(False, True)) if return_recv_hook else None

@@ -23,24 +23,16 @@ def _kernels() -> Any:
     return _ep
 
 
-def _join_shoal(group: Any, device: Any) -> None:
-    """Initializes shoal for the ranks of `group` unless it already runs; rank r of the group must be PE r."""
+def _join_shoal(group: Any, comm: Any, device: Any) -> None:
+    """Initializes shoal over `group` (a torch.distributed group) or `comm` (an mpi4py communicator) unless it
+    already runs; rank r of the group must be PE r."""
     from .. import core
-    if getattr(core, "_initialized", False):
+    if core.is_initialized():
         return
-    try:
+    if group is not None:
         core.init(group=group)
-        return
-    except TypeError:
-        pass  # this shoal.core has no group argument: a uid broadcast over the group, or the launcher
-    torch = torch_module()
-    if hasattr(core, "get_unique_id"):
-        rank = group.rank()
-        holder = [core.get_unique_id(empty=rank != 0)]
-        torch.distributed.broadcast_object_list(holder, src=torch.distributed.get_global_rank(group, 0), group=group)
-        core.init(device=device, uid=holder[0], rank=rank, nranks=group.size(), initializer_method="uid")
     else:
-        core.init()
+        core.init(mpi_comm=comm)
 
 
 def _ceil_to(n: int, k: int) -> int:
@@ -55,18 +47,27 @@ class Buffer:
 
     def __init__(self, group: Any, num_nvl_bytes: int = 0, num_rdma_bytes: int = 0, low_latency_mode: bool = False,
                  num_qps_per_rank: int = 24, allow_nvlink_for_low_latency_mode: bool = True, allow_mnnvl: bool = False,
-                 explicitly_destroy: bool = False, enable_shrink: bool = False, comm: Any = None) -> None:
+                 use_fabric: bool = False, explicitly_destroy: bool = False, enable_shrink: bool = False,
+                 comm: Any = None) -> None:
+        """DeepEP V1's arguments, in its order. ``group`` is a torch.distributed group (gloo is fine), or None
+        with ``comm`` an mpi4py communicator. ``num_qps_per_rank``, ``allow_nvlink_for_low_latency_mode``,
+        ``allow_mnnvl`` and ``use_fabric`` choose DeepEP's transports and have nothing to choose here: shoal
+        maps every peer it can reach by load/store (NVLink, or PEs sharing a GPU) and reaches the others
+        through its proxy path. ``enable_shrink`` (DeepEP's rank masking) is not supported: True raises."""
         torch = torch_module()
         if not torch.cuda.is_available():
             raise RuntimeError("Buffer: shoal.ep needs a CUDA device")
-        if group is None:
-            raise ValueError("Buffer: group must be a torch.distributed process group")
+        if group is None and comm is None:
+            raise ValueError("Buffer: give group (a torch.distributed process group) or comm (an mpi4py communicator)")
         for name, v in (("num_nvl_bytes", num_nvl_bytes), ("num_rdma_bytes", num_rdma_bytes)):
             if not isinstance(v, int) or v < 0:
                 raise ValueError(f"Buffer: {name} must be a non-negative int, got {v!r}")
-        self.group = group
-        self.rank: int = group.rank()
-        self.group_size: int = group.size()
+        if enable_shrink:
+            raise NotImplementedError("Buffer: enable_shrink=True (masking failed ranks) is not supported by shoal.ep")
+        self.group = group if group is not None else comm
+        self.rank: int = group.rank() if group is not None else comm.Get_rank()
+        self.group_size: int = group.size() if group is not None else comm.Get_size()
+        self._comm = comm if group is None else None
         self.num_nvl_bytes = num_nvl_bytes
         self.num_rdma_bytes = num_rdma_bytes
         self.low_latency_mode = low_latency_mode
@@ -80,7 +81,7 @@ class Buffer:
                              "proxy=True)")
         if not low_latency_mode and self.group_size > MAX_RANKS:
             raise ValueError(f"Buffer: normal mode serves at most {MAX_RANKS} NVLink ranks, the group has {self.group_size}")
-        _join_shoal(group, self.device)
+        _join_shoal(group, comm, self.device)
         from .. import _core, core
         if core.my_pe() != self.rank or core.n_pes() != self.group_size:
             raise RuntimeError(f"Buffer: shoal PE {core.my_pe()} of {core.n_pes()} is not rank {self.rank} of the "
@@ -130,8 +131,11 @@ class Buffer:
         """Whether any rank of the job has a proxy peer (collective over the group): the buffer layout, with
         or without staging slabs, must be the same on every rank. Through torch.distributed, as shoal's
         blocking collectives on GPU heaps refuse proxy members."""
-        flags: List[Any] = [None] * self.group_size
-        torch_module().distributed.all_gather_object(flags, self.num_proxy_peers, group=self.group)
+        if self._comm is not None:
+            flags: List[Any] = list(self._comm.allgather(self.num_proxy_peers))
+        else:
+            flags = [None] * self.group_size
+            torch_module().distributed.all_gather_object(flags, self.num_proxy_peers, group=self.group)
         return any(bool(f) for f in flags)
 
     @property
@@ -157,6 +161,43 @@ class Buffer:
             self._host = None
 
     # --- DeepEP's static helpers ---
+
+    @staticmethod
+    def is_sm90_compiled() -> bool:
+        """True: shoal's EP kernels are built for sm_90 (Hopper; CMAKE_CUDA_ARCHITECTURES 90), FP8 included."""
+        _kernels()
+        return True
+
+    def get_comm_stream(self) -> Any:
+        """The communication stream the calls run on (a torch.cuda.Stream)."""
+        return self._comm_stream
+
+    def get_local_buffer_tensor(self, dtype: Any, size: Any = None, offset: int = 0,
+                                use_rdma_buffer: bool = False) -> Any:
+        """This rank's buffer as a tensor of `dtype` from element `offset` on (the low-latency buffer when
+        use_rdma_buffer), viewed as `size` when given. The normal-mode buffer's first bytes are its control
+        block: writing there corrupts the next call."""
+        call = "get_local_buffer_tensor"
+        torch = torch_module()
+        if use_rdma_buffer:
+            if self._ll is None or not self._ll._addr:
+                raise RuntimeError(f"{call}: this Buffer has no low-latency (RDMA) buffer")
+            addr, nbytes = self._ll._addr, self._ll.nbytes
+        else:
+            if self._base == 0:
+                raise RuntimeError(f"{call}: this Buffer has no NVLink buffer (num_nvl_bytes=0, or destroyed)")
+            addr, nbytes = self._base, self.num_nvl_bytes
+        from ._low_latency import _RawCuda
+        raw = torch.as_tensor(_RawCuda(addr, nbytes), device=self.device).view(dtype)
+        if not isinstance(offset, int) or offset < 0 or offset > raw.numel():
+            raise ValueError(f"{call}: offset={offset!r} is outside the buffer's {raw.numel()} elements")
+        raw = raw[offset:]
+        if size is None:
+            return raw
+        size = torch.Size(size)
+        if size.numel() > raw.numel():
+            raise ValueError(f"{call}: size {tuple(size)} needs {size.numel()} elements, the buffer has {raw.numel()}")
+        return raw[:size.numel()].view(size)
 
     @staticmethod
     def set_num_sms(new_num_sms: int) -> None:
@@ -269,10 +310,10 @@ class Buffer:
             per_rank = torch.empty((R,), dtype=torch.int32, device=self.device)
             per_expert = torch.empty((num_experts,), dtype=torch.int32, device=self.device)
             in_rank = torch.empty((num_tokens, R), dtype=torch.bool, device=self.device)
-        ep.get_dispatch_layout(dict(topk_idx=topk_idx.data_ptr(), num_tokens=num_tokens, num_topk=num_topk,
-                                    num_experts=num_experts, num_ranks=R, num_tokens_per_rank=per_rank.data_ptr(),
-                                    num_tokens_per_expert=per_expert.data_ptr(), is_token_in_rank=in_rank.data_ptr()),
-                               self._comm_stream.cuda_stream)
+        ep.get_dispatch_layout(topk_idx=topk_idx.data_ptr(), num_tokens=num_tokens, num_topk=num_topk,
+                               num_experts=num_experts, num_ranks=R, num_tokens_per_rank=per_rank.data_ptr(),
+                               num_tokens_per_expert=per_expert.data_ptr(), is_token_in_rank=in_rank.data_ptr(),
+                               stream=self._comm_stream.cuda_stream)
         event = self._finish(compute, async_finish, [topk_idx, per_rank, per_expert, in_rank], allocate_on_comm_stream)
         return per_rank, None, per_expert, in_rank, event
 
@@ -312,7 +353,9 @@ class Buffer:
             if x_scales is None or hidden % 128:
                 raise ValueError(f"{call}: FP8 x needs hidden % 128 == 0 and x given as (x_fp8, scales [T, hidden/128])")
             num_scales = hidden // 128
-            check_tensor(call, "scales", x_scales, torch.float32, 2, self.device, (num_tokens, num_scales))
+            # Float32 or int32 (packed UE8M0) scales, in any layout (DeepEP's tests pass column-major ones).
+            check_tensor(call, "scales", x_scales, (torch.float32, torch.int32), 2, self.device, (num_tokens, num_scales),
+                         contiguous=False)
         elif x_scales is not None:
             raise TypeError(f"{call}: scales come with FP8 x only, x is {x.dtype}")
         if not isinstance(num_worst_tokens, int) or num_worst_tokens < 0:
@@ -357,17 +400,18 @@ class Buffer:
             recv_prefix = torch.empty((R, C + 1), dtype=torch.int32, device=self.device)
             rank_prefix_matrix = torch.empty((R, R), dtype=torch.int32, device=self.device)
         assert self._host is not None
-        ep.notify_dispatch(self._peers, dict(
-            staged=int(self._staged),
-            rank=rank, num_channels=C, num_tokens=num_tokens, num_local_experts=num_local, is_token_in_rank=is_token_in_rank.data_ptr(),
+        ep.notify_dispatch(
+            peers=self._peers, staged=self._staged, rank=rank, num_channels=C, num_tokens=num_tokens,
+            num_local_experts=num_local, is_token_in_rank=is_token_in_rank.data_ptr(),
             num_tokens_per_rank=num_tokens_per_rank.data_ptr(), num_tokens_per_expert=num_tokens_per_expert.data_ptr(),
             send_slot=send_slot.data_ptr(), send_chan_prefix=send_prefix.data_ptr(),
             recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
-            host_counts=0 if num_worst_tokens > 0 else self._host[1], timeout_ns=int(timeout_s() * 1e9)), self._comm_stream.cuda_stream)
+            host_counts=0 if num_worst_tokens > 0 else self._host[1], timeout_ns=int(timeout_s() * 1e9),
+            stream=self._comm_stream.cuda_stream)
         if num_worst_tokens > 0:
             num_recv, per_expert = num_worst_tokens, []
         else:
-            counts = ep.wait_counts(self._host[0], num_local, timeout_s())
+            counts = ep.wait_counts(self._host[0], self._host[1], num_local, timeout_s())
             num_recv = counts[0]
             per_expert = [_ceil_to(c, expert_alignment) for c in counts[1:]]
         handle = (rank_prefix_matrix, send_prefix, recv_prefix, None, is_token_in_rank, send_slot)
@@ -397,7 +441,7 @@ class Buffer:
 
     def _run_dispatch(self, x: Any, x_scales: Any, handle: Tuple, num_recv: int, num_local: int, topk_idx: Any,
                       topk_weights: Any, worst: bool, per_expert: List[int], config: Config, compute: Any,
-                      async_finish: bool, allocate_on_comm_stream: bool) -> Tuple:
+                      async_finish: bool, allocate_on_comm_stream: bool, raw_copy: bool = False) -> Tuple:
         torch = torch_module()
         rank_prefix_matrix, send_prefix, recv_prefix, recv_src_idx, is_token_in_rank, send_slot = handle
         num_tokens, hidden = x.shape
@@ -406,7 +450,7 @@ class Buffer:
         dev = self.device
         with self._alloc_stream(compute, allocate_on_comm_stream):
             recv_x = torch.empty((num_recv, hidden), dtype=x.dtype, device=dev)
-            recv_scales = torch.empty((num_recv, num_scales), dtype=torch.float32, device=dev) if x_scales is not None else None
+            recv_scales = torch.empty((num_recv, num_scales), dtype=x_scales.dtype, device=dev) if x_scales is not None else None
             fresh_src_idx = recv_src_idx is None
             if fresh_src_idx:
                 recv_src_idx = torch.empty((num_recv,), dtype=torch.int32, device=dev)
@@ -419,18 +463,19 @@ class Buffer:
                 recv_topk_idx.fill_(-1)
                 recv_topk_weights.zero_()
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
-        _kernels().dispatch(self._peers, dict(
-            staged=int(self._staged),
-            rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
-            num_local_experts=num_local, buffer_nbytes=self.num_nvl_bytes, hidden_nbytes=hidden * x.element_size(),
-            num_scales=num_scales, num_topk=num_topk, x=x.data_ptr(), x_scales=ptr(x_scales),
-            topk_idx=ptr(topk_idx), topk_weights=ptr(topk_weights), send_slot=send_slot.data_ptr(),
-            send_chan_prefix=send_prefix.data_ptr(), recv_chan_prefix=recv_prefix.data_ptr(),
-            rank_prefix_matrix=rank_prefix_matrix.data_ptr(), recv_x=recv_x.data_ptr(), recv_x_scales=ptr(recv_scales),
-            recv_topk_idx=ptr(recv_topk_idx), recv_topk_weights=ptr(recv_topk_weights),
-            recv_src_idx=recv_src_idx.data_ptr(), num_warps=24,
-            tokens_per_signal=config.num_max_nvl_chunked_send_tokens, timeout_ns=int(timeout_s() * 1e9)),
-            self._comm_stream.cuda_stream)
+        _kernels().dispatch(
+            peers=self._peers, staged=self._staged, rank=self.rank, num_channels=send_prefix.shape[1] - 1,
+            num_tokens=num_tokens, num_recv=num_recv, num_local_experts=num_local, buffer_nbytes=self.num_nvl_bytes,
+            hidden_nbytes=hidden * x.element_size(), num_scales=num_scales,
+            scale_token_stride=x_scales.stride(0) if x_scales is not None else 0,
+            scale_hidden_stride=x_scales.stride(1) if x_scales is not None else 0, num_topk=num_topk,
+            x=x.data_ptr(), x_scales=ptr(x_scales), topk_idx=ptr(topk_idx), topk_weights=ptr(topk_weights),
+            send_slot=send_slot.data_ptr(), send_chan_prefix=send_prefix.data_ptr(),
+            recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
+            recv_x=recv_x.data_ptr(), recv_x_scales=ptr(recv_scales), recv_topk_idx=ptr(recv_topk_idx),
+            recv_topk_weights=ptr(recv_topk_weights), recv_src_idx=recv_src_idx.data_ptr(),
+            tokens_per_signal=config.num_max_nvl_chunked_send_tokens, timeout_ns=int(timeout_s() * 1e9),
+            raw_copy=raw_copy, stream=self._comm_stream.cuda_stream)
         if fresh_src_idx:
             handle = (rank_prefix_matrix, send_prefix, recv_prefix, recv_src_idx, is_token_in_rank, send_slot)
         event = self._finish(compute, async_finish, [x, x_scales, topk_idx, topk_weights, recv_x, recv_scales,
@@ -444,7 +489,7 @@ class Buffer:
     def combine(self, x: Any, handle: Tuple, topk_weights: Optional[Any] = None,
                 bias: Union[None, Any, Tuple[Any, ...]] = None, config: Optional[Config] = None,
                 previous_event: Optional[EventOverlap] = None, async_finish: bool = False,
-                allocate_on_comm_stream: bool = False) -> Tuple[Any, Optional[Any], EventOverlap]:
+                allocate_on_comm_stream: bool = False, _raw_copy: bool = False) -> Tuple[Any, Optional[Any], EventOverlap]:
         """Sums each token's rows back from every rank it went to (FP32 sum, BF16 result, plus bias).
 
         x [N, hidden] BF16 in the received order of `handle`'s dispatch; topk_weights [N, k] float32 are
@@ -474,20 +519,37 @@ class Buffer:
             combined_w = torch.empty((num_tokens, num_topk), dtype=torch.float32, device=self.device) \
                 if topk_weights is not None else None
         ptr = lambda t: t.data_ptr() if t is not None else 0  # noqa: E731
-        ep.combine(self._peers, dict(
-            staged=int(self._staged),
-            rank=self.rank, num_channels=send_prefix.shape[1] - 1, num_tokens=num_tokens, num_recv=num_recv,
-            hidden=hidden, num_topk=num_topk, buffer_nbytes=self.num_nvl_bytes, x=x.data_ptr(),
-            topk_weights=ptr(topk_weights), bias0=ptr(biases[0] if biases else None),
-            bias1=ptr(biases[1] if len(biases) > 1 else None), send_slot=send_slot.data_ptr(),
-            send_chan_prefix=send_prefix.data_ptr(), recv_chan_prefix=recv_prefix.data_ptr(),
-            rank_prefix_matrix=rank_prefix_matrix.data_ptr(), combined_x=combined_x.data_ptr(),
-            combined_topk_weights=ptr(combined_w), num_warps=24,
+        ep.combine(
+            peers=self._peers, staged=self._staged, rank=self.rank, num_channels=send_prefix.shape[1] - 1,
+            num_tokens=num_tokens, num_recv=num_recv, hidden=hidden, num_topk=num_topk,
+            buffer_nbytes=self.num_nvl_bytes, x=x.data_ptr(), topk_weights=ptr(topk_weights),
+            bias0=ptr(biases[0] if biases else None), bias1=ptr(biases[1] if len(biases) > 1 else None),
+            send_slot=send_slot.data_ptr(), send_chan_prefix=send_prefix.data_ptr(),
+            recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
+            combined_x=combined_x.data_ptr(), combined_topk_weights=ptr(combined_w),
             tokens_per_signal=(config or self.get_combine_config(self.group_size)).num_max_nvl_chunked_send_tokens,
-            timeout_ns=int(timeout_s() * 1e9)), self._comm_stream.cuda_stream)
+            timeout_ns=int(timeout_s() * 1e9), raw_copy=_raw_copy, stream=self._comm_stream.cuda_stream)
         event = self._finish(compute, async_finish, [x, topk_weights, *biases, combined_x, combined_w, *handle],
                              allocate_on_comm_stream)
         return combined_x, combined_w, event
+
+    # --- measurement ---
+
+    def raw_copy_dispatch(self, x: Union[Any, Tuple[Any, Any]], handle: Tuple, config: Optional[Config] = None) -> Any:
+        """Measurement only: a cached dispatch of `x` along `handle` with every wait and progress signal
+        skipped, so the same SMs move the same bytes with no protocol. The received data is garbage; the
+        time is the bound a real dispatch is judged against (bench/ep/bench_normal.py). Collective."""
+        x, x_scales = (x if isinstance(x, tuple) else (x, None))
+        _, _, _, recv_src_idx, _, _ = self._unpack("raw_copy_dispatch", handle)
+        compute = self._begin(None)
+        return self._run_dispatch(x, x_scales, handle, recv_src_idx.shape[0], 0, None, None, False, [],
+                                  config or self.get_dispatch_config(self.group_size), compute, False, False,
+                                  raw_copy=True)[0]
+
+    def raw_copy_combine(self, x: Any, handle: Tuple, config: Optional[Config] = None) -> Any:
+        """Measurement only: combine's bytes on combine's SMs without its waits and signals (garbage out;
+        the bound a real combine is judged against). Collective."""
+        return self.combine(x, handle, config=config, _raw_copy=True)[0]
 
     # --- low-latency mode (shoal.ep._low_latency) ---
 
@@ -496,18 +558,42 @@ class Buffer:
             raise RuntimeError(f"{call}: this Buffer was built with low_latency_mode=False")
         return self._ll
 
-    def low_latency_dispatch(self, *args: Any, **kwargs: Any) -> Any:
-        """DeepEP's low_latency_dispatch (shoal.ep._low_latency.LowLatency)."""
-        return self._low_latency("low_latency_dispatch").low_latency_dispatch(*args, **kwargs)
+    def low_latency_dispatch(self, x: Any, topk_idx: Any, num_max_dispatch_tokens_per_rank: int, num_experts: int,
+                             cumulative_local_expert_recv_stats: Any = None, dispatch_wait_recv_cost_stats: Any = None,
+                             use_fp8: bool = True, round_scale: bool = False, use_ue8m0: bool = False,
+                             async_finish: bool = False, return_recv_hook: bool = False) -> Tuple[Any, ...]:
+        """DeepEP's low_latency_dispatch: (recv_x or (recv_x_fp8, recv_scales), recv_count, handle, event, hook)."""
+        return self._low_latency("low_latency_dispatch").low_latency_dispatch(
+            x, topk_idx, num_max_dispatch_tokens_per_rank, num_experts,
+            cumulative_local_expert_recv_stats=cumulative_local_expert_recv_stats,
+            dispatch_wait_recv_cost_stats=dispatch_wait_recv_cost_stats, use_fp8=use_fp8, round_scale=round_scale,
+            use_ue8m0=use_ue8m0, async_finish=async_finish, return_recv_hook=return_recv_hook)
 
-    def low_latency_combine(self, *args: Any, **kwargs: Any) -> Any:
-        """DeepEP's low_latency_combine (shoal.ep._low_latency.LowLatency)."""
-        return self._low_latency("low_latency_combine").low_latency_combine(*args, **kwargs)
+    def low_latency_combine(self, x: Any, topk_idx: Any, topk_weights: Any, handle: Tuple, use_logfmt: bool = False,
+                            zero_copy: bool = False, async_finish: bool = False, return_recv_hook: bool = False,
+                            out: Any = None, combine_wait_recv_cost_stats: Any = None) -> Tuple[Any, Any, Any]:
+        """DeepEP's low_latency_combine: (combined_x [T, hidden] BF16, event, hook)."""
+        return self._low_latency("low_latency_combine").low_latency_combine(
+            x, topk_idx, topk_weights, handle, use_logfmt=use_logfmt, zero_copy=zero_copy, async_finish=async_finish,
+            return_recv_hook=return_recv_hook, out=out, combine_wait_recv_cost_stats=combine_wait_recv_cost_stats)
 
-    def get_next_low_latency_combine_buffer(self, *args: Any, **kwargs: Any) -> Any:
+    def get_next_low_latency_combine_buffer(self, handle: Tuple) -> Any:
         """DeepEP's get_next_low_latency_combine_buffer (zero-copy combine input)."""
-        return self._low_latency("get_next_low_latency_combine_buffer").get_next_low_latency_combine_buffer(*args, **kwargs)
+        return self._low_latency("get_next_low_latency_combine_buffer").get_next_low_latency_combine_buffer(handle)
 
-    def clean_low_latency_buffer(self, *args: Any, **kwargs: Any) -> None:
-        """DeepEP's clean_low_latency_buffer."""
-        return self._low_latency("clean_low_latency_buffer").clean_low_latency_buffer(*args, **kwargs)
+    def clean_low_latency_buffer(self, num_max_dispatch_tokens_per_rank: int, hidden: int, num_experts: int) -> None:
+        """DeepEP's clean_low_latency_buffer (collective)."""
+        self._low_latency("clean_low_latency_buffer").clean_low_latency_buffer(num_max_dispatch_tokens_per_rank, hidden,
+                                                                               num_experts)
+
+    def low_latency_update_mask_buffer(self, rank_to_mask: int, mask: bool = False) -> None:
+        """DeepEP's shrink mode (masking failed ranks): not supported by shoal.ep."""
+        raise NotImplementedError("low_latency_update_mask_buffer: shoal.ep has no shrink mode (enable_shrink)")
+
+    def low_latency_query_mask_buffer(self, mask_status: Any) -> None:
+        """DeepEP's shrink mode: not supported by shoal.ep."""
+        raise NotImplementedError("low_latency_query_mask_buffer: shoal.ep has no shrink mode (enable_shrink)")
+
+    def low_latency_clean_mask_buffer(self) -> None:
+        """DeepEP's shrink mode: not supported by shoal.ep."""
+        raise NotImplementedError("low_latency_clean_mask_buffer: shoal.ep has no shrink mode (enable_shrink)")

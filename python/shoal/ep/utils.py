@@ -41,8 +41,10 @@ class EventOverlap:
         self.current_stream_wait()
 
 
-def check_tensor(call: str, name: str, t: Any, dtype: Any, ndim: int, device: Any, shape: Optional[tuple] = None) -> None:
-    """Raises TypeError/ValueError naming `call` and `name` unless t is a contiguous CUDA tensor as asked."""
+def check_tensor(call: str, name: str, t: Any, dtype: Any, ndim: int, device: Any, shape: Optional[tuple] = None,
+                 contiguous: bool = True) -> None:
+    """Raises TypeError/ValueError naming `call` and `name` unless t is a CUDA tensor as asked (contiguous unless
+    contiguous=False)."""
     torch = torch_module()
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{call}: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -58,5 +60,5 @@ def check_tensor(call: str, name: str, t: Any, dtype: Any, ndim: int, device: An
             if n is not None and t.shape[i] != n:
                 raise ValueError(f"{call}: {name} must have shape {tuple('*' if s is None else s for s in shape)}, "
                                  f"got {tuple(t.shape)}")
-    if not t.is_contiguous():
+    if contiguous and not t.is_contiguous():
         raise ValueError(f"{call}: {name} must be contiguous")

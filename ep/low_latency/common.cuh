@@ -6,11 +6,11 @@
 #include <cuda/atomic>
 #include <string>
 
-#include "shoal/device/device.cuh"
-#include "shoal/error.hpp"
-#include "shoal_ep_ll/low_latency.hpp"
+#include <shoal/device/device.cuh>
+#include <shoal/ep/low_latency.hpp>
+#include <shoal/error.hpp>
 
-namespace shoal::ep_ll::detail {
+namespace shoal::ep::ll::detail {
 
 inline constexpr int kThreads = 1024;
 
@@ -66,8 +66,9 @@ __device__ __forceinline__ uint64_t call_tag(const workspace* ws, int slot) {
   return *reinterpret_cast<const volatile uint64_t*>(&ws->epoch[slot]) + 1;
 }
 
-/// Called by every block of a receive kernel at its end (all threads): the last block to finish
-/// advances the epoch of `slot`, so the next call on that slot waits for the next tag.
+/// Called at its end by every block of a launch that holds a receive half (all threads): the last block to
+/// finish advances the epoch of `slot`, so the next call on that slot waits for the next tag. Every block
+/// of the launch, sending ones included, has read the tag at its start by then.
 __device__ __forceinline__ void finish_receive(workspace* ws, int slot) {
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -84,4 +85,4 @@ __device__ __forceinline__ void add_wait_cost(int64_t* stats, int rank, uint64_t
   if (stats != nullptr) atomicAdd(reinterpret_cast<unsigned long long*>(stats + rank), ptx::globaltimer() - start);
 }
 
-}  // namespace shoal::ep_ll::detail
+}  // namespace shoal::ep::ll::detail

@@ -1,14 +1,14 @@
-// shoal's low-latency expert-parallel (EP) layer: DeepEP-style low-latency dispatch/combine built on
-// shoal's public device API only. Plain C++ (no CUDA types): the nanobind module shoal._ep_ll and
-// C++ users call these; the kernels live in ep/low_latency/*.cu. See docs/ep.md (low-latency mode).
+// shoal's expert-parallel (EP) layer, low-latency mode: DeepEP-style low-latency dispatch/combine built
+// on shoal's public device API only. Plain C++ (no CUDA types): the nanobind module shoal._ep and C++
+// users call these; the kernels live in ep/low_latency/*.cu. See docs/ep.md (low-latency mode).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "shoal/device_world.hpp"
+#include <shoal/device_world.hpp>
 
-namespace shoal::ep_ll {
+namespace shoal::ep::ll {
 
 /// Largest top-k and rank count the kernels hold in shared memory.
 inline constexpr int kMaxTopk = 32;
@@ -62,7 +62,10 @@ struct dispatch_args {
   int32_t* recv_count = nullptr;             ///< [L]
   int32_t* cumulative_recv_stats = nullptr;  ///< optional [L], += recv_count
   int64_t* wait_recv_cost_stats = nullptr;   ///< optional [R], += ns waited per source rank
-  int recv_blocks = 64;  ///< most blocks of the receive kernel (it polls: leave SMs to PEs sharing the GPU)
+  int recv_blocks = 64;                      ///< most receiving blocks (they poll: leave SMs to PEs sharing the GPU)
+  /// Measurement only: the receiving half waits for nothing and takes the counts the last call left, so it
+  /// moves the same rows with the same blocks and no protocol (the bound a real call is judged against).
+  bool raw_copy = false;
 };
 
 /// Pointers and shapes of one combine (both kernels).
@@ -77,17 +80,19 @@ struct combine_args {
   int half = 0;
   void* out = nullptr;                      ///< bf16 [T][hidden]
   int64_t* wait_recv_cost_stats = nullptr;  ///< optional [R]
-  int recv_blocks = 64;                     ///< most blocks of the receive kernel
+  int recv_blocks = 64;                     ///< most receiving blocks
+  bool raw_copy = false;                    ///< measurement only: the receiving half waits for no flag
 };
 
-/// Send half of dispatch: FP8 cast (if fp8), one message per (token, selected expert) stored into the
-/// owner's slot, then per (expert, this rank) the count signal after the data. Returns at once.
-void dispatch_send(const layout& lay, const device_world& w, const dispatch_args& a, void* stream);
-/// Receive half: waits (bounded) for every source rank's count, packs rows into recv_x.
-void dispatch_recv(const layout& lay, const device_world& w, const dispatch_args& a, void* stream);
-/// Send half of combine: every received row goes back to its source rank's slot with a flag.
-void combine_send(const layout& lay, const device_world& w, const combine_args& a, void* stream);
-/// Receive half: waits for each token's slots, out = sum_k weight_k * expert_k(token) in FP32.
-void combine_recv(const layout& lay, const device_world& w, const combine_args& a, void* stream);
+/// One dispatch, as one kernel, `dispatch_kernel` (profilers find it by its name, as DeepEP's tests do). Send half
+/// (`send`): FP8 cast (if fp8), one message per (token, selected expert) stored into the owner's slot, then per
+/// (expert, this rank) the count signal after the data. Receive half (`recv`): waits (bounded) for every source rank's
+/// count and packs the rows into recv_x. Both halves: one launch whose receiving blocks follow the sending ones; one
+/// half: a launch of that half only (DeepEP's two-phase hook: send now, receive later).
+void dispatch(const layout& lay, const device_world& w, const dispatch_args& a, bool send, bool recv, void* stream);
+/// One combine, as one kernel, `combine_kernel`, halves as in dispatch. Send half: every received row goes
+/// back to its source rank's slot with a flag. Receive half: waits for each token's slots, out = sum_k
+/// weight_k * expert_k(token) in FP32.
+void combine(const layout& lay, const device_world& w, const combine_args& a, bool send, bool recv, void* stream);
 
-}  // namespace shoal::ep_ll
+}  // namespace shoal::ep::ll

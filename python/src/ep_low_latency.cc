@@ -1,16 +1,17 @@
-// shoal._ep_ll: the nanobind layer under shoal.ep._low_latency (the low-latency EP kernels of
-// ep/low_latency). Everything arrives as integers: device pointers from tensor.data_ptr() and the
-// CUDA stream handle; python/shoal/ep/_low_latency.py checks tensors before calling. shoal::error
-// becomes ValueError (invalid_argument) or RuntimeError (anything else), with the library's message.
-#include <nanobind/nanobind.h>
-
+// shoal._ep's low-latency functions (ll_*): the nanobind layer under shoal.ep._low_latency (the kernels of
+// ep/low_latency). Everything arrives as integers: device pointers from tensor.data_ptr() and the CUDA
+// stream handle; python/shoal/ep/_low_latency.py checks tensors before calling. shoal::error becomes a
+// Python exception through the module's translator (ep_module.cc).
 #include <cstdint>
 
-#include "shoal/error.hpp"
-#include "shoal_ep_ll/low_latency.hpp"
+#include <shoal/ep/low_latency.hpp>
+#include <shoal/error.hpp>
+
+#include "ep_module.hpp"
 
 namespace nb = nanobind;
-namespace ll = shoal::ep_ll;
+using namespace nb::literals;
+namespace ll = shoal::ep::ll;
 
 namespace {
 
@@ -40,22 +41,9 @@ struct shapes {
 
 }  // namespace
 
-NB_MODULE(_ep_ll, m) {
-  m.doc() = "shoal low-latency expert-parallel kernels (internal; use shoal.ep.Buffer)";
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const shoal::error& e) {
-      if (e.code() == shoal::errc::invalid_argument) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-      } else {
-        PyErr_SetString(PyExc_RuntimeError, e.what());
-      }
-    }
-  });
-
+void shoal_python::register_low_latency(nb::module_& m) {
   m.def(
-      "layout",
+      "ll_layout",
       [](int max_tokens, int hidden, int num_ranks, int num_experts) {
         const ll::layout l = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         nb::dict d;
@@ -70,7 +58,7 @@ NB_MODULE(_ep_ll, m) {
       "Byte sizes and offsets of the symmetric buffer for these shapes (ValueError on bad shapes).");
 
   m.def(
-      "world",
+      "ll_world",
       [] {
         const shoal::device_world w = ll::default_world();
         return nb::make_tuple(w.my_pe, w.n_pes);
@@ -78,15 +66,16 @@ NB_MODULE(_ep_ll, m) {
       "(my_pe, n_pes) of the default world the kernels use (RuntimeError before init).");
 
   m.def(
-      "dispatch",
+      "ll_dispatch",
       [](bool send, bool recv, std::uintptr_t buffer, int half, int max_tokens, int hidden, int num_ranks,
          int num_experts, std::uintptr_t x, std::uintptr_t topk_idx, int num_tokens, int num_topk, bool fp8,
          bool round_scale, bool ue8m0, std::uintptr_t recv_x, std::uintptr_t recv_scales, std::uintptr_t src_info,
          std::uintptr_t layout_range, std::uintptr_t recv_count, std::uintptr_t cumulative_stats,
-         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks) {
+         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks, bool raw_copy) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::dispatch_args a;
+        a.raw_copy = raw_copy;
         set_common(a, buffer, half, topk_idx, num_tokens, num_topk, wait_stats, recv_blocks);
         a.x = as<const void>(x);
         a.fp8 = fp8;
@@ -98,28 +87,27 @@ NB_MODULE(_ep_ll, m) {
         a.layout_range = as<int64_t>(layout_range);
         a.recv_count = as<int32_t>(recv_count);
         a.cumulative_recv_stats = as<int32_t>(cumulative_stats);
-        if (send) ll::dispatch_send(lay, w, a, as_stream(stream));
-        if (recv) ll::dispatch_recv(lay, w, a, as_stream(stream));
+        ll::dispatch(lay, w, a, send, recv, as_stream(stream));
       },
-      "Launches the send and/or receive kernel of a low-latency dispatch on `stream` (pointers as ints).");
+      "Launches the send and/or receive half of a low-latency dispatch on `stream` (one kernel; pointers as ints).");
 
   m.def(
-      "combine",
+      "ll_combine",
       [](bool send, bool recv, std::uintptr_t buffer, int half, int max_tokens, int hidden, int num_ranks,
          int num_experts, std::uintptr_t x, std::uintptr_t src_info, std::uintptr_t layout_range,
          std::uintptr_t topk_idx, std::uintptr_t topk_weights, int num_tokens, int num_topk, std::uintptr_t out,
-         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks) {
+         std::uintptr_t wait_stats, std::uintptr_t stream, int recv_blocks, bool raw_copy) {
         const ll::layout lay = shapes{max_tokens, hidden, num_ranks, num_experts}.get();
         const shoal::device_world w = ll::default_world();
         ll::combine_args a;
+        a.raw_copy = raw_copy;
         set_common(a, buffer, half, topk_idx, num_tokens, num_topk, wait_stats, recv_blocks);
         a.x = as<const void>(x);
         a.src_info = as<const int32_t>(src_info);
         a.layout_range = as<const int64_t>(layout_range);
         a.topk_weights = as<const float>(topk_weights);
         a.out = as<void>(out);
-        if (send) ll::combine_send(lay, w, a, as_stream(stream));
-        if (recv) ll::combine_recv(lay, w, a, as_stream(stream));
+        ll::combine(lay, w, a, send, recv, as_stream(stream));
       },
-      "Launches the send and/or receive kernel of a low-latency combine on `stream` (pointers as ints).");
+      "Launches the send and/or receive half of a low-latency combine on `stream` (one kernel; pointers as ints).");
 }

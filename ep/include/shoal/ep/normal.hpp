@@ -7,20 +7,19 @@
 // Layout of a buffer: a control block of kControlNbytes (flags, progress counters, metadata), then a
 // data region of fixed worst-case slots: one slab per source rank, then (staged buffers only) one
 // staging slab per other rank.
-// All calls are asynchronous on `stream`; waits on peers are bounded (timeout_ns): a stalled one reports through
-// world's report box (the host prints it) and traps.
-// Sequence numbers are counted in the control block by the kernels themselves (each notify, dispatch
-// and combine is one call; every rank makes the same calls), so a replayed CUDA graph stays right.
+// All calls are asynchronous on `stream` (a cudaStream_t) and throw shoal::error when a launch fails;
+// waits on peers are bounded (timeout_ns): a stalled one reports through the world's report box (the
+// host prints it) and traps. Sequence numbers are counted in the control block by the kernels
+// themselves (each notify, dispatch and combine is one call; every rank makes the same calls), so a
+// replayed CUDA graph stays right. Plain C++: no CUDA header needed.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <shoal/device_world.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
-namespace shoal_ep {
+namespace shoal::ep {
 
 inline constexpr int kMaxRanks = 8;      ///< NVLink peers of one buffer (DeepEP's NUM_MAX_NVL_PEERS)
 inline constexpr int kMaxChannels = 64;  ///< channels = num_sms / 2
@@ -28,6 +27,8 @@ inline constexpr int kMetaInts = 4096;   ///< metadata ints one source sends one
 inline constexpr int kMetaExpertsOffset = kMaxRanks + kMaxChannels + 1;
 inline constexpr int kMaxLocalExperts = kMetaInts - kMetaExpertsOffset;
 inline constexpr std::size_t kControlNbytes = std::size_t{1} << 20;
+/// Threads of every dispatch and combine block (32 warps; the sender's last warp publishes progress).
+inline constexpr int kChannelThreads = 1024;
 
 /// Each rank's buffer as this rank addresses it; base[rank] is the local one. base[r] null: rank r is
 /// not load/store-reachable and is reached through `world` (shoal's proxy path; the buffer is at the
@@ -56,7 +57,7 @@ struct layout_args {
   bool* is_token_in_rank;      ///< out [num_tokens, num_ranks]
 };
 /// Counts tokens per rank and expert and marks which ranks each token goes to.
-void get_dispatch_layout(const layout_args& a, cudaStream_t stream);
+void get_dispatch_layout(const layout_args& a, void* stream);
 
 struct notify_args {
   peers p;
@@ -74,61 +75,77 @@ struct notify_args {
   uint64_t timeout_ns;
 };
 /// Exchanges counts with every peer and fills the handle's matrices; publishes the receive counts to host.
-void notify_dispatch(const notify_args& a, cudaStream_t stream);
+void notify_dispatch(const notify_args& a, void* stream);
 
-struct dispatch_args {
+/// What dispatch and combine share: the buffers, the handle's layout and the tuning.
+struct channel_args {
   peers p;
-  int rank, num_ranks, num_channels, num_tokens, num_recv, num_local_experts;
-  std::size_t buffer_nbytes, hidden_nbytes;  ///< hidden_nbytes: one row of x (multiple of 16)
-  int num_scales, num_topk;                  ///< 0 when absent
-  const void* x;                             ///< [T, hidden_nbytes]
-  const float* x_scales;                     ///< [T, num_scales]
-  const int64_t* topk_idx;                   ///< [T, num_topk]
-  const float* topk_weights;                 ///< [T, num_topk]
-  const int* send_slot;
-  const int* send_chan_prefix;
-  const int* recv_chan_prefix;
-  const int* rank_prefix_matrix;
-  void* recv_x;              ///< out [num_recv, hidden_nbytes]
-  float* recv_x_scales;      ///< out [num_recv, num_scales]
-  int64_t* recv_topk_idx;    ///< out [num_recv, num_topk] (local expert index or -1)
-  float* recv_topk_weights;  ///< out [num_recv, num_topk]
-  int* recv_src_idx;         ///< out [num_recv]
-  int num_warps;
-  int tokens_per_signal;  ///< tokens a sender channel moves between two progress signals
+  int rank, num_ranks, num_channels, num_tokens, num_recv, num_topk;
+  std::size_t buffer_nbytes;
+  const int* send_slot;           ///< [T, R] (handle)
+  const int* send_chan_prefix;    ///< [R, C+1] (handle)
+  const int* recv_chan_prefix;    ///< [R, C+1] (handle)
+  const int* rank_prefix_matrix;  ///< [R, R] (handle)
+  int tokens_per_signal;          ///< most tokens (rows) a sending channel completes between two progress signals
   uint64_t timeout_ns;
-  std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch()
+  /// Measurement only: skip every wait and progress signal, so the kernel moves the same bytes with the
+  /// same SMs and no protocol (its output is garbage). The bound a real call is judged against.
+  bool raw_copy = false;
+  std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch() / combine()
+};
+
+struct dispatch_args : channel_args {
+  int num_local_experts;
+  std::size_t hidden_nbytes;                        ///< one row of x (multiple of 16)
+  int num_scales;                                   ///< 4-byte scales per row (float32 or int32), 0 when absent
+  int64_t scale_token_stride, scale_hidden_stride;  ///< of x_scales, in elements (any layout)
+  const void* x;                                    ///< [T, hidden_nbytes]
+  const uint32_t* x_scales;                         ///< [T, num_scales] at the strides above
+  const int64_t* topk_idx;                          ///< [T, num_topk]
+  const float* topk_weights;                        ///< [T, num_topk]
+  void* recv_x;                                     ///< out [num_recv, hidden_nbytes]
+  uint32_t* recv_x_scales;                          ///< out [num_recv, num_scales], contiguous
+  int64_t* recv_topk_idx;                           ///< out [num_recv, num_topk] (local expert index or -1)
+  float* recv_topk_weights;                         ///< out [num_recv, num_topk]
+  int* recv_src_idx;                                ///< out [num_recv]
 };
 /// Moves every token to each rank that needs it (2 * num_channels blocks: senders and receivers).
 /// Towards a proxy peer a sending channel stages the rows and puts each chunk's slots with a signal.
-void dispatch(const dispatch_args& a, cudaStream_t stream);
+void dispatch(const dispatch_args& a, void* stream);
 
-struct combine_args {
-  peers p;
-  int rank, num_ranks, num_channels, num_tokens, num_recv, hidden, num_topk;
-  std::size_t buffer_nbytes;
+struct combine_args : channel_args {
+  int hidden;
   const void* x;              ///< [num_recv, hidden] BF16
   const float* topk_weights;  ///< [num_recv, num_topk] or null
   const void* bias0;          ///< [T, hidden] BF16 or null
   const void* bias1;
-  const int* send_slot;
-  const int* send_chan_prefix;
-  const int* recv_chan_prefix;
-  const int* rank_prefix_matrix;
   void* combined_x;              ///< out [T, hidden] BF16
   float* combined_topk_weights;  ///< out [T, num_topk] or null
-  int num_warps;
-  int tokens_per_signal;
-  uint64_t timeout_ns;
-  std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by combine()
 };
 /// Sends every received row back to its source rank, which sums them in FP32 (plus bias) into BF16.
-void combine(const combine_args& a, cudaStream_t stream);
+void combine(const combine_args& a, void* stream);
 
 /// Loads every normal-mode kernel on the current device now (cudaFuncGetAttributes), not at its first
 /// launch: under lazy module loading (PyTorch's setting) a first launch waits for the context's running
 /// kernels, here an earlier EP kernel that may be waiting on this rank's proxy thread. Once per process
-/// and device, before the first launch (Buffer's constructor); cudaSuccess or the first error.
-cudaError_t load_kernels();
+/// and device, before the first launch (Buffer's constructor); throws shoal::error on failure.
+void load_kernels();
 
-}  // namespace shoal_ep
+/// Zeroes nbytes of device memory at `addr` and waits for the device (a new buffer, before the barrier
+/// that lets peers write into it). Throws shoal::error on failure.
+void zero_device(void* addr, std::size_t nbytes);
+
+/// Mapped, zeroed pinned host memory for notify's counts: {host address, device address}.
+struct host_block {
+  void* host;
+  void* device;
+};
+host_block host_alloc(std::size_t nbytes);
+void host_free(void* host);
+
+/// Waits until notify has published its counts in the host block (ready word 1) or timeout_s passes,
+/// clears the ready word and copies [received tokens, tokens per local expert...] to out (1 +
+/// num_local_experts ints). Throws shoal::error on a timeout or a failed kernel.
+void wait_counts(const host_block& h, int num_local_experts, double timeout_s, int* out);
+
+}  // namespace shoal::ep
