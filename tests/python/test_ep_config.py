@@ -41,3 +41,52 @@ def test_staging_costs_r_minus_1_slabs():
     # A buffer sized for the direct path holds fewer tokens once staged.
     slot = dispatch_slot_nbytes(2 * 7168, 0, 8)
     assert ep.slot_capacity(plain, 4, slot, True) < 4096 <= ep.slot_capacity(plain, 4, slot, False)
+
+
+# DeepEP V1's Buffer signatures (deepseek-ai/DeepEP at 567632d, deep_ep/buffer.py): a DeepEP program calls these
+# by keyword, so every name and its position must match for the import switch to be enough.
+DEEPEP_SIGNATURES = {
+    "__init__": ["group", "num_nvl_bytes", "num_rdma_bytes", "low_latency_mode", "num_qps_per_rank",
+                 "allow_nvlink_for_low_latency_mode", "allow_mnnvl", "use_fabric", "explicitly_destroy",
+                 "enable_shrink", "comm"],
+    "get_dispatch_layout": ["topk_idx", "num_experts", "previous_event", "async_finish", "allocate_on_comm_stream"],
+    "dispatch": ["x", "handle", "num_tokens_per_rank", "num_tokens_per_rdma_rank", "is_token_in_rank",
+                 "num_tokens_per_expert", "topk_idx", "topk_weights", "expert_alignment", "num_worst_tokens", "config",
+                 "previous_event", "async_finish", "allocate_on_comm_stream"],
+    "combine": ["x", "handle", "topk_weights", "bias", "config", "previous_event", "async_finish",
+                "allocate_on_comm_stream"],
+    "low_latency_dispatch": ["x", "topk_idx", "num_max_dispatch_tokens_per_rank", "num_experts",
+                             "cumulative_local_expert_recv_stats", "dispatch_wait_recv_cost_stats", "use_fp8",
+                             "round_scale", "use_ue8m0", "async_finish", "return_recv_hook"],
+    "low_latency_combine": ["x", "topk_idx", "topk_weights", "handle", "use_logfmt", "zero_copy", "async_finish",
+                            "return_recv_hook", "out", "combine_wait_recv_cost_stats"],
+    "get_next_low_latency_combine_buffer": ["handle"],
+    "clean_low_latency_buffer": ["num_max_dispatch_tokens_per_rank", "hidden", "num_experts"],
+    "get_local_buffer_tensor": ["dtype", "size", "offset", "use_rdma_buffer"],
+    "get_comm_stream": [],
+    "low_latency_update_mask_buffer": ["rank_to_mask", "mask"],
+    "low_latency_query_mask_buffer": ["mask_status"],
+    "low_latency_clean_mask_buffer": [],
+}
+
+
+@pytest.mark.parametrize("method", sorted(DEEPEP_SIGNATURES))
+def test_buffer_has_deepep_signatures(method):
+    import inspect
+    from shoal.ep import Buffer
+    params = [p for p in inspect.signature(getattr(Buffer, method)).parameters if p != "self"]
+    assert params[:len(DEEPEP_SIGNATURES[method])] == DEEPEP_SIGNATURES[method]
+    # Anything past DeepEP's parameters is shoal's own and private (never hit by a positional DeepEP call).
+    assert all(p.startswith("_") for p in params[len(DEEPEP_SIGNATURES[method]):])
+
+
+def test_module_names_and_static_helpers():
+    import shoal.ep as ep_pkg
+    from shoal.ep import Buffer, Config
+    for name in ("Buffer", "Config", "EventOverlap", "topk_idx_t"):
+        assert name in ep_pkg.__all__
+    for name in ("is_sm90_compiled", "set_num_sms", "capture", "get_dispatch_config", "get_combine_config",
+                 "get_low_latency_rdma_size_hint"):
+        assert callable(getattr(Buffer, name))
+    c = Config(24, 6, 256, 6, 128)
+    assert (c.num_sms, c.num_max_nvl_chunked_send_tokens, c.num_max_nvl_chunked_recv_tokens) == (24, 6, 256)

@@ -118,6 +118,17 @@ def per_token_fp8(x):
     return q, scales
 
 
+def fp8_input(x, scale_layout):
+    """x as DeepEP's callers pass it: row-major float32 scales, column-major ones (DeepEP's own tests:
+    scales.T.contiguous().T) or int32 (packed scale words are 4-byte opaque values to the layer)."""
+    q, s = per_token_fp8(x)
+    if scale_layout == "col":
+        s = s.T.contiguous().T
+    elif scale_layout == "int32":
+        s = s.view(torch.int32)
+    return q, s
+
+
 def dequant(q, scales):
     t, h = q.shape
     return (q.float().view(t, h // 128, 128) * scales.unsqueeze(-1)).view(t, h)
@@ -126,7 +137,7 @@ def dequant(q, scales):
 # --- one full round: layout, dispatch, combine, all checked ---
 
 def run_round(buffer, seed, num_tokens, hidden, num_topk, mode="random", fp8=False, async_mode=False,
-              previous=False, worst=0, alignment=1):
+              previous=False, worst=0, alignment=1, scale_layout="row"):
     R, me, dev = buffer.group_size, buffer.rank, buffer.device
     inputs = [make_inputs(seed, r, num_tokens, hidden, num_topk, R, mode) for r in range(R)]
     x, topk_idx, weights = inputs[me]
@@ -146,7 +157,7 @@ def run_round(buffer, seed, num_tokens, hidden, num_topk, mode="random", fp8=Fal
     dist.all_reduce(total_expert)
     assert torch.equal(total_expert, sum(ref_layout(inp[1], R)[1] for inp in inputs))
 
-    x_in = per_token_fp8(x) if fp8 else x
+    x_in = fp8_input(x, scale_layout) if fp8 else x
     event = buffer.capture() if previous else None
     recv_x, recv_idx, recv_w, per_expert_list, handle, ev = buffer.dispatch(
         x_in, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
@@ -158,6 +169,9 @@ def run_round(buffer, seed, num_tokens, hidden, num_topk, mode="random", fp8=Fal
     recv_scales = None
     if fp8:
         recv_x, recv_scales = recv_x
+        assert recv_scales.dtype == (torch.int32 if scale_layout == "int32" else torch.float32)
+        assert recv_scales.is_contiguous()
+        recv_scales = recv_scales.view(torch.float32)
     assert recv_x.shape[0] == (worst if worst else n)
     if fp8:
         q, s = per_token_fp8(exp_x.to(dev))
@@ -223,9 +237,9 @@ def test_topk1(buffer):
     run_round(buffer, 6, 256, 4096, 1)
 
 
-@pytest.mark.parametrize("seed", [7, 8])
-def test_fp8(buffer, seed):
-    run_round(buffer, seed, 256, 7168, 8, fp8=True)
+@pytest.mark.parametrize("seed,scale_layout", [(7, "row"), (8, "row"), (12, "col"), (13, "int32")])
+def test_fp8(buffer, seed, scale_layout):
+    run_round(buffer, seed, 256, 7168, 8, fp8=True, scale_layout=scale_layout)
 
 
 @pytest.mark.parametrize("async_mode,previous", [(True, False), (False, True), (True, True)])
@@ -392,6 +406,24 @@ def test_bad_input(buffer):
                         num_tokens_per_expert=per_expert)
     with pytest.raises(ValueError, match="even"):
         Config(num_sms=3)
+
+
+def test_deepep_api_names(buffer):
+    """DeepEP V1 names beyond dispatch and combine (DeepEP's tests use the first two)."""
+    import shoal.ep as ep_pkg
+    dev = buffer.device
+    assert ep_pkg.topk_idx_t is torch.int64
+    assert Buffer.is_sm90_compiled()
+    assert isinstance(buffer.get_comm_stream(), torch.cuda.Stream)
+    t = buffer.get_local_buffer_tensor(torch.int32, torch.Size([2, 4]), offset=16)
+    assert t.shape == (2, 4) and t.device == dev and t.dtype == torch.int32
+    assert t.data_ptr() == buffer.get_local_buffer_tensor(torch.int32).data_ptr() + 64
+    with pytest.raises(ValueError, match="offset"):
+        buffer.get_local_buffer_tensor(torch.uint8, offset=-1)
+    with pytest.raises(RuntimeError, match="RDMA"):
+        buffer.get_local_buffer_tensor(torch.uint8, use_rdma_buffer=True)
+    with pytest.raises(NotImplementedError, match="shrink"):
+        buffer.low_latency_query_mask_buffer(torch.zeros(buffer.group_size, dtype=torch.int, device=dev))
 
 
 def test_call_before_init_or_without_group():
