@@ -5,7 +5,9 @@
 # 4 by default), 2 PEs, and writes bench/ab_compare.py's table (new/base per row from each side's median,
 # and each side's spread between its rounds). PEs share the GPU under a private MPS daemon when the node
 # has fewer GPUs than PEs. SHOAL_AB_TESTS=1 also builds this tree's GPU tests and runs them (ctest -L gpu,
-# PEs sharing the GPU under the same daemon) after the benchmarks.
+# PEs sharing the GPU under the same daemon) after the benchmarks. SHOAL_AB_EP=1 also builds both trees' Python
+# package with the EP layer and runs this tree's bench/ep/bench_normal.py against each, alternated (DeepEP's shapes
+# and method, 2 ranks, 24 SMs; SHOAL_AB_EP_ROUNDS rounds, 2 by default), into ep_ab.md: new/base per op.
 #
 #   scripts/gpu_ab.sh BASE_DIR [shoal-bench options]      (results in $OUT/ab or ./gpu-out/ab; ab.tgz: all)
 set -uo pipefail
@@ -21,11 +23,14 @@ export SHOAL_WAIT_TIMEOUT=${SHOAL_WAIT_TIMEOUT:-25s} SHOAL_BENCH_NCCL=${SHOAL_BE
 jobs=$(( $(nproc) / 2 ))
 
 tests=${SHOAL_AB_TESTS:-0}
+ep=${SHOAL_AB_EP:-0}
 build_one() {  # SRC BUILD LOG TESTS(0/1)
   local targets=(--target shoal-bench shoalrun)
+  [[ $ep == 1 ]] && targets+=(shoal_py_core shoal_py_ep)
   [[ $4 == 1 ]] && targets=()
   cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DSHOAL_BUILD_TESTS=$([[ $4 == 1 ]] && echo ON || echo OFF)" \
-    >"$3" 2>&1 && cmake --build "$2" -j "$jobs" "${targets[@]}" >>"$3" 2>&1
+    "-DSHOAL_BUILD_PYTHON=$([[ $ep == 1 ]] && echo ON || echo OFF)" >"$3" 2>&1 &&
+    cmake --build "$2" -j "$jobs" "${targets[@]}" >>"$3" 2>&1
 }
 t0=$(date +%s)
 build_one "$base_src" build/ab-base "$out/build_base.log" 0 &
@@ -63,6 +68,17 @@ for side in base new; do
   for round in $(seq "$rounds"); do args+=("--$side" "$out/${side}_rma$round.csv,$out/${side}_coll$round.csv"); done
 done
 python3 bench/ab_compare.py "${args[@]}" --markdown "$out/ab.md"
+if [[ $ep == 1 ]]; then
+  # The EP layer in both trees, measured by this tree's benchmark (--no-bound: an older Buffer has no raw-copy call).
+  for round in $(seq "${SHOAL_AB_EP_ROUNDS:-2}"); do
+    for side in base new; do
+      SHOAL_EP_COMMIT=$side PYTHONPATH=$PWD/build/ab-$side/python timeout 600 python3 -m torch.distributed.run \
+        --nproc_per_node=2 bench/ep/bench_normal.py --no-bound --csv "$out/ep_ab.csv" >"$out/ep_${side}_$round.log" 2>&1
+      echo "ep $side round $round rc=$? $(( $(date +%s) - t0 )) s"
+    done
+  done
+  python3 bench/ep/ab_ep.py "$out/ep_ab.csv" --markdown "$out/ep_ab.md"
+fi
 if [[ $tests == 1 ]]; then
   t0=$(date +%s)
   # SHOAL_AB_DEADLINE (epoch seconds): the tests stop in time for the results to be collected.

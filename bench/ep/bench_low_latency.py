@@ -6,7 +6,10 @@ Defaults: 128 tokens per rank, hidden 7168, top-8, 288 experts, FP8 dispatch, BF
 per-call latency (µs, CUDA events around each call after a device sync and a barrier; mode "eager":
 the Python call, "graph": a CUDA-graph replay of it, i.e. the kernels) and bandwidth as DeepEP does:
 bytes of the valid (token, expert) selections over the call's time (FP8 message = hidden + hidden/128*4
-+ 16 bytes; BF16 = 2*hidden). Also the send and receive halves (return_recv_hook=True) separately.
++ 16 bytes; BF16 = 2*hidden). Also the send and receive halves (return_recv_hook=True) separately, and the
+raw-copy bound of each op in graph mode (op "dispatch_bound"/"combine_bound": the same kernels with the
+receiving half waiting for nothing, i.e. the same bytes on the same blocks with no protocol), printed as
+call / bound ratios.
 """
 
 import argparse
@@ -71,16 +74,16 @@ def main():
     ll.check_topk_values = False  # no device->host read per call
     state = {}
 
-    def dispatch(hook=False):
-        state["d"] = ll.low_latency_dispatch(x, idx, t, e, use_fp8=True, return_recv_hook=hook)
+    def dispatch(hook=False, raw=False):
+        state["d"] = ll.low_latency_dispatch(x, idx, t, e, use_fp8=True, return_recv_hook=hook, _raw_copy=raw)
         state["hook"] = state["d"][4]
 
     dispatch()
     (recv_x, _), _, handle, _, _ = state["d"]
     y = recv_x.float().to(torch.bfloat16)  # stands in for the expert GEMM's output
 
-    def combine(hook=False):
-        state["hook"] = ll.low_latency_combine(y, idx, w, handle, return_recv_hook=hook)[2]
+    def combine(hook=False, raw=False):
+        state["hook"] = ll.low_latency_combine(y, idx, w, handle, return_recv_hook=hook, _raw_copy=raw)[2]
 
     def graph(fn):
         """fn captured once; replays launch its kernels without Python in between."""
@@ -108,6 +111,9 @@ def main():
     g_d, g_c = graph(dispatch), graph(combine)
     record("dispatch", "fp8", "graph", timed(g_d.replay, args.iters, args.warmup), d_bytes)
     record("combine", "bf16", "graph", timed(g_c.replay, args.iters, args.warmup), c_bytes)
+    g_db, g_cb = graph(lambda: dispatch(raw=True)), graph(lambda: combine(raw=True))
+    record("dispatch_bound", "fp8", "graph", timed(g_db.replay, args.iters, args.warmup), d_bytes)
+    record("combine_bound", "bf16", "graph", timed(g_cb.replay, args.iters, args.warmup), c_bytes)
     # Send and receive halves (return_recv_hook=True), each a graph; the receive starts after a
     # barrier, so its time is the receive kernel alone (the data has landed).
     for op, fn, dtype in (("dispatch", dispatch, "fp8"), ("combine", combine, "bf16")):
@@ -124,6 +130,10 @@ def main():
         record(op + "_recv", dtype, "graph", recv_t, 0)
 
     if me == 0:
+        avg = {(row["op"], row["mode"]): row["us_avg"] for row in rows}
+        for op in ("dispatch", "combine"):
+            print(f"[bound] {op} graph: {avg[(op, 'graph')]:.2f} us, raw copy {avg[(op + '_bound', 'graph')]:.2f} us, "
+                  f"call / bound {avg[(op, 'graph')] / avg[(op + '_bound', 'graph')]:.2f}", flush=True)
         out = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
         out.writeheader()
         out.writerows(rows)

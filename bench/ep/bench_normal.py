@@ -1,16 +1,22 @@
-"""shoal.ep normal-mode benchmark in DeepEP's shapes (tests/legacy/test_intranode.py's tuning run).
+"""shoal.ep normal-mode benchmark in DeepEP's shapes and with DeepEP's method (tests/test_intranode.py's tuning).
 
 Run with one process per rank, e.g. 2 PEs sharing one GPU under MPS or on 2 GPUs:
     python -m torch.distributed.run --nproc_per_node=2 bench/ep/bench_normal.py --csv out.csv
-Defaults: 4096 tokens, hidden 7168, top-8, 256 experts; BF16 and FP8 dispatch, BF16 combine.
-Like DeepEP it times the cached dispatch (handle given: no count exchange) and the combine with CUDA
-events, flushing L2 before each iteration, and reports bandwidth as the NVLink bytes this rank receives
-(dispatch) or sends (combine) per second: BF16 rows of 2*hidden bytes, FP8 rows of hidden bytes plus
-hidden/128 float scales. The full dispatch (layout exchange and CPU sync) is timed too. The slowest
-rank's time is reported (max over ranks). CSV columns: see FIELDS."""
+Defaults: 4096 tokens, hidden 7168, top-8, 256 experts; BF16 and FP8 dispatch (cached handle), BF16 combine.
+Timing is DeepEP's: 50 warm-up calls, L2 flushed once (256 MB written), then 50 calls back to back, each between
+two CUDA events on the current stream; the mean of calls 2..50. Bandwidth is DeepEP's "NVL" figure: bytes
+this rank receives (dispatch) or sends (combine) per second, BF16 rows of 2*hidden bytes, FP8 rows of hidden
+bytes plus hidden/128 float scales. Like DeepEP, rank 0's times are reported, and each sweep's best chunk
+(num_max_nvl_chunked_send_tokens) is printed as "[tuning] Best ..." lines in DeepEP's format.
+
+Beside each best row, the same run measures the bound it is judged against: the same call at the same chunk
+with every wait and progress signal skipped (Buffer.raw_copy_dispatch / raw_copy_combine): the same bytes moved
+by the same SMs with no protocol. CSV columns: see FIELDS (op "dispatch_bound"/"combine_bound" for the bounds,
+"dispatch_full" for a dispatch with the layout exchange and host wait, at the best chunk)."""
 import argparse
 import csv
 import os
+import subprocess
 import sys
 
 import torch
@@ -20,37 +26,47 @@ from shoal.ep import Buffer, Config
 from shoal.ep.config import nvl_bytes_needed
 
 FIELDS = ["op", "dtype", "num_ranks", "num_sms", "num_tokens", "hidden", "num_topk", "num_experts", "chunk",
-          "time_us", "nbytes", "gbps"]
+          "time_us", "nbytes", "gbps", "commit"]
+DISPATCH_CHUNKS = list(range(4, 33, 2))  # DeepEP's dispatch sweep
+COMBINE_CHUNKS = list(range(1, 17))      # DeepEP's combine sweep
 
 
-def bench(fn, warmups, iters, flush):
+def bench(fn, warmups=50, iters=50):
+    """DeepEP's tests/utils.py bench(): warm up, flush L2 once, time each call with events; mean of calls 2.."""
+    torch.cuda.synchronize()
+    cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
     for _ in range(warmups):
         fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+    cache.zero_()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        starts[i].record()
         fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    times.sort()
-    return sum(times[1:-1]) / max(len(times) - 2, 1) if len(times) > 2 else sum(times) / len(times)
-
-
-def slowest(us):
-    t = torch.tensor([us], dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t[0])
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)][1:]
+    return sum(times) / len(times)
 
 
 def per_token_fp8(x):
+    """x as FP8 e4m3 with one float scale per 128 channels, the scales column-major as DeepEP's tests pass them."""
     t, h = x.shape
     blocks = x.float().view(t, h // 128, 128)
     scales = (blocks.abs().amax(dim=-1) / 448.0).clamp(min=1e-4)
-    return (blocks / scales.unsqueeze(-1)).to(torch.float8_e4m3fn).view(t, h), scales
+    return (blocks / scales.unsqueeze(-1)).to(torch.float8_e4m3fn).view(t, h), scales.T.contiguous().T
+
+
+def commit() -> str:
+    """The commit measured: SHOAL_EP_COMMIT when set (a copied tree), else the checkout's HEAD."""
+    if os.environ.get("SHOAL_EP_COMMIT"):
+        return os.environ["SHOAL_EP_COMMIT"]
+    try:
+        root = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def main():
@@ -60,9 +76,9 @@ def main():
     p.add_argument("--num-topk", type=int, default=8)
     p.add_argument("--num-experts", type=int, default=256)
     p.add_argument("--num-sms", type=int, nargs="+", default=[24])
-    p.add_argument("--chunks", type=int, nargs="+", default=[48], help="num_max_nvl_chunked_send_tokens values")
-    p.add_argument("--warmups", type=int, default=10)
-    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--dispatch-chunks", type=int, nargs="+", default=DISPATCH_CHUNKS)
+    p.add_argument("--combine-chunks", type=int, nargs="+", default=COMBINE_CHUNKS)
+    p.add_argument("--no-bound", action="store_true", help="skip the raw-copy bound rows")
     p.add_argument("--csv", default="")
     p.add_argument("--proxy", action="store_true",
                    help="size the buffer with staging slabs (a job with peers behind the proxy, e.g. SHOAL_DISABLE_P2P=1)")
@@ -76,45 +92,69 @@ def main():
     torch.manual_seed(rank)
     x = torch.randn((args.num_tokens, args.hidden), dtype=torch.bfloat16, device="cuda")
     scores = torch.randn((args.num_tokens, args.num_experts), device="cuda").abs() + 1
-    topk_idx = scores.topk(args.num_topk, dim=-1).indices
+    topk_idx = scores.topk(args.num_topk, dim=-1, sorted=False).indices
     topk_weights = torch.rand((args.num_tokens, args.num_topk), device="cuda")
     x_fp8 = per_token_fp8(x)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     per_rank, _, per_expert, in_rank, _ = buf.get_dispatch_layout(topk_idx, args.num_experts)
-    rows = []
+    rows, sha = [], commit()
 
     def record(op, dtype, num_sms, chunk, us, nbytes):
-        us = slowest(us)
         rows.append(dict(op=op, dtype=dtype, num_ranks=R, num_sms=num_sms, num_tokens=args.num_tokens,
                          hidden=args.hidden, num_topk=args.num_topk, num_experts=args.num_experts, chunk=chunk,
-                         time_us=round(us, 2), nbytes=nbytes, gbps=round(nbytes / us / 1e3, 2)))
+                         time_us=round(us, 2), nbytes=nbytes, gbps=round(nbytes / us / 1e3, 2), commit=sha))
+
+    def sweep(name, chunks, num_sms, call, nbytes):
+        best = None
+        for chunk in chunks:
+            dist.barrier()
+            us = bench(lambda: call(Config(num_sms, chunk)))  # noqa: B023
+            if best is None or us < best[1]:
+                best = (chunk, us)
         if rank == 0:
-            print(f"[{op} {dtype}] SMs {num_sms:3d} chunk {chunk:3d}: {us:9.2f} us, {nbytes / us / 1e3:7.2f} GB/s",
-                  flush=True)
+            print(f"[tuning] Best {name}: SMs {num_sms}, NVL chunk {best[0]}, {nbytes / best[1] / 1e3:.2f} GB/s (NVL), "
+                  f"t: {best[1]:.2f} us", flush=True)
+        return best
 
     for num_sms in args.num_sms:
-        for chunk in args.chunks:
-            config = Config(num_sms, chunk)
-            layout = dict(num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
-                          topk_idx=topk_idx, topk_weights=topk_weights, config=config)
-            recv_x, _, recv_w, _, handle, _ = buf.dispatch(x, **layout)
-            bf16_nbytes = recv_x.numel() * 2
-            fp8_nbytes = recv_x.numel() + recv_x.shape[0] * (args.hidden // 128) * 4
-            us = bench(lambda: buf.dispatch(x, handle=handle, config=config), args.warmups, args.iters, flush)
-            record("dispatch", "bf16", num_sms, chunk, us, bf16_nbytes)
-            us = bench(lambda: buf.dispatch(x_fp8, handle=handle, config=config), args.warmups, args.iters, flush)
-            record("dispatch", "fp8", num_sms, chunk, us, fp8_nbytes)
-            us = bench(lambda: buf.dispatch(x, **layout), args.warmups, args.iters, flush)
-            record("dispatch_full", "bf16", num_sms, chunk, us, bf16_nbytes)
-            us = bench(lambda: buf.combine(recv_x, handle, topk_weights=recv_w, config=config), args.warmups,
-                       args.iters, flush)
-            record("combine", "bf16", num_sms, chunk, us, bf16_nbytes)
+        layout = dict(num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+                      topk_idx=topk_idx, topk_weights=topk_weights)
+        recv_x, _, _, _, handle, _ = buf.dispatch(x, config=Config(num_sms, 24), **layout)
+        bf16_nbytes = recv_x.numel() * 2
+        fp8_nbytes = recv_x.numel() + recv_x.shape[0] * (args.hidden // 128) * 4
+        for dtype, xin, nbytes in (("fp8", x_fp8, fp8_nbytes), ("bf16", x, bf16_nbytes)):
+            chunk, us = sweep(f"dispatch ({dtype.upper()})", args.dispatch_chunks, num_sms,
+                              lambda c: buf.dispatch(xin, handle=handle, config=c), nbytes)  # noqa: B023
+            record("dispatch", dtype, num_sms, chunk, us, nbytes)
+            if not args.no_bound:
+                dist.barrier()
+                bound = bench(lambda: buf.raw_copy_dispatch(xin, handle, Config(num_sms, chunk)))  # noqa: B023
+                record("dispatch_bound", dtype, num_sms, chunk, bound, nbytes)
+                if rank == 0:
+                    print(f"[bound] dispatch ({dtype.upper()}) raw copy: {bound:.2f} us; dispatch/bound "
+                          f"{us / bound:.2f}", flush=True)
+            if dtype == "bf16":
+                dist.barrier()
+                full = bench(lambda: buf.dispatch(x, config=Config(num_sms, chunk), **layout), warmups=10,  # noqa: B023
+                             iters=20)
+                record("dispatch_full", dtype, num_sms, chunk, full, nbytes)
+        chunk, us = sweep("combine", args.combine_chunks, num_sms,
+                          lambda c: buf.combine(recv_x, handle, config=c), bf16_nbytes)
+        record("combine", "bf16", num_sms, chunk, us, bf16_nbytes)
+        if not args.no_bound:
+            dist.barrier()
+            bound = bench(lambda: buf.raw_copy_combine(recv_x, handle, Config(num_sms, chunk)))  # noqa: B023
+            record("combine_bound", "bf16", num_sms, chunk, bound, bf16_nbytes)
+            if rank == 0:
+                print(f"[bound] combine raw copy: {bound:.2f} us; combine/bound {us / bound:.2f}", flush=True)
 
     if rank == 0 and args.csv:
-        with open(args.csv, "w", newline="") as f:
+        new = not os.path.exists(args.csv)
+        with open(args.csv, "a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=FIELDS)
-            w.writeheader()
+            if new:
+                w.writeheader()
             w.writerows(rows)
+    dist.barrier()
     buf.destroy()
     dist.destroy_process_group()
     return 0
