@@ -62,10 +62,11 @@ __device__ __forceinline__ void report_text(char* to, const char* from) {
 /// Fills `box` when this thread is the PE's first to fail (state 0 -> 1, ..., 2 after a system fence) and traps.
 /// Later failing threads only trap: one report per PE. No box (a world not made by shoal_init): the trap alone.
 /// Not inlined: the failure path of every device call is one call with scalar arguments.
-inline __device__ __noinline__ void report_and_trap(device_report_box* box, device_report_kind kind, const char* call,
-                                                    int my_pe, int pe, long long value, const char* what,
-                                                    uint64_t addr = 0, int cmp = 0, uint64_t expected = 0,
-                                                    uint64_t seen = 0, uint64_t elapsed_ns = 0, int n_pes = 0) {
+[[noreturn]] __device__ __forceinline__ void report_and_trap(device_report_box* box, device_report_kind kind,
+                                                             const char* call, int my_pe, int pe, long long value,
+                                                             const char* what, uint64_t addr = 0, int cmp = 0,
+                                                             uint64_t expected = 0, uint64_t seen = 0,
+                                                             uint64_t elapsed_ns = 0, int n_pes = 0) {
   if (box != nullptr && atomicCAS_system(&box->state, 0u, 1u) == 0u) {
     box->kind = static_cast<uint32_t>(kind);
     box->my_pe = my_pe;
@@ -84,42 +85,40 @@ inline __device__ __noinline__ void report_and_trap(device_report_box* box, devi
     __threadfence_system();
   }
   __trap();
+  __builtin_unreachable();
 }
 
-/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): reports
-/// it and traps. The cold branch of peer_local (calls with no proxy route) and of peer_route (a proxy
-/// peer without a ring).
-inline __device__ __noinline__ void device_fail_pe(device_report_box* box, const char* call, int my_pe, int pe,
-                                                   int n_pes, const peer_path* path_of_pe) {
-  if (pe < 0 || pe >= n_pes) {
+/// Why `pe` has no load/store address here (out of range, behind the proxy, or unreachable): reports it and traps.
+/// Inlined into the functions that end in it (peer_miss, device_fail_pe), so that no call chain of the cold path is
+/// deeper than it must be: with whole-program compilation each noinline callee's registers are allocated above the
+/// registers its caller keeps live across the call, so a kernel pays for the depth of its deepest cold chain.
+[[noreturn]] __device__ __forceinline__ void fail_pe_report(device_report_box* box, const char* call, int my_pe, int pe,
+                                                            int n_pes, const peer_path* path_of_pe) {
+  const bool out_of_range = pe < 0 || pe >= n_pes;
+  const device_report_kind kind =
+      out_of_range ? device_report_kind::pe_out_of_range
+                   : (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy ? device_report_kind::pe_behind_proxy
+                                                                                  : device_report_kind::pe_unreachable);
 #if SHOAL_DEVICE_PRINTF
+  if (kind == device_report_kind::pe_out_of_range)
     printf("shoal: PE %d: %s: pe %d out of range [0, %d)\n", my_pe, call, pe, n_pes);
-#endif
-    report_and_trap(box, device_report_kind::pe_out_of_range, call, my_pe, pe, 0, nullptr, 0, 0, 0, 0, 0, n_pes);
-  } else if (path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) {
-#if SHOAL_DEVICE_PRINTF
+  else if (kind == device_report_kind::pe_behind_proxy)
     printf("shoal: PE %d: %s: PE %d is reached through the proxy path, which this call does not go through yet\n",
            my_pe, call, pe);
-#endif
-    report_and_trap(box, device_report_kind::pe_behind_proxy, call, my_pe, pe, 0, nullptr);
-  } else {
-#if SHOAL_DEVICE_PRINTF
+  else
     printf("shoal: PE %d: %s: PE %d is not load/store-reachable from this GPU (no P2P mapping)\n", my_pe, call, pe);
 #endif
-    report_and_trap(box, device_report_kind::pe_unreachable, call, my_pe, pe, 0, nullptr);
-  }
+  report_and_trap(box, kind, call, my_pe, pe, 0, nullptr, 0, 0, 0, 0, 0, out_of_range ? n_pes : 0);
 }
 
-/// peer_route's cold branch: returns when `pe` is a proxy peer and the world has a proxy ring (the
-/// caller then posts to the ring); anything else reports and traps (device_fail_pe).
-inline __device__ __noinline__ void device_check_proxy(device_report_box* box, const char* call, int my_pe, int pe,
-                                                       int n_pes, const peer_path* path_of_pe, const void* ring) {
-  if (pe >= 0 && pe < n_pes && ring != nullptr && path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) return;
-  device_fail_pe(box, call, my_pe, pe, n_pes, path_of_pe);
+/// fail_pe_report as one call (report_unreachable, and code built on the device API).
+[[noreturn]] inline __device__ __noinline__ void device_fail_pe(device_report_box* box, const char* call, int my_pe,
+                                                                int pe, int n_pes, const peer_path* path_of_pe) {
+  fail_pe_report(box, call, my_pe, pe, n_pes, path_of_pe);
 }
 
-inline __device__ __noinline__ void device_fail_arg(device_report_box* box, const char* call, int my_pe,
-                                                    const char* what, long long value) {
+[[noreturn]] inline __device__ __noinline__ void device_fail_arg(device_report_box* box, const char* call, int my_pe,
+                                                                 const char* what, long long value) {
 #if SHOAL_DEVICE_PRINTF
   printf("shoal: PE %d: %s: bad %s %lld\n", my_pe, call, what, value);
 #endif
@@ -129,16 +128,16 @@ inline __device__ __noinline__ void device_fail_arg(device_report_box* box, cons
 /// The lookup behind a miss of the direct run (device_world::direct_local_of), not inlined: `pe`'s node-local index
 /// from the world's table when this GPU can load/store its heap; else -1 when `pe` is a proxy peer and `ring` is the
 /// world's proxy ring (a call that routes: the caller posts to the ring), and otherwise a report and a trap
-/// (device_check_proxy: out of range, unreachable, or a proxy peer of a call that does not route).
+/// (fail_pe_report: out of range, unreachable, or a proxy peer of a call that does not route).
 inline __device__ __noinline__ int32_t peer_miss(device_report_box* box, const char* call, int my_pe, int pe, int n_pes,
                                                  const int32_t* local_of_pe, const peer_path* path_of_pe,
                                                  const void* ring) {
   if (pe >= 0 && pe < n_pes) {
     const int32_t local = local_of_pe == nullptr ? pe : local_of_pe[pe];
     if (local >= 0) return local;
+    if (ring != nullptr && path_of_pe != nullptr && path_of_pe[pe] == peer_path::proxy) return -1;
   }
-  device_check_proxy(box, call, my_pe, pe, n_pes, path_of_pe, ring);
-  return -1;
+  fail_pe_report(box, call, my_pe, pe, n_pes, path_of_pe);
 }
 
 /// peer_local's and peer_route's body: a PE of the world's direct run (device_world::direct_local_of) is the hot
@@ -268,9 +267,10 @@ class wait_clock {
 static_assert((SHOAL_WAIT_POLLS_PER_CLOCK & (SHOAL_WAIT_POLLS_PER_CLOCK - 1)) == 0);
 
 /// Reports a wait that timed out and traps: what it waited on, for what, and what it saw.
-inline __device__ __noinline__ void wait_timed_out(device_report_box* box, const char* call, int my_pe,
-                                                   uint64_t elapsed_ns, const void* addr, int owner_pe, int cmp,
-                                                   unsigned long long expected, unsigned long long seen) {
+[[noreturn]] inline __device__ __noinline__ void wait_timed_out(device_report_box* box, const char* call, int my_pe,
+                                                                uint64_t elapsed_ns, const void* addr, int owner_pe,
+                                                                int cmp, unsigned long long expected,
+                                                                unsigned long long seen) {
 #if SHOAL_DEVICE_PRINTF
   printf("shoal: PE %d: %s timed out after %llu ns waiting on %p (PE %d): expected %s %llu, seen %llu\n", my_pe, call,
          static_cast<unsigned long long>(elapsed_ns), addr, owner_pe, cmp_text(cmp), expected, seen);
@@ -281,9 +281,10 @@ inline __device__ __noinline__ void wait_timed_out(device_report_box* box, const
 
 /// shoal::device::report_stall's body: a wait of a protocol built on shoal (its own words, its own timeout) that saw
 /// no progress from `peer`.
-inline __device__ __noinline__ void stall_reported(device_report_box* box, const char* call, int my_pe, int peer,
-                                                   int channel, const void* addr, unsigned long long have,
-                                                   unsigned long long want, unsigned long long waited_ns) {
+[[noreturn]] inline __device__ __noinline__ void stall_reported(device_report_box* box, const char* call, int my_pe,
+                                                                int peer, int channel, const void* addr,
+                                                                unsigned long long have, unsigned long long want,
+                                                                unsigned long long waited_ns) {
 #if SHOAL_DEVICE_PRINTF
   printf("shoal: PE %d: %s: no progress from PE %d (channel %d) for %llu ms on %p: have %#llx, want %#llx\n", my_pe,
          call, peer, channel, waited_ns / 1000000ull, addr, have, want);

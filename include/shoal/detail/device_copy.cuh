@@ -89,12 +89,15 @@ inline constexpr int kCopyUnroll = (kWidth < 8 || Scope::kWide) ? 4 : 8;
 /// elements r, r + size, r + 2*size, ... (interleaved, so each unrolled step is coalesced), with
 /// kCopyUnroll loads issued before their stores. Head and tail (< kWidth bytes) go byte by byte,
 /// strided over the scope (any scope size, even 1).
-/// kDeep: 8 loads in flight per thread at every scope (48 registers at block scope), for the team
-/// collectives, where one block alone must feed NVLink; the RMA calls keep kCopyUnroll.
-template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
+/// kDepth: loads in flight per thread. kCopyDeep: 8 at every scope (48 registers at block scope), for the team
+/// collectives, where one block alone must feed NVLink; kCopyDefault: kCopyUnroll (the RMA calls' inline paths);
+/// kCopyLean: 2, for the out-of-line cold paths (rma_cold, putmem_signal_cold), whose registers add to those the
+/// calling kernel keeps live across the call.
+enum copy_depth { kCopyDefault, kCopyDeep, kCopyLean };
+template <class Scope, int kWidth, bool kSrcGlobal, bool kDstGlobal, copy_depth kDepth = kCopyDefault>
 __device__ __forceinline__ void copy_width(char* dst, const char* src, size_t nbytes) {
   using V = typename vec_of<kWidth>::type;
-  constexpr int kUnroll = kDeep && kWidth >= 8 ? 8 : kCopyUnroll<Scope, kWidth>;
+  constexpr int kUnroll = kDepth == kCopyLean ? 2 : kDepth == kCopyDeep && kWidth >= 8 ? 8 : kCopyUnroll<Scope, kWidth>;
   const uint32_t rank = Scope::rank();
   const uint32_t size = Scope::size();
   size_t head = (kWidth - (reinterpret_cast<uintptr_t>(dst) & (kWidth - 1))) & (kWidth - 1);
@@ -160,30 +163,30 @@ __device__ __forceinline__ void copy_small(void* remote_dst, const void* src, si
 
 /// Copy with the widest access width that source and destination allow (16, 8, 4 or 1 bytes).
 /// No scope synchronization: every rank returns once its own part is issued.
-template <class Scope, bool kSrcGlobal, bool kDstGlobal, bool kDeep = false>
+template <class Scope, bool kSrcGlobal, bool kDstGlobal, copy_depth kDepth = kCopyDefault>
 __device__ __forceinline__ void copy_spaces(void* dst, const void* src, size_t nbytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
   if ((misalign & 15) == 0) {
-    copy_width<Scope, 16, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
+    copy_width<Scope, 16, kSrcGlobal, kDstGlobal, kDepth>(d, s, nbytes);
   } else if ((misalign & 7) == 0) {
-    copy_width<Scope, 8, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
+    copy_width<Scope, 8, kSrcGlobal, kDstGlobal, kDepth>(d, s, nbytes);
   } else if ((misalign & 3) == 0) {
-    copy_width<Scope, 4, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
+    copy_width<Scope, 4, kSrcGlobal, kDstGlobal, kDepth>(d, s, nbytes);
   } else {
-    copy_width<Scope, 1, kSrcGlobal, kDstGlobal, kDeep>(d, s, nbytes);
+    copy_width<Scope, 1, kSrcGlobal, kDstGlobal, kDepth>(d, s, nbytes);
   }
 }
 
 /// Put copy: `remote_dst` is a peer's heap (global); the local source may be global, shared or
 /// local memory (ld.global when it is global, generic loads otherwise).
-template <class Scope>
+template <class Scope, copy_depth kDepth = kCopyDefault>
 __device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src, size_t nbytes) {
   if (__isGlobal(src)) {
-    copy_spaces<Scope, true, true>(remote_dst, src, nbytes);
+    copy_spaces<Scope, true, true, kDepth>(remote_dst, src, nbytes);
   } else {
-    copy_spaces<Scope, false, true>(remote_dst, src, nbytes);
+    copy_spaces<Scope, false, true, kDepth>(remote_dst, src, nbytes);
   }
 }
 
@@ -191,19 +194,19 @@ __device__ __forceinline__ void copy_to_remote(void* remote_dst, const void* src
 template <class Scope>
 __device__ __forceinline__ void copy_to_remote_deep(void* remote_dst, const void* src, size_t nbytes) {
   if (__isGlobal(src)) {
-    copy_spaces<Scope, true, true, true>(remote_dst, src, nbytes);
+    copy_spaces<Scope, true, true, kCopyDeep>(remote_dst, src, nbytes);
   } else {
-    copy_spaces<Scope, false, true, true>(remote_dst, src, nbytes);
+    copy_spaces<Scope, false, true, kCopyDeep>(remote_dst, src, nbytes);
   }
 }
 
 /// Get copy: `remote_src` is a peer's heap (global); the local destination may be any space.
-template <class Scope>
+template <class Scope, copy_depth kDepth = kCopyDefault>
 __device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_src, size_t nbytes) {
   if (__isGlobal(dst)) {
-    copy_spaces<Scope, true, true>(dst, remote_src, nbytes);
+    copy_spaces<Scope, true, true, kDepth>(dst, remote_src, nbytes);
   } else {
-    copy_spaces<Scope, true, false>(dst, remote_src, nbytes);
+    copy_spaces<Scope, true, false, kDepth>(dst, remote_src, nbytes);
   }
 }
 

@@ -35,8 +35,16 @@ struct ring_clock {
   }
 };
 
-inline __device__ __noinline__ void proxy_failed(device_report_box* box, const char* call, int my_pe, int pe,
-                                                 const char* what, long long st) {
+/// What went wrong with a ring call (proxy_failed's message).
+enum class proxy_fault : uint8_t { no_credit, no_reply, engine };
+
+/// Reports a failed ring call of `call` towards `pe` (-1: fence, quiet) and traps. Scalars only: the inline callers
+/// never take the address of the world (which would make a kernel holding it as a parameter copy it to local memory).
+[[noreturn]] inline __device__ __noinline__ void proxy_failed(device_report_box* box, const char* call, int my_pe,
+                                                              int pe, proxy_fault fault, long long st) {
+  const char* what = fault == proxy_fault::no_credit  ? "no ring credit within SHOAL_WAIT_TIMEOUT"
+                     : fault == proxy_fault::no_reply ? "no reply within SHOAL_WAIT_TIMEOUT"
+                                                      : "the engine failed";
 #if SHOAL_DEVICE_PRINTF
   if (pe >= 0)
     printf("shoal: PE %d: %s to PE %d over the proxy: %s (status %lld)\n", my_pe, call, pe, what, st);
@@ -46,47 +54,59 @@ inline __device__ __noinline__ void proxy_failed(device_report_box* box, const c
   report_and_trap(box, device_report_kind::proxy_failed, call, my_pe, pe, st, what);
 }
 
-/// Posts `d` from this thread into `ring`; waiting descriptors (kProxyWait) return the proxy's reply.
-/// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its
-/// registers (scalars only: no device_world copy in local memory).
-inline __device__ __noinline__ uint64_t proxy_post_to(proxy_ring* ring, ring_gate* gate, device_report_box* box,
-                                                      int my_pe, uint64_t timeout_ns, proxy_desc d, const char* call) {
-  ring_clock clock{timeout_ns};
-  ring_gated watch{gate};
-  // No fence first: the commit is a st.release.sys, which makes this thread's earlier stores (a put's source;
-  // for a scoped call, the scope's, ordered before it by the scope's sync) visible before the descriptor.
-  const uint64_t ticket = ring_post(ring, d, clock, watch);
-  if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
-  if (ticket == ~uint64_t{0}) proxy_failed(box, call, my_pe, d.pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
-  uint64_t reply = 0;
-  if ((d.flags & kProxyWait) == 0) return 0;
-  int64_t status = 0;
-  const bool replied = ring_wait(ring, ticket, &reply, &status, clock, watch);
-  watch.done();
-  if (!replied) proxy_failed(box, call, my_pe, d.pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-  if (status != 0) proxy_failed(box, call, my_pe, d.pe, "the engine failed", status);
-  return reply;
-}
-
 /// This PE's ring gate (device_sync::proxy_gate, in its own heap's device memory).
 __device__ __forceinline__ ring_gate* proxy_gate(const device_world& w) {
   return &reinterpret_cast<device_sync*>(w.heap_base + w.sync_offset)->proxy_gate;
 }
 
-/// proxy_post_to with the world's ring, gate, PE and timeout.
-__device__ __forceinline__ uint64_t proxy_post(proxy_ring* ring, const device_world& w, const proxy_desc& d,
-                                               const char* call) {
-  return proxy_post_to(ring, proxy_gate(w), w.report_box, w.my_pe, w.wait_timeout_ns, d, call);
+/// One ring call as its caller lays it out in its own local memory: the descriptor and what posting it needs from the
+/// world. proxy_post_to takes its address: two argument registers, and the world's address never taken (a kernel
+/// holding its world as a parameter would copy it to local memory at its start and read it from there on the hot path
+/// too).
+struct proxy_call {
+  proxy_desc desc;
+  proxy_ring* ring;
+  ring_gate* gate;
+  device_report_box* box;
+  uint64_t timeout_ns;
+  int my_pe;
+};
+
+/// Posts `c->desc` from this thread into `c->ring`; waiting descriptors (kProxyWait) return the proxy's reply.
+/// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its registers.
+inline __device__ __noinline__ uint64_t proxy_post_to(const proxy_call* c, const char* call) {
+  const proxy_desc& d = c->desc;
+  ring_clock clock{c->timeout_ns};
+  ring_gated watch{c->gate};
+  // No fence first: the commit is a st.release.sys, which makes this thread's earlier stores (a put's source;
+  // for a scoped call, the scope's, ordered before it by the scope's sync) visible before the descriptor.
+  const uint64_t ticket = ring_post(c->ring, d, clock, watch);
+  if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
+  if (ticket == ~uint64_t{0}) proxy_failed(c->box, call, c->my_pe, d.pe, proxy_fault::no_credit, 0);
+  uint64_t reply = 0;
+  if ((d.flags & kProxyWait) == 0) return 0;
+  int64_t status = 0;
+  const bool replied = ring_wait(c->ring, ticket, &reply, &status, clock, watch);
+  watch.done();
+  if (!replied || status != 0)
+    proxy_failed(c->box, call, c->my_pe, d.pe, replied ? proxy_fault::engine : proxy_fault::no_reply,
+                 replied ? status : 0);
+  return reply;
+}
+
+/// proxy_post_to on the world's ring.
+__device__ __forceinline__ uint64_t proxy_post(const device_world& w, const proxy_desc& d, const char* call) {
+  const proxy_call c{d, w.proxy_ring, proxy_gate(w), w.report_box, w.wait_timeout_ns, w.my_pe};
+  return proxy_post_to(&c, call);
 }
 
 /// The scoped form (put/get and their nbi variants at any scope): rank 0 posts, the scope syncs
 /// before (the scope's writes to the source are made) and after (a blocking get's data is there for
 /// every rank). Replies are for thread-scope calls (g, fetching AMOs), which use proxy_post.
 template <class Scope>
-__device__ __forceinline__ void proxy_post_scoped(proxy_ring* ring, const device_world& w, const proxy_desc& d,
-                                                  const char* call) {
+__device__ __forceinline__ void proxy_post_scoped(const device_world& w, const proxy_desc& d, const char* call) {
   Scope::sync();
-  if (Scope::rank() == 0) proxy_post(ring, w, d, call);
+  if (Scope::rank() == 0) proxy_post(w, d, call);
   Scope::sync();
 }
 
@@ -133,9 +153,9 @@ __device__ __noinline__ inline void proxy_rma_inline(const device_world& w, prox
     d.nbytes = piece;
     if (op == proxy_op::put) {
       memcpy(&d.operand, static_cast<const char*>(local) + at, piece);
-      proxy_post(w.proxy_ring, w, d, call);
+      proxy_post(w, d, call);
     } else {
-      const uint64_t bits = proxy_post(w.proxy_ring, w, d, call);
+      const uint64_t bits = proxy_post(w, d, call);
       memcpy(static_cast<char*>(local) + at, &bits, piece);
     }
     at += piece;
@@ -144,13 +164,12 @@ __device__ __noinline__ inline void proxy_rma_inline(const device_world& w, prox
 
 /// Reserves the next `count` ring slots for this thread (their credit waited for through the gate, bounded) and
 /// returns the first ticket, or traps.
-inline __device__ __noinline__ uint64_t proxy_reserve(const device_world& w, uint64_t count, int pe, const char* call) {
+__device__ __forceinline__ uint64_t proxy_reserve(const device_world& w, uint64_t count, int pe, const char* call) {
   ring_clock clock{w.wait_timeout_ns};
   ring_gated watch{proxy_gate(w)};
   const uint64_t ticket = ring_reserve(w.proxy_ring, clock, watch, count);
   watch.done();
-  if (ticket == ~uint64_t{0})
-    proxy_failed(w.report_box, call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+  if (ticket == ~uint64_t{0}) proxy_failed(w.report_box, call, w.my_pe, pe, proxy_fault::no_credit, 0);
   return ticket;
 }
 
@@ -205,42 +224,46 @@ __device__ __forceinline__ void carry_bytes(char* to, const char* from, size_t n
 /// on return, and the proxy stages nothing from GPU memory. The first piece of each reservation is marked as the
 /// start of a run (kProxyRun) of its put pieces, which the proxy sends as one message per 64 KiB.
 /// Not inlined (the cold branch of a device call).
-inline __device__ __noinline__ void proxy_put_carried(const device_world& w, proxy_desc tail, const char* local,
+inline __device__ __noinline__ void proxy_put_carried(const device_world& w, const proxy_desc* last, const char* local,
                                                       uint32_t rank, uint32_t lanes, const char* call) {
+  // Loop state kept small (32-bit piece counts, one division per reservation, the last descriptor read through its
+  // pointer): this is the deepest frame of a carried put, and its live registers add to the calling kernel's.
   const unsigned mask = carrier_mask(lanes);
-  const uint64_t nbytes = tail.nbytes;
-  const uint64_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
-  uint64_t ticket = 0, reserved = 0;  // the next reserved ticket, and how many are left
-  uint64_t run = 0;                   // the bytes of the run this piece starts (kProxyRun), or 0
-  uint64_t filled = 0;                // pieces filled and not committed yet (the tickets before `ticket`)
-  for (uint64_t at = 0; at < nbytes; ++ticket, --reserved, run = 0) {
-    const uint64_t piece = nbytes - at < w.proxy_payload ? nbytes - at : w.proxy_payload;
-    if (reserved == 0) {
-      const uint64_t pieces = (nbytes - at + w.proxy_payload - 1) / w.proxy_payload;
-      reserved = pieces < batch ? pieces : batch;
-      ticket = rank == 0 ? proxy_reserve(w, reserved, tail.pe, call) : 0;
-      if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
-      run = carried_run_bytes(at, nbytes, reserved, w.proxy_payload, tail.op == proxy_op::put);
-    }
-    carry_bytes(proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), local + at, piece, rank,
-                lanes, false);
-    if (rank == 0) {
-      proxy_desc d = at + piece == nbytes ? tail : proxy_make(proxy_op::put, false, tail.pe, 0);
-      d.flags = run > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
-      d.spare = run;
-      d.offset = tail.offset + at;
-      d.local = 0;
-      d.nbytes = piece;
-      ring_fill(w.proxy_ring, ticket, d);
-    }
-    at += piece;
-    if (++filled == kCarriedCommitPieces || reserved == 1) {  // a group full, or the reservation's last piece
-      if (lanes > 1) __syncwarp(mask);
+  const uint64_t nbytes = last->nbytes;
+  const uint64_t payload = w.proxy_payload;
+  const uint32_t batch = w.proxy_slots / 4 > 0 ? w.proxy_slots / 4 : 1;
+  for (uint64_t at = 0; at < nbytes;) {
+    const uint64_t pieces = (nbytes - at + payload - 1) / payload;
+    const uint32_t reserved = pieces < batch ? static_cast<uint32_t>(pieces) : batch;
+    uint64_t first = rank == 0 ? proxy_reserve(w, reserved, last->pe, call) : 0;
+    if (lanes > 1) first = __shfl_sync(mask, static_cast<unsigned long long>(first), 0);
+    // The first piece of the reservation starts a run of this many bytes (kProxyRun), or 0.
+    const uint64_t run = carried_run_bytes(at, nbytes, reserved, payload, last->op == proxy_op::put);
+    uint32_t committed = 0;  // pieces of this reservation published so far
+    for (uint32_t k = 0; k < reserved; ++k) {
+      const uint64_t ticket = first + k;
+      const uint64_t piece = nbytes - at < payload ? nbytes - at : payload;
+      carry_bytes(proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, payload, ticket), local + at, piece, rank, lanes,
+                  false);
       if (rank == 0) {
-        ptx::fence_acq_rel_sys();
-        for (uint64_t t = ticket + 1 - filled; t <= ticket; ++t) ring_publish(w.proxy_ring, t);
+        proxy_desc d = at + piece == nbytes ? *last : proxy_make(proxy_op::put, false, last->pe, 0);
+        const uint64_t spare = k == 0 ? run : 0;
+        d.flags = spare > 0 ? kProxyPayload | kProxyRun : kProxyPayload;
+        d.spare = spare;
+        d.offset = last->offset + at;
+        d.local = 0;
+        d.nbytes = piece;
+        ring_fill(w.proxy_ring, ticket, d);
       }
-      filled = 0;
+      at += piece;
+      if (k + 1 - committed == kCarriedCommitPieces || k + 1 == reserved) {  // a group full, or the reservation's end
+        if (lanes > 1) __syncwarp(mask);
+        if (rank == 0) {
+          ptx::fence_acq_rel_sys();
+          for (uint32_t j = committed; j <= k; ++j) ring_publish(w.proxy_ring, first + j);
+        }
+        committed = k + 1;
+      }
     }
   }
 }
@@ -264,13 +287,14 @@ inline __device__ __noinline__ void proxy_get_carried(const device_world& w, uin
     ticket = ring_post(w.proxy_ring, d, clock, watch);
     if (ticket == ~uint64_t{0}) {
       watch.done();
-      proxy_failed(w.report_box, call, w.my_pe, pe, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
+      proxy_failed(w.report_box, call, w.my_pe, pe, proxy_fault::no_credit, 0);
     }
     uint64_t reply = 0;
     const bool replied = ring_wait(w.proxy_ring, ticket, &reply, &status, clock, watch, false);
     watch.done();
-    if (!replied) proxy_failed(w.report_box, call, w.my_pe, pe, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-    if (status != 0) proxy_failed(w.report_box, call, w.my_pe, pe, "the engine failed", status);
+    if (!replied || status != 0)
+      proxy_failed(w.report_box, call, w.my_pe, pe, replied ? proxy_fault::engine : proxy_fault::no_reply,
+                   replied ? status : 0);
   }
   if (lanes > 1) ticket = __shfl_sync(mask, static_cast<unsigned long long>(ticket), 0);
   carry_bytes(local, proxy_ring::payload_at(w.proxy_ring, w.proxy_slots, w.proxy_payload, ticket), nbytes, rank, lanes,
@@ -300,7 +324,7 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
       if (carried_put) {
         proxy_desc tail = proxy_make(proxy_op::put, false, pe, proxy_offset(w, remote));
         tail.nbytes = nbytes;
-        proxy_put_carried(w, tail, static_cast<const char*>(local), Scope::rank(), lanes, call);
+        proxy_put_carried(w, &tail, static_cast<const char*>(local), Scope::rank(), lanes, call);
       } else {
         proxy_get_carried(w, proxy_offset(w, remote), static_cast<char*>(const_cast<void*>(local)), nbytes, pe,
                           Scope::rank(), lanes, call);
@@ -324,7 +348,7 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
   proxy_desc d = proxy_make(op, !nbi, pe, proxy_offset(w, remote));
   d.local = reinterpret_cast<uint64_t>(local);
   d.nbytes = nbytes;
-  proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
+  proxy_post_scoped<Scope>(w, d, call);
 }
 
 /// The lanes of a warp that called a warp-shared proxy call together (__activemask), met at a __syncwarp so
@@ -361,10 +385,12 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
     watch.done();
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
-  if (status == kQuietNoCredit)
-    proxy_failed(w.report_box, call, w.my_pe, -1, "no ring credit within SHOAL_WAIT_TIMEOUT", 0);
-  if (status == kQuietNoReply) proxy_failed(w.report_box, call, w.my_pe, -1, "no reply within SHOAL_WAIT_TIMEOUT", 0);
-  if (status != 0) proxy_failed(w.report_box, call, w.my_pe, -1, "the engine failed", status);
+  if (status != 0) {
+    const proxy_fault fault = status == kQuietNoCredit  ? proxy_fault::no_credit
+                              : status == kQuietNoReply ? proxy_fault::no_reply
+                                                        : proxy_fault::engine;
+    proxy_failed(w.report_box, call, w.my_pe, -1, fault, fault == proxy_fault::engine ? status : 0);
+  }
 }
 
 /// fence over the ring: descriptors posted before it are ordered before those posted after it. Shared in
@@ -374,7 +400,10 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
 /// every thread fences posts one descriptor per warp, not one per thread).
 inline __device__ __noinline__ void proxy_fence(const device_world& w, const char* call) {
   const warp_group g = warp_group_enter();
-  if (g.leads()) proxy_post(w.proxy_ring, w, proxy_make(proxy_op::fence, false, -1, 0), call);
+  if (g.leads()) {
+    const proxy_desc d = proxy_make(proxy_op::fence, false, -1, 0);
+    proxy_post(w, d, call);
+  }
   __syncwarp(g.lanes);
 }
 
@@ -392,7 +421,7 @@ __device__ __forceinline__ void proxy_strided(const device_world& w, proxy_op op
       proxy_desc d = proxy_make(op, false, pe, proxy_offset(w, remote + k * remote_step));
       d.local = reinterpret_cast<uint64_t>(local + k * local_step);
       d.nbytes = elem_nbytes;
-      proxy_post(w.proxy_ring, w, d, call);
+      proxy_post(w, d, call);
     }
     proxy_quiet(w, call);
   }
@@ -409,7 +438,7 @@ __device__ __forceinline__ void proxy_p(const device_world& w, T* dest, T value,
     proxy_desc d = proxy_make(proxy_op::p, false, pe, proxy_offset(w, dest) + at);
     memcpy(&d.operand, reinterpret_cast<const char*>(&value) + at, kPiece);
     d.nbytes = kPiece;
-    proxy_post(w.proxy_ring, w, d, call);
+    proxy_post(w, d, call);
   }
 }
 
@@ -422,7 +451,7 @@ __device__ __forceinline__ T proxy_g(const device_world& w, const T* source, int
   for (size_t at = 0; at < sizeof(T); at += kPiece) {
     proxy_desc d = proxy_make(proxy_op::g, true, pe, proxy_offset(w, source) + at);
     d.nbytes = kPiece;
-    const uint64_t bits = proxy_post(w.proxy_ring, w, d, call);
+    const uint64_t bits = proxy_post(w, d, call);
     memcpy(reinterpret_cast<char*>(&value) + at, &bits, kPiece);
   }
   return value;
@@ -438,7 +467,7 @@ __device__ __forceinline__ uint64_t proxy_atomic(const device_world& w, const vo
   d.nbytes = nbytes;
   d.operand = operand;
   d.compare = swap_in;
-  return proxy_post(w.proxy_ring, w, d, call);
+  return proxy_post(w, d, call);
 }
 
 /// The typed AMO of the device API on a proxy peer: one ring atomic on T's bits; float and double add
@@ -482,14 +511,14 @@ __device__ __forceinline__ void proxy_put_signal(const device_world& w, bool nbi
     const uint32_t lanes = carrier_lanes<Scope>();
     if (Scope::rank() < lanes) {
       d.flags = 0;
-      proxy_put_carried(w, d, static_cast<const char*>(source), Scope::rank(), lanes, call);
+      proxy_put_carried(w, &d, static_cast<const char*>(source), Scope::rank(), lanes, call);
     }
     Scope::sync();
     return;
   }
   proxy_check_global(w, source, call);
   d.local = reinterpret_cast<uint64_t>(source);
-  proxy_post_scoped<Scope>(w.proxy_ring, w, d, call);
+  proxy_post_scoped<Scope>(w, d, call);
 }
 
 /// signal_op on a proxy peer: a non-fetching set (swap) or add of the 8-byte signal word.

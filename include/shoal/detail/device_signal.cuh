@@ -33,9 +33,10 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
   }
 }
 
-/// How put_signal_local copies: copy_to_remote (any buffers), copy_vec16 (vec16_ok buffers: the block put's copy, 4
-/// loads in flight per thread) or copy_small (one pass: at most 16 bytes per rank of the scope).
-enum class signal_copy { generic, vec16, small };
+/// How put_signal_local copies: copy_to_remote (any buffers; kCopyLean: 2 loads in flight per thread, the cold
+/// path's), copy_vec16 (vec16_ok buffers: the block put's copy, 4 loads in flight per thread) or copy_small (one pass:
+/// at most 16 bytes per rank of the scope).
+enum class signal_copy { generic, lean, vec16, small };
 
 /// put-with-signal to a load/store peer of node-local index `local`: data (spread over the scope, weak stores) ->
 /// scope barrier -> rank 0 releases the signal, the data copied as kCopy says.
@@ -47,6 +48,8 @@ __device__ __forceinline__ void put_signal_local(const device_world& w, int64_t 
     copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
   } else if constexpr (kCopy == signal_copy::small) {
     copy_small<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  } else if constexpr (kCopy == signal_copy::lean) {
+    copy_to_remote<Scope, kCopyLean>(local_peer_ptr(w, dest, local), source, nbytes);
   } else {
     copy_to_remote<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
   }
@@ -54,17 +57,26 @@ __device__ __forceinline__ void put_signal_local(const device_world& w, int64_t 
   if (Scope::rank() == 0) signal_release(remote_sig, signal, sig_op);
 }
 
+/// The proxy branch of putmem_signal_cold, a function of its own so that putmem_signal_cold keeps nothing live
+/// across it (rma_proxy says why).
+template <bool kNbi, class Scope>
+__device__ __noinline__ void putmem_signal_proxy(const device_world* w, void* dest, const void* source, size_t nbytes,
+                                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
+                                                 const char* call) {
+  proxy_put_signal<Scope>(*w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
+}
+
 /// The cold part of putmem_signal: a load/store peer outside the world's direct run, or a copy the hot path does
-/// not take, gets the load/store put-with-signal with copy_to_remote; a proxy peer one put_signal descriptor (kNbi:
-/// not waited for); anything else reports and traps (peer_route). Never inlined, the world passed by value: a kernel
-/// that signals in a loop keeps none of this code or its argument set-up.
+/// not take, gets the load/store put-with-signal with the lean copy; a proxy peer one put_signal descriptor (kNbi:
+/// not waited for, putmem_signal_proxy); anything else reports and traps (peer_route). Never inlined, the world
+/// passed by value: a kernel that signals in a loop keeps none of this code or its argument set-up.
 template <bool kNbi, class Scope>
 __device__ __noinline__ void putmem_signal_cold(device_world w, void* dest, const void* source, size_t nbytes,
                                                 uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
                                                 const char* call) {
   const int64_t local = peer_route(w, pe, call);
-  if (local < 0) return proxy_put_signal<Scope>(w, kNbi, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
-  put_signal_local<signal_copy::generic, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
+  if (local < 0) return putmem_signal_proxy<kNbi, Scope>(&w, dest, source, nbytes, sig_addr, signal, sig_op, pe, call);
+  put_signal_local<signal_copy::lean, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
 }
 
 /// put-with-signal. kNbi: the _nbi form (differs only for proxy peers). For a peer of the world's direct run, kFastCopy

@@ -1,0 +1,158 @@
+// Register-footprint probes, NVSHMEM names (<nvshmem.h>, <nvshmemx.h> of include/compat/nvshmem, on shoal's
+// facade): one user kernel per family and scope in the shape of NVSHMEM's perftests (no __launch_bounds__, the call in
+// a loop over iterations; the bandwidth tests launch blocks of 1024 threads). check_regs.py compiles this file for
+// sm_90 and compares every kernel's register count with its bound. Kernel names: regs_nv_<family>_<call>_<scope>.
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+// --- RMA: put_bw / get_bw shapes (each block moves its slice, then a quiet) --------------------------------------
+extern "C" __global__ void regs_nv_rma_double_put_nbi_block(double* data, int len, int pe, int iter) {
+  const int part = len / static_cast<int>(gridDim.x);
+  for (int i = 0; i < iter; ++i)
+    nvshmemx_double_put_nbi_block(data + blockIdx.x * part, data + blockIdx.x * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_double_get_nbi_block(double* data, int len, int pe, int iter) {
+  const int part = len / static_cast<int>(gridDim.x);
+  for (int i = 0; i < iter; ++i)
+    nvshmemx_double_get_nbi_block(data + blockIdx.x * part, data + blockIdx.x * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_double_put_nbi_warp(double* data, int len, int pe, int iter) {
+  const int warps = static_cast<int>(blockDim.x * gridDim.x / 32);
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+  const int part = len / warps;
+  for (int i = 0; i < iter; ++i) nvshmemx_double_put_nbi_warp(data + warp * part, data + warp * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_double_get_nbi_warp(double* data, int len, int pe, int iter) {
+  const int warps = static_cast<int>(blockDim.x * gridDim.x / 32);
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+  const int part = len / warps;
+  for (int i = 0; i < iter; ++i) nvshmemx_double_get_nbi_warp(data + warp * part, data + warp * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_double_put_nbi_thread(double* data, int len, int pe, int iter) {
+  const int threads = static_cast<int>(blockDim.x * gridDim.x);
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int part = len / threads;
+  for (int i = 0; i < iter; ++i) nvshmem_double_put_nbi(data + t * part, data + t * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_double_get_nbi_thread(double* data, int len, int pe, int iter) {
+  const int threads = static_cast<int>(blockDim.x * gridDim.x);
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int part = len / threads;
+  for (int i = 0; i < iter; ++i) nvshmem_double_get_nbi(data + t * part, data + t * part, part, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_putmem_block(char* dst, const char* src, size_t n, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_putmem_block(dst, src, n, pe);
+}
+extern "C" __global__ void regs_nv_rma_getmem_thread(char* dst, const char* src, size_t n, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_getmem(dst, src, n, pe);
+}
+// p_bw / g_bw: every thread one element.
+extern "C" __global__ void regs_nv_rma_p_thread(int* data, int len, int pe, int iter) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  for (int i = 0; i < iter; ++i) nvshmem_int_p(data + (t % len), t, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_g_thread(int* data, int* out, int len, int pe, int iter) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  int sum = 0;
+  for (int i = 0; i < iter; ++i) sum += nvshmem_int_g(data + (t % len), pe);
+  out[t] = sum;
+}
+
+// --- AMO: atomic_bw / atomic_latency shapes ------------------------------------------------------------------------
+extern "C" __global__ void regs_nv_amo_fetch_add_thread(unsigned long long* flag, unsigned long long* out, int pe,
+                                                        int iter) {
+  unsigned long long v = 0;
+  for (int i = 0; i < iter; ++i) v += nvshmem_ulonglong_atomic_fetch_add(flag, 1, pe);
+  *out = v;
+}
+extern "C" __global__ void regs_nv_amo_add_thread(unsigned int* flag, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_uint_atomic_add(flag, 1, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_amo_compare_swap_thread(uint64_t* flag, uint64_t* out, int pe, int iter) {
+  uint64_t v = 0;
+  for (int i = 0; i < iter; ++i) v = nvshmem_uint64_atomic_compare_swap(flag, v, v + 1, pe);
+  *out = v;
+}
+extern "C" __global__ void regs_nv_amo_bitwise_thread(uint32_t* flag, uint32_t* out, int pe, int iter) {
+  uint32_t v = 0;
+  for (int i = 0; i < iter; ++i) {
+    v ^= nvshmem_uint32_atomic_fetch_and(flag, v, pe);
+    nvshmem_uint32_atomic_or(flag, v, pe);
+  }
+  *out = v;
+}
+
+// --- signals: put_signal_ping_pong, signal_ping_pong shapes
+// -----------------------------------------------------------
+extern "C" __global__ void regs_nv_signal_putmem_signal_block(char* dst, const char* src, size_t n, uint64_t* sig,
+                                                              int pe, int iter) {
+  for (int i = 0; i < iter; ++i) {
+    nvshmemx_putmem_signal_nbi_block(dst, src, n, sig, i + 1, NVSHMEM_SIGNAL_SET, pe);
+    if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, static_cast<uint64_t>(i + 1));
+    __syncthreads();
+  }
+}
+extern "C" __global__ void regs_nv_signal_putmem_signal_warp(char* dst, const char* src, size_t n, uint64_t* sig,
+                                                             int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_putmem_signal_warp(dst, src, n, sig, 1, NVSHMEM_SIGNAL_ADD, pe);
+}
+extern "C" __global__ void regs_nv_signal_putmem_signal_thread(char* dst, const char* src, size_t n, uint64_t* sig,
+                                                               int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_putmem_signal(dst, src, n, sig, 1, NVSHMEM_SIGNAL_ADD, pe);
+}
+extern "C" __global__ void regs_nv_signal_signal_op_thread(uint64_t* sig, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) {
+    nvshmemx_signal_op(sig, i + 1, NVSHMEM_SIGNAL_SET, pe);
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, static_cast<uint64_t>(i + 1));
+  }
+}
+
+// --- wait, ordering -------------------------------------------------------------------------------------------------
+extern "C" __global__ void regs_nv_wait_wait_until_thread(int* flag, int* out, int iter) {
+  int v = 0;
+  for (int i = 0; i < iter; ++i) {
+    nvshmem_int_wait_until(flag, NVSHMEM_CMP_EQ, i);
+    v += nvshmem_int_test(flag, NVSHMEM_CMP_NE, v);
+  }
+  *out = v;
+}
+extern "C" __global__ void regs_nv_sync_fence_quiet_thread(int* data, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) {
+    nvshmem_int_p(data, i, pe);
+    nvshmem_fence();
+    nvshmem_int_p(data + 1, i, pe);
+    nvshmem_quiet();
+  }
+}
+
+// --- barriers and collectives: barrier_latency, reduction_latency, ... shapes
+// ------------------------------------------
+extern "C" __global__ void regs_nv_sync_barrier_all_thread(int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_barrier_all();
+}
+extern "C" __global__ void regs_nv_sync_barrier_all_block(int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_barrier_all_block();
+}
+extern "C" __global__ void regs_nv_coll_team_sync_warp(nvshmem_team_t team, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_team_sync_warp(team);
+}
+extern "C" __global__ void regs_nv_coll_int_sum_reduce_block(nvshmem_team_t team, int* dst, const int* src, size_t n,
+                                                             int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_int_sum_reduce_block(team, dst, src, n);
+}
+extern "C" __global__ void regs_nv_coll_alltoallmem_block(nvshmem_team_t team, char* dst, const char* src, size_t n,
+                                                          int iter) {
+  for (int i = 0; i < iter; ++i) nvshmemx_alltoallmem_block(team, dst, src, n);
+}
+extern "C" __global__ void regs_nv_coll_broadcastmem_thread(nvshmem_team_t team, char* dst, const char* src, size_t n,
+                                                            int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_broadcastmem(team, dst, src, n, 0);
+}
