@@ -106,7 +106,8 @@ TEST(Heap, CallocIsZeroedAlsoOverReusedDirtyMemory) {
 
 TEST(Heap, AlignHonoursTheAlignment) {
   // Past 2 MiB too (OpenSHMEM's shmem_align takes any power of two): host heap bases are 1 GiB aligned.
-  const size_t alignments[] = {1, 2, 8, 16, 32, 64, 256, 4096, 65536, size_t(1) << 21, size_t(1) << 22, size_t(1) << 26};
+  const size_t alignments[] = {
+      1, 2, 8, 16, 32, 64, 256, 4096, 65536, size_t(1) << 21, size_t(1) << 22, size_t(1) << 26};
   auto* spacer = shoal_malloc(24);  // make the natural next offset unaligned
   for (size_t a : alignments) {
     auto* p = static_cast<unsigned char*>(shoal_align(a, 40));

@@ -4,7 +4,9 @@
  *   matches it);
  * - "return": the same under SHOAL_ERRORS_RETURN: every call returns (no hang) and leaves dest alone;
  * - "reuse": back-to-back calls on one pSync with no barrier between (shoal never writes pSync), over
- *   the world and over the evens and the odds at once, checking every value. */
+ *   the world and over the evens and the odds at once, checking every value;
+ * - "start_pes": the deprecated start_pes initializes (the legacy workspace too), and the program ends
+ *   without shmem_finalize (implicit finalization). */
 #include <shmem.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,19 @@ int main(int argc, char** argv) {
     shoal_init(); /* the legacy collectives' workspace comes with shmem_init */
     static long sync_words[SHMEM_BARRIER_SYNC_SIZE];
     shmem_barrier(0, 0, shmem_n_pes(), sync_words);
+    return 0;
+  }
+  if (strcmp(what, "start_pes") == 0) {
+    start_pes(0); /* OpenSHMEM 1.2's init (deprecated, in 1.5): a legacy barrier and an implicit finalization */
+    static long sync_words[SHMEM_BARRIER_SYNC_SIZE];
+    static long word;
+    shmem_long_p(&word, 1 + _my_pe(), (_my_pe() + 1) % _num_pes());
+    shmem_barrier(0, 0, _num_pes(), sync_words);
+    long want = 1 + (_my_pe() + _num_pes() - 1) % _num_pes();
+    if (word != want)
+      printf("FAIL: PE %d got %ld, want %ld\n", _my_pe(), word, want);
+    else if (_my_pe() == 0)
+      printf("start_pes: %d PEs ok\n", _num_pes());
     return 0;
   }
   shmem_init();

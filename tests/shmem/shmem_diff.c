@@ -451,13 +451,35 @@ static void nbi_amo_and_reductions(void) {
 #else
   CHECK_EQ(creal(g_cd[0]) == want_re[n % 4] && cimag(g_cd[0]) == want_im[n % 4], 1, "complexd prod value");
 #endif
+  /* the untyped collectives and putmem_signal_nbi, on globals */
+  static char s_bytes[8 * 64], s_from[64];
+  static uint64_t s_sig;
+  for (int i = 0; i < 64; ++i) s_from[i] = (char)(me * 8 + i % 8);
+  shmem_barrier_all();
+  rc = shmem_broadcastmem(SHMEM_TEAM_WORLD, s_bytes, s_from, 8, n - 1);
+  CHECK_EQ(rc == 0 && s_bytes[7] == (char)((n - 1) * 8 + 7), 1, "broadcastmem");
+  rc = shmem_fcollectmem(SHMEM_TEAM_WORLD, s_bytes, s_from, 2);
+  CHECK_EQ(rc == 0 && s_bytes[2 * (n - 1) + 1] == (char)((n - 1) * 8 + 1), 1, "fcollectmem");
+  rc = shmem_collectmem(SHMEM_TEAM_WORLD, s_bytes, s_from, (size_t)me + 1);
+  CHECK_EQ(rc == 0 && s_bytes[n * (n + 1) / 2 - 1] == (char)((n - 1) * 8 + n - 1), 1, "collectmem");
+  rc = shmem_alltoallmem(SHMEM_TEAM_WORLD, s_bytes, s_from, 1);
+  CHECK_EQ(rc == 0 && s_bytes[n - 1] == (char)((n - 1) * 8 + me), 1, "alltoallmem");
+  rc = shmem_alltoallsmem(SHMEM_TEAM_WORLD, s_bytes, s_from, 2, 1, 1);
+  CHECK_EQ(rc == 0 && s_bytes[2 * (n - 1)] == (char)((n - 1) * 8 + me), 1, "alltoallsmem");
+  shmem_putmem_signal_nbi(&s_bytes[me], &s_from[0], 1, &s_sig, 1, SHMEM_SIGNAL_ADD, 0);
+  shmem_quiet();
+  if (me == 0) {
+    shmem_signal_wait_until(&s_sig, SHMEM_CMP_EQ, (uint64_t)n);
+    for (int p = 0; p < n; ++p) CHECK_EQ(s_bytes[p], p * 8, "putmem_signal_nbi data");
+  }
+  shmem_barrier_all();
   /* shmem_sync: the team form, and the active-set form over the even PEs */
   rc = shmem_sync(SHMEM_TEAM_WORLD);
   CHECK_EQ(rc, 0, "shmem_sync(team)");
   static long psync[SHMEM_BARRIER_SYNC_SIZE];
   if (me % 2 == 0) shmem_sync(0, 1, (n + 1) / 2, psync);
   shmem_barrier_all();
-  SAY("1.5 nbi fetching AMOs, long double and complex team reductions, shmem_sync ok\n");
+  SAY("1.5 nbi fetching AMOs, long double and complex team reductions, mem collectives, shmem_sync ok\n");
   shmem_free(ld_dst);
   shmem_free(all);
   shmem_free(word);
