@@ -89,18 +89,6 @@ __device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void
   putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
 }
 
-/// The proxy branch of rma_cold, a function of its own: rma_cold keeps nothing live across it (with whole-program
-/// compilation a callee's registers are allocated above those its caller keeps live, so every level of a cold call
-/// chain adds to the kernel's count).
-template <bool kNbi, bool kGet, class Scope>
-__device__ __noinline__ void rma_proxy(const device_world* w, void* dest, const void* source, size_t nbytes, int pe,
-                                       const char* call) {
-  if constexpr (kGet)
-    proxy_rma<Scope>(*w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
-  else
-    proxy_rma<Scope>(*w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
-}
-
 /// The cold part of a wide-scope putmem/getmem: what the hot path does not take (a peer outside the world's direct
 /// run, a proxy peer, a bad pe, buffers that are not 16-byte multiples in global memory). Never inlined, the world
 /// passed by value: a kernel's loop around a put keeps none of this path's code, registers or argument set-up. Those
@@ -111,7 +99,12 @@ template <bool kNbi, bool kGet, class Scope>
 __device__ __noinline__ void rma_cold(device_world w, void* dest, const void* source, size_t nbytes, int pe,
                                       const char* call) {
   const int32_t local = peer_route(w, pe, call);
-  if (local < 0) return rma_proxy<kNbi, kGet, Scope>(&w, dest, source, nbytes, pe, call);
+  if (local < 0) {
+    if constexpr (kGet)
+      return proxy_rma<Scope>(w, proxy_op::get, kNbi, source, dest, nbytes, pe, call);
+    else
+      return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
+  }
   if constexpr (kGet)
     copy_from_remote<Scope, kCopyLean>(dest, local_peer_ptr(w, source, local), nbytes);
   else

@@ -58,7 +58,7 @@ __device__ __forceinline__ void put_signal_local(const device_world& w, int64_t 
 }
 
 /// The proxy branch of putmem_signal_cold, a function of its own so that putmem_signal_cold keeps nothing live
-/// across it (rma_proxy says why).
+/// across it (with whole-program compilation a callee's registers are allocated above those its caller keeps live).
 template <bool kNbi, class Scope>
 __device__ __noinline__ void putmem_signal_proxy(const device_world* w, void* dest, const void* source, size_t nbytes,
                                                  uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
