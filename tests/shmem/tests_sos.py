@@ -230,13 +230,15 @@ def stage_run(args, np, programs):
     return 1 if counts["FAIL"] or counts["XPASS"] else 0
 
 
-def normalized(text, prefixed):
-    """Output lines in a comparable form: the "[pe] " prefix of shoalrun off, addresses and floating-point
-    figures (timings, rates) masked, runs of blanks made one, sorted (PEs print in any order)."""
+def normalized(text, prefixed, folder):
+    """Output lines in a comparable form: the "[pe] " prefix of shoalrun off, the programs' folder (in
+    argv[0]), addresses and floating-point figures (timings, rates) masked, runs of blanks made one,
+    sorted (PEs print in any order)."""
     lines = []
     for line in text.splitlines():
         if prefixed:
             line = re.sub(r"^\[\d+\] ", "", line)
+        line = line.replace(folder, "<folder>")
         line = re.sub(r"0x[0-9a-fA-F]+", "0x?", line)
         line = re.sub(r"\d+\.\d+", "#.#", line)
         line = " ".join(line.split())  # column widths follow the figures
@@ -331,15 +333,15 @@ def stage_reference(args, np, programs, variables):
             rows["shoal fails"].append(program)
         elif not ref_ok:
             rows["OSHMEM fails"].append(program)
-        elif normalized(mine[1], True) == normalized(ref_out, False):
+        elif normalized(mine[1], True, exe_dir) == normalized(ref_out, False, ref_dir):
             rows["same"].append(program)
         else:
             rows["differs"].append(program)
             if args.verbose:
                 import difflib
                 print(f"--- {program}: OSHMEM (-) and shoal (+)")
-                print("\n".join(difflib.unified_diff(normalized(ref_out, False), normalized(mine[1], True),
-                                                     lineterm="", n=0)))
+                print("\n".join(difflib.unified_diff(normalized(ref_out, False, ref_dir),
+                                                     normalized(mine[1], True, exe_dir), lineterm="", n=0)))
         print(f"{program}: {next(k for k, v in rows.items() if program in v)}" + (f" ({why})" if why else ""),
               flush=True)
     print()
