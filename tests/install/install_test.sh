@@ -4,6 +4,10 @@
 # bin/shoal-info under bin/shoalrun; then builds the example out of tree against the installed copy
 # and runs it: once through CMake (find_package(shoal)) and once through pkg-config; then an NVSHMEM-spelled
 # program through pkg-config shoal-nvshmem, and an OpenSHMEM program through the installed oshcc, oshc++ and oshrun.
+# Where nvcc is found, CUDA programs too, each run on 2 PEs (a kernel on GPUs, the host API on host-memory PEs):
+# device_ring.cu through `pkg-config shoal`, nvshmem_ring.cu through `pkg-config shoal-nvshmem`, an OpenSHMEM
+# program compiled as CUDA through `pkg-config shoal-shmem`, and both .cu programs through find_package(shoal)
+# (tests/install/cuda_consumer) -- the .pc files' Libs must suit nvcc as well as cc and c++.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$1
@@ -64,7 +68,40 @@ if [[ -f "$cuda_inc/cuda.h" ]]; then
   echo "$out"
   grep -q "nv_host_c: OK" <<<"$out"
 fi
-# 5. OpenSHMEM: the installed oshcc / oshc++ / oshrun (shmem.h, libshoal_shmem through shoal-shmem.pc)
+# 5. CUDA programs built by nvcc through each .pc file and through find_package(shoal); no LD_LIBRARY_PATH.
+nvcc_bin=$(command -v nvcc || true)
+[[ -z $nvcc_bin && -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]] && nvcc_bin=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [[ -n $nvcc_bin ]]; then
+  run2() {  # EXE EXPECTED: runs EXE on 2 PEs and checks its output
+    local out
+    out=$("$prefix/bin/shoalrun" -n 2 --timeout 60 -- "$1") || { echo "$out"; echo "$1 failed"; exit 1; }
+    echo "$out"
+    grep -q "$2" <<<"$out" || { echo "no '$2' in the output of $1"; exit 1; }
+  }
+  nvcc_flags=(-arch=sm_90 -Werror all-warnings)
+  step "tests/install/device_ring.cu through nvcc \$(pkg-config --cflags --libs shoal)"
+  "$nvcc_bin" "${nvcc_flags[@]}" "$source_dir/tests/install/device_ring.cu" $(pkg-config --cflags --libs shoal) \
+    -o "$work/device-ring-pc"
+  run2 "$work/device-ring-pc" "device_ring: OK on 2 PEs"
+  step "tests/install/nvshmem_ring.cu through nvcc \$(pkg-config --cflags --libs shoal-nvshmem)"
+  "$nvcc_bin" "${nvcc_flags[@]}" "$source_dir/tests/install/nvshmem_ring.cu" $(pkg-config --cflags --libs shoal-nvshmem) \
+    -o "$work/nvshmem-ring-pc"
+  run2 "$work/nvshmem-ring-pc" "nvshmem_ring: OK on 2 PEs"
+  step "tests/shmem/shmem_diff.c as CUDA through nvcc \$(pkg-config --cflags --libs shoal-shmem)"
+  cp "$source_dir/tests/shmem/shmem_diff.c" "$work/shmem_diff.cu"
+  "$nvcc_bin" "${nvcc_flags[@]}" "$work/shmem_diff.cu" $(pkg-config --cflags --libs shoal-shmem) -o "$work/shmem-cu"
+  run2 "$work/shmem-cu" '^\[0\] done$'
+  step "tests/install/cuda_consumer through find_package(shoal) (CUDA language, nvcc)"
+  cmake -S "$source_dir/tests/install/cuda_consumer" -B "$work/cuda-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CUDA_COMPILER="$nvcc_bin" >/dev/null
+  cmake --build "$work/cuda-build" >/dev/null
+  run2 "$work/cuda-build/device_ring" "device_ring: OK on 2 PEs"
+  run2 "$work/cuda-build/nvshmem_ring" "nvshmem_ring: OK on 2 PEs"
+else
+  echo "== no nvcc: the CUDA programs (nvcc through pkg-config and find_package) are not built"
+fi
+
+# 6. OpenSHMEM: the installed oshcc / oshc++ / oshrun (shmem.h, libshoal_shmem through shoal-shmem.pc)
 step "tests/shmem/shmem_diff.c through bin/oshcc and bin/oshc++, run by bin/oshrun"
 unset PKG_CONFIG_PATH
 "$prefix/bin/oshcc" -std=c11 -Wall -Werror "$source_dir/tests/shmem/shmem_diff.c" -o "$work/shmem-c"
