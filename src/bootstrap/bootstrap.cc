@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -177,6 +178,42 @@ void tcp_bootstrap::allgather_among(const std::vector<int>& members, uint64_t ta
 }
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kExitPrefix = "exit(";
+constexpr std::string_view kExitSuffix = ") without shoal_finalize";
+constexpr std::string_view kDestroyedCall = "world destroyed without finalize";
+}  // namespace
+
+std::string left_without_finalize_call(int exit_status) {
+  if (exit_status < 0) return std::string(kDestroyedCall);
+  return fmt::format("{}{}{}", kExitPrefix, exit_status, kExitSuffix);
+}
+
+std::optional<std::string> left_without_finalize(std::string_view call) {
+  if (call == kDestroyedCall) return std::string("destroyed its world without calling finalize");
+  if (!call.starts_with(kExitPrefix) || !call.ends_with(kExitSuffix)) return std::nullopt;
+  std::string_view status = call.substr(kExitPrefix.size(), call.size() - kExitPrefix.size() - kExitSuffix.size());
+  if (status.empty() || status.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  return fmt::format("exited with status {} without calling shoal_finalize", status);
+}
+
+bool is_finalize_call(std::string_view call) {
+  return call == link::finalize_call || left_without_finalize(call).has_value();
+}
+
+std::optional<int> left_pe_exit_status(std::string_view message) {
+  constexpr std::string_view kBefore = " exited with status ";
+  constexpr std::string_view kAfter = " without calling shoal_finalize";
+  const size_t at = message.find(kBefore);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = message.substr(at + kBefore.size());
+  int status = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), status);
+  if (ec != std::errc() || !std::string_view(end, rest.data() + rest.size() - end).starts_with(kAfter))
+    return std::nullopt;
+  return status;
+}
 
 void bootstrap::allgather_among(const std::vector<int>& members, uint64_t, const void* mine, void* all,
                                 size_t bytes_per_pe, std::string_view call) {

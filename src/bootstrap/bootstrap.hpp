@@ -14,11 +14,28 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace shoal::detail {
+
+/// The call name under which a PE that leaves without shoal_finalize runs its finalize: at exit with
+/// status `exit_status` (>= 0), "exit(S) without shoal_finalize"; otherwise (a world destroyed without
+/// finalize while the process goes on) "world destroyed without finalize". Mismatch reports phrase it
+/// as what the PE did (left_without_finalize), not as a call the program made.
+std::string left_without_finalize_call(int exit_status);
+/// What a PE did, for a call name made by left_without_finalize_call: "exited with status S without
+/// calling shoal_finalize", or "destroyed its world without calling finalize"; nullopt for any other.
+std::optional<std::string> left_without_finalize(std::string_view call);
+/// True for shoal_finalize and the call names of left_without_finalize_call: every PE finalizing, some
+/// by call and some on the way out, is one collective, not a mismatch.
+bool is_finalize_call(std::string_view call);
+/// The status in a mismatch report's "PE k exited with status S without calling shoal_finalize", or
+/// nullopt. A job stopped by such a PE ends with its status on every PE (mpirun's rule: the first
+/// failing process's status), not with 1.
+std::optional<int> left_pe_exit_status(std::string_view message);
 
 /// Where PE 0 listens plus the job secret. Text form (env SHOAL_BOOTSTRAP_UID):
 ///   shoal-uid-v1:<ipv4 or [ipv6]>:<port>:<32 lowercase hex digits>

@@ -34,6 +34,16 @@ std::string describe(std::string_view call, const wire::coll_desc& d) {
   return fmt::format("{} (unknown collective {})", call, static_cast<uint32_t>(d.operation));
 }
 
+// What a PE did, for mismatch reports: "called <call> (<what>)"; or, for the finalize a PE runs when it
+// leaves without shoal_finalize, what happened ("exited with status 3 without calling shoal_finalize"):
+// the program never made that call, so the report must not say it did. Beside such a PE the others are
+// just "in <call>": how their call is carried out says nothing about a PE that left.
+std::string conduct(std::string_view call, const wire::coll_desc& d, bool someone_left) {
+  if (auto left = left_without_finalize(call)) return *left;
+  if (someone_left) return fmt::format("was in {}", call);
+  return "called " + describe(call, d);
+}
+
 // Bytes of data a PE sends in a collective, besides the descriptor.
 uint64_t sent_bytes(const wire::coll_desc& d, int rank) {
   if (d.flags & wire::coll_flag_null_buffer) return 0;
@@ -232,11 +242,14 @@ void collective_relay::root_round(std::string_view call, const wire::coll_desc& 
                  fmt::format("PE {} is at bootstrap collective #{} while PE 0 is at #{}", r, in[r].head.seq, seq_));
   std::vector<std::string> differ;
   bool with_finalize = desc.operation == wire::op::finalize;
+  bool someone_left = left_without_finalize(call).has_value();
+  for (int r = 1; r < size_; ++r) someone_left |= left_without_finalize(in[r].call).has_value();
   for (int r = 1; r < size_; ++r) {
     const wire::coll_desc& d = descs[r];
-    if (in[r].call != call || d.operation != desc.operation || d.bytes != desc.bytes || d.root != desc.root) {
+    const bool same_call = in[r].call == call || (is_finalize_call(in[r].call) && is_finalize_call(call));
+    if (!same_call || d.operation != desc.operation || d.bytes != desc.bytes || d.root != desc.root) {
       if (differ.size() < 8)
-        differ.push_back(fmt::format("PE {} called {}", r, describe(in[r].call, d)));
+        differ.push_back(fmt::format("PE {} {}", r, conduct(in[r].call, d, someone_left)));
       else if (differ.size() == 8)
         differ.push_back("…");
       with_finalize |= d.operation == wire::op::finalize;
@@ -245,7 +258,8 @@ void collective_relay::root_round(std::string_view call, const wire::coll_desc& 
   if (!differ.empty()) {
     std::string list;
     for (auto& s : differ) list += (list.empty() ? "" : ", ") + s;
-    reply_error(errc::mismatch, with_finalize, fmt::format("{} while PE 0 called {}", list, describe(call, desc)));
+    reply_error(errc::mismatch, with_finalize,
+                fmt::format("{} while PE 0 {}", list, conduct(call, desc, someone_left)));
   }
   for (int r = 0; r < size_; ++r)
     if (descs[r].flags & wire::coll_flag_null_buffer)

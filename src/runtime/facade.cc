@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bootstrap/bootstrap.hpp"
 #include "common/check.hpp"
 #include "shoal/detail/device_registry.h"
 #include "shoal/shoal.h"
@@ -71,9 +73,12 @@ void report(const shoal::error& e) noexcept {
   std::fprintf(stderr, "shoal: error: %s\n", e.what());
   std::fflush(nullptr);
   world_impl* w = g_current.load();
+  // A PE that left without shoal_finalize with a failure status is why: the job ends with that status.
+  const std::optional<int> left_status = left_pe_exit_status(e.message());
+  const int status = left_status && *left_status != 0 ? *left_status : 1;
   // A bad argument on one PE leaves its peers waiting for it: stop them all, with this status.
-  if (w != nullptr) w->stop_on_error(e.what());
-  ::_exit(1);
+  if (w != nullptr) w->stop_on_error(e.what(), status);
+  ::_exit(status);
 }
 
 void report_unknown(const char* call, const char* what) noexcept { report(shoal::error(errc::internal, call, what)); }

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 
 #include "bootstrap/launch_env.hpp"
 #include "common/check.hpp"
@@ -34,6 +37,20 @@ std::unique_ptr<chunk_backend> choose_backend(const std::string& requested) {
   if (name == "cuda") return make_cuda_backend("shoal_init");
   SHOAL_THROW(errc::invalid_argument, "shoal_init", "backend '{}' is not one of auto, host, cuda (SHOAL_BACKEND)",
               name);
+}
+
+// The status the process exits with, once exit() has begun (-1 before): glibc's on_exit hands it over.
+// A world destroyed without finalize at exit then says that its program exited, and with which status,
+// instead of naming a shoal_finalize the program never called. Registered at the first world's init,
+// so it runs before the destructor of the default world (registered when libshoal was loaded); a
+// C++ world destroyed at exit before it ran reports "destroyed ... without finalize" instead.
+std::atomic<int> g_exit_status{-1};
+
+void watch_exit_status() {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] { on_exit([](int status, void*) { g_exit_status.store(status & 0xff); }, nullptr); });
+#endif
 }
 
 // How global_exit's reason begins after "PE <n> ": that one stops every PE whatever the error mode.
@@ -86,6 +103,7 @@ bootstrap_options options_for(const init_options& options) {
 
 world_impl::world_impl(const init_options& options) {
   log::configure();
+  watch_exit_status();
   const bool check_collectives = env::get_bool("SHOAL_CHECK_COLLECTIVES");
   const std::chrono::milliseconds wait_timeout = env::get_ms("SHOAL_WAIT_TIMEOUT");
   auto backend = choose_backend(options.backend);  // before the rendezvous: a bad name fails alone
@@ -237,27 +255,32 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
 
 world_impl::~world_impl() {
   if (!finalized_) {
+    // Left without shoal_finalize (exit, return from main) or destroyed without finalize: the finalize
+    // runs under a call name that says so (left_without_finalize_call), which a peer's mismatch names.
+    const int exit_status = g_exit_status.load();
+    const std::string call = left_without_finalize_call(exit_status);
     try {
-      finalize();
+      finalize(call);
     } catch (const std::exception& e) {
       // After a recorded job failure (SHOAL_ERRORS_RETURN) the process outlives the job on purpose:
       // the failure was reported already, and the exit status is the program's.
       if (job_failure::cause() != nullptr) return;
-      // Left without shoal_finalize (exit, return from main) and the implicit finalize failed, e.g.
-      // because a peer is in another collective: say so to every PE rather than leave them waiting.
-      std::fprintf(stderr, "shoal: error: the finalize at exit (no shoal_finalize call) failed: %s\n", e.what());
-      stop_on_error(fmt::format("its finalize at exit (no shoal_finalize call) failed: {}", e.what()));
+      // The implicit finalize failed, e.g. because a peer is in another collective (the error, named after
+      // `call`, says what this PE did and where the others were): say so to every PE rather than leave them
+      // waiting. A program that exits with a failure status keeps it.
+      std::fprintf(stderr, "shoal: error: %s\n", e.what());
+      stop_on_error(e.what(), exit_status > 0 ? exit_status : 1);
     }
   }
 }
 
-void world_impl::finalize() {
+void world_impl::finalize(std::string_view call) {
   if (finalized_) return;
   std::lock_guard lock(sync_->mutex());  // sync_ stays until the destructor (this lock is its mutex)
   finalized_ = true;
   if (reports_) reports_->look();  // a kernel that failed: its report before the finalize barrier's errors
-  sync_->finalize_barrier("shoal_finalize");
-  transport_->close("shoal_finalize");
+  sync_->finalize_barrier(call);
+  transport_->close(call);
   extensions_.clear();
   streams_.reset();
   rma_.reset();
@@ -276,11 +299,11 @@ void world_impl::global_exit(int status) {
   ::_exit(status);
 }
 
-void world_impl::stop_on_error(const std::string& what) {
+void world_impl::stop_on_error(const std::string& what, int status) {
   if (reports_) reports_->look();  // the kernel's own report, when a failed kernel is why
   std::fflush(nullptr);
-  boot_->abort_job(1, fmt::format("PE {} stopped: {}", my_pe_, what));
-  ::_exit(1);
+  boot_->abort_job(status, fmt::format("PE {} stopped: {}", my_pe_, what));
+  ::_exit(status);
 }
 
 size_t register_world_extension(const extension_spec& spec) {

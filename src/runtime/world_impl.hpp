@@ -32,7 +32,9 @@ class world_impl {
   explicit world_impl(const init_options& options);
   ~world_impl();
 
-  void finalize();
+  /// Collective. `call` names it in errors and mismatch reports: shoal_finalize, or the finalize a world
+  /// runs when destroyed without one (left_without_finalize_call).
+  void finalize(std::string_view call = "shoal_finalize");
   bool finalized() const { return finalized_; }
 
   int my_pe() const { return my_pe_; }
@@ -60,8 +62,8 @@ class world_impl {
   using wait_mode = host_rma::wait_mode;  // the generated facade's name for it
 
   [[noreturn]] void global_exit(int status);
-  /// This PE stops on an error: every PE reports "PE <me> stopped: <what>", all exit with status 1.
-  [[noreturn]] void stop_on_error(const std::string& what);
+  /// This PE stops on an error: every PE reports "PE <me> stopped: <what>", all exit with `status`.
+  [[noreturn]] void stop_on_error(const std::string& what, int status = 1);
 
  private:
   /// Shoal's reserved block at heap offset 0: host sync words and the extensions' words (host

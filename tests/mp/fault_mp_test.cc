@@ -1,8 +1,9 @@
 // Faults, driven by fault_test.sh (which checks the exit status, the output and the time):
 //   exit_early     PE 1 _exit(0)s without finalize while the others sit in shoal_barrier_all
 //   exit_in_wait   PE 1 _exit(0)s while the others wait in shoal_int_wait_until on a word nobody sets
-//   exit_in_barrier  PE 1 exit(0)s (destructors run: the implicit finalize) while the others sit in
-//                  shoal_barrier_all: the finalize must be seen as a mismatch, not waited for
+//   exit_in_barrier  PE 1 exit(3)s (destructors run: the implicit finalize) while the others sit in
+//                  shoal_barrier_all: the finalize must be seen as a mismatch, not waited for, reported
+//                  as PE 1 exiting with status 3 without shoal_finalize, and the job must end with 3
 //   finalize_vs_barrier  PE 0 calls shoal_finalize while the others make an extra shoal_barrier_all
 //   exit_in_split  PE 1 _exit(0)s while the other odd PEs split the odd PEs' team (collective over its
 //                  members only) and the even PEs wait on a word nobody sets
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
       shoal_int_wait_until(word, SHOAL_CMP_EQ, 1);
     }
   } else if (mode == "exit_in_barrier") {
-    if (me == 1) std::exit(0);
+    if (me == 1) std::exit(3);
     shoal_barrier_all();
   } else if (mode == "finalize_vs_barrier") {
     if (me == 0) {
