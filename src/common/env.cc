@@ -128,9 +128,26 @@ std::string text_of(const variable& v) {
   return value ? *value : std::string(v.default_value);
 }
 
+// What a valid value of each kind looks like, with an example, for the message that refuses one.
+std::string valid_form(const variable& v) {
+  switch (v.type) {
+    case kind::boolean:
+      return "1/0, true/false, yes/no or on/off";
+    case kind::integer:
+      return fmt::format("an integer, e.g. {}", v.default_value);
+    case kind::size:
+      return fmt::format("bytes with an optional K, M, G or T suffix (powers of 1024), e.g. {}", v.default_value);
+    case kind::duration_ms:
+      return fmt::format("milliseconds, or a number with ms, s or min, e.g. {}", v.default_value);
+    case kind::string:
+      return "text";
+  }
+  return "?";
+}
+
 [[noreturn]] void bad_value(const variable& v, std::string_view text) {
-  SHOAL_THROW(errc::invalid_argument, "shoal env", "{}='{}' is not a valid {} value ({})", v.name, text,
-              to_string(v.type), v.doc);
+  SHOAL_THROW(errc::invalid_argument, "shoal env", "{}='{}' is not a valid {} value; expected {} ({})", v.name, text,
+              to_string(v.type), valid_form(v), v.doc);
 }
 
 template <class T>
@@ -155,9 +172,10 @@ T parse_or_throw(const variable& v, kind expected, std::optional<T> (*parse)(std
 constexpr std::string_view kToolPrefixes[] = {"SHOAL_BENCH_",  "SHOAL_GPU_",    "SHOAL_SCALE_",
                                               "SHOAL_SWEEP_",  "SHOAL_STRESS_", "SHOAL_TEST_",
                                               "SHOAL_LITMUS_", "SHOAL_MP_",     "SHOAL_EP_"};
-constexpr std::string_view kToolNames[] = {
-    "SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_NVSHMEM_BUNDLE", "SHOAL_UCX_WHEEL", "SHOAL_WITH_PLOTS",
-    "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",           "SHOAL_WERROR",    "SHOAL_DEBUG_ASSERTS"};
+constexpr std::string_view kToolNames[] = {"SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_NVSHMEM_BUNDLE",
+                                           "SHOAL_UCX_WHEEL",    "SHOAL_WITH_PLOTS",   "SHOAL_VENV",
+                                           "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",
+                                           "SHOAL_WERROR",       "SHOAL_DEBUG_ASSERTS"};
 
 // Compile-time switches (-D...) that are sometimes set in the environment by mistake.
 constexpr std::string_view kMacros[] = {"SHOAL_WAIT_ACQUIRE_POLL", "SHOAL_WAIT_ACQUIRE_FENCE", "SHOAL_DEVICE_CHECKS",
@@ -312,20 +330,23 @@ bool is_tool_variable(std::string_view name) {
 const char* closest(std::string_view name) {
   std::string upper(name);
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-  for (auto& [alias, real] : kAliases)
-    if (upper == alias) return real;
-  const variable* best = nullptr;
+  // The real names and the aliases are candidates alike: a typo of an alias (SHOAL_HEAP_SIZ) leads to
+  // the alias's real name.
+  const char* best = nullptr;
   size_t best_distance = SIZE_MAX;
-  for (const auto& v : kTable) {
-    size_t d = edit_distance(upper, v.name);
+  auto consider = [&](std::string_view candidate, const char* real) {
+    size_t d = edit_distance(upper, candidate);
     if (d < best_distance) {
-      best = &v;
+      best = real;
       best_distance = d;
     }
-  }
+  };
+  for (auto& [alias, real] : kAliases) consider(alias, real);
+  for (const auto& v : kTable) consider(v.name, v.name);
+  if (best_distance == 0) return best;  // an alias, exactly
   // A typo changes a few letters; beyond a third of the name it is another word.
   const size_t limit = std::max<size_t>(2, (upper.size() - std::min<size_t>(upper.size(), 6)) / 3);
-  return best != nullptr && best_distance <= limit ? best->name : nullptr;
+  return best != nullptr && best_distance <= limit ? best : nullptr;
 }
 
 std::vector<std::string> unknown_in_environment() {

@@ -1,6 +1,6 @@
 // Use before init and after finalize, on N PEs (own main: the tests run in order around
 // shoal_init_thread and shoal_finalize, so no cross-PE reduction; each PE exits non-zero on a
-// failure and shoalrun reports the worst status). Also shoal_init_thread/shoal_query_thread and a
+// failure and shoalrun reports the first failing status). Also shoal_init_thread/shoal_query_thread and a
 // second init.
 #include <gtest/gtest.h>
 

@@ -97,6 +97,16 @@ TEST(Env, BadValueNamesTheVariable) {
   expect_rejected("SHOAL_PEER_TIMEOUT", "soon", env::get_ms, "SHOAL_PEER_TIMEOUT='soon'");
 }
 
+TEST(Env, BadValueSaysWhatIsValidWithAnExample) {
+  expect_rejected("SHOAL_HEAP_RESERVE", "abc", env::get_size,
+                  "SHOAL_HEAP_RESERVE='abc' is not a valid size value; expected bytes with an optional K, M, G or T "
+                  "suffix (powers of 1024), e.g. 64G");
+  expect_rejected("SHOAL_PEER_TIMEOUT", "soon", env::get_ms,
+                  "expected milliseconds, or a number with ms, s or min, e.g. 10s");
+  expect_rejected("SHOAL_CHECK_COLLECTIVES", "maybe", env::get_bool, "expected 1/0, true/false, yes/no or on/off");
+  expect_rejected("SHOAL_DEVICE", "first", env::get_int, "expected an integer, e.g. -1");
+}
+
 TEST(Env, UndeclaredOrMistypedReadIsInternalError) {
   EXPECT_THROW(env::get_string("SHOAL_NOT_A_VARIABLE"), shoal::error);
   EXPECT_THROW(env::get_size("SHOAL_BACKEND"), shoal::error);  // a string read as a size
@@ -136,6 +146,8 @@ TEST(Env, ClosestNameFindsTyposAndKnownAliases) {
   EXPECT_STREQ(env::closest("SHOAL_PEER_TIMEOTU"), "SHOAL_PEER_TIMEOUT");
   EXPECT_STREQ(env::closest("SHOAL_DEBUG_SUBSYSTEM"), "SHOAL_DEBUG_SUBSYS");
   EXPECT_STREQ(env::closest("SHOAL_HEAP_SIZE"), "SHOAL_HEAP_RESERVE");  // NVSHMEM's habit, not a typo
+  EXPECT_STREQ(env::closest("SHOAL_HEAP_SIZ"), "SHOAL_HEAP_RESERVE");   // a typo of that habit
+  EXPECT_STREQ(env::closest("SHOAL_LOG_LEVELS"), "SHOAL_DEBUG");
   EXPECT_STREQ(env::closest("shoal_backend"), "SHOAL_BACKEND");
   EXPECT_EQ(env::closest("SHOAL_COMPLETELY_DIFFERENT_THING"), nullptr);
 }

@@ -116,6 +116,21 @@ else
   fail "failure of one PE"; show
 fi
 
+# --- Two PEs fail, the first with 3, the next (once PE 1 is on its way out, before the others are
+# stopped) with 5: shoalrun exits with the first failing PE's status, as mpirun does, not the worst.
+rm -f "$tmp/pe1-failing"
+FLAG="$tmp/pe1-failing" run_shoalrun -n 4 sh -c 'case $SHOAL_RANK in
+  1) touch "$FLAG"; exit 3 ;;
+  2) while [ ! -f "$FLAG" ]; do sleep 0.01; done; sleep 0.05; exit 5 ;;
+  *) exec sleep 30 ;;
+esac'
+if [ "$rc" -eq 3 ] && grep -qx 'shoalrun: PE 1 exited with status 3' "$tmp/err" &&
+  grep -qx 'shoalrun: PE 2 exited with status 5' "$tmp/err"; then
+  pass "exit status: the first failing PE's"
+else
+  fail "exit status of the first failing PE"; show
+fi
+
 # --- Every PE's output before a failure arrives, also output its C library had buffered: PEs print
 # a line (python3 block-buffers stdout that is not a terminal) and mark that they did; PE 1 fails
 # once all 8 have (bounded), and the others are stopped by SIGTERM, which does not flush anything.

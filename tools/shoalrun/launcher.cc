@@ -217,7 +217,7 @@ class job {
   bool timed_out_ = false;
   int interrupted_by_ = 0;  ///< first signal that stopped shoalrun itself
   steady::time_point interrupted_at_;
-  int worst_status_ = 0;  ///< worst status of a PE that ended on its own
+  int first_failure_status_ = 0;  ///< status of the first PE that ended on its own with a failure (mpirun's rule)
 };
 
 job::~job() {
@@ -466,7 +466,7 @@ void job::on_pe_end(pe_process& pe, const siginfo_t& info) {
   } else {
     say(fmt::format("PE {} exited with status {}", pe.rank, pe.status));
   }
-  worst_status_ = std::max(worst_status_, pe.status);
+  if (first_failure_status_ == 0) first_failure_status_ = pe.status;
   if (!stopping_ && running_ > 0 && !stop_at_) stop_at_ = steady::now() + failed_pe_grace;
 }
 
@@ -609,9 +609,8 @@ void job::finish() {
 
 int job::exit_status() const {
   if (timed_out_) return timeout_status;
-  int status = worst_status_;
-  if (interrupted_by_ != 0) status = std::max(status, 128 + interrupted_by_);
-  return status;
+  if (first_failure_status_ != 0) return first_failure_status_;
+  return interrupted_by_ != 0 ? 128 + interrupted_by_ : 0;
 }
 
 int job::run() {

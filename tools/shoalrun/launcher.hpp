@@ -10,9 +10,10 @@ namespace shoal::run {
 inline constexpr int timeout_status = 124;
 
 /// Starts `options.num_pes` PEs, each in its own process group, and supervises them until all have
-/// ended. Returns shoalrun's exit status: `timeout_status` if the timeout expired; otherwise the
-/// worst status among PEs that ended on their own (a PE killed by signal N counts as 128+N; PEs
-/// shoalrun itself signalled do not count), raised to 128+N if shoalrun was stopped by signal N.
+/// ended. Returns shoalrun's exit status: `timeout_status` if the timeout expired; otherwise, as
+/// mpirun, the status of the first PE that ended on its own with a failure (a PE killed by signal N
+/// counts as 128+N; PEs shoalrun itself signalled do not count); else 128+N if shoalrun was stopped
+/// by signal N; else 0.
 /// Throws shoal::error when the job cannot be started (listener, pipes, fork); PEs already started
 /// are killed and reaped first.
 int run_job(const launch_options& options);

@@ -114,7 +114,7 @@ parse_outcome parse_command_line(int argc, char** argv) {
   launch_options options;
   CLI::App app{
       "Starts N PEs of a shoal program on this machine, prefixes their output with the PE number,\n"
-      "stops them all when one fails and exits with the worst status.",
+      "stops them all when one fails and exits with the status of the first PE that failed.",
       "shoalrun"};
   app.formatter(std::make_shared<usage_formatter>());
   app.footer(
@@ -126,8 +126,9 @@ parse_outcome parse_command_line(int argc, char** argv) {
       "a free port) and each host's --first-rank, e.g. host A: -n 2 --job-pes 4 --first-rank 0, host B: -n 2\n"
       "--job-pes 4 --first-rank 2; each shoalrun stops its own PEs, the bootstrap stops the others' "
       "(docs/multi-node.md).\n"
-      "Exit status: the worst status of a PE that failed on its own (128+N for signal N), 124 on\n"
-      "--timeout, 128+N when shoalrun was stopped by signal N, 2 for a bad command line.");
+      "Exit status: as mpirun, the status of the first PE that failed on its own (128+N for signal N;\n"
+      "PEs shoalrun stopped do not count), 124 on --timeout, else 128+N when shoalrun was stopped by\n"
+      "signal N, 2 for a bad command line.");
   app.set_version_flag("--version", fmt::format("shoalrun (shoal) {}.{}.{}", SHOAL_VERSION_MAJOR, SHOAL_VERSION_MINOR,
                                                 SHOAL_VERSION_PATCH));
   app.add_option("-n,--np", options.num_pes, "number of PEs to start")
