@@ -6,3 +6,6 @@ fi
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # Ninja's progress line with the seconds elapsed, so that a long compile shows the build is alive.
 export NINJA_STATUS=${NINJA_STATUS:-"[%f/%t %es] "}
+# The checkout's own Python (scripts/install_deps.sh makes it): CMake is configured with it, so the tests,
+# the Python package and bench/plot.py use it, never the Python on PATH.
+shoal_venv=${SHOAL_VENV:-$PWD/build/venv}
