@@ -313,6 +313,9 @@ def main():
                     fail(f"{what}: exited with {rc} on 2 PEs")
                 check_ring(what, out, 2)
             elif kind == "moe":
+                if not args.python and args.gpu:
+                    print(f"== {what}: SKIP (this build has no Python package: SHOAL_BUILD_PYTHON=OFF)")
+                    continue
                 if not args.python:
                     fail(f"{what}: no Python package to check it with (configure with SHOAL_BUILD_PYTHON=ON)")
                     continue
