@@ -10,13 +10,18 @@
 #  - NVSHMEM: against the NVSHMEM of NVSHMEM_HOME (default: python3's nvidia.nvshmem, the nvidia-nvshmem-cu13
 #    wheel) with NVSHMEMTEST_MPI_SUPPORT, -rdc and a device link as NVSHMEM's own CMake builds them, and run under
 #    mpirun -np $PES (the perftests' UID bootstrap with the id broadcast over MPI: NVSHMEMTEST_USE_UID_BOOTSTRAP=1;
-#    NVSHMEM_PERFTEST_LAUNCHER=mpi for NVSHMEM's MPI bootstrap instead).
+#    NVSHMEM_PERFTEST_LAUNCHER=mpi for NVSHMEM's MPI bootstrap instead; with no mpi.h to build against, the programs
+#    are built without NVSHMEMTEST_MPI_SUPPORT and NVSHMEM_BOOTSTRAP=MPI starts them).
 # Each program runs once per line of its .args (no .args: once with its defaults), each run bounded by
 # timeout(1). When the node has fewer GPUs than PEs, the PEs share GPUs under a private MPS daemon (scripts/mps.sh),
 # for both. Outputs in OUT (default ./nvshmem-perftest-out): logs/<impl>/<program>.<line>.log, build logs,
 # results.csv (every figure: impl, program, args, job, subjob, size, metric, value, units), runs.csv (every run's
 # exit status) and summary.md (per program: built, ran, checks; per program and size: shoal beside NVSHMEM),
 # merged by scripts/nvshmem_perftests_table.py.
+#
+# A GPU call of at most 10 minutes does not hold a whole build and run: BUILD_ONLY=1 builds (both sides) and runs
+# nothing; RUN_ONLY=1 runs what an earlier call built into the same OUT (ONLY selects the programs; the runs of the
+# programs it runs replace their earlier rows of runs.csv, the others stay). summary.md covers everything in OUT.
 #
 # Environment: SHOAL_PREFIX (an installed shoal; default: this checkout built in $SHOAL_PERFTEST_BUILD, default
 # build/perftest, Release, and installed into OUT/shoal), NVSHMEM_HOME, PES (2), ARCH (90), RUN_TIMEOUT (seconds per
@@ -43,7 +48,8 @@ only=${ONLY:-}
 jobs=$(nproc 2>/dev/null || echo 2)
 say() { echo "== perftests: $*" | tee -a "$out/progress.txt"; }
 : >"$out/progress.txt"
-: >"$out/runs.csv"
+build_only=${BUILD_ONLY:-0}
+run_only=${RUN_ONLY:-0}
 
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export NVSHMEM_MACHINE_READABLE_OUTPUT=1 CUDA_MODULE_LOADING=EAGER
@@ -164,7 +170,15 @@ run_impl() {
   done
 }
 
-: >"$out/build.csv"
+if [[ $run_only == 1 ]]; then
+  [[ -f $out/build.csv ]] || { echo "RUN_ONLY=1: nothing built in $out yet (run with BUILD_ONLY=1 first)" >&2; exit 2; }
+  # The runs about to be made replace their programs' earlier rows.
+  touch "$out/runs.csv"
+  for p in "${programs[@]}"; do grep -v -F ",$p," "$out/runs.csv" >"$out/runs.csv.new"; mv "$out/runs.csv.new" "$out/runs.csv"; done
+else
+  : >"$out/build.csv"
+  : >"$out/runs.csv"
+fi
 
 # --- PEs sharing GPUs: a private MPS daemon ------------------------------------------------------------------------
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -178,14 +192,15 @@ fi
 # --- shoal ---------------------------------------------------------------------------------------------------------
 if [[ ${SKIP_SHOAL:-0} != 1 ]]; then
   prefix=${SHOAL_PREFIX:-}
+  [[ -z $prefix && $run_only == 1 ]] && prefix=$out/shoal
   if [[ -z $prefix ]]; then
     b=${SHOAL_PERFTEST_BUILD:-$here/build/perftest}
     prefix=$out/shoal
     say "shoal: building this checkout in $b (Release) and installing it into $prefix"
     {
-      cmake -S "$here" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_PYTHON=OFF \
-        -DCMAKE_INSTALL_PREFIX="$prefix" &&
-        cmake --build "$b" -j "$jobs" --target shoal shoal_shmem shoalrun shoal-info shoal-bench &&
+      cmake -S "$here" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_PYTHON=OFF -DSHOAL_BUILD_TESTS=OFF \
+        -DSHOAL_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX="$prefix" &&
+        cmake --build "$b" -j "$jobs" --target shoal shoal_shmem shoalrun shoal-info &&
         cmake --install "$b"
     } >"$out/shoal-build.log" 2>&1 || { say "shoal: build or install failed (shoal-build.log)"; exit 1; }
   fi
@@ -193,8 +208,8 @@ if [[ ${SKIP_SHOAL:-0} != 1 ]]; then
   [[ -f $pc/shoal-nvshmem.pc ]] || { echo "no shoal-nvshmem.pc under $prefix" >&2; exit 1; }
   read -r -a shoal_cflags < <(PKG_CONFIG_PATH=$pc pkg-config --cflags shoal-nvshmem)
   read -r -a shoal_libs < <(PKG_CONFIG_PATH=$pc pkg-config --libs shoal-nvshmem)
-  build_impl shoal "${shoal_cflags[@]}" -- "${shoal_libs[@]}" "${driver_libs[@]}"
-  if ((gpus > 0)); then
+  [[ $run_only == 1 ]] || build_impl shoal "${shoal_cflags[@]}" -- "${shoal_libs[@]}" "${driver_libs[@]}"
+  if ((gpus > 0)) && [[ $build_only != 1 ]]; then
     run_impl shoal "$prefix/bin/shoalrun" -n "$pes" --timeout "$run_timeout" --
   fi
 fi
@@ -214,17 +229,27 @@ if [[ ${SKIP_NVSHMEM:-0} != 1 ]]; then
       for d in $(mpicc --showme:incdirs 2>/dev/null); do mpi_cflags+=(-I"$d"); done
       ((${#mpi_cflags[@]})) || for f in $(mpicc -show 2>/dev/null); do [[ $f == -I* ]] && mpi_cflags+=("$f"); done
     fi
-    say "NVSHMEM: $home ($(basename "$hostlib")), MPI flags: ${mpi_cflags[*]:-none}"
-    build_impl nvshmem -rdc=true -DNVSHMEMTEST_MPI_SUPPORT -I"$home/include" "${mpi_cflags[@]}" -- \
+    # Without mpi.h: built without NVSHMEMTEST_MPI_SUPPORT, and nvshmem_init bootstraps through NVSHMEM's MPI plugin.
+    mpi_support=(-DNVSHMEMTEST_MPI_SUPPORT)
+    mpi_h_found=0
+    for f in "${mpi_cflags[@]}"; do [[ -f ${f#-I}/mpi.h ]] && mpi_h_found=1; done
+    if ((!mpi_h_found)); then
+      mpi_support=()
+      export NVSHMEM_BOOTSTRAP=MPI
+    fi
+    say "NVSHMEM: $home ($(basename "$hostlib")), MPI flags: ${mpi_cflags[*]:-none}${mpi_support[*]:+ (NVSHMEMTEST_MPI_SUPPORT)}"
+    [[ $run_only == 1 ]] || build_impl nvshmem -rdc=true "${mpi_support[@]}" -I"$home/include" "${mpi_cflags[@]}" -- \
       "$home/lib/libnvshmem_device.a" -L"$home/lib" -Xlinker "-l:$(basename "$hostlib")" -Xlinker -rpath="$home/lib" \
       "${driver_libs[@]}"
-    if ((gpus > 0)); then
+    if ((gpus > 0)) && [[ $build_only != 1 ]]; then
       if ! command -v mpirun >/dev/null; then
         say "NVSHMEM: no mpirun on PATH; not run"
       else
         launch_env=(NVSHMEM_DISABLE_NVLS NVSHMEM_MACHINE_READABLE_OUTPUT CUDA_MODULE_LOADING
           NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY LD_LIBRARY_PATH)
-        if [[ ${NVSHMEM_PERFTEST_LAUNCHER:-uid} == mpi ]]; then
+        if [[ ${NVSHMEM_BOOTSTRAP:-} == MPI ]]; then
+          launch_env+=(NVSHMEM_BOOTSTRAP)
+        elif [[ ${NVSHMEM_PERFTEST_LAUNCHER:-uid} == mpi ]]; then
           export NVSHMEMTEST_USE_MPI_LAUNCHER=1
           launch_env+=(NVSHMEMTEST_USE_MPI_LAUNCHER)
         else
