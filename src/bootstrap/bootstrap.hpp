@@ -56,7 +56,8 @@ struct unique_id {
 };
 
 /// Opens a TCP listener on `bind_addr` (port 0 = any free port), returns its fd and fills in the
-/// bound address. Used by PE 0 and by shoalrun (which hands the fd to PE 0 through exec).
+/// bound address. Used by PE 0 and by shoal::launch::open_listener (<shoal/launch.hpp>: a launcher hands
+/// the fd to PE 0 through exec).
 int open_listener(const std::string& bind_host, uint16_t port, sockaddr_storage* bound);
 
 struct bootstrap_options {

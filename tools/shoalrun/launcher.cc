@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -18,13 +17,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "bootstrap/bootstrap.hpp"
-#include "common/check.hpp"
 #include "line_relay.hpp"
+#include "shoal/error.hpp"
+#include "shoal/launch.hpp"
 
 extern char** environ;
 
@@ -43,7 +43,7 @@ constexpr std::chrono::milliseconds stopped_drain_window{1000};
 
 /// Throws the error for a failed system call `what` (errno `err`).
 [[noreturn]] void throw_system(const std::string& what, int err) {
-  SHOAL_THROW(errc::system, "shoalrun", "{} failed: {} (errno {})", what, std::strerror(err), err);
+  throw error(errc::system, "shoalrun", fmt::format("{} failed: {} (errno {})", what, std::strerror(err), err));
 }
 
 /// After the first PE that fails, how long the others get to end by themselves before SIGTERM: a PE failing for the
@@ -263,9 +263,9 @@ void job::prepare_process() {
     rlimit raised = original_nofile_;
     raised.rlim_cur = original_nofile_.rlim_max == RLIM_INFINITY ? needed : std::min(needed, original_nofile_.rlim_max);
     if (setrlimit(RLIMIT_NOFILE, &raised) < 0 || raised.rlim_cur < needed) {
-      SHOAL_THROW(errc::invalid_argument, "shoalrun",
-                  "-n {} needs about {} open files, but the limit (ulimit -n) is {} and cannot be raised",
-                  options_.num_pes, needed, original_nofile_.rlim_max);
+      throw error(errc::invalid_argument, "shoalrun",
+                  fmt::format("-n {} needs about {} open files, but the limit (ulimit -n) is {} and cannot be raised",
+                              options_.num_pes, needed, original_nofile_.rlim_max));
     }
   }
 
@@ -276,13 +276,11 @@ void job::prepare_process() {
 void job::open_bootstrap_listener() {
   if (!options_.bootstrap_addr.empty()) return;  // PE 0 opens it (SHOAL_BOOTSTRAP_ADDR), maybe on another host
   // shoalrun binds the listener itself and hands the fd to PE 0, so the port in the unique id is
-  // already taken by us: no window in which another process could grab it.
-  sockaddr_storage bound{};
-  listen_fd_ = shoal::detail::open_listener(options_.bind_host, 0, &bound);
-  // Close-on-exec in every child but PE 0 (exec_pe clears it there), whatever open_listener did.
-  int flags = fcntl(listen_fd_, F_GETFD);
-  if (flags < 0 || fcntl(listen_fd_, F_SETFD, flags | FD_CLOEXEC) < 0) throw_system("fcntl(listener)", errno);
-  uid_text_ = shoal::detail::unique_id::generate(bound).to_string();
+  // already taken by us: no window in which another process could grab it. The fd is close-on-exec
+  // in every child but PE 0 (exec_pe clears it there).
+  launch::listener listener = launch::open_listener(options_.bind_host);
+  listen_fd_ = listener.fd;
+  uid_text_ = std::move(listener.unique_id);
 }
 
 void job::spawn_all() {
