@@ -4,6 +4,8 @@
 // through the real ring code (ring_post + ring_wait, through the ring gate, as device_proxy.cuh posts it)
 // against a host thread that answers at once with the real consumer (ring_consumer) -- no UCX, no peer.
 // The same round trip from a host producer is the host path's floor. Prints one table (markdown).
+// A probe of an internal protocol (the ring's detail headers and src/transport/proxy/ring_consumer.hpp),
+// hence under tests/; it prints figures, not a verdict, and ctest does not run it.
 //
 //   shoal-ring-probe [-n ITERATIONS]      (default 2000; needs a GPU, no launcher)
 #include <cuda_runtime.h>
