@@ -17,8 +17,6 @@
 //   team_barrier       shoalx_barrier_block                 -                                     -
 //   barrier            -                                    shoalx_barrier_on_stream              -
 //
-// The block alltoall also has "shoal-v16" rows: the 8-loads-in-flight copy (detail::move_team<..., true>,
-// 108 registers instead of 82), measured beside the device alltoall's 4-deep copy in the same run.
 // NCCL rows have scopes stream and graph. allreduce_scratch (the explicit-scratch device form) runs
 // only when named. Sizes as nccl-tests counts them: the whole buffer (allreduce, broadcast), the
 // gathered output (fcollect), one PE's send buffer (alltoall: size / n_pes to each PE). algBW = size
@@ -128,9 +126,8 @@ std::string size_text(size_t bytes) {
 
 // --- device side --------------------------------------------------------------------------------
 
-/// `iters` calls of collective C by the one block of this PE on the world team. kV16 (alltoall only):
-/// the 8-loads-in-flight copy (move_direct's copy_vec16), "shoal-v16" rows.
-template <coll C, bool kV16 = false>
+/// `iters` calls of collective C by the one block of this PE on the world team.
+template <coll C>
 __global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* src, size_t nbytes, size_t per_pe,
                                   void* scratch, int iters) {
   for (int i = 0; i < iters; ++i) {
@@ -145,9 +142,6 @@ __global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* s
       shoalx_broadcastmem_block(SHOAL_TEAM_WORLD, dst, src, nbytes, 0);
     } else if constexpr (C == coll::fcollect) {
       shoalx_fcollectmem_block(SHOAL_TEAM_WORLD, dst, src, per_pe);
-    } else if constexpr (C == coll::alltoall && kV16) {
-      shoal::detail::move_team<shoal::block_scope, shoal::detail::move_kind::alltoall, true>(
-          shoal::device::facade_world(), t, dst, src, per_pe, 0, "alltoallmem (shoal-v16)");
     } else if constexpr (C == coll::alltoall) {
       shoalx_alltoallmem_block(SHOAL_TEAM_WORLD, dst, src, per_pe);
     } else if constexpr (C == coll::team_barrier) {
@@ -325,14 +319,8 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
 
   // ---- shoal's calls ----
 
-  /// v16: the "shoal-v16" alltoall (block_coll_kernel's kV16) instead of the facade's.
-  void launch_block(coll c, const shape& s, int calls, bool v16 = false) {
+  void launch_block(coll c, const shape& s, int calls) {
     const dim3 grid(1), block(opts_.threads);
-    if (v16 && c == coll::alltoall) {
-      block_coll_kernel<coll::alltoall, true>
-          <<<grid, block, 0, stream_>>>(team_, dst_, src_, s.bytes, s.per_pe, nullptr, calls);
-      return;
-    }
     switch (c) {
       case coll::allreduce:
         block_coll_kernel<coll::allreduce>
@@ -401,12 +389,12 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
 
   // ---- points ----
 
-  /// The block row of c at one point; *slow as decide_calls. v16: the "shoal-v16" alltoall row.
-  measured block_point(coll c, const shape& s, bool* slow, bool v16 = false) {
+  /// The block row of c at one point; *slow as decide_calls.
+  measured block_point(coll c, const shape& s, bool* slow) {
     const std::string scope = scope_label(style::block);
-    const std::string impl = v16 ? "shoal-v16" : "shoal";
+    const std::string impl = "shoal";
     wd_.point(std::string(name_of(c)) + " " + size_text(s.bytes) + " " + impl + "/" + scope);
-    auto enqueue = [&](int n) { launch_block(c, s, n, v16); };
+    auto enqueue = [&](int n) { launch_block(c, s, n); };
     const int calls = point_calls("warm-up", dst_, s, slow, enqueue);
     return measure("timed run", c, impl, scope, dst_, s, calls, [&] { enqueue(calls); });
   }
@@ -494,8 +482,6 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
       if (block && size <= block_end) {
         bool slow = false;
         shoal_rows.push_back(block_point(c, s, &slow));
-        if (c == coll::alltoall && !slow && v16_fits())  // the 8-deep copy, beside the device alltoall's
-          shoal_rows.push_back(block_point(c, s, &slow, /*v16=*/true));
         if (slow) block = stop_note(c, "shoal/block", s);
       }
       if (on_stream && size <= stream_end) {
@@ -520,20 +506,6 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
       }
       for (measured& m : nccl_rows) add(std::move(m));
     }
-  }
-
-  /// True when the "shoal-v16" alltoall kernel launches with -t threads per block; else says once (PE 0)
-  /// that its rows are left out: it holds more registers than the facade's kernel, and a launch with too
-  /// many threads fails (cudaErrorLaunchOutOfResources) rather than running slower.
-  bool v16_fits() {
-    const cudaFuncAttributes attr = kernel_attributes(block_coll_kernel<coll::alltoall, true>);
-    if (opts_.threads <= attr.maxThreadsPerBlock) return true;
-    if (me_ == 0 && !v16_noted_)
-      std::fprintf(stderr,
-                   "shoal-bench: alltoall: no shoal-v16 rows (%d registers: at most %d threads per block, -t is %d)\n",
-                   attr.numRegs, attr.maxThreadsPerBlock, opts_.threads);
-    v16_noted_ = true;
-    return false;
   }
 
   /// Says that variant `what` of c stops after size s (calls over kSlowCallUs); returns false.
@@ -631,7 +603,6 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
 
   bool block_on_ = true, stream_on_ = true, graph_on_ = true;  // SHOAL_BENCH_COLL_SCOPES
   bool nccl_graph_on_ = true;                                  // SHOAL_BENCH_NCCL_GRAPH
-  bool v16_noted_ = false;                                     // v16_fits said its note
   std::vector<size_t> size_list_;                              // SHOAL_BENCH_COLL_SIZES (sorted)
   shoal::device_team team_{};
   char* src_ = nullptr;      // symmetric, buffer_bytes_

@@ -712,8 +712,7 @@ class driver {
               measure_rma<typename Api::tma>(name, Api::kTmaName, g, get, src, dst, data_src, data_dst, nbytes, slices,
                                              iters, warm, copy_bw);
           }
-          // Other block puts of the same API, measured beside it (shoal: the previous path, a deeper round,
-          // the lookup-first small put).
+          // Other block puts of the same API, measured beside it (shoal: the generic copy, the probe rows).
           if constexpr (requires { typename Api::block_put_variants; }) {
             if (!get && g.is_block() && variant_rows_)
               std::apply(

@@ -31,9 +31,6 @@ struct shoal_tma_api;
 template <class Path>
 struct shoal_block_put_api;
 struct generic_put_path;
-struct deep_put_path;
-struct lean_put_path;
-struct prev_put_path;
 template <int kVariant>
 struct probe_put_path;
 
@@ -42,15 +39,13 @@ struct shoal_api {
   static constexpr const char* kTmaName = "shoal-tma";
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
-  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the generic copy, a deeper
-  /// first round, a lookup-first shape for puts below one round, the default before session 20, and (with
+  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the generic copy and (with
   /// SHOAL_BENCH_PROBE=1) the bisection rows of the per-call cost.
-  using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<deep_put_path>,
-                                        shoal_block_put_api<lean_put_path>, shoal_block_put_api<prev_put_path>,
-                                        shoal_block_put_api<probe_put_path<0>>, shoal_block_put_api<probe_put_path<1>>,
-                                        shoal_block_put_api<probe_put_path<2>>, shoal_block_put_api<probe_put_path<3>>,
-                                        shoal_block_put_api<probe_put_path<4>>, shoal_block_put_api<probe_put_path<5>>,
-                                        shoal_block_put_api<probe_put_path<6>>, shoal_block_put_api<probe_put_path<7>>>;
+  using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<probe_put_path<0>>,
+                                        shoal_block_put_api<probe_put_path<1>>, shoal_block_put_api<probe_put_path<2>>,
+                                        shoal_block_put_api<probe_put_path<3>>, shoal_block_put_api<probe_put_path<4>>,
+                                        shoal_block_put_api<probe_put_path<5>>, shoal_block_put_api<probe_put_path<6>>,
+                                        shoal_block_put_api<probe_put_path<7>>>;
 
   // --- host (the C facade's default world) ---
   static void* host_malloc(size_t nbytes) { return shoal_malloc(nbytes); }
@@ -206,41 +201,13 @@ struct shoal_block_put_api : shoal_api {
   }
 };
 
-/// The block put as it was before the loads-first path (put_routed_vec16): "shoal-generic" rows.
+/// The block put through the generic vector copy (detail::putmem_generic, the wide scopes' cold path): "shoal-generic"
+/// rows.
 struct generic_put_path {
   static constexpr const char* kName = "shoal-generic";
   static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
                              int pe) {
     shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_generic");
-  }
-};
-
-/// detail::putmem_vec at 8 loads per thread per round (the facade's block put: 4): "shoal-d8" rows.
-struct deep_put_path {
-  static constexpr const char* kName = "shoal-d8";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_vec<true, 8>(scope, w, d, s, n, pe, "shoal::detail::putmem_vec");
-  }
-};
-
-/// detail::putmem_lean: below one round of the default path (4 vectors per thread; 32 KiB per 512-thread
-/// block) the lookup-first one-vector-per-thread put, the default path above: "shoal-lf1" rows.
-struct lean_put_path {
-  static constexpr const char* kName = "shoal-lf1";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_lean<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_lean");
-  }
-};
-
-/// The default block put before session 20 (detail::putmem_vec at 4 loads per round: put_routed_vec16, loads before
-/// the inline lookup and cold branches): "shoal-prev" rows, beside the default that replaced it.
-struct prev_put_path {
-  static constexpr const char* kName = "shoal-prev";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_vec<true, shoal::detail::kPutLeadLoads>(scope, w, d, s, n, pe, "shoal::detail::putmem_vec");
   }
 };
 

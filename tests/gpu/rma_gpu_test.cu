@@ -145,39 +145,6 @@ void mem_all_scopes(Api api) {
 GPU_TEST(putmem_getmem_handle) { mem_all_scopes(handle_api{device_handle()}); }
 GPU_TEST(putmem_getmem_facade) { mem_all_scopes(facade_api{}); }
 
-/// The explicit handle with wide-scope puts through detail::putmem_lean (shoal-bench's "shoal-lf1"
-/// rows; not the default path yet): puts below one round of 4 vectors per thread go lookup first, one
-/// vector per thread per step.
-struct lean_handle_api : handle_api {
-  static constexpr const char* kName = "handle-lean";
-  template <class Scope>
-  __device__ void putmem(void* d, const void* s, size_t n, int pe, bool nbi) const {
-    if constexpr (Scope::kWide) {
-      nbi ? shoal::detail::putmem_lean<true>(Scope{}, w, d, s, n, pe, "putmem_lean")
-          : shoal::detail::putmem_lean<false>(Scope{}, w, d, s, n, pe, "putmem_lean");
-    } else {
-      handle_api::putmem<Scope>(d, s, n, pe, nbi);
-    }
-  }
-};
-
-// Per group (3 groups): 80 B (5 vectors), 3200 B (200) and 6400 B (400) take the lean path, except 6400 B
-// at warps<2> (a round is 256 vectors there), with several vectors per thread where the group has fewer
-// threads than vectors; 16000 B (1000) takes the 4-deep round. Misaligned offsets take the generic copy.
-template <class Scope>
-void lean_put_scope(lean_handle_api api) {
-  for (bool nbi : {false, true})
-    for (size_t n : {size_t{240}, size_t{9600}, size_t{19200}, size_t{48000}})
-      for (offsets off : kOffsets) mem_case<lean_handle_api, Scope>(api, false, nbi, n, off, false);
-}
-
-GPU_TEST(putmem_lean_handle) {
-  const lean_handle_api api{device_handle()};
-  lean_put_scope<block_scope>(api);
-  lean_put_scope<warps_scope<2>>(api);
-  lean_put_scope<warps_scope<4>>(api);
-}
-
 GPU_TEST(putmem_block_tma_handle) {
   buffers& b = bufs();
   const shoal::device_world w = device_handle();

@@ -28,10 +28,8 @@ __device__ __forceinline__ span split(size_t count, uint32_t parts, uint32_t par
 
 /// Moves one channel's share of a broadcast / fcollect / alltoall by storing into the members' dest
 /// (direct algorithm). Barriers are the caller's. kDeep: copy_to_remote_deep (8 loads in flight per
-/// thread) instead of copy_to_remote. kVec16: a block whose buffers are vec16_ok goes through
-/// copy_vec16 with 8 loads in flight (fewer registers than copy_width's 8-deep loop), any other
-/// through copy_to_remote (kDeep is then unused).
-template <class Scope, move_kind kKind, bool kDeep = false, bool kVec16 = false>
+/// thread) instead of copy_to_remote.
+template <class Scope, move_kind kKind, bool kDeep = false>
 __device__ __forceinline__ void move_direct(const device_world& w, const device_team& t, void* dest, const void* source,
                                             size_t bytes, int root, uint32_t chan, uint32_t nchan, const char* call) {
   const int n = t.n_pes;
@@ -57,14 +55,7 @@ __device__ __forceinline__ void move_direct(const device_world& w, const device_
       to = dst + static_cast<size_t>(me) * bytes;
     }
     if (j == me && to == from) continue;
-    if constexpr (kVec16) {
-      char* remote = peer_ptr(w, to + part.lo, pe, call);
-      if (vec16_ok<Scope>(remote, from + part.lo, part.hi - part.lo)) {
-        copy_vec16<Scope, 8>(remote, from + part.lo, part.hi - part.lo);
-      } else {
-        copy_to_remote<Scope>(remote, from + part.lo, part.hi - part.lo);
-      }
-    } else if constexpr (kDeep) {
+    if constexpr (kDeep) {
       copy_to_remote_deep<Scope>(peer_ptr(w, to + part.lo, pe, call), from + part.lo, part.hi - part.lo);
     } else {
       copy_to_remote<Scope>(peer_ptr(w, to + part.lo, pe, call), from + part.lo, part.hi - part.lo);
@@ -102,13 +93,11 @@ __device__ __noinline__ void move_proxy(const device_world& w, const device_team
 }
 
 /// broadcastmem / fcollectmem / alltoallmem of the device API: the whole scope pushes every byte
-/// (move_direct as channel 0 of 1), then a team barrier; worlds with proxy peers: move_proxy.
-/// kFast: move_direct's copy_vec16 path, 8 loads in flight per thread, for 16-byte-aligned global
-/// buffers at scopes of whole warps (others: copy_to_remote); a block-scope alltoall kernel then takes
-/// 108 registers instead of 82 (nvcc 13.0, sm_90) and measured 1.4% faster at 1 MiB on one H200
-/// (session 12), so no call uses it: shoal-bench's "shoal-v16" alltoall rows only. false:
-/// copy_to_remote, 4 loads in flight at wide scopes (broadcastmem, fcollectmem, alltoallmem).
-template <class Scope, move_kind kKind, bool kFast = false>
+/// (move_direct as channel 0 of 1), then a team barrier; worlds with proxy peers: move_proxy. The copy is
+/// copy_to_remote, 4 loads in flight per thread at wide scopes, which keeps a user's kernel small: with copy_vec16 at
+/// 8 loads in flight a block-scope alltoall kernel takes 108 registers instead of 82 (nvcc 13.0, sm_90) and is 1.4%
+/// faster at 1 MiB on one H200 (docs/results/gpu-1xh200/protocol/README.md).
+template <class Scope, move_kind kKind>
 __device__ __forceinline__ void move_team(const device_world& w, const device_team& t, void* dest, const void* source,
                                           size_t bytes, int root, const char* call) {
   check_team(w, t, call);
@@ -123,7 +112,7 @@ __device__ __forceinline__ void move_team(const device_world& w, const device_te
     return move_proxy<Scope, kKind>(a.w, a.t, dest, source, bytes, root, call);
   }
 #endif
-  move_direct<Scope, kKind, false, kFast>(w, t, dest, source, bytes, root, 0, 1, call);
+  move_direct<Scope, kKind>(w, t, dest, source, bytes, root, 0, 1, call);
   team_barrier<Scope>(w, t, call);
 }
 

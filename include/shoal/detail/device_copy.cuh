@@ -210,7 +210,7 @@ __device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_s
   }
 }
 
-/// True when a copy at Scope may take copy_vec16 / put_routed_vec16: the scope is whole warps
+/// True when a copy at Scope may take copy_vec16: the scope is whole warps
 /// (size a multiple of 32), destination, source and size are multiples of 16 bytes, the size is below
 /// 32 GiB (vector indices plus a round stay below 2^32) and the source is global memory (no head, no
 /// tail, no narrower width, ld.global).
@@ -268,85 +268,9 @@ __device__ __forceinline__ void copy_vec16(void* dest, const void* source, size_
   }
 }
 
-/// Loads in flight per thread in each round of put_routed_vec16 (4 x 16 B, as copy_width at wide
-/// scopes: a block of 512 threads moves 32 KiB per round trip).
+/// Loads in flight per thread in each round of the wide-scope put's and get's copy_vec16 (4 x 16 B, as
+/// copy_width at wide scopes: a block of 512 threads moves 32 KiB per round trip).
 inline constexpr int kPutLeadLoads = 4;
-
-/// The wide-scope put of vec16_ok buffers with the loads first (`dest` is the local symmetric
-/// address): each thread loads its vectors of the first round of copy_vec16 and only then looks `pe`
-/// up (peer_route), so that the lookup and the address arithmetic overlap the loads' round trip
-/// instead of preceding it. A load/store peer: stores them, copies the later rounds, returns the
-/// peer's node-local index (a thread without a vector in a world without a proxy ring: 0, unrouted);
-/// no scope sync. A proxy peer: stores nothing and returns -1 (the caller takes its proxy branch;
-/// the values loaded are dropped: reading `source` has no effect). Checked builds trap for a bad pe
-/// as peer_route does.
-/// kDepth: loads per thread per round (kPutLeadLoads by default).
-template <class Scope, int kDepth = kPutLeadLoads>
-__device__ __forceinline__ int32_t put_routed_vec16(const device_world& w, void* dest, const void* source,
-                                                    size_t nbytes, int pe, const char* call) {
-  const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
-  const uint4* s = static_cast<const uint4*>(source);
-  uint32_t j = vec16_first<Scope, kDepth>(Scope::rank());
-  // A thread with no vector (a small put leaves most warps of a block without one) skips the loads,
-  // the address arithmetic and the stores: every warp of the block runs this call to reach the
-  // caller's sync, so the instructions of such a warp bound how fast a small put can go. In a world
-  // with a proxy ring it still routes (every thread of the scope must take the same branch, proxy or
-  // not); without one no peer takes the proxy branch and it returns at once (rank 0 always has a
-  // vector, nbytes > 0 by vec16_ok, and routes: checked builds still trap on a bad pe).
-  const bool mine = j < num_vecs;
-  if (!mine && w.proxy_ring == nullptr) return 0;
-  uint4 v[kDepth];
-  if (mine) vec16_load(v, s, j, num_vecs);
-  const int32_t local = peer_route(w, pe, call);
-  if (local < 0 || !mine) return local;
-  uint4* d = ptx::opaque_ptr(local_peer_ptr(w, static_cast<uint4*>(dest), local));
-  const uint32_t round = Scope::size() * kDepth;
-#pragma unroll 1
-  while (true) {
-    vec16_store(v, d, j, num_vecs);
-    if (j + round >= num_vecs) break;  // no 32-bit wrap: j < num_vecs + round < 2^32 (vec16_ok)
-    j += round;
-    vec16_load(v, s, j, num_vecs);
-  }
-  return local;
-}
-
-/// Vectors in one full round of put_routed_vec16 at Scope (kPutLeadLoads per thread of the scope):
-/// a put of fewer leaves some thread without a full round.
-template <class Scope>
-__device__ __forceinline__ uint32_t put_round_vecs() {
-  return Scope::size() * kPutLeadLoads;
-}
-
-/// The small wide-scope put of vec16_ok buffers, lookup first (`dest` is the local symmetric
-/// address): peer_route, then rank r of the scope copies vectors r, r + size, ... with one load and
-/// its store per step (32-bit index, the interleaved order: a put of k*32 vectors takes one vector
-/// per lane of warps 0..k-1, the shape of raw_block_put_kernel and NVSHMEM's block copy). Meant for
-/// puts below put_round_vecs<Scope>(), where put_routed_vec16 moves every vector through warp 0's
-/// chain of loads, lookup, address and store predicates (docs/results/gpu-1xh200/protocol, session
-/// 12). A load/store peer: returns its node-local index; a proxy peer: stores nothing and returns -1
-/// (the caller takes its proxy branch). No scope sync. Every thread routes, so checked builds trap
-/// for a bad pe in every thread, as peer_route does.
-template <class Scope>
-__device__ __forceinline__ int32_t put_lean_vec16(const device_world& w, void* dest, const void* source, size_t nbytes,
-                                                  int pe, const char* call) {
-  const int32_t local = peer_route(w, pe, call);
-  if (local < 0) return local;
-  const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
-  uint32_t j = Scope::rank();
-  if (j >= num_vecs) return local;
-  const uint4* s = static_cast<const uint4*>(source) + j;
-  uint4* d = local_peer_ptr(w, static_cast<uint4*>(dest), static_cast<uint32_t>(local)) + j;  // local >= 0
-  ptx::st_global_v4(d, ptx::ld_global_v4(s));  // the first vector straight: most threads have one
-  const uint32_t size = Scope::size();
-#pragma unroll 1
-  for (j += size; j < num_vecs; j += size) {
-    s += size;
-    d += size;
-    ptx::st_global_v4(d, ptx::ld_global_v4(s));
-  }
-  return local;
-}
 
 /// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;

@@ -30,8 +30,7 @@ struct sized_elem<128> {
 
 /// putmem by the vector copy: peer lookup, then copy_to_remote (any alignment, any source space), then
 /// the scope's sync. kNbi: the _nbi form (differs only for proxy peers, where it does not wait for
-/// completion). Thread- and warp-scope putmem; the cold path of the wide scopes (rma_cold);
-/// shoal-bench's "shoal-generic" rows.
+/// completion). Thread- and warp-scope putmem; the cold path of the wide scopes (rma_cold).
 template <bool kNbi = false, class Scope>
 __device__ __forceinline__ void putmem_generic(Scope, const device_world& w, void* dest, const void* source,
                                                size_t nbytes, int pe, const char* call) {
@@ -52,47 +51,10 @@ __device__ __forceinline__ void getmem_generic(Scope, const device_world& w, voi
   Scope::sync();
 }
 
-/// putmem with put_routed_vec16 at kDepth loads per thread per round: wide scopes (block, warps<N>)
-/// with vec16_ok buffers (16-byte multiples, global source) issue their first loads before the peer
-/// lookup; everything else is putmem_generic. Same result, same final sync. The default put until
-/// session 20 (its checks and inline cold branches cost ~0.3 us per call: see putmem); kept for
-/// shoal-bench's "shoal-prev" rows (kDepth 4) and "shoal-d8" rows (kDepth 8).
-template <bool kNbi, int kDepth, class Scope>
-__device__ __forceinline__ void putmem_vec(Scope s, const device_world& w, void* dest, const void* source,
-                                           size_t nbytes, int pe, const char* call) {
-  if constexpr (Scope::kWide) {
-    if (vec16_ok<Scope>(dest, source, nbytes)) {
-      if (put_routed_vec16<Scope, kDepth>(w, dest, source, nbytes, pe, call) < 0)
-        return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
-      Scope::sync();
-      return;
-    }
-  }
-  putmem_generic<kNbi>(s, w, dest, source, nbytes, pe, call);
-}
-
-/// putmem_vec at kPutLeadLoads (4) loads per round, except that wide-scope puts of vec16_ok buffers
-/// below one full round (put_round_vecs: fewer than 4 vectors per thread of the scope) go through
-/// put_lean_vec16 (lookup first, one vector per thread per step). Same result, same final sync. Not
-/// adopted (docs/results/gpu-1xh200/protocol, session 14); shoal-bench's "shoal-lf1" rows.
-template <bool kNbi, class Scope>
-__device__ __forceinline__ void putmem_lean(Scope s, const device_world& w, void* dest, const void* source,
-                                            size_t nbytes, int pe, const char* call) {
-  if constexpr (Scope::kWide) {
-    if (vec16_ok<Scope>(dest, source, nbytes) && static_cast<uint32_t>(nbytes / 16) < put_round_vecs<Scope>()) {
-      if (put_lean_vec16<Scope>(w, dest, source, nbytes, pe, call) < 0)
-        return proxy_rma<Scope>(w, proxy_op::put, kNbi, dest, source, nbytes, pe, call);
-      Scope::sync();
-      return;
-    }
-  }
-  putmem_vec<kNbi, kPutLeadLoads>(s, w, dest, source, nbytes, pe, call);
-}
-
 /// The cold part of a wide-scope putmem/getmem: what the hot path does not take (a peer outside the world's direct
 /// run, a proxy peer, a bad pe, buffers that are not 16-byte multiples in global memory). Never inlined, the world
-/// passed by value: a kernel's loop around a put keeps none of this path's code, registers or argument set-up. Those
-/// cost a 2 KiB block put 0.32 us per call when inline (docs/results/gpu-1xh200/protocol, session 20: probe rows). Its
+/// passed by value: a kernel's loop around a put keeps none of this path's code, registers or argument set-up, which
+/// inline cost a 2 KiB block put 0.32 us per call (the probe rows of docs/results/gpu-1xh200/protocol/README.md). Its
 /// copy is the lean one (2 loads in flight per thread, kCopyLean): its registers add to those the kernel keeps live
 /// across the call.
 template <bool kNbi, bool kGet, class Scope>

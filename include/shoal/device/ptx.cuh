@@ -256,14 +256,6 @@ __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t nthreads) {
 
 // --- weak vector loads/stores in the global state space (the copy engines' fast path) ----------
 
-/// `p` unchanged, through a register move the compiler cannot see into: keeps a computed base address
-/// whole, so accesses at constant offsets from it use immediate offsets instead of each re-deriving
-/// the address from its parts (copy_vec16's remote stores). No memory effect, no ordering.
-template <class T>
-__device__ __forceinline__ T* opaque_ptr(T* p) {
-  asm("mov.b64 %0, %0;" : "+l"(p));
-  return p;
-}
 __device__ __forceinline__ uint4 ld_global_v4(const uint4* addr) {
   uint4 v;
   asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
