@@ -76,7 +76,7 @@ enum class device_report_kind : uint32_t {
 /// traps; the host prints it (src/runtime/device_reports.hpp: a thread that looks every 10 ms, and a last look when
 /// the world stops), after the trap too, since it reads host memory and not the failed context. Kernels do not call
 /// printf: a kernel whose code may call an external function (vprintf) pays a shared-memory drain before every
-/// system fence (ptxas), 0.075 us per fence on the H200 (docs/results/gpu-1xh200/protocol/README.md, session 22).
+/// system fence (ptxas), 0.075 us per fence on the H200 (docs/results/gpu-1xh200/protocol/README.md).
 struct device_report_box {
   static constexpr int kTextBytes = 96;
   uint32_t state;  ///< 0 free, 1 being written, 2 ready, 3 printed (host)
@@ -97,9 +97,9 @@ struct device_report_box {
 /// Producer-side cache of the words the proxy writes, in memory local to the producers (device memory for
 /// kernels: device_sync::proxy_gate), and a cap on how many producers read the ring's own words at once. A
 /// kernel's poll of the ring is a read of host memory across PCIe; with every thread of a 132 x 512 grid
-/// polling, a put + quiet round over the proxy took 240-440 ms and a p + quiet from every thread found no
-/// answer in 20 s (sessions 16-17); through the gate, 2-7 ms and 2.1 s. At most 2 x kRingPollers threads read
-/// the ring at a time and publish what they read; the others watch the gate's copies (lower bounds: the
+/// polling, a put + quiet round over the proxy takes 240-440 ms and a p + quiet from every thread finds no
+/// answer in 20 s; through the gate, 2-7 ms and 2.1 s (docs/results/proxy/analysis.md). At most 2 x kRingPollers
+/// threads read the ring at a time and publish what they read; the others watch the gate's copies (lower bounds: the
 /// counters only grow). shoal/detail/proxy_ring.hpp (ring_gated) uses it.
 struct ring_gate {
   uint64_t released;    ///< a lower bound of proxy_ring::released

@@ -28,7 +28,7 @@ enum class move : int { broadcast = 0, fcollect = 1, alltoall = 2 };
 
 /// The most threads an on-stream collective kernel is launched with; every such kernel carries it as its
 /// __launch_bounds__, so the compiler keeps it within 65536 / kMaxThreads = 128 registers and a launch cannot fail
-/// for want of registers when the device API's inlined paths grow (session 16: 134 registers failed at 512).
+/// for want of registers when the device API's inlined paths grow (at 134 registers a 512-thread launch fails).
 inline constexpr uint32_t kMaxThreads = 512;
 
 struct launch_config {

@@ -12,8 +12,8 @@
 
 namespace shoal::detail {
 
-/// The report's text, one line without a newline: the words device printf printed before session 22, so that
-/// logs and scripts that look for them still find them.
+/// The report's text, one line without a newline: the words the device prints with printf under
+/// SHOAL_DEVICE_PRINTF=1 (detail/device_common.cuh), so that logs and scripts find the same line either way.
 std::string format_device_report(const device_report_box& report);
 
 /// Watches one world's report box: a thread looks every 10 ms; look() looks now (the world looks when it stops, and

@@ -96,8 +96,8 @@ __device__ __noinline__ T amo_cold(device_world w, T* dest, proxy_amo code, T va
 /// device_world::direct_index(pe) < direct_count), else this PE's device_sync::amo_scratch, whose result the caller
 /// then replaces with its cold path's (amo_cold). The atom thus comes before the run check's branch, which ptxas
 /// otherwise places between a fetched value and the next call's atom: fetch_add 0.2231 against 0.2288 us per call in
-/// a dependent chain, where the atom on a known-good pointer takes 0.2106 (session 25, the probe-amo-scratch and
-/// probe-amo-nocheck rows). A cold call pays one relaxed atom on a local word that nothing reads.
+/// a dependent chain, where the atom on a known-good pointer takes 0.2106 (the fetch_add probes of
+/// docs/results/gpu-1xh200/protocol/README.md). A cold call pays one relaxed atom on a local word that nothing reads.
 template <class T>
 __device__ __forceinline__ T* amo_target(const device_world& w, T* p, uint32_t k, bool in_run) {
   return in_run ? run_peer_ptr(w, p, k) : reinterpret_cast<T*>(&local_sync(w)->amo_scratch);

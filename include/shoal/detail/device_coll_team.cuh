@@ -77,8 +77,8 @@ __device__ __forceinline__ channel_words channel_of(const device_world& w, uint3
 /// every member's accesses before the barrier happen before every member's accesses after it.
 __device__ __forceinline__ void team_barrier_thread(const device_world& w, const device_team& t, const char* call,
                                                     uint32_t chan = 0) {
-  // Nothing branches ahead of the fence, as in barrier_thread (whose order measured faster in session 23): the
-  // team's checks and lookups come after it.
+  // Nothing branches ahead of the fence, as in barrier_thread (where this order is the faster one): the team's
+  // checks and lookups come after it.
   ptx::fence_acq_rel_sys();  // release: this PE's earlier puts/stores before its first signal
   check_team(w, t, call);
   const channel_words cw = channel_of(w, chan);

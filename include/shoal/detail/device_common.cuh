@@ -22,15 +22,15 @@
 /// 1 (default): the device team collectives carry their proxy path (worlds with proxy peers: routed
 /// puts and team barriers, a cold non-inlined function). It costs up to 16 registers in every
 /// kernel that calls a collective, proxy peers or not (docs/device-api.md); 0 leaves it out for
-/// programs that only ever run on load/store-reachable peers (a proxy member then traps, as before).
+/// programs that only ever run on load/store-reachable peers (a proxy member then traps, naming the call).
 #ifndef SHOAL_DEVICE_COLL_PROXY
 #define SHOAL_DEVICE_COLL_PROXY 1
 #endif
 
 /// 0 (default): a failing device call writes its report into the world's report box (device_report_box, printed by
 /// the host) and traps; kernels then hold no call to printf, whose presence costs a shared-memory drain before every
-/// system fence. 1: it also prints the report with device printf (as before session 22), the only message a world
-/// without a report box gets.
+/// system fence. 1: it also prints the report with device printf, the only message a world without a report box
+/// gets.
 #ifndef SHOAL_DEVICE_PRINTF
 #define SHOAL_DEVICE_PRINTF 0
 #endif
@@ -191,8 +191,8 @@ __device__ __forceinline__ T* local_peer_ptr(const device_world& w, T* p, int64_
 /// entry k of device_world::direct_offset. The entry is read by ld.global.nc in an asm that is not volatile and
 /// touches no other memory: the table never changes after init, so the compiler may hoist the load out of a loop
 /// and keep the offset in a register across the call's cold path, as it cannot keep local_peer_ptr's arithmetic.
-/// Hoisting also lifts the load above the caller's `k < direct_count` branch (session 25: a cold PE's index read
-/// past the table), so the asm checks k itself and loads only inside the run; outside it yields 0, never used.
+/// Hoisting also lifts the load above the caller's `k < direct_count` branch (a cold PE's index would read past the
+/// table), so the asm checks k itself and loads only inside the run; outside it yields 0, never used.
 template <class T>
 __device__ __forceinline__ T* run_peer_ptr(const device_world& w, T* p, uint32_t k) {
   uint64_t offset;

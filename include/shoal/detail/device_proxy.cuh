@@ -350,8 +350,8 @@ __device__ __forceinline__ void proxy_rma(const device_world& w, proxy_op op, bo
   if (one_word || (!__isGlobal(local) && nbytes <= kProxyInlineBytes)) {
     // Not carried: a buffer in registers, local or shared memory (UCX cannot reach it), or one word (1, 2, 4 or 8
     // bytes): its bytes travel in the descriptors themselves, as p/g do (rank 0 of the scope). A one-word put then
-    // returns once posted, with no reply to wait for and no staging copy of its source by the proxy (the
-    // session-18 probe: a waiting round trip through the ring costs a kernel ~6 us), and a one-word get waits for
+    // returns once posted, with no reply to wait for and no staging copy of its source by the proxy (a waiting
+    // round trip through the ring costs a kernel ~6 us: docs/results/proxy/analysis.md), and a one-word get waits for
     // its value in the reply line instead of a copy into GPU memory.
     Scope::sync();
     if (Scope::rank() == 0) proxy_rma_inline(w, op, remote, const_cast<void*>(local), nbytes, pe, call);

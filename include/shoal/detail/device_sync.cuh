@@ -23,7 +23,7 @@
 #endif
 /// 1 (default): single-word waits (and the barrier) poll with ld.acquire.sys itself, so the read
 /// that sees the value is the acquire (no re-read, no fence). 0: relaxed polls, then the acquire
-/// chosen by SHOAL_WAIT_ACQUIRE_FENCE. Both are correct; on 2xH200 over NVLink acquire polls were
+/// chosen by SHOAL_WAIT_ACQUIRE_FENCE. Both are correct; on 2xH200 over NVLink acquire polls are
 /// faster (int_p ping-pong half round trip 0.87 us vs 1.04 us; barrier_all 1.69 vs 1.93 us).
 #ifndef SHOAL_WAIT_ACQUIRE_POLL
 #define SHOAL_WAIT_ACQUIRE_POLL 1
@@ -205,11 +205,9 @@ __device__ __forceinline__ void count_wait(const device_world& w, uint64_t* word
 /// signal to be acknowledged over the link.
 ///
 /// Nothing branches ahead of the fence: round 0's peer word is computed before it without a branch (a pe with no
-/// load/store path gives -1, which peer_ptr's or peer_route's checks take after the fence). This order measured
-/// 0.024-0.035 us faster than session 22's, which branched to the cold check before the fence (a bench row of the same
-/// binary at 5717c21, docs/results/gpu-1xh200/protocol, session 23). The lookup cost 0.08-0.10 us over a precomputed
-/// address with the local-index table's check (`probe-lib-table` against `probe-lib`) and 0.05 us with the direct run
-/// (`probe-lib-addr`, session 24).
+/// load/store path gives -1, which peer_ptr's or peer_route's checks take after the fence). This order is 0.024-0.035
+/// us faster than a branch to the cold check before the fence, and the lookup costs 0.05 us over a precomputed address
+/// (the barrier probes of docs/results/gpu-1xh200/protocol/README.md).
 ///
 /// Without kFlagBarrierEpochs (no PE of the job has a proxy peer) a signal is red.add(1) and the wait
 /// consumes one (count_wait): nothing private is loaded or stored before the signal. With it, the signal is this PE's
