@@ -114,7 +114,8 @@ __global__ void probe(prim what, int n, uint64_t* host_word, proxy_ring* ring, r
         d.flags = kProxyWait;
         d.pe = 1;
         d.operand = static_cast<uint64_t>(i);
-        const uint64_t r = proxy_post_to(ring, gate, nullptr, 0, 0, d, "probe");
+        const proxy_call call{d, ring, gate, nullptr, 0, 0};  // no report box, no timeout, PE 0
+        const uint64_t r = proxy_post_to(&call, "probe");
         if (r != static_cast<uint64_t>(i) + 1) __trap();
         acc += r;
         break;
