@@ -285,6 +285,17 @@ class session {
     }
   }
 
+  /// Ends a collective whose last step reads peers' words, i.e. one that returns right after enter() (a sync, an
+  /// empty transfer): on a team that can be destroyed, one more barrier, which reads only this PE's own words, so
+  /// that no member leaves while another still reads its post. A member that leaves may destroy the team (a local
+  /// act) and zero its words of the slot for a new team there (team layer: zero_free_slots), and a member still
+  /// reading them saw a zeroed post, "?" (tests-sos shmem_team_reuse_teams at 4 PEs, a quarter of its runs).
+  void leave_after_enter() {
+    if (handle_ >= SHOAL_TEAM_WORLD && handle_ <= SHOALX_TEAM_NODE) return;
+    if (handle_ == SHOALX_TEAM_SAME_MYPE_NODE) return;
+    barrier();
+  }
+
   /// Dissemination barrier over the team's members (same epoch scheme as the world's barrier).
   void barrier() {
     const uint64_t epoch = bump_my_word(offsetof(team_sync, epoch));
@@ -445,6 +456,7 @@ int sync(const char* call, shoal_team_t team, bool quiet) noexcept {
     session s(call, team);
     if (quiet) s.world().transport().quiet();
     s.enter(record_of(kind::sync), [](post_record&) {});
+    s.leave_after_enter();
   });
 }
 
@@ -466,7 +478,7 @@ int broadcast(const char* call, shoal_team_t team, void* dest, const void* sourc
       r.dest_off = s.offset("dest", dest, bytes, elem_bytes);
       r.src_off = s.offset("source", source, bytes, elem_bytes);
     });
-    if (bytes == 0) return;
+    if (bytes == 0) return s.leave_after_enter();
     // Every member pulls from the root (the root copies locally; OpenSHMEM 1.5 updates its dest too).
     if (s.rank() == root) {
       s.copy_here(dest, source, bytes);
@@ -491,7 +503,7 @@ int fcollect(const char* call, shoal_team_t team, void* dest, const void* source
       r.dest_off = s.offset("dest", dest, bytes_of(call, "nelems * n_pes(team)", bytes, s.n()), elem_bytes);
       r.src_off = s.offset("source", source, bytes, elem_bytes);
     });
-    if (bytes == 0) return;
+    if (bytes == 0) return s.leave_after_enter();
     for (int j = 0; j < s.n(); ++j) {
       char* to = static_cast<char*>(dest) + j * bytes;
       if (j == s.rank())
@@ -528,7 +540,7 @@ int collect(const char* call, shoal_team_t team, void* dest, const void* source,
       SHOAL_CHECK_ARG(!__builtin_add_overflow(at[j], b, &at[j + 1]), call, "the total of nelems overflows size_t");
     }
     size_t total = at[s.n()];
-    if (total == 0) return;
+    if (total == 0) return s.leave_after_enter();
     s.world().symmetric_offset(call, "dest", dest, total, elem_bytes);
     for (int j = 0; j < s.n(); ++j) {
       size_t b = at[j + 1] - at[j];
@@ -558,7 +570,7 @@ int alltoall(const char* call, shoal_team_t team, void* dest, const void* source
       r.dest_off = s.offset("dest", dest, all, elem_bytes);
       r.src_off = s.offset("source", source, all, elem_bytes);
     });
-    if (bytes == 0) return;
+    if (bytes == 0) return s.leave_after_enter();
     // Block j of dest comes from block `rank` of team PE j's source.
     for (int j = 0; j < s.n(); ++j) {
       char* to = static_cast<char*>(dest) + j * bytes;
@@ -591,7 +603,7 @@ void reduce_blocks(const char* call, shoal_team_t team, void* dest, const void* 
     r.dest_off = s.offset("dest", dest, bytes, type.bytes);
     r.src_off = s.offset("source", source, src_bytes, type.bytes);
   });
-  if (bytes == 0) return;
+  if (bytes == 0) return s.leave_after_enter();
   if (k == kind::reducescatter) block_of_mine = static_cast<size_t>(s.rank()) * bytes;
   std::vector<unsigned char> acc(bytes);
   std::vector<unsigned char> fetched;  // a proxy member's block
