@@ -17,7 +17,10 @@
 //   4. move data by pulling from peers' memory (peer_transport::get: a copy from a mapped heap or data
 //      segment, a get through the proxy) into this PE's own dest (or a local buffer for reductions, so
 //      dest may alias source);
-//   5. team barrier B: nobody reads a source any more (reductions then write dest locally).
+//   5. team barrier B: nobody reads a source any more (reductions then write dest locally). A call that
+//      moves no data (a sync, an empty transfer) on a team other than the predefined ones still ends with
+//      barrier B, so that nobody reads a member's description after that member left (it may destroy the
+//      team and zero its words of the slot for a new team there).
 // Each member is reached through its own path: on host heaps, mapped members' sync words by loads
 // and stores, proxy members' by get (posts) and atomic set (barrier rounds) at the same heap offsets.
 // On GPU heaps the team_sync words are GPU memory, so every member's (this PE's too) go through the
