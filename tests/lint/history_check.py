@@ -23,7 +23,7 @@ import sys
 import tempfile
 import tokenize
 
-SCOPE_CODE = ("include", "src", "ep", "python", "codegen", "examples", "cmake")
+SCOPE_CODE = ("include", "src", "ep", "python", "codegen", "examples", "cmake", "tools")
 C_LIKE = {".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh", ".inc"}
 PYTHON = {".py", ".pyi"}
 HASH_COMMENTS = {".cmake", ".in", ".sh"}  # and CMakeLists.txt, and scripts with a shebang

@@ -48,7 +48,7 @@ constexpr std::chrono::milliseconds stopped_drain_window{1000};
 
 /// After the first PE that fails, how long the others get to end by themselves before SIGTERM: a PE failing for the
 /// same reason (a bad setting every PE reads at init) may still be on its way to saying why, and a SIGTERM at once
-/// lost those words (CI, session 25: the peer saw the failing PE's connection close before that PE printed).
+/// loses those words (a peer that sees the failing PE's connection close can stop before that PE prints).
 constexpr std::chrono::milliseconds failed_pe_grace{500};
 
 /// A second SIGINT/SIGTERM/SIGHUP skips the rest of the kill grace only if it comes at least this
