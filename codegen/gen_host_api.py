@@ -3,19 +3,25 @@
 
 Outputs (checked in; CI regenerates and fails on a diff):
   include/shoal/detail/host_api.h   C declarations, included by <shoal/shoal.h>
-  src/runtime/host_api.cc           definitions: one line each into the generic facade (typed *_on_stream
+  src/runtime/host_api_gen.cc           definitions: one line each into the generic C API (typed *_on_stream
                                     RMA, put_signal and wait_until included)
-  src/coll/coll_api.cc              team collectives, blocking and shoalx_*_on_stream: one line each
+  src/coll/coll_api_gen.cc              team collectives, blocking and shoalx_*_on_stream: one line each
                                     into the generic collectives (src/coll/coll.hpp; the coll layer
                                     sits above the runtime)
 
-Run from anywhere: python3 codegen/gen_host_api.py [--check]
+Every output carries the mark of codegen/generated.py.
+
+Run from anywhere: python3 codegen/gen_host_api.py [--check | --list]
 """
 import argparse
 import pathlib
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import generated  # noqa: E402  (the mark of a generated file)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+GENERATOR = "codegen/gen_host_api.py"
 
 # OpenSHMEM 1.5 standard RMA types, plus NVSHMEM's half and bfloat16: (TYPENAME, C type)
 RMA_TYPES = [
@@ -92,39 +98,39 @@ def rma(e):
         al = f"alignof({ct})"
         for nbi in ("", "_nbi"):
             e.fn("void", f"shoal_{tn}_put{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                 f'f::put{nbi}("shoal_{tn}_put{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+                 f'capi::put{nbi}("shoal_{tn}_put{nbi}", dest, source, nelems, {sz}, {al}, pe);')
             e.fn("void", f"shoal_{tn}_get{nbi}", f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                 f'f::get{nbi}("shoal_{tn}_get{nbi}", dest, source, nelems, {sz}, {al}, pe);')
+                 f'capi::get{nbi}("shoal_{tn}_get{nbi}", dest, source, nelems, {sz}, {al}, pe);')
         e.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
-             f'f::put("shoal_{tn}_p", dest, &value, 1, {sz}, {al}, pe);')
+             f'capi::put("shoal_{tn}_p", dest, &value, 1, {sz}, {al}, pe);')
         e.fn(ct, f"shoal_{tn}_g", f"const {ct}* source, int pe",
-             f'{ct} value{{}}; f::get("shoal_{tn}_g", &value, source, 1, {sz}, {al}, pe); return value;')
+             f'{ct} value{{}}; capi::get("shoal_{tn}_g", &value, source, 1, {sz}, {al}, pe); return value;')
         e.fn("void", f"shoal_{tn}_iput",
              f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-             f'f::iput("shoal_{tn}_iput", dest, source, dst, sst, nelems, {sz}, pe);')
+             f'capi::iput("shoal_{tn}_iput", dest, source, dst, sst, nelems, {sz}, pe);')
         e.fn("void", f"shoal_{tn}_iget",
              f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-             f'f::iget("shoal_{tn}_iget", dest, source, dst, sst, nelems, {sz}, pe);')
+             f'capi::iget("shoal_{tn}_iget", dest, source, dst, sst, nelems, {sz}, pe);')
 
     e.section("RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem)")
     for bits in SIZES:
         nb = bits // 8
         for nbi in ("", "_nbi"):
             e.fn("void", f"shoal_put{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-                 f'f::put{nbi}("shoal_put{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+                 f'capi::put{nbi}("shoal_put{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
             e.fn("void", f"shoal_get{bits}{nbi}", "void* dest, const void* source, size_t nelems, int pe",
-                 f'f::get{nbi}("shoal_get{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
+                 f'capi::get{nbi}("shoal_get{bits}{nbi}", dest, source, nelems, {nb}, {min(nb, 8)}, pe);')
         e.fn("void", f"shoal_iput{bits}",
              "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-             f'f::iput("shoal_iput{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
+             f'capi::iput("shoal_iput{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
         e.fn("void", f"shoal_iget{bits}",
              "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-             f'f::iget("shoal_iget{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
+             f'capi::iget("shoal_iget{bits}", dest, source, dst, sst, nelems, {nb}, pe);')
     for nbi in ("", "_nbi"):
         e.fn("void", f"shoal_putmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
-             f'f::put{nbi}("shoal_putmem{nbi}", dest, source, nbytes, 1, 1, pe);')
+             f'capi::put{nbi}("shoal_putmem{nbi}", dest, source, nbytes, 1, 1, pe);')
         e.fn("void", f"shoal_getmem{nbi}", "void* dest, const void* source, size_t nbytes, int pe",
-             f'f::get{nbi}("shoal_getmem{nbi}", dest, source, nbytes, 1, 1, pe);')
+             f'capi::get{nbi}("shoal_getmem{nbi}", dest, source, nbytes, 1, 1, pe);')
 
 
 def signals(e):
@@ -139,7 +145,7 @@ def signals(e):
             n = "nbytes" if base == "shoal_putmem_signal" else "nelems"
             e.fn("void", name,
                  f"{ct}* dest, {src}* source, size_t {n}, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
-                 f'f::put_signal("{name}", dest, source, {n}, {sz}, {al}, sig_addr, signal, sig_op, pe);')
+                 f'capi::put_signal("{name}", dest, source, {n}, {sz}, {al}, sig_addr, signal, sig_op, pe);')
 
 
 def atomics(e):
@@ -164,24 +170,24 @@ def atomics(e):
             call = f'"{name}", {enum}, {ty}'
             if op == "fetch":
                 e.fn(ct, name, f"const {ct}* source, int pe",
-                     f"{ct} r{{}}; f::amo({call}, const_cast<{ct}*>(source), nullptr, nullptr, &r, pe); return r;")
+                     f"{ct} r{{}}; capi::amo({call}, const_cast<{ct}*>(source), nullptr, nullptr, &r, pe); return r;")
             elif op == "set":
                 e.fn("void", name, f"{ct}* dest, {ct} value, int pe",
-                     f"f::amo({call}, dest, &value, nullptr, nullptr, pe);")
+                     f"capi::amo({call}, dest, &value, nullptr, nullptr, pe);")
             elif op == "compare_swap":
                 e.fn(ct, name, f"{ct}* dest, {ct} cond, {ct} value, int pe",
-                     f"{ct} r{{}}; f::amo({call}, dest, &value, &cond, &r, pe); return r;")
+                     f"{ct} r{{}}; capi::amo({call}, dest, &value, &cond, &r, pe); return r;")
             elif op in ("fetch_inc",):
                 e.fn(ct, name, f"{ct}* dest, int pe",
-                     f"{ct} r{{}}; f::amo({call}, dest, nullptr, nullptr, &r, pe); return r;")
+                     f"{ct} r{{}}; capi::amo({call}, dest, nullptr, nullptr, &r, pe); return r;")
             elif op == "inc":
-                e.fn("void", name, f"{ct}* dest, int pe", f"f::amo({call}, dest, nullptr, nullptr, nullptr, pe);")
+                e.fn("void", name, f"{ct}* dest, int pe", f"capi::amo({call}, dest, nullptr, nullptr, nullptr, pe);")
             elif op.startswith("fetch_") or op == "swap":
                 e.fn(ct, name, f"{ct}* dest, {ct} value, int pe",
-                     f"{ct} r{{}}; f::amo({call}, dest, &value, nullptr, &r, pe); return r;")
+                     f"{ct} r{{}}; capi::amo({call}, dest, &value, nullptr, &r, pe); return r;")
             else:  # add, and, or, xor
                 e.fn("void", name, f"{ct}* dest, {ct} value, int pe",
-                     f"f::amo({call}, dest, &value, nullptr, nullptr, pe);")
+                     f"capi::amo({call}, dest, &value, nullptr, nullptr, pe);")
 
 
 def sync(e):
@@ -192,10 +198,10 @@ def sync(e):
             n = f"shoal_{tn}_{verb}"
             if verb == "wait_until":
                 e.fn("void", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
-                     f'f::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
+                     f'capi::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
             else:
                 e.fn("int", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
-                     f'return (int)f::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
+                     f'return (int)capi::wait("{n}", {ty}, ivar, 1, nullptr, nullptr, cmp, &cmp_value, false, W::all, {test});')
             for mode in ("all", "any", "some"):
                 for vec in (False, True):
                     n = f"shoal_{tn}_{verb}_{mode}" + ("_vector" if vec else "")
@@ -207,11 +213,11 @@ def sync(e):
                     args = (f'"{n}", {ty}, ivars, nelems, status, {idxa}, cmp, {valp}, '
                             f'{"true" if vec else "false"}, W::{mode}, {test}')
                     if mode == "all" and verb == "wait_until":
-                        e.fn("void", n, params, f"f::wait({args});")
+                        e.fn("void", n, params, f"capi::wait({args});")
                     elif mode == "all":
-                        e.fn("int", n, params, f"return (int)f::wait({args});")
+                        e.fn("int", n, params, f"return (int)capi::wait({args});")
                     else:
-                        e.fn("size_t", n, params, f"return f::wait({args});")
+                        e.fn("size_t", n, params, f"return capi::wait({args});")
 
 
 def scalar_of(ct):
@@ -238,7 +244,7 @@ def movement_name(stem, verb, suffix=""):
 
 
 def collectives(e):
-    """Host team collectives. They go to their own definitions file (src/coll/coll_api.cc): the caller
+    """Host team collectives. They go to their own definitions file (src/coll/coll_api_gen.cc): the caller
     passes an Emitter whose defs become that file. Every one returns 0 or a SHOAL_ERR_* code."""
     def fn(name, params, body, twin=True):
         e.fn("int", name, params, f"return c::{body}")
@@ -273,7 +279,7 @@ def collectives(e):
 
 def collectives_on_stream(e):
     """Team collectives enqueued on a CUDA stream (NVSHMEM's nvshmemx_*_on_stream), host only; into
-    src/coll/coll_api.cc with the blocking ones. Every one returns 0 or a SHOAL_ERR_* code."""
+    src/coll/coll_api_gen.cc with the blocking ones. Every one returns 0 or a SHOAL_ERR_* code."""
     st = "struct CUstream_st* stream"
 
     def fn(name, params, body):
@@ -313,7 +319,7 @@ STREAM_TYPES = [(tn, ct) for tn, ct in RMA_TYPES if tn != "longdouble"]
 
 def stream_rma(e):
     """Typed RMA, put-with-signal and wait_until enqueued on a CUDA stream (NVSHMEM's nvshmemx_*_on_stream), host
-    only; into src/runtime/host_api.cc, each one line into the generic on-stream calls (src/runtime/stream_api.cc).
+    only; into src/runtime/host_api_gen.cc, each one line into the generic on-stream calls (src/runtime/stream_api.cc).
     _nbi forms are the blocking ones (both only enqueue)."""
     st = "struct CUstream_st* stream"
 
@@ -328,17 +334,17 @@ def stream_rma(e):
             for op in ("put", "get"):
                 n = f"shoalx_{tn}_{op}{nbi}_on_stream"
                 fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                   f'f::{op}_on_stream("{n}", dest, source, nelems * {sz}, pe, stream);')
+                   f'capi::{op}_on_stream("{n}", dest, source, nelems * {sz}, pe, stream);')
         n = f"shoalx_{tn}_p_on_stream"
         fn("void", n, f"{ct}* dest, const {ct} value, int pe",
-           f'f::p_on_stream("{n}", dest, &value, {sz}, pe, stream);')
+           f'capi::p_on_stream("{n}", dest, &value, {sz}, pe, stream);')
         n = f"shoalx_{tn}_g_on_stream"
         fn(ct, n, f"const {ct}* source, int pe",
-           f'{ct} value{{}}; f::g_on_stream("{n}", &value, source, {sz}, pe, stream); return value;')
+           f'{ct} value{{}}; capi::g_on_stream("{n}", &value, source, {sz}, pe, stream); return value;')
         for op in ("iput", "iget"):
             n = f"shoalx_{tn}_{op}_on_stream"
             fn("void", n, f"{ct}* dest, const {ct}* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-               f'f::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {sz}, pe, stream);')
+               f'capi::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {sz}, pe, stream);')
 
     e.section("RMA on a CUDA stream: sized (putN/getN, N in bits) and untyped _nbi")
     for bits in SIZES:
@@ -347,15 +353,15 @@ def stream_rma(e):
             for op in ("put", "get"):
                 n = f"shoalx_{op}{bits}{nbi}_on_stream"
                 fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
-                   f'f::{op}_on_stream("{n}", dest, source, nelems * {nb}, pe, stream);')
+                   f'capi::{op}_on_stream("{n}", dest, source, nelems * {nb}, pe, stream);')
         for op in ("iput", "iget"):
             n = f"shoalx_{op}{bits}_on_stream"
             fn("void", n, "void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe",
-               f'f::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {nb}, pe, stream);')
+               f'capi::{op}_on_stream("{n}", dest, source, dst, sst, nelems, {nb}, pe, stream);')
     for op in ("put", "get"):
         n = f"shoalx_{op}mem_nbi_on_stream"
         fn("void", n, "void* dest, const void* source, size_t nbytes, int pe",
-           f'f::{op}_on_stream("{n}", dest, source, nbytes, pe, stream);')
+           f'capi::{op}_on_stream("{n}", dest, source, nbytes, pe, stream);')
 
     e.section("put-with-signal on a CUDA stream: typed, sized and untyped, blocking and _nbi")
     variants = [(f"shoalx_{tn}_put_signal", ct, f"sizeof({ct})") for tn, ct in STREAM_TYPES]
@@ -368,7 +374,7 @@ def stream_rma(e):
             n = f"{base}{nbi}_on_stream"
             fn("void", n,
                f"{ct}* dest, {src}* source, size_t {count}, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe",
-               f'f::put_signal_on_stream("{n}", dest, source, {count} * {sz}, sig_addr, signal, sig_op, pe, stream);')
+               f'capi::put_signal_on_stream("{n}", dest, source, {count} * {sz}, sig_addr, signal, sig_op, pe, stream);')
 
     e.section("wait_until on a CUDA stream: one word, all of nelems words (status and cmp_values are read on the "
               "host when called; host or device memory)")
@@ -376,13 +382,13 @@ def stream_rma(e):
         ty = f"sd::scalar_of<{ct}>()"
         n = f"shoalx_{tn}_wait_until_on_stream"
         fn("void", n, f"{ct}* ivar, int cmp, {ct} cmp_value",
-           f'f::wait_until_on_stream("{n}", {ty}, ivar, 1, nullptr, cmp, &cmp_value, false, stream);')
+           f'capi::wait_until_on_stream("{n}", {ty}, ivar, 1, nullptr, cmp, &cmp_value, false, stream);')
         n = f"shoalx_{tn}_wait_until_all_on_stream"
         fn("void", n, f"{ct}* ivars, size_t nelems, const int* status, int cmp, {ct} cmp_value",
-           f'f::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, &cmp_value, false, stream);')
+           f'capi::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, &cmp_value, false, stream);')
         n = f"shoalx_{tn}_wait_until_all_vector_on_stream"
         fn("void", n, f"{ct}* ivars, size_t nelems, const int* status, int cmp, {ct}* cmp_values",
-           f'f::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, cmp_values, true, stream);')
+           f'capi::wait_until_on_stream("{n}", {ty}, ivars, nelems, status, cmp, cmp_values, true, stream);')
 
 
 # --- nvcc (__CUDACC__) branch of host_api.h: owned by the device API (see docs/device-api.md) ----
@@ -428,8 +434,7 @@ def cuda_branch(e):
     return CUDA_SELECT, "\n".join(lines) + "\n"
 
 
-HEADER = """/* clang-format off */
-/* GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
+HEADER = "/* clang-format off */\n/* " + generated.marker(GENERATOR) + """
  * shoal's typed host API (OpenSHMEM 1.5 names with the shoal_ prefix). Included by <shoal/shoal.h>.
  * Contracts are those of the generic calls documented in <shoal/shoal.h>:
  *   put/get/p/g/iput/iget: dest (put) or source (get) symmetric; nelems in elements (nbytes: bytes, *mem forms);
@@ -470,13 +475,12 @@ SHOAL_EXTERN_C_END
 #endif /* SHOAL_DETAIL_HOST_API_H_ */
 """
 
-SOURCE_HEAD = """// clang-format off
-// GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
-// Each typed C entry point forwards to one generic, type-erased implementation in facade.hpp.
-#include "runtime/facade.hpp"
+SOURCE_HEAD = "// clang-format off\n// " + generated.marker(GENERATOR) + """
+// Each typed C entry point forwards to one generic, type-erased implementation in c_api.hpp.
+#include "runtime/c_api.hpp"
 #include "shoal/shoal.h"
 
-namespace f = shoal::detail::facade;
+namespace capi = shoal::detail::c_api;
 namespace sd = shoal::detail;
 using W = shoal::detail::world_impl::wait_mode;
 
@@ -484,8 +488,7 @@ extern "C" {
 """
 
 
-COLL_SOURCE_HEAD = """// clang-format off
-// GENERATED by codegen/gen_host_api.py: do not edit; edit the generator and rerun it.
+COLL_SOURCE_HEAD = "// clang-format off\n// " + generated.marker(GENERATOR) + """
 // Each typed team collective forwards to one generic, type-erased implementation in coll.hpp.
 #include "coll/coll.hpp"
 #include "shoal/shoal.h"
@@ -500,6 +503,7 @@ extern "C" {
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true", help="fail if the checked-in outputs differ")
+    ap.add_argument("--list", action="store_true", help="print the outputs (repository paths), one per line")
     args = ap.parse_args()
     e = Emitter()
     rma(e)
@@ -514,9 +518,17 @@ def main():
     outputs = {
         ROOT / "include/shoal/detail/host_api.h": HEADER + cuda_branch(e)[0] + "\n".join(e.decls) + "\n"
         + cuda_branch(e)[1] + FOOTER,
-        ROOT / "src/runtime/host_api.cc": SOURCE_HEAD + "\n".join(runtime_defs) + "\n\n}  // extern \"C\"\n",
-        ROOT / "src/coll/coll_api.cc": COLL_SOURCE_HEAD + "\n".join(e.defs) + "\n\n}  // extern \"C\"\n",
+        ROOT / "src/runtime/host_api_gen.cc": SOURCE_HEAD + "\n".join(runtime_defs) + "\n\n}  // extern \"C\"\n",
+        ROOT / "src/coll/coll_api_gen.cc": COLL_SOURCE_HEAD + "\n".join(e.defs) + "\n\n}  // extern \"C\"\n",
     }
+    if args.list:
+        print(*(p.relative_to(ROOT).as_posix() for p in outputs), sep="\n")
+        return 0
+    unmarked = generated.unmarked(GENERATOR, outputs, ROOT)
+    if unmarked:
+        print(f"outputs without the mark of codegen/generated.py ({generated.marker(GENERATOR)}):", *unmarked,
+              sep="\n  ")
+        return 1
     stale = []
     for path, text in outputs.items():
         if args.check:

@@ -1,6 +1,6 @@
 // shoal's one host error type and its codes.
 // Every failure of the C++ API is a shoal::error naming the failing call and, for bad input,
-// the argument; the C facade turns it into a status code or a job abort at its boundary.
+// the argument; the C API turns it into a status code or a job abort at its boundary.
 #pragma once
 
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // shoal's C++ host API: a world is one job of PEs with its own bootstrap and symmetric heap.
-// Several worlds may live in one process (each with its own heap); the C facade in
+// Several worlds may live in one process (each with its own heap); the C API of
 // <shoal/shoal.h> drives a default one. Every call throws shoal::error on failure.
 #pragma once
 

@@ -16,7 +16,7 @@
 
 #include "coll/coll_world.hpp"
 #include "common/check.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/shoal.h"
 #include "transport/scalar.hpp"

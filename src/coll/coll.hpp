@@ -1,7 +1,7 @@
 // Host team collectives: the generic, type-erased implementations behind the generated typed entry
-// points (src/coll/coll_api.cc, from codegen/gen_host_api.py). Each takes the public call's name
+// points (src/coll/coll_api_gen.cc, from codegen/gen_host_api.py). Each takes the public call's name
 // for its errors, runs on the default world, converts shoal::error into the C error contract
-// (facade::guarded) and returns 0 or the SHOAL_ERR_* code.
+// (c_api::guarded) and returns 0 or the SHOAL_ERR_* code.
 //
 // Two implementations: on a GPU heap, a team that is strided and whose members are all
 // load/store-reachable runs the on-stream kernels (below, runs_on_gpu_kernels); every other call --
@@ -65,7 +65,7 @@ int reducescatter(const char* call, shoal_team_t team, void* dest, const void* s
 // graph. dest and source are symmetric (GPU heap). On host-memory worlds: SHOAL_ERR_UNSUPPORTED. A
 // team with a member that this GPU cannot load/store (a proxy peer) is refused on the host, naming
 // the member, before any stream work (a host protocol cannot run inside a stream or a graph).
-// Return 0 or the SHOAL_ERR_* code (errors follow the facade's error mode, as the blocking calls).
+// Return 0 or the SHOAL_ERR_* code (errors follow the C API's error mode, as the blocking calls).
 // blocking (the blocking host calls on GPU heaps): the members first exchange their arguments (or
 // local errors) by an LL fcollect and fail alike on a bad or mismatched call, before data moves.
 int sync_on_stream(const char* call, shoal_team_t team, bool quiet, void* stream, bool blocking = false) noexcept;

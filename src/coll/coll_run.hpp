@@ -9,22 +9,22 @@
 #error "coll/coll_run.hpp is host code: include it from .cc files only"
 #endif
 
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal::detail::coll {
 
-/// Runs f() for C entry point `call` under the facade's error contract; 0 or the SHOAL_ERR_* code.
+/// Runs f() for C entry point `call` under the C API's error contract; 0 or the SHOAL_ERR_* code.
 template <class F>
 int run(const char* call, F&& f) noexcept {
-  bool ok = facade::guarded(
+  bool ok = c_api::guarded(
       call,
       [&] {
         f();
         return true;
       },
       false);
-  return facade::status_of(ok);
+  return c_api::status_of(ok);
 }
 
 }  // namespace shoal::detail::coll

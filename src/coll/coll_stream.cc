@@ -29,7 +29,7 @@
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/shoal.h"
 

@@ -1,6 +1,6 @@
 // What the team collectives use of a world, and nothing more: the team layer (table, per-team host
 // sync words), the transport (how bytes reach each member), the symmetric-range checks, and the
-// collective lock, timeout and agreement setting. One per call, from the facade's current world.
+// collective lock, timeout and agreement setting. One per call, from the C API's current world.
 #pragma once
 
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string_view>
 
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/world_impl.hpp"
 #include "team/team_world.hpp"
 #include "transport/transport.hpp"
@@ -18,7 +18,7 @@ namespace shoal::detail {
 class coll_world {
  public:
   /// The default world, or throws errc::not_initialized naming `call`.
-  static coll_world current(const char* call) { return coll_world(facade::current(call)); }
+  static coll_world current(const char* call) { return coll_world(c_api::current(call)); }
   explicit coll_world(world_impl& w) : w_(w), teams_(world_teams::of(w)) {}
 
   int my_pe() const { return w_.my_pe(); }

@@ -2,7 +2,7 @@
 // UCX transports towards each proxy peer (common/info.cc holds the rest, below every layer).
 #include <string>
 
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "shoal/info.h"
 #include "transport/proxy/ucx_info.hpp"
 
@@ -14,7 +14,7 @@ const char* shoal_info_ucx_version(void) {
 const char* shoal_info_peer_transports(int pe) {
   thread_local std::string text;
   try {
-    shoal::detail::world_impl& w = shoal::detail::facade::current("shoal_info_peer_transports");
+    shoal::detail::world_impl& w = shoal::detail::c_api::current("shoal_info_peer_transports");
     if (pe < 0 || pe >= w.transport().n_pes()) return nullptr;
     text = w.transport().proxy_transports(pe);
     return text.c_str();

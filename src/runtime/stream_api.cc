@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/check.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/rma.hpp"
 #include "runtime/stream_ops.hpp"
 #include "shoal/shoal.h"
@@ -147,7 +147,7 @@ void stream_ops::barrier_all_on_stream(std::string_view call, void*) { check_gpu
 
 }  // namespace shoal::detail
 
-namespace shoal::detail::facade {
+namespace shoal::detail::c_api {
 
 namespace {
 stream_ops& streams(const char* call) { return current(call).streams(); }
@@ -212,44 +212,50 @@ void wait_until_on_stream(const char* call, scalar type, void* ivars, size_t nel
   });
 }
 
-}  // namespace shoal::detail::facade
+}  // namespace shoal::detail::c_api
 
-namespace f = shoal::detail::facade;
+namespace capi = shoal::detail::c_api;
 
 extern "C" {
 
 void shoalx_putmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream) {
   const char* call = "shoalx_putmem_on_stream";
-  f::guarded_void(call, [&] { f::current(call).streams().put_on_stream(call, dest, source, nelems, pe, stream); });
+  capi::guarded_void(call,
+                     [&] { capi::current(call).streams().put_on_stream(call, dest, source, nelems, pe, stream); });
 }
 void shoalx_getmem_on_stream(void* dest, const void* source, size_t nelems, int pe, struct CUstream_st* stream) {
   const char* call = "shoalx_getmem_on_stream";
-  f::guarded_void(call, [&] { f::current(call).streams().get_on_stream(call, dest, source, nelems, pe, stream); });
+  capi::guarded_void(call,
+                     [&] { capi::current(call).streams().get_on_stream(call, dest, source, nelems, pe, stream); });
 }
 void shoalx_p_on_stream(void* dest, uint64_t value_bits, size_t value_bytes, int pe, struct CUstream_st* stream) {
   const char* call = "shoalx_p_on_stream";
-  f::guarded_void(call,
-                  [&] { f::current(call).streams().p_on_stream(call, dest, value_bits, value_bytes, pe, stream); });
+  capi::guarded_void(
+      call, [&] { capi::current(call).streams().p_on_stream(call, dest, value_bits, value_bytes, pe, stream); });
 }
 void shoalx_signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe, struct CUstream_st* stream) {
   const char* call = "shoalx_signal_op_on_stream";
-  f::guarded_void(call,
-                  [&] { f::current(call).streams().signal_op_on_stream(call, sig_addr, signal, sig_op, pe, stream); });
+  capi::guarded_void(
+      call, [&] { capi::current(call).streams().signal_op_on_stream(call, sig_addr, signal, sig_op, pe, stream); });
 }
 void shoalx_signal_wait_until_on_stream(uint64_t* sig_addr, int cmp, uint64_t cmp_value, struct CUstream_st* stream) {
   const char* call = "shoalx_signal_wait_until_on_stream";
-  f::guarded_void(call, [&] {
-    f::current(call).streams().wait_until_on_stream(call, sig_addr, shoal::detail::scalar_of<uint64_t>(), cmp,
-                                                    cmp_value, stream);
+  capi::guarded_void(call, [&] {
+    capi::current(call).streams().wait_until_on_stream(call, sig_addr, shoal::detail::scalar_of<uint64_t>(), cmp,
+                                                       cmp_value, stream);
   });
 }
 void shoalx_quiet_on_stream(struct CUstream_st* stream) {
   const char* call = "shoalx_quiet_on_stream";
-  f::guarded_void(call, [&] { f::current(call).streams().quiet_on_stream(call, stream); });
+  capi::guarded_void(call, [&] { capi::current(call).streams().quiet_on_stream(call, stream); });
 }
 void shoalx_barrier_all_on_stream(struct CUstream_st* stream) {
   const char* call = "shoalx_barrier_all_on_stream";
-  f::guarded_void(call, [&] { f::current(call).streams().barrier_all_on_stream(call, stream); });
+  capi::guarded_void(call, [&] { capi::current(call).streams().barrier_all_on_stream(call, stream); });
+}
+
+int shoalx_sync_all_on_stream(struct CUstream_st* stream) {
+  return shoalx_team_sync_on_stream(SHOAL_TEAM_WORLD, stream);
 }
 
 }  // extern "C"

@@ -13,7 +13,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "heap/cuda_backend.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/detail/coll_ws.hpp"
@@ -62,7 +62,7 @@ constexpr std::string_view global_exit_reason = "called shoal_global_exit(";
 // waiting on the job, now or later, fails with errc::peer_failure naming it, so that a Python
 // interpreter raises instead of ending.
 void stop_process(int status, const std::string& why) {
-  if (facade::errors_return() && why.find(global_exit_reason) == std::string::npos) {
+  if (c_api::errors_return() && why.find(global_exit_reason) == std::string::npos) {
     job_failure::record(why);
     std::string line = fmt::format("shoal: the job failed ({}); calls that need the other PEs fail from now on\n", why);
     (void)!::write(STDERR_FILENO, line.data(), line.size());

@@ -1,6 +1,7 @@
 // The world: composes the parts of the runtime, each with one job, over the lower layers (bootstrap,
-// symmetric heap, transport), and runs init and finalize. The C++ `shoal::world` and the generated C
-// facade call the parts with the public call's name, so every error names the call the user made:
+// symmetric heap, transport), and runs init and finalize. The C++ `shoal::world` and the C API (c_api.hpp,
+// with its generated typed entry points) call the parts with the public call's name, so every error names
+// the call the user made:
 //   memory()  — collective allocation and the symmetric-range checks (runtime/memory.hpp)
 //   rma()     — host RMA, atomics, signals, waits over the transport (runtime/rma.hpp)
 //   sync()    — the collective lock, posted word, agreement and world barrier (runtime/sync.hpp)

@@ -1,25 +1,25 @@
 // The C entry points of <shoal/team.h>: forward to the default world's team table (world_teams), converting
-// shoal::error into the C error contract (facade::guarded). Splits return 0 or the error's code; a split or
+// shoal::error into the C error contract (c_api::guarded). Splits return 0 or the error's code; a split or
 // get_config the specification answers with a nonzero return (team_refusal) returns it in every error mode.
 #include <cstdio>
 #include <cstring>
 
 #include "common/check.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "shoal/device_team.hpp"
 #include "shoal/shoal.h"
 #include "team/team.hpp"
 #include "team/team_world.hpp"
 
-namespace f = shoal::detail::facade;
+namespace capi = shoal::detail::c_api;
 
 namespace {
 
-using f::status_of;
+using capi::status_of;
 
-shoal::detail::world_teams& teams_of(const char* call) { return shoal::detail::world_teams::of(f::current(call)); }
+shoal::detail::world_teams& teams_of(const char* call) { return shoal::detail::world_teams::of(capi::current(call)); }
 
-/// f::guarded for the calls that may be refused (team_refusal): a refusal is recorded and its code returned,
+/// capi::guarded for the calls that may be refused (team_refusal): a refusal is recorded and its code returned,
 /// also in abort mode, where a warning line says why (team_refusal::warn); any other error follows the error mode.
 template <class F>
 int refusable(const char* call, F&& body) noexcept {
@@ -27,13 +27,13 @@ int refusable(const char* call, F&& body) noexcept {
     body();
     return SHOAL_OK;
   } catch (const shoal::detail::team_refusal& e) {
-    f::record(e);
-    if (e.warn() && !f::errors_return()) std::fprintf(stderr, "shoal: warning: %s (returns nonzero)\n", e.what());
+    capi::record(e);
+    if (e.warn() && !capi::errors_return()) std::fprintf(stderr, "shoal: warning: %s (returns nonzero)\n", e.what());
     return static_cast<int>(e.code());
   } catch (const shoal::error& e) {
-    f::report(e);
+    capi::report(e);
   } catch (const std::exception& e) {
-    f::report_unknown(call, e.what());
+    capi::report_unknown(call, e.what());
   }
   return status_of(false);
 }
@@ -44,13 +44,13 @@ extern "C" {
 
 int shoal_team_my_pe(shoal_team_t team) {
   const char* call = "shoal_team_my_pe";
-  return f::guarded(
+  return capi::guarded(
       call, [&] { return teams_of(call).table().my_pe(call, team); }, -1);
 }
 
 int shoal_team_n_pes(shoal_team_t team) {
   const char* call = "shoal_team_n_pes";
-  return f::guarded(
+  return capi::guarded(
       call, [&] { return teams_of(call).table().n_pes(call, team); }, -1);
 }
 
@@ -61,7 +61,7 @@ int shoal_team_get_config(shoal_team_t team, long config_mask, shoal_team_config
 
 int shoal_team_translate_pe(shoal_team_t src_team, int src_pe, shoal_team_t dest_team) {
   const char* call = "shoal_team_translate_pe";
-  return f::guarded(
+  return capi::guarded(
       call, [&] { return teams_of(call).table().translate_pe(call, src_team, src_pe, dest_team); }, -1);
 }
 
@@ -97,7 +97,7 @@ int shoal_team_split_2d(shoal_team_t parent_team, int xrange, const shoal_team_c
 
 void shoal_team_destroy(shoal_team_t team) {
   const char* call = "shoal_team_destroy";
-  f::guarded_void(call, [&] {
+  capi::guarded_void(call, [&] {
     auto& t = teams_of(call);
     t.table().destroy(call, team);
     t.publish_device();
@@ -106,7 +106,7 @@ void shoal_team_destroy(shoal_team_t team) {
 
 int shoalx_team_device_handle(shoal_team_t team, void* out, size_t num_bytes) {
   const char* call = "shoalx_team_device_handle";
-  bool ok = f::guarded(
+  bool ok = capi::guarded(
       call,
       [&] {
         SHOAL_CHECK_ARG(out != nullptr, call, "out is null");

@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "common/check.hpp"
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 #include "runtime/world_impl.hpp"
 #include "shoal/shoal.h"
 #include "team/team_world.hpp"
@@ -218,19 +218,19 @@ team_init_words& words_of(world_impl& world) { return static_cast<team_init_word
 
 }  // namespace shoal::detail
 
-namespace f = shoal::detail::facade;
+namespace capi = shoal::detail::c_api;
 
-using f::status_of;
+using capi::status_of;
 
 extern "C" {
 
 int shoalx_team_get_uniqueid(shoal_team_uniqueid_t* uniqueid) {
   const char* call = "shoalx_team_get_uniqueid";
-  const bool ok = f::guarded(
+  const bool ok = capi::guarded(
       call,
       [&] {
         SHOAL_CHECK_ARG(uniqueid != nullptr, call, "uniqueid is null");
-        *uniqueid = shoal::detail::words_of(f::current(call)).get_uniqueid(call);
+        *uniqueid = shoal::detail::words_of(capi::current(call)).get_uniqueid(call);
         return true;
       },
       false);
@@ -241,7 +241,7 @@ int shoalx_team_init(shoal_team_t* team, shoal_team_uniqueid_t uniqueid, const s
                      long config_mask, int n_pes_in_team, int my_index) {
   const char* call = "shoalx_team_init";
   if (team != nullptr) *team = SHOAL_TEAM_INVALID;
-  const bool ok = f::guarded(
+  const bool ok = capi::guarded(
       call,
       [&] {
         SHOAL_CHECK_ARG(team != nullptr, call, "team is null");
@@ -254,7 +254,7 @@ int shoalx_team_init(shoal_team_t* team, shoal_team_uniqueid_t uniqueid, const s
           SHOAL_CHECK_ARG(config->num_contexts >= 0, call, "config->num_contexts={} is negative", config->num_contexts);
           c.num_contexts = config->num_contexts;
         }
-        *team = shoal::detail::words_of(f::current(call)).init(call, uniqueid, c, n_pes_in_team, my_index);
+        *team = shoal::detail::words_of(capi::current(call)).init(call, uniqueid, c, n_pes_in_team, my_index);
         return true;
       },
       false);

@@ -1,6 +1,7 @@
-// The C facade's generic entry points: the generated typed functions (host_api.cc) and the
-// hand-written ones (facade.cc) land here. Each converts shoal::error into the C error contract
-// (abort the job, or record and return, per shoal_set_error_mode) at this boundary only.
+// The C API's boundary: the generated typed functions (host_api_gen.cc) and the hand-written entry points (c_api.cc:
+// the default world's init and finalize, the error mode, allocation, the untyped calls, status names, buffer
+// registration; init_mpi.cc, loaded_modules.cc, stream_api.cc) land here. Each converts shoal::error into the C
+// error contract (abort the job, or record and return, per shoal_set_error_mode) at this boundary only.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include "runtime/world_impl.hpp"
 #include "transport/scalar.hpp"
 
-namespace shoal::detail::facade {
+namespace shoal::detail::c_api {
 
 /// The default world, or throws errc::not_initialized naming `call`.
 world_impl& current(const char* call);
@@ -89,4 +90,4 @@ void put_signal_on_stream(const char* call, void* dest, const void* source, size
 void wait_until_on_stream(const char* call, scalar type, void* ivars, size_t nelems, const int* status, int cmp,
                           const void* values, bool vector, void* stream) noexcept;
 
-}  // namespace shoal::detail::facade
+}  // namespace shoal::detail::c_api

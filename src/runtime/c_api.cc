@@ -1,10 +1,12 @@
-#include "runtime/facade.hpp"
+#include "runtime/c_api.hpp"
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,7 +18,7 @@
 #include "shoal/shoal.h"
 #include "shoal/world.hpp"
 
-namespace shoal::detail::facade {
+namespace shoal::detail::c_api {
 
 namespace {
 
@@ -175,49 +177,49 @@ int last_code_or(int fallback) { return t_last_code != SHOAL_OK ? t_last_code : 
 
 }  // namespace
 
-}  // namespace shoal::detail::facade
+}  // namespace shoal::detail::c_api
 
-namespace f = shoal::detail::facade;
+namespace capi = shoal::detail::c_api;
 using shoal::errc;
 
 // <shoal/world.hpp>: the C++ entry to the default world's device handle (throws, as the C++ API does).
 shoal::device_world shoal::default_world_device_handle() {
-  return f::current("shoal::default_world_device_handle").device_handle();
+  return capi::current("shoal::default_world_device_handle").device_handle();
 }
 
 extern "C" {
 
 SHOAL_API void shoal_detail_register_device_facade(void (*update)(const void* world, size_t bytes)) {
   if (update == nullptr) return;
-  std::lock_guard lock(f::g_facades_mutex);
-  f::g_facades.push_back(update);
+  std::lock_guard lock(capi::g_facades_mutex);
+  capi::g_facades.push_back(update);
   // A translation unit loaded after init (dlopen) catches up at once.
-  auto* w = f::g_current.load();
+  auto* w = capi::g_current.load();
   if (w != nullptr && w->device_handle().heap_base != nullptr) update(&w->device_handle(), sizeof(shoal::device_world));
 }
 
-void shoal_init(void) { f::init_with("shoal_init", {}); }
+void shoal_init(void) { capi::init_with("shoal_init", {}); }
 
 int shoalx_init_status(void) {
-  return f::g_state.load() == f::state::live ? SHOALX_STATUS_IS_INITIALIZED : SHOALX_STATUS_NOT_INITIALIZED;
+  return capi::g_state.load() == capi::state::live ? SHOALX_STATUS_IS_INITIALIZED : SHOALX_STATUS_NOT_INITIALIZED;
 }
 
 int shoal_init_thread(int requested, int* provided) {
-  int rc = f::init_with("shoal_init_thread", {});
+  int rc = capi::init_with("shoal_init_thread", {});
   if (provided != nullptr) *provided = rc == SHOAL_OK ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;
-  return rc == SHOAL_OK ? 0 : f::last_code_or(rc);
+  return rc == SHOAL_OK ? 0 : capi::last_code_or(rc);
 }
 
 void shoal_query_thread(int* provided) {
-  f::guarded_void("shoal_query_thread", [&] {
+  capi::guarded_void("shoal_query_thread", [&] {
     SHOAL_CHECK_ARG(provided != nullptr, "shoal_query_thread", "provided is null");
-    *provided = f::g_state.load() == f::state::live ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;
+    *provided = capi::g_state.load() == capi::state::live ? SHOAL_THREAD_MULTIPLE : SHOAL_THREAD_SINGLE;
   });
 }
 
 int shoal_init_attr(const shoal_init_attr_t* attr) {
   const char* call = "shoal_init_attr";
-  int rc = f::guarded(
+  int rc = capi::guarded(
       call,
       [&] {
         SHOAL_CHECK_ARG(attr != nullptr, call, "attr is null");
@@ -227,15 +229,15 @@ int shoal_init_attr(const shoal_init_attr_t* attr) {
         options.rank = attr->rank;
         options.size = attr->size;
         options.unique_id = shoal::detail::unique_id::from_bytes(attr->uid.internal, "attr->uid").to_string();
-        return f::init_with(call, options);
+        return capi::init_with(call, options);
       },
       -1);
-  return rc == SHOAL_OK ? 0 : f::last_code_or(SHOAL_ERR_INTERNAL);
+  return rc == SHOAL_OK ? 0 : capi::last_code_or(SHOAL_ERR_INTERNAL);
 }
 
 int shoal_get_uniqueid(shoal_uniqueid_t* uid) {
   const char* call = "shoal_get_uniqueid";
-  int rc = f::guarded(
+  int rc = capi::guarded(
       call,
       [&] {
         SHOAL_CHECK_ARG(uid != nullptr, call, "uid is null");
@@ -245,22 +247,22 @@ int shoal_get_uniqueid(shoal_uniqueid_t* uid) {
         return SHOAL_OK;
       },
       -1);
-  return rc == SHOAL_OK ? 0 : f::last_code_or(SHOAL_ERR_INTERNAL);
+  return rc == SHOAL_OK ? 0 : capi::last_code_or(SHOAL_ERR_INTERNAL);
 }
 
 void shoal_finalize(void) {
-  f::guarded_void("shoal_finalize", [] {
-    std::lock_guard lock(f::g_init_mutex);
-    f::current("shoal_finalize");
-    f::g_current.store(nullptr);
-    f::g_state.store(f::state::finalized);
-    f::publish_device_world(shoal::device_world{});
-    auto w = std::move(f::g_world);
+  capi::guarded_void("shoal_finalize", [] {
+    std::lock_guard lock(capi::g_init_mutex);
+    capi::current("shoal_finalize");
+    capi::g_current.store(nullptr);
+    capi::g_state.store(capi::state::finalized);
+    capi::publish_device_world(shoal::device_world{});
+    auto w = std::move(capi::g_world);
     try {
       w->finalize();
     } catch (const shoal::error& e) {
       // No current world any more for report(): stop the others here, with this PE's reason.
-      if (f::g_error_mode.load() == SHOAL_ERRORS_RETURN) throw;
+      if (capi::g_error_mode.load() == SHOAL_ERRORS_RETURN) throw;
       std::fprintf(stderr, "shoal: error: %s\n", e.what());
       w->stop_on_error(e.what());
     }
@@ -268,23 +270,23 @@ void shoal_finalize(void) {
 }
 
 void shoal_global_exit(int status) {
-  shoal::detail::world_impl* w = f::g_current.load();
+  shoal::detail::world_impl* w = capi::g_current.load();
   std::fflush(nullptr);
   if (w != nullptr) w->global_exit(status);
   ::_exit(status);
 }
 
 int shoal_my_pe(void) {
-  return f::guarded(
-      "shoal_my_pe", [] { return f::current("shoal_my_pe").my_pe(); }, -1);
+  return capi::guarded(
+      "shoal_my_pe", [] { return capi::current("shoal_my_pe").my_pe(); }, -1);
 }
 int shoal_n_pes(void) {
-  return f::guarded(
-      "shoal_n_pes", [] { return f::current("shoal_n_pes").n_pes(); }, -1);
+  return capi::guarded(
+      "shoal_n_pes", [] { return capi::current("shoal_n_pes").n_pes(); }, -1);
 }
 
 const char* shoalx_backend_name(void) {
-  shoal::detail::world_impl* w = f::g_current.load();
+  shoal::detail::world_impl* w = capi::g_current.load();
   return w != nullptr ? w->backend_name() : "";
 }
 
@@ -299,99 +301,156 @@ void shoal_info_get_name(char* name) {
 
 int shoal_set_error_mode(int mode) {
   if (mode != SHOAL_ERRORS_ABORT && mode != SHOAL_ERRORS_RETURN) {
-    f::report(shoal::error(errc::invalid_argument, "shoal_set_error_mode",
-                           fmt::format("mode={} is neither SHOAL_ERRORS_ABORT nor SHOAL_ERRORS_RETURN", mode)));
-    return f::g_error_mode.load();
+    capi::report(shoal::error(errc::invalid_argument, "shoal_set_error_mode",
+                              fmt::format("mode={} is neither SHOAL_ERRORS_ABORT nor SHOAL_ERRORS_RETURN", mode)));
+    return capi::g_error_mode.load();
   }
-  return f::g_error_mode.exchange(mode);
+  return capi::g_error_mode.exchange(mode);
 }
 int shoal_last_error(const char** message) {
-  if (message != nullptr) *message = f::t_last_message.c_str();
-  return f::t_last_code;
+  if (message != nullptr) *message = capi::t_last_message.c_str();
+  return capi::t_last_code;
 }
 void shoal_clear_error(void) {
-  f::t_last_code = SHOAL_OK;
-  f::t_last_message.clear();
+  capi::t_last_code = SHOAL_OK;
+  capi::t_last_message.clear();
 }
 
 void* shoal_malloc(size_t num_bytes) {
   const char* call = "shoal_malloc";
-  return f::guarded(
-      call, [&] { return f::current(call).memory().malloc(call, num_bytes, 16, false); }, (void*)nullptr);
+  return capi::guarded(
+      call, [&] { return capi::current(call).memory().malloc(call, num_bytes, 16, false); }, (void*)nullptr);
 }
 void* shoal_calloc(size_t count, size_t elem_bytes) {
   const char* call = "shoal_calloc";
-  return f::guarded(
-      call, [&] { return f::current(call).memory().malloc(call, f::total_bytes(call, count, elem_bytes), 16, true); },
+  return capi::guarded(
+      call,
+      [&] { return capi::current(call).memory().malloc(call, capi::total_bytes(call, count, elem_bytes), 16, true); },
       (void*)nullptr);
 }
 void* shoal_align(size_t alignment, size_t num_bytes) {
   const char* call = "shoal_align";
-  return f::guarded(
-      call, [&] { return f::current(call).memory().malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
+  return capi::guarded(
+      call, [&] { return capi::current(call).memory().malloc(call, num_bytes, alignment, false); }, (void*)nullptr);
 }
 void* shoal_realloc(void* ptr, size_t num_bytes) {
   const char* call = "shoal_realloc";
-  return f::guarded(
-      call, [&] { return f::current(call).memory().realloc(call, ptr, num_bytes); }, (void*)nullptr);
+  return capi::guarded(
+      call, [&] { return capi::current(call).memory().realloc(call, ptr, num_bytes); }, (void*)nullptr);
 }
 void shoal_free(void* ptr) {
   const char* call = "shoal_free";
-  f::guarded_void(call, [&] { f::current(call).memory().free(call, ptr); });
+  capi::guarded_void(call, [&] { capi::current(call).memory().free(call, ptr); });
 }
 void* shoal_ptr(const void* dest, int pe) {
   const char* call = "shoal_ptr";
-  return f::guarded(
-      call, [&] { return f::current(call).memory().ptr(dest, pe); }, (void*)nullptr);
+  return capi::guarded(
+      call, [&] { return capi::current(call).memory().ptr(dest, pe); }, (void*)nullptr);
 }
 int shoal_pe_accessible(int pe) {
   const char* call = "shoal_pe_accessible";
-  return f::guarded(call, [&] {
-    auto& w = f::current(call);
+  return capi::guarded(call, [&] {
+    auto& w = capi::current(call);
     return pe >= 0 && pe < w.n_pes() && w.transport().accessible(pe) ? 1 : 0;
   });
 }
 int shoal_addr_accessible(const void* addr, int pe) {
   const char* call = "shoal_addr_accessible";
-  return f::guarded(call, [&] {
-    auto& w = f::current(call);
+  return capi::guarded(call, [&] {
+    auto& w = capi::current(call);
     return w.memory().accessible(addr, pe) ? 1 : 0;  // reachable peer and a live symmetric allocation
   });
 }
 
 void shoal_fence(void) {
-  f::guarded_void("shoal_fence", [] { f::current("shoal_fence").rma().fence("shoal_fence"); });
+  capi::guarded_void("shoal_fence", [] { capi::current("shoal_fence").rma().fence("shoal_fence"); });
 }
 void shoal_quiet(void) {
-  f::guarded_void("shoal_quiet", [] { f::current("shoal_quiet").rma().quiet("shoal_quiet"); });
+  capi::guarded_void("shoal_quiet", [] { capi::current("shoal_quiet").rma().quiet("shoal_quiet"); });
 }
 void shoal_barrier_all(void) {
-  f::guarded_void("shoal_barrier_all", [] { f::current("shoal_barrier_all").sync().barrier_all("shoal_barrier_all"); });
+  capi::guarded_void("shoal_barrier_all",
+                     [] { capi::current("shoal_barrier_all").sync().barrier_all("shoal_barrier_all"); });
 }
 void shoal_sync_all(void) {
-  f::guarded_void("shoal_sync_all", [] { f::current("shoal_sync_all").sync().sync_all("shoal_sync_all"); });
+  capi::guarded_void("shoal_sync_all", [] { capi::current("shoal_sync_all").sync().sync_all("shoal_sync_all"); });
 }
 
 uint64_t shoal_signal_fetch(const uint64_t* sig_addr) {
   const char* call = "shoal_signal_fetch";
-  return f::guarded(
-      call, [&] { return f::current(call).rma().signal_fetch(call, sig_addr); }, uint64_t{0});
+  return capi::guarded(
+      call, [&] { return capi::current(call).rma().signal_fetch(call, sig_addr); }, uint64_t{0});
 }
 uint64_t shoal_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
   const char* call = "shoal_signal_wait_until";
-  return f::guarded(
-      call, [&] { return f::current(call).rma().signal_wait_until(call, sig_addr, cmp, cmp_value); }, uint64_t{0});
+  return capi::guarded(
+      call, [&] { return capi::current(call).rma().signal_wait_until(call, sig_addr, cmp, cmp_value); }, uint64_t{0});
 }
 void shoalx_signal_op(uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
   const char* call = "shoalx_signal_op";
-  f::guarded_void(call, [&] { f::current(call).rma().signal_op(call, sig_addr, signal, sig_op, pe); });
+  capi::guarded_void(call, [&] { capi::current(call).rma().signal_op(call, sig_addr, signal, sig_op, pe); });
 }
 void shoalx_signal_counted_reset(uint64_t* sig_addr) {
   const char* call = "shoalx_signal_counted_reset";
-  f::guarded_void(call, [&] {
-    auto& world = f::current(call);
+  capi::guarded_void(call, [&] {
+    auto& world = capi::current(call);
     world.rma().signal_op(call, sig_addr, 0, SHOAL_SIGNAL_SET, world.my_pe());
   });
+}
+
+}  // extern "C"
+
+namespace {
+std::mutex g_buffers_mutex;
+std::map<uintptr_t, size_t> g_buffers;  // registered local ranges: start -> nbytes
+}  // namespace
+
+extern "C" {
+
+const char* shoalx_status_string(int code) {
+  static constexpr std::array<const char*, 11> names = {
+      "SHOAL_OK",           "SHOAL_ERR_INVALID_ARGUMENT", "SHOAL_ERR_NOT_INITIALIZED", "SHOAL_ERR_OUT_OF_MEMORY",
+      "SHOAL_ERR_MISMATCH", "SHOAL_ERR_TIMEOUT",          "SHOAL_ERR_PEER_FAILURE",    "SHOAL_ERR_SYSTEM",
+      "SHOAL_ERR_CUDA",     "SHOAL_ERR_UNSUPPORTED",      "SHOAL_ERR_INTERNAL"};
+  return code >= 0 && code < int(names.size()) ? names[size_t(code)] : "unknown";
+}
+
+int shoalx_buffer_register(void* addr, size_t nbytes) {
+  const char* call = "shoalx_buffer_register";
+  return capi::guarded(
+      call,
+      [&] {
+        (void)capi::current(call);
+        SHOAL_CHECK_ARG(addr != nullptr && nbytes > 0, call, "addr={} nbytes={}: not a buffer", addr, nbytes);
+        const auto start = reinterpret_cast<uintptr_t>(addr);
+        std::lock_guard lock(g_buffers_mutex);
+        auto next = g_buffers.lower_bound(start);
+        SHOAL_CHECK_ARG(next == g_buffers.end() || next->first >= start + nbytes, call,
+                        "[{}, +{}) overlaps a registered buffer", addr, nbytes);
+        SHOAL_CHECK_ARG(next == g_buffers.begin() || std::prev(next)->first + std::prev(next)->second <= start, call,
+                        "[{}, +{}) overlaps a registered buffer", addr, nbytes);
+        g_buffers.emplace(start, nbytes);
+        return int(SHOAL_OK);
+      },
+      int(SHOAL_ERR_INTERNAL));
+}
+
+int shoalx_buffer_unregister(void* addr) {
+  const char* call = "shoalx_buffer_unregister";
+  return capi::guarded(
+      call,
+      [&] {
+        std::lock_guard lock(g_buffers_mutex);
+        SHOAL_CHECK_ARG(g_buffers.erase(reinterpret_cast<uintptr_t>(addr)) == 1, call,
+                        "addr={} is not the start of a registered buffer", addr);
+        return int(SHOAL_OK);
+      },
+      int(SHOAL_ERR_INTERNAL));
+}
+
+void shoalx_buffer_unregister_all(void) {
+  std::lock_guard lock(g_buffers_mutex);
+  g_buffers.clear();
 }
 
 }  // extern "C"
