@@ -1,13 +1,18 @@
-// shoal-bench's device-initiated benchmarks through shoal's facade (bench/device/shoal_api.cuh).
+// shoal-bench's device-initiated benchmarks through shoal's facade (bench/common/shoal_api.cuh): the families' members
+// of the driver (rma/, amo/, sync/) on shoal's adapter, then the collectives (coll/coll_bench.cu).
 // Compiled by nvcc without -rdc: the header-only device API is the point.
-#include "device/device_bench.hpp"
-#include "device/driver.cuh"
-#include "device/kernels.cuh"
-#include "device/shoal_api.cuh"
+#include "device_set.hpp"
+
+#include "amo/amo.cuh"
+#include "common/driver.cuh"
+#include "common/shoal_api.cuh"
+#include "rma/rma.cuh"
+#include "rma/shoal_put_paths.cuh"
+#include "sync/sync.cuh"
 
 namespace shoal::bench {
 
-bool device_select_gpu() { return dev::select_gpu_from_env(); }
+bool device_select_gpu() { return select_gpu_from_env(); }
 
 bool run_device_benchmarks(const options& opts, const std::vector<std::string>& which, std::vector<row>& rows,
                            const std::string& backend) {

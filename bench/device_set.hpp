@@ -1,12 +1,12 @@
-// shoal-bench's device-initiated set (bench/device/*.cu, built when SHOAL_CUDA is on: the compile
-// definition SHOAL_BENCH_DEVICE=1), called from shoal-bench's main when the job's heap is on GPUs.
+// shoal-bench's device-initiated set (bench/device_set.cu and bench/coll/coll_bench.cu, built when SHOAL_CUDA is on:
+// the compile definition SHOAL_BENCH_DEVICE=1), called from shoal-bench's main when the job's heap is on GPUs.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "device/options.hpp"
-#include "report.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
 
 namespace shoal::bench {
 
@@ -22,7 +22,7 @@ bool run_device_benchmarks(const options& opts, const std::vector<std::string>& 
 
 /// After run_device_benchmarks, same contract: the collectives of issue 4 (allreduce, broadcast,
 /// fcollect, alltoall, team_barrier, barrier; allreduce_scratch when opts.which names it;
-/// bench/device/coll_bench.cu) as one-block device calls, on-stream calls and graph-replayed
+/// bench/coll/coll_bench.cu) as one-block device calls, on-stream calls and graph-replayed
 /// on-stream calls, with NCCL rows where NCCL was found at configure time. Does nothing when `which`
 /// names none of them. A run that stops making progress ends the process (status 3) after PE 0
 /// wrote the rows so far to --csv/--json.

@@ -1,4 +1,4 @@
-# NCCL for shoal-bench's collective baselines (bench/device/coll_bench.cu, compiled under
+# NCCL for shoal-bench's collective baselines (bench/coll/coll_bench.cu, compiled under
 # SHOAL_BENCH_NCCL): SHOAL_NCCL_HOME (a folder with include/ and lib/), else the Python package
 # nvidia-nccl-cu13 of the python3 on PATH, else the system (the CUDA toolkit's folders and the
 # default paths). Without it, shoal-bench's collectives run without NCCL rows.

@@ -54,7 +54,7 @@
 // either way PE 0 first writes the rows measured so far and the line says where it stopped.
 //
 // The harness (watchdog, stream waits, timing, shared call counts, data check, graph replay, rows)
-// is bench/device/coll_harness.cuh, shared with shoal-bench-nvshmem; here are shoal's policy for it,
+// is bench/coll/coll_harness.cuh, shared with shoal-bench-nvshmem; here are shoal's policy for it,
 // shoal's and NCCL's calls, and the sweep that sets shoal's rows beside NCCL's.
 #include <algorithm>
 #include <cstdint>
@@ -73,8 +73,8 @@
 #include <nccl.h>
 #endif
 
-#include "device/coll_harness.cuh"
-#include "device/device_bench.hpp"
+#include "coll/coll_harness.cuh"
+#include "device_set.hpp"
 #include "shoal/device/coll.cuh"
 #include "shoal/device_team.hpp"
 #include "shoal/shoal.h"

@@ -31,10 +31,10 @@
 
 #include <cuda_runtime.h>
 
-#include "device/coll_data.cuh"
-#include "device/cuda_util.hpp"
-#include "device/options.hpp"
-#include "report.hpp"
+#include "coll/coll_data.cuh"
+#include "common/cuda_util.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
 
 namespace shoal::bench::coll_harness {
 

@@ -1,9 +1,10 @@
-// What both device benchmark harnesses (driver.cuh, coll_harness.cuh) need from the CUDA runtime: a
-// failed call as an exception naming it, and whether a kernel launches with a given block size.
+// What the device benchmarks (common/driver.cuh, coll/coll_harness.cuh, both mains) need from the CUDA runtime: a
+// failed call as an exception naming it, whether a kernel launches with a given block size, and this PE's GPU.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,34 @@ cudaFuncAttributes kernel_attributes(Kernel* kernel) {
   cudaFuncAttributes attr{};
   cuda_check(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
   return attr;
+}
+
+/// The GPU for this PE, before the library initializes: SHOAL_DEVICE if set, else the launcher's
+/// local rank (shoalrun, mpirun, srun, torchrun) modulo the visible GPUs. false: no usable GPU.
+inline bool select_gpu_from_env() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  int ordinal = -1;
+  if (const char* d = std::getenv("SHOAL_DEVICE"); d != nullptr && *d != '\0') ordinal = std::atoi(d);
+  if (ordinal < 0) {
+    int local = 0;
+    for (const char* name :
+         {"SHOAL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        local = std::atoi(v);
+        break;
+      }
+    }
+    ordinal = local % count;
+  }
+  if (ordinal >= count || cudaSetDevice(ordinal) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
 }
 
 }  // namespace shoal::bench

@@ -1,4 +1,4 @@
-#include "device/options.hpp"
+#include "common/options.hpp"
 
 #include <algorithm>
 

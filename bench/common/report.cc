@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "common/report.hpp"
 
 #include <bit>
 #include <cstdint>

@@ -1,8 +1,9 @@
-// The API adapter of bench/device/kernels.cuh and driver.cuh for shoal: the OpenSHMEM/NVSHMEM-style
-// facade (shoal_* / shoalx_*, header-only, no -rdc), i.e. the calls an NVSHMEM program renamed to
-// shoal makes (the scoped ones picked by the scope type the kernels are templated on, as the NVSHMEM
-// adapter does). `tma` is the same with block puts through shoal's TMA bulk-copy ring (the explicit
-// API on the facade's world, shoal::device::facade_world()).
+// The API adapter of the device-initiated benchmarks (bench/common/driver.cuh and the family kernels) for shoal:
+// the OpenSHMEM/NVSHMEM-style facade (shoal_* / shoalx_*, header-only, no -rdc), i.e. the calls an NVSHMEM program
+// renamed to shoal makes (the scoped ones picked by the scope type the kernels are templated on, as the NVSHMEM
+// adapter does). `tma` is the same with block puts through shoal's TMA bulk-copy ring (the explicit API on the
+// facade's world, shoal::device::facade_world()); it and the other block-put paths measured in put_bw are defined
+// with the RMA benchmarks (bench/rma/shoal_put_paths.cuh).
 #pragma once
 
 #include <cstddef>
@@ -16,17 +17,14 @@
 
 namespace shoal::bench::dev {
 
-/// Shared-memory workspace of the TMA block put (4 stages of 16 KiB, the library's default).
-inline constexpr int kTmaStages = 4;
-inline constexpr int kTmaStageBytes = 16384;
-
-/// The peer lookup of sessions 20-23, before the direct run (device_world::direct_local_of): a range check, then
+/// The peer lookup that the direct run (device_world::direct_local_of) replaced: a range check, then
 /// the local-index table when the world has one (a predicated load; nullptr: the index is pe). The `probe-table` and
 /// `probe-lib-table` rows (SHOAL_BENCH_PROBE=1) run it beside the library's lookup in the same binary.
 __device__ __forceinline__ int32_t table_local_or_cold(const shoal::device_world& w, int pe) {
   return static_cast<uint32_t>(pe) < static_cast<uint32_t>(w.n_pes) ? w.local_of(pe) : -1;
 }
 
+// bench/rma/shoal_put_paths.cuh
 struct shoal_tma_api;
 template <class Path>
 struct shoal_block_put_api;
@@ -39,7 +37,7 @@ struct shoal_api {
   static constexpr const char* kTmaName = "shoal-tma";
   static constexpr size_t kBlockSmemBytes = 0;
   using tma = shoal_tma_api;
-  /// Other block puts measured beside this one in the same run (driver.cuh, put_bw): the generic copy and (with
+  /// Other block puts measured beside this one in the same run (bench/rma/rma.cuh, put_bw): the generic copy and (with
   /// SHOAL_BENCH_PROBE=1) the bisection rows of the per-call cost.
   using block_put_variants = std::tuple<shoal_block_put_api<generic_put_path>, shoal_block_put_api<probe_put_path<0>>,
                                         shoal_block_put_api<probe_put_path<1>>, shoal_block_put_api<probe_put_path<2>>,
@@ -105,7 +103,7 @@ struct shoal_api {
     return shoal_uint64_atomic_fetch_add(d, v, pe);
   }
   /// SHOAL_BENCH_PROBE=1 rows `probe-amo-arith` and `probe-amo-alt-arith` of atomic_latency: fetch_add as the library
-  /// issued it before the direct run's offset table (session 24): the peer's address by local_peer_ptr's arithmetic on
+  /// issued it before the direct run's offset table: the peer's address by local_peer_ptr's arithmetic on
   /// the world's fields (region + local * stride + (d - heap_base)), the same peer check and cold call.
   static __device__ uint64_t uint64_atomic_fetch_add_arith(uint64_t* d, uint64_t v, int pe) {
     const device_world& w = shoal::device::facade_world();
@@ -122,8 +120,8 @@ struct shoal_api {
   }
   static __device__ void barrier_all() { shoal_barrier_all(); }
   static __device__ void sync_all_block() { shoalx_sync_all_block(); }
-  /// barrier_all in the epoch protocol of worlds with proxy peers (kFlagBarrierEpochs), the default of load/store
-  /// worlds before session 22: the `shoal-epochs` row of barrier_latency, beside the count protocol in the same run.
+  /// barrier_all in the epoch protocol of worlds with proxy peers (kFlagBarrierEpochs), once the default of load/store
+  /// worlds too: the `shoal-epochs` row of barrier_latency, beside the count protocol in the same run.
   /// The two protocols read the same words differently: reset_barrier_words() clears them after such a row.
   static __device__ void barrier_all_epochs() {
     device_world w = shoal::device::facade_world();
@@ -137,12 +135,12 @@ struct shoal_api {
   }
   /// SHOAL_BENCH_PROBE=1 rows `probe-lib*` of barrier_latency: the count protocol's library pieces (fence,
   /// count_signal, count_wait with its bounded-wait clock) on the bench's own words, one round, as barrier_thread runs
-  /// them for 2 PEs, with the peer's word found before the fence as kMode says (the rows name the mode). Session 23
-  /// measured the table lookup of that time at 0.08-0.10 us (`probe-lib-addr` against `probe-lib`); session 24's
-  /// direct run replaced it, and `probe-lib-table` keeps it beside the new one.
+  /// them for 2 PEs, with the peer's word found before the fence as kMode says (the rows name the mode). The table
+  /// lookup took 0.08-0.10 us of that time (`probe-lib-addr` against `probe-lib`); the direct run replaced it, and
+  /// `probe-lib-table` keeps it beside the new one (docs/results/gpu-1xh200/protocol/README.md).
   static constexpr int kProbeLibNone = 0;    ///< `probe-lib`: the bench's precomputed peer word
   static constexpr int kProbeLibLookup = 1;  ///< `probe-lib-addr`: peer_ptr (the direct run, address, cold call)
-  static constexpr int kProbeLibTable = 2;   ///< `probe-lib-table`: the lookup of sessions 20-23 (table_local_or_cold)
+  static constexpr int kProbeLibTable = 2;   ///< `probe-lib-table`: the older lookup (table_local_or_cold)
   static constexpr int kProbeLibArith = 3;   ///< `probe-lib-arith`: region + pe * stride + offset only, no check
   template <int kMode>
   static __device__ void barrier_probe_lib(uint64_t* mine, uint64_t* theirs, int peer) {
@@ -164,127 +162,6 @@ struct shoal_api {
     shoal::detail::device_sync* sync = shoal::detail::local_sync(shoal::device::facade_world());
     for (uint64_t& word : sync->barrier_round) word = 0;
     sync->barrier_epoch = 0;
-  }
-};
-
-/// shoal with block puts through the TMA ring (shoal::device::putmem_tma on the facade's world);
-/// the workspace is the kernel's dynamic shared memory (kBlockSmemBytes).
-struct shoal_tma_api : shoal_api {
-  static constexpr const char* kName = "shoal-tma";
-  static constexpr size_t kBlockSmemBytes = shoal::device::tma_workspace_bytes<kTmaStages, kTmaStageBytes>;
-
-  template <class S>
-  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    if constexpr (std::is_same_v<S, shoal::block_scope>) {
-      extern __shared__ __align__(16) unsigned char tma_smem[];
-      shoal::device::putmem_tma<kTmaStages, kTmaStageBytes>(scope, shoal::device::facade_world(), d, s, n, pe,
-                                                            tma_smem);
-    } else {
-      shoal_api::putmem_nbi(scope, d, s, n, pe);
-    }
-  }
-};
-
-/// shoal with its block puts through another path of the library (Path::put; other scopes as
-/// shoal_api), measured beside the default one in the same run: rows named Path::kName.
-template <class Path>
-struct shoal_block_put_api : shoal_api {
-  static constexpr const char* kName = Path::kName;
-  static constexpr bool kProbe = requires { Path::kProbe; };
-
-  template <class S>
-  static __device__ void putmem_nbi(S scope, void* d, const void* s, size_t n, int pe) {
-    if constexpr (std::is_same_v<S, shoal::block_scope>)
-      Path::put(scope, shoal::device::facade_world(), d, s, n, pe);
-    else
-      shoal_api::putmem_nbi(scope, d, s, n, pe);
-  }
-};
-
-/// The block put through the generic vector copy (detail::putmem_generic, the wide scopes' cold path): "shoal-generic"
-/// rows.
-struct generic_put_path {
-  static constexpr const char* kName = "shoal-generic";
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "shoal::detail::putmem_generic");
-  }
-};
-
-/// Bisection of the block put's per-call cost (only with SHOAL_BENCH_PROBE=1; docs/results/gpu-1xh200/protocol):
-/// raw_block_put_kernel's body moved into rma_bw_kernel's loop, then one of shoal's ingredients at a time.
-///   0 "probe-raw":   raw_block's copy (C++ int4 loads and stores, one vector per thread, interleaved), the peer
-///                    address from the world (region + pe * stride, no check), one sync: rma_bw_kernel's shell
-///   1 "probe-asm":   0 with the library's loads and stores (ptx::ld_global_v4 / st_global_v4: asm volatile)
-///   2 "probe-w0":    the library's copy_vec16 at 4 loads per thread (warp 0 takes 128 vectors), same address
-///   3 "probe-route": 0 behind the library's checks: vec16_ok, peer_route, local_peer_ptr
-///   4 "probe-copy":  the generic path's copy (copy_to_remote: widths, head and tail, 4 loads per round), same address
-///   5 "probe-ok":    0 behind vec16_ok alone (the other case: putmem_generic inline)
-///   6 "probe-rt":    0 with the address from peer_route (its cold call inline), no vec16_ok
-///   7 "probe-table": the default block put (detail::putmem) with the lookup of sessions 20-23 in place of the direct
-///                    run's: a range check, then the local-index table when the world has one (table_local_or_cold)
-template <int kVariant>
-struct probe_put_path {
-  static constexpr const char* kName = kVariant == 0   ? "probe-raw"
-                                       : kVariant == 1 ? "probe-asm"
-                                       : kVariant == 2 ? "probe-w0"
-                                       : kVariant == 3 ? "probe-route"
-                                       : kVariant == 4 ? "probe-copy"
-                                       : kVariant == 5 ? "probe-ok"
-                                       : kVariant == 6 ? "probe-rt"
-                                                       : "probe-table";
-  static constexpr bool kProbe = true;
-  static __device__ void put(shoal::block_scope scope, const shoal::device_world& w, void* d, const void* s, size_t n,
-                             int pe) {
-    const uint32_t rank = shoal::block_scope::rank();
-    const uint32_t size = shoal::block_scope::size();
-    int4* to = nullptr;
-    if constexpr (kVariant == 7) {
-      const int32_t local = table_local_or_cold(w, pe);
-      if (local >= 0 && shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
-        shoal::detail::copy_vec16<shoal::block_scope, shoal::detail::kPutLeadLoads>(
-            shoal::detail::local_peer_ptr(w, d, local), s, n);
-        shoal::block_scope::sync();
-        return;
-      }
-      shoal::detail::rma_cold<true, false, shoal::block_scope>(w, d, s, n, pe, "probe");
-      return;
-    } else if constexpr (kVariant == 3) {
-      if (!shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
-        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
-        return;
-      }
-      const int32_t local = shoal::detail::peer_route(w, pe, "probe");
-      if (local < 0) {
-        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
-        return;
-      }
-      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), local);
-    } else if constexpr (kVariant == 5) {
-      if (!shoal::detail::vec16_ok<shoal::block_scope>(d, s, n)) {
-        shoal::detail::putmem_generic<true>(scope, w, d, s, n, pe, "probe");
-        return;
-      }
-      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), w.local_of(pe));
-    } else if constexpr (kVariant == 6) {
-      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), shoal::detail::peer_route(w, pe, "probe"));
-    } else {
-      to = shoal::detail::local_peer_ptr(w, static_cast<int4*>(d), w.local_of(pe));
-    }
-    const auto* from = static_cast<const int4*>(s);
-    const size_t vecs = n / 16;
-    if constexpr (kVariant == 4) {
-      shoal::detail::copy_to_remote<shoal::block_scope>(to, from, n);
-    } else if constexpr (kVariant == 2) {
-      shoal::detail::copy_vec16<shoal::block_scope, shoal::detail::kPutLeadLoads>(to, from, n);
-    } else if constexpr (kVariant == 1) {
-      for (size_t v = rank; v < vecs; v += size)
-        shoal::ptx::st_global_v4(reinterpret_cast<uint4*>(to) + v,
-                                 shoal::ptx::ld_global_v4(reinterpret_cast<const uint4*>(from) + v));
-    } else {
-      for (size_t v = rank; v < vecs; v += size) to[v] = from[v];
-    }
-    shoal::block_scope::sync();
   }
 };
 

@@ -24,9 +24,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "device/options.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
 #include "nvshmem/nvshmem_bench.hpp"
-#include "report.hpp"
 #include "shoal/world.hpp"
 
 namespace nvb = shoal::bench::nvshmem;

@@ -1,4 +1,4 @@
-// The API adapter of bench/device/kernels.cuh and driver.cuh for NVSHMEM's public API: every
+// The API adapter of bench/common/driver.cuh and the family kernels for NVSHMEM's public API: every
 // measured call is the NVSHMEM call of the same name. Needs nvcc -rdc=true and libnvshmem_device.a,
 // and the version macros bench/nvshmem/CMakeLists.txt defines for the NVSHMEM it builds against.
 #pragma once
@@ -41,7 +41,7 @@ struct nvshmem_api {
 
   // --- device ---
   static __device__ void putmem(void* d, const void* s, size_t n, int pe) { nvshmem_putmem(d, s, n, pe); }
-  /// The _nbi put/get of scope S (shoal's scope types, as bench/device/kernels.cuh runs them).
+  /// The _nbi put/get of scope S (shoal's scope types, as bench/rma/rma_kernels.cuh runs them).
   template <class S>
   static __device__ void putmem_nbi(S, void* d, const void* s, size_t n, int pe) {
     if constexpr (std::is_same_v<S, shoal::thread_scope>) {

@@ -1,6 +1,7 @@
 // The nvcc -rdc part of shoal-bench-nvshmem: NVSHMEM init through the UID bootstrap, then the shared
-// driver (bench/device/driver.cuh) on the NVSHMEM adapter, then the collectives (nvshmem_coll_bench.cu);
-// and the checks that the NVSHMEM loaded is the one built against (several releases may sit side by side).
+// driver (bench/common/driver.cuh, the families of bench/rma/, amo/, sync/) on the NVSHMEM adapter, then the
+// collectives (nvshmem_coll_bench.cu); and the checks that the NVSHMEM loaded is the one built against (several
+// releases may sit side by side).
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
@@ -10,16 +11,18 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/driver.cuh"
-#include "device/kernels.cuh"
+#include "amo/amo.cuh"
+#include "common/driver.cuh"
 #include "nvshmem/nvshmem_api.cuh"
 #include "nvshmem/nvshmem_bench.hpp"
+#include "rma/rma.cuh"
+#include "sync/sync.cuh"
 
 namespace shoal::bench::nvshmem {
 
 static_assert(sizeof(nvshmemx_uniqueid_t) == kUniqueIdBytes);
 
-bool select_gpu() { return dev::select_gpu_from_env(); }
+bool select_gpu() { return select_gpu_from_env(); }
 
 std::string impl_name() { return dev::kNvshmemImpl; }
 

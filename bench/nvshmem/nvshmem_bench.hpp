@@ -1,4 +1,4 @@
-// shoal-bench-nvshmem: the device-initiated set of shoal-bench (bench/device/) and its collectives
+// shoal-bench-nvshmem: the device-initiated set of shoal-bench (bench/rma/, amo/, sync/) and its collectives
 // through NVSHMEM's public API, for side-by-side figures (impl "nvshmem-<version>", same CSV schema). Plain C++
 // interface to the nvcc -rdc part (nvshmem_bench.cu, nvshmem_coll_bench.cu), so main.cc needs no
 // NVSHMEM header.
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "device/options.hpp"
-#include "report.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
 
 namespace shoal::bench::nvshmem {
 
@@ -19,7 +19,7 @@ using unique_id = std::array<unsigned char, kUniqueIdBytes>;
 
 /// What one run measures; main.cc resolves it from the command line.
 struct selection {
-  bool rma = true;                     ///< the device-initiated set of bench/device/driver.cuh
+  bool rma = true;                     ///< the device-initiated set of bench/common/driver.cuh
   std::vector<std::string> rma_names;  ///< its benchmarks; empty: all of them
   std::vector<std::string> colls;      ///< collectives (names from collective_names()); empty: none
   bool block = true;                   ///< collective rows of scope block/1x<-t>

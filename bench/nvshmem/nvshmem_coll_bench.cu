@@ -1,4 +1,4 @@
-// shoal-bench-nvshmem's collectives: the rows of shoal-bench's bench/device/coll_bench.cu (same
+// shoal-bench-nvshmem's collectives: the rows of shoal-bench's bench/coll/coll_bench.cu (same
 // sizes, busBW formulas, timing method and CSV schema; impl "nvshmem-<version>", ratio 0, no baseline: the
 // ratios are compare.py's) through NVSHMEM's public collective API on NVSHMEM_TEAM_WORLD, in three
 // launch styles:
@@ -30,7 +30,7 @@
 // rows measured so far.
 //
 // The harness (watchdog, stream waits, timing, shared call counts, data check, graph replay, rows)
-// is shoal-bench's, bench/device/coll_harness.cuh; here are NVSHMEM's policy for it, NVSHMEM's
+// is shoal-bench's, bench/coll/coll_harness.cuh; here are NVSHMEM's policy for it, NVSHMEM's
 // calls and the sweeps.
 #include <algorithm>
 #include <cstddef>
@@ -44,7 +44,7 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
-#include "device/coll_harness.cuh"
+#include "coll/coll_harness.cuh"
 #include "nvshmem/nvshmem_api.cuh"
 #include "nvshmem/nvshmem_bench.hpp"
 

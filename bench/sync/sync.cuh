@@ -1,73 +1,23 @@
-// The latency benchmarks of shoal-bench's device driver (bench/device/driver.cuh): p_ping_pong,
-// put_signal_ping_pong, put_quiet_latency, atomic_latency and barrier_latency, as out-of-class members
-// of driver<Api>. Included at the end of driver.cuh only. A pair on the proxy path (no direct_) runs
-// the API rows only: no raw baseline, the target's buffers filled, cleared and checked by host RMA.
+// put_signal_ping_pong and barrier_latency of the device-initiated set: the members of driver<Api>
+// (bench/common/driver.cuh) that measure the API's block-scope put-with-signal + signal_wait_until and its device
+// barriers (barrier_all from one thread, sync_all_block) beside raw flag baselines, with the probe rows of
+// SHOAL_BENCH_PROBE=1; kernels in bench/sync/sync_kernels.cuh. A pair on the proxy path (no direct_) runs the API rows
+// only, its buffers filled, cleared and checked by host RMA.
+// Included by the translation unit that runs the set (bench/device_set.cu; shoal-bench-nvshmem's nvshmem_bench.cu).
 #pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "common/driver.cuh"
+#include "sync/sync_kernels.cuh"
 
 namespace shoal::bench::dev {
 
-// ---- p_ping_pong: int p + wait_until, half round trip ----
-
-template <class Api>
-void driver<Api>::p_ping_pong() {
-  int* flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
-  int* raw_flag = static_cast<int*>(Api::host_calloc(sizeof(int)));
-  Api::host_barrier();
-  const int iters = loop_iters();
-  const int warm = loop_warmup();
-  const int total = warm + opts_.reps * iters;
-  int* raw_peer = active() && direct_ ? remote(raw_flag, peer_) : nullptr;
-  // Both use fresh flags: sequence numbers 1..total.
-  double raw_us = 0;
-  if (direct_) {
-    raw_us = ping_pong_run("raw flag ping-pong", iters, warm, [&](int first, int count, bool initiator) {
-      raw_flag_ping_pong_kernel<<<1, 1, 0, stream_>>>(raw_flag, raw_peer, first, count, initiator, ctx_);
-    });
-  }
-  const double api_us = ping_pong_run("p ping-pong", iters, warm, [&](int first, int count, bool initiator) {
-    p_ping_pong_kernel<Api><<<1, 1, 0, stream_>>>(flag, first, count, peer_, initiator);
-  });
-  if (me_ == init_) {
-    // The last reply wrote `total` into the initiator's flag.
-    int seen_api = 0, seen_raw = 0;
-    cuda_check(cudaMemcpy(&seen_api, flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
-    cuda_check(cudaMemcpy(&seen_raw, raw_flag, sizeof(int), cudaMemcpyDeviceToHost), "read flag");
-    row r = make("p_ping_pong", Api::kName, "thread", sizeof(int), iters, api_us);
-    if (direct_) {
-      r.ratio = api_us / raw_us;
-      r.baseline = "raw";
-    }
-    add(r, seen_api == total);
-    if (direct_) add(make("p_ping_pong", "raw", "thread", sizeof(int), iters, raw_us), seen_raw == total);
-  }
-  Api::host_barrier();
-  Api::host_free(raw_flag);
-  Api::host_free(flag);
-}
-
-/// Ping-pong protocol: the target (responder) runs all warm + reps*iters rounds in one kernel; the initiator runs
-/// a warm-up kernel, then reps timed kernels of iters rounds. Sequence numbers go on from 1.
-/// launch(first, count, initiator). Returns the initiator's median half round trip in microseconds.
-template <class Api>
-template <class Launch>
-double driver<Api>::ping_pong_run(const char* what, int iters, int warm, Launch&& launch, uint64_t first_seq) {
-  Api::host_barrier();
-  double us = 0;
-  if (me_ == target_) {
-    untimed(what, [&] { launch(static_cast<int>(first_seq), warm + opts_.reps * iters, false); });
-  } else if (me_ == init_) {
-    untimed(what, [&] { launch(static_cast<int>(first_seq), warm, true); });
-    int next = static_cast<int>(first_seq) + warm;
-    us = median_us(what,
-                   [&] {
-                     launch(next, iters, true);
-                     next += iters;
-                   }) /
-         iters / 2;
-  }
-  Api::host_barrier();
-  return us;
-}
+inline constexpr size_t kPingPongMaxBytes = size_t{64} << 10;
 
 // ---- put_signal_ping_pong: block-scope putmem_signal + signal_wait_until, half round trip ----
 
@@ -151,172 +101,6 @@ void driver<Api>::put_signal_ping_pong() {
   Api::host_free(sig);
   Api::host_free(src);
   Api::host_free(buf);
-}
-
-// ---- put_quiet_latency: one thread, putmem + quiet; the target is passive ----
-
-template <class Api>
-void driver<Api>::put_quiet_latency() {
-  const size_t max_bytes = std::min(max_bytes_, kPutQuietMaxBytes);
-  char* src = static_cast<char*>(Api::host_malloc(max_bytes));
-  char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
-  Api::host_barrier();
-  if (me_ == init_) {
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
-    char* peer_dst = direct_ ? remote(dst, peer_) : nullptr;  // the raw baseline's
-    for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-      double us[2] = {0, 0};
-      bool ok[2] = {true, true};
-      for (int v = direct_ ? 0 : 1; v < 2; ++v) {  // 0: raw baseline (load/store pairs), 1: the API
-        const bool raw = v == 0;
-        const uint32_t seed = fill(src, nbytes);
-        auto k = [&](int n) {
-          if (raw)
-            raw_put_fence_kernel<<<1, 1, 0, stream_>>>(peer_dst, src, nbytes, n);
-          else
-            put_quiet_kernel<Api><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
-        };
-        untimed("put_quiet warm-up", [&] { k(warm); });
-        clear_at({dst, peer_}, nbytes);
-        us[v] = median_us(raw ? "raw put+fence" : "putmem+quiet", [&] { k(iters); }) / iters;
-        ok[v] = holds_at({dst, peer_}, nbytes, seed);
-      }
-      row r = make("put_quiet_latency", Api::kName, "thread", nbytes, iters, us[1]);
-      if (direct_) {
-        r.ratio = us[1] / us[0];
-        r.baseline = "raw";
-      }
-      add(r, ok[1]);
-      if (direct_) add(make("put_quiet_latency", "raw", "thread", nbytes, iters, us[0]), ok[0]);
-    }
-  }
-  Api::host_barrier();
-  Api::host_free(dst);
-  Api::host_free(src);
-}
-
-// ---- atomic_latency: dependent uint64 fetch_adds on the target's words (kAtomicWords, round robin); the target
-// is passive ----
-
-template <class Api>
-void driver<Api>::atomic_latency() {
-  auto* words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  auto* raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  char* probe_words[2];  // the probe-amo-arith and -nocheck rows' words
-  for (char*& p : probe_words) p = static_cast<char*>(Api::host_calloc(kAtomicBytes));
-  auto* alt_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));        // the probe-amo-alt rows'
-  auto* alt_raw_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));    // (API, raw and
-  auto* alt_arith_words = static_cast<char*>(Api::host_calloc(kAtomicBytes));  // arithmetic)
-  Api::host_barrier();
-  if (me_ == init_) {
-    const int iters = loop_iters();
-    const int warm = std::max(loop_warmup(), kAtomicWords);         // every word touched before the timed loops
-    char* peer_raw = direct_ ? remote(raw_words, peer_) : nullptr;  // the raw baseline's
-    const uint64_t expected = warm + static_cast<uint64_t>(opts_.reps) * iters;
-    // Every word's count summed (each step adds 1 to one word).
-    auto total = [&](char* base, bool raw) {
-      uint64_t sum = 0;
-      for (int k = 0; k < kAtomicWords; ++k) {
-        auto* w = reinterpret_cast<uint64_t*>(base + k * kAtomicWordStride);
-        sum += raw ? read_word(w) : read_word_at(w, peer_);
-      }
-      return sum;
-    };
-    double raw_us = 0;
-    if (direct_) {
-      untimed("raw fetch_add warm-up",
-              [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, warm, &scratch_->sink); });
-      raw_us = median_us("raw fetch_add",
-                         [&] { raw_fetch_add_kernel<<<1, 1, 0, stream_>>>(peer_raw, iters, &scratch_->sink); }) /
-               iters;
-    }
-    untimed("fetch_add warm-up",
-            [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(words, warm, peer_, &scratch_->sink); });
-    const double us =
-        median_us("fetch_add",
-                  [&] { fetch_add_kernel<Api><<<1, 1, 0, stream_>>>(words, iters, peer_, &scratch_->sink); }) /
-        iters;
-    row r = make("atomic_latency", Api::kName, "thread", sizeof(uint64_t), iters, us);
-    if (direct_) {
-      r.ratio = us / raw_us;
-      r.baseline = "raw";
-    }
-    add(r, total(words, false) == expected);
-    if (direct_)
-      add(make("atomic_latency", "raw", "thread", sizeof(uint64_t), iters, raw_us), total(peer_raw, true) == expected);
-    constexpr bool kHasArith = requires { Api::uint64_atomic_fetch_add_arith(nullptr, 0, 0); };
-    // SHOAL_BENCH_PROBE=1: the probe-amo-arith and -nocheck rows (fetch_add_kernel), each on its own words.
-    if constexpr (kHasArith) {
-      if (direct_ && probe_rows_) {
-        auto probe = [&]<fetch_add_via kVia>(const char* probe_name, char* words_of_row) {
-          untimed(probe_name, [&] {
-            fetch_add_kernel<Api, kVia><<<1, 1, 0, stream_>>>(words_of_row, warm, peer_, &scratch_->sink);
-          });
-          const double probe_us = median_us(probe_name,
-                                            [&] {
-                                              fetch_add_kernel<Api, kVia>
-                                                  <<<1, 1, 0, stream_>>>(words_of_row, iters, peer_, &scratch_->sink);
-                                            }) /
-                                  iters;
-          row p = make("atomic_latency", probe_name, "thread", sizeof(uint64_t), iters, probe_us);
-          p.ratio = probe_us / raw_us;
-          p.baseline = "raw";
-          add(p, total(words_of_row, false) == expected);
-        };
-        probe.template operator()<fetch_add_via::arith>("probe-amo-arith", probe_words[0]);
-        probe.template operator()<fetch_add_via::nocheck>("probe-amo-nocheck", probe_words[1]);
-      }
-    }
-    // SHOAL_BENCH_PROBE=1: the probe-amo-alt rows, the API, the raw atom and (shoal) the session-24 arithmetic with the
-    // target alternating between the peer and this PE (fetch_add_alt_kernel), each on its own words: a per-call
-    // lookup that no loop can hoist.
-    if (direct_ && probe_rows_) {
-      double alt_us[3] = {0, 0, 0};
-      char* alt_base[3] = {alt_words, alt_raw_words, alt_arith_words};
-      for (int via = 0; via < (kHasArith ? 3 : 2); ++via) {
-        char* raw_peer = via == 1 ? remote(alt_raw_words, peer_) : nullptr;
-        auto launch = [&](int n) {
-          if (via == 1) {
-            fetch_add_alt_kernel<Api, fetch_add_via::raw>
-                <<<1, 1, 0, stream_>>>(nullptr, n, peer_, me_, raw_peer, alt_raw_words, &scratch_->sink);
-          } else if (via == 0) {
-            fetch_add_alt_kernel<Api, fetch_add_via::api>
-                <<<1, 1, 0, stream_>>>(alt_words, n, peer_, me_, nullptr, nullptr, &scratch_->sink);
-          } else if constexpr (kHasArith) {
-            fetch_add_alt_kernel<Api, fetch_add_via::arith>
-                <<<1, 1, 0, stream_>>>(alt_arith_words, n, peer_, me_, nullptr, nullptr, &scratch_->sink);
-          }
-        };
-        untimed("probe-amo-alt warm-up", [&] { launch(warm); });
-        alt_us[via] = median_us("probe-amo-alt", [&] { launch(iters); }) / iters;
-      }
-      // Every step added 1 to one word of the peer's or this PE's copy: both copies' counts sum to `expected`.
-      auto alt_total = [&](char* base, bool raw) {
-        uint64_t sum = total(raw ? remote(base, peer_) : base, raw);
-        for (int k = 0; k < kAtomicWords; ++k)
-          sum += read_word(reinterpret_cast<uint64_t*>(base + k * kAtomicWordStride));
-        return sum;
-      };
-      const char* names[3] = {"probe-amo-alt", "raw-alt", "probe-amo-alt-arith"};
-      for (int via : {0, 2}) {
-        if (via == 2 && !kHasArith) continue;
-        row a = make("atomic_latency", names[via], "thread", sizeof(uint64_t), iters, alt_us[via]);
-        a.ratio = alt_us[via] / alt_us[1];
-        a.baseline = "raw-alt";
-        add(a, alt_total(alt_base[via], false) == expected);
-      }
-      add(make("atomic_latency", "raw-alt", "thread", sizeof(uint64_t), iters, alt_us[1]),
-          alt_total(alt_raw_words, true) == expected);
-    }
-  }
-  Api::host_barrier();
-  Api::host_free(alt_arith_words);
-  Api::host_free(alt_raw_words);
-  Api::host_free(alt_words);
-  for (char* p : probe_words) Api::host_free(p);
-  Api::host_free(raw_words);
-  Api::host_free(words);
 }
 
 // ---- barrier_latency: device barrier_all (one thread) and sync_all_block (one block); every PE ----

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import tokenize
 
-SCOPE_CODE = ("include", "src", "ep", "python", "codegen", "examples", "cmake", "tools")
+SCOPE_CODE = ("include", "src", "ep", "python", "codegen", "examples", "cmake", "tools", "bench")
 C_LIKE = {".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh", ".inc"}
 PYTHON = {".py", ".pyi"}
 HASH_COMMENTS = {".cmake", ".in", ".sh"}  # and CMakeLists.txt, and scripts with a shebang
@@ -157,6 +157,7 @@ def self_test() -> int:
         "codegen/CMakeLists.txt": "# Session 14 decided it\n",
         "docs/h.md": "Built against commit `df2814155acf`.\n",
         "README.md": "As of session 25.\n",
+        "bench/rma/i.cuh": "// the rows of 2026-12-03\n",
     }
     good = {
         "src/ok.cc": (
@@ -174,7 +175,7 @@ def self_test() -> int:
             "Words without digits (deadbeef, defaced) and numbers without letters (1234567) are neither.\n"
             "Every PE runs the same session; issue 38 tracks the rest.\n"),
         "docs/results/run.md": "Session 16 (2026-12-01) at 5717c21.\n",
-        "bench/k.cu": "// session 20's rows\n",
+        "tests/probe/k.cu": "// session 20's rows\n",
     }
     with tempfile.TemporaryDirectory() as d:
         root = pathlib.Path(d)

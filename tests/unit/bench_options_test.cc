@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "device/options.hpp"
-#include "report.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
 
 namespace {
 
