@@ -6,13 +6,16 @@ folder is for").
            in src/<layer>/ may include headers of its own layer, of lower layers and of include/shoal/
            ("shoal/..."); never of a higher layer. A folder under src/ that is not in the list fails too
            (place it in the order first).
-  src      tools/, bench/, examples/ (programs on the public API) including a header of src/: a path whose
-           first folder is a folder of src/ ("bootstrap/bootstrap.hpp"), a path through src/, or one that
+  public   src/shmem/ (libshoal_shmem, OpenSHMEM over shoal) including a header of another layer of src/
+           ("runtime/c_api.hpp") or shoal/detail/...: it uses the public C API only (shoal/... outside detail/,
+           <shmem.h>) and its own files
+  src      tools/, bench/, examples/, python/ (programs on the public API) including a header of src/: a path
+           whose first folder is a folder of src/ ("bootstrap/bootstrap.hpp"), a path through src/, or one that
            names a file of src/ from the src/ include root
   detail   the same programs including shoal/detail/... (bodies of the public headers, not API)
-A program may include the public headers (shoal/... outside detail/), its own files (found from the
-including file's folder or any folder above it up to tools/, bench/ or examples/), and headers from
-outside the repository (the C++ library, CUDA, fmt, CLI11, NCCL, NVSHMEM).
+A program may include the public headers (shoal/... outside detail/, the EP layer's shoal/ep/...), its own files
+(found from the including file's folder or any folder above it up to tools/, bench/, examples/ or python/), and
+headers from outside the repository (the C++ library, CUDA, fmt, CLI11, nanobind, NCCL, NVSHMEM).
 
 Usage: layer_check.py ROOT         check the repository at ROOT
        layer_check.py --self-test  prove each rule fails on a bad tree and a good tree passes
@@ -24,7 +27,9 @@ import tempfile
 from typing import Optional
 
 LAYERS = ["common", "bootstrap", "heap", "transport", "runtime", "team", "coll", "shmem"]
-PROGRAMS = ["tools", "bench", "examples"]
+# Layers of src/ that sit on the public C API like a program (no other layer's headers, no shoal/detail/).
+PUBLIC_ONLY = ["shmem"]
+PROGRAMS = ["tools", "bench", "examples", "python"]
 SOURCES = {".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh"}
 # [ \t], not \s, before the '#': \s would run over blank lines and report the line above the include.
 LAYER_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"/]+)/[^"]+"', re.MULTILINE)
@@ -55,6 +60,14 @@ def layer_violations(src: pathlib.Path) -> list[str]:
                 if target in rank and rank[target] > rank[folder.name]:
                     bad.append(f"src/{f.relative_to(src)}:{line_of(text, m.start())}: upward: {folder.name} includes "
                                f"{target} (a higher layer): {m.group(0).strip()}")
+                elif folder.name in PUBLIC_ONLY and target in rank and target != folder.name:
+                    bad.append(f"src/{f.relative_to(src)}:{line_of(text, m.start())}: public: {folder.name} includes "
+                               f"{target} (it uses the public C API only): {m.group(0).strip()}")
+            if folder.name in PUBLIC_ONLY:
+                for m in ANY_INCLUDE.finditer(text):
+                    if m.group(1).startswith("shoal/detail/"):
+                        bad.append(f"src/{f.relative_to(src)}:{line_of(text, m.start())}: public: {folder.name} "
+                                   f"includes {m.group(1)} (it uses the public C API only)")
     return bad
 
 
@@ -118,12 +131,13 @@ def check(root: pathlib.Path) -> int:
         return 1
     bad = violations(root)
     if bad:
-        print("includes that cross the layers (src/: " + " -> ".join(LAYERS) + "; " + ", ".join(PROGRAMS) +
-              ": the public API):")
+        print("includes that cross the layers (src/: " + " -> ".join(LAYERS) + ", " + ", ".join(PUBLIC_ONLY) +
+              " on the public C API only; " + ", ".join(PROGRAMS) + ": the public API):")
         for b in bad:
             print("  " + b)
         return 1
-    print(f"layers ok: src/ one way; {', '.join(p + '/' for p in PROGRAMS)} on the public headers ({root})")
+    print(f"layers ok: src/ one way, {', '.join('src/' + p + '/' for p in PUBLIC_ONLY)} on the public C API; "
+          f"{', '.join(p + '/' for p in PROGRAMS)} on the public headers ({root})")
     return 0
 
 
@@ -155,6 +169,12 @@ def self_test() -> int:
                                                         '#include "transport/t.hpp"\n#include <shoal/device/ptx.cuh>\n'
                                                         '#include <cuda_runtime.h>\n#include <nvshmem.h>\n')
         write(root / "examples" / "hello" / "hello.c", "#include <shoal/shoal.h>\n#include <stdio.h>\n")
+        write(src / "shmem" / "shmem_internal.hpp", "#pragma once\n")
+        write(src / "shmem" / "shmem_lib.cc", '#include "shmem.h"\n#include "shmem_internal.hpp"\n'
+                                              '#include "shoal/shoal.h"\n#include "shmem/shmem_internal.hpp"\n')
+        write(root / "python" / "src" / "ep_module.hpp", "#pragma once\n")
+        write(root / "python" / "src" / "core.cc", '#include "shoal/shoal.h"\n#include <nanobind/nanobind.h>\n'
+                                                   '#include "ep_module.hpp"\n#include <shoal/ep/normal.hpp>\n')
         if violations(root):
             print(f"self-test: a tree that keeps the layers was rejected: {violations(root)}")
             return 1
@@ -168,6 +188,11 @@ def self_test() -> int:
             (root / "bench" / "proxy" / "probe.cu", '#include "../../include/shoal/detail/proxy_ring.hpp"\n', "detail",
              ":1:"),
             (root / "examples" / "hello" / "bad.c", "#include <shoal/detail/host_api.h>\n", "detail", ":1:"),
+            (src / "shmem" / "bad.cc", '#include "shmem.h"\n#include "runtime/c_api.hpp"\n', "public", ":2:"),
+            (src / "shmem" / "bad.cc", '#include "common/check.hpp"\n', "public", ":1:"),
+            (src / "shmem" / "bad.cc", '\n#include "shoal/detail/host_api.h"\n', "public", ":2:"),
+            (root / "python" / "src" / "bad.cc", '#include "transport/transport.hpp"\n', "src", ":1:"),
+            (root / "python" / "src" / "bad.cc", '#include <shoal/detail/device_world.hpp>\n', "detail", ":1:"),
         ]
         for path, text, rule, line in cases:
             write(path, text)
@@ -180,8 +205,9 @@ def self_test() -> int:
         if not any("not a known layer" in b for b in violations(root)):
             print("self-test: an unknown folder under src/ was not reported")
             return 1
-    print("self-test ok: the layer check fails on an upward include in src/, on an unknown src/ folder and on a "
-          "program that includes src/ or shoal/detail/; a good tree passes")
+    print("self-test ok: the layer check fails on an upward include in src/, on src/shmem/ reaching past the public "
+          "C API, on an unknown src/ folder and on a program (tools/, bench/, examples/, python/) that includes src/ "
+          "or shoal/detail/; a good tree passes")
     return 0
 
 
