@@ -58,6 +58,7 @@
 #include "common/kernels.cuh"
 #include "common/options.hpp"
 #include "common/report.hpp"
+#include "shoal/device/scope.cuh"
 
 namespace shoal::bench::dev {
 
