@@ -25,7 +25,7 @@ try:
 except ImportError:
     sys.exit(
         f"plot.py needs matplotlib, which this Python ({sys.executable}) does not have. One of:\n"
-        "  SHOAL_WITH_PLOTS=1 scripts/install_deps.sh, then build/venv/bin/python bench/plot.py ... (the checkout's venv)\n"
+        "  scripts/install_deps.sh, then build/venv/bin/python bench/plot.py ... (the checkout's venv)\n"
         "  python3 -m pip install matplotlib, in a virtual environment of yours, and run plot.py with its python\n"
         "  sudo apt-get install python3-matplotlib, and run plot.py with /usr/bin/python3"
     )

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing shoal needs on a fresh Debian/Ubuntu machine:
 #   - system packages with apt-get (root or sudo), those that are missing;
-#   - the Python tools (nanobind, scikit-build-core, numpy, pytest; matplotlib too with SHOAL_WITH_PLOTS=1)
+#   - the Python tools (nanobind, scikit-build-core, numpy, pytest, matplotlib for the plots and the study)
 #     with pip into a virtual environment of this checkout, build/venv (SHOAL_VENV: another folder), never
 #     into the Python on PATH. pip's cache is build/pip-cache, so besides apt nothing is written outside the
 #     checkout (tests/install/setup_isolation_test.sh checks it). The scripts configure CMake with the
@@ -48,8 +48,7 @@ if [[ ! -x $venv/bin/python ]]; then
     exit 1
   }
 fi
-modules=(nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy pytest:pytest)
-[[ ${SHOAL_WITH_PLOTS:-0} == 1 ]] && modules+=(matplotlib:matplotlib)
+modules=(nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy pytest:pytest matplotlib:matplotlib)
 py_missing=()
 for m in "${modules[@]}"; do
   "$venv/bin/python" -c "import ${m%%:*}" >/dev/null 2>&1 || py_missing+=("${m#*:}")

@@ -147,7 +147,7 @@ with (d / "plots" / "input.csv").open("w", newline="") as out:
 PY
   python3 "$root/bench/plot.py" "$out/plots/input.csv" -o "$out/plots"
 else
-  echo "run.sh: no matplotlib; no plots (SHOAL_WITH_PLOTS=1 scripts/install_deps.sh)" >&2
+  echo "run.sh: no matplotlib; no plots (scripts/install_deps.sh installs it in build/venv)" >&2
 fi
 machine="$(uname -srm), $(nproc) CPU cores ($cpu)${gpu:+, $gpu}, ${ucx_version:-UCX ?}; load average"
 machine+=" $load_before before, $load_after after (other jobs share this machine)"

@@ -1,12 +1,13 @@
 // The on-stream team collectives (coll.hpp): validated on the host like the blocking calls, then
 // work on the caller's stream (coll_kernels.cu), so they order with the caller's work and can be
-// captured in a CUDA graph. Algorithm per call (choose()): LL for messages that fit the LL slots
-// (one CTA, no barrier); ce for broadcast/fcollect/alltoall messages from SHOAL_COLL_CE_BYTES (a
-// barrier kernel, copy-engine copies on side streams forked from and joined back to the caller's
-// stream, a barrier kernel); direct otherwise (a channel per CTA, each with a team barrier before
-// and after); or as SHOAL_COLL_ALGO says. A team with a proxy member (another node, SHOAL_DISABLE_P2P=1)
-// always takes proxy: one CTA on the device API's proxy path (routed puts through the proxy ring, team
-// barriers). The choice is logged (SHOAL_DEBUG=trace, subsystem coll).
+// captured in a CUDA graph. Algorithm per call (choose()), at the crossovers the study measured per
+// collective and PE count (common/tuning.hpp; the user's SHOAL_COLL_* variables win): LL for small
+// messages that fit the LL slots (one CTA, no barrier); ce for large broadcast/fcollect/alltoall
+// messages (a barrier kernel, copy-engine copies on side streams forked from and joined back to the
+// caller's stream, a barrier kernel); direct otherwise (a channel per CTA, one per so many bytes moved,
+// each with a team barrier before and after); or as SHOAL_COLL_ALGO says. A team with a proxy member (another node,
+// SHOAL_DISABLE_P2P=1) always takes proxy: one CTA on the device API's proxy path (routed puts through the proxy ring,
+// team barriers). The choice is logged (SHOAL_DEBUG=trace, subsystem coll).
 //
 // The members' arguments are not compared for on-stream calls (that would cost a host round trip
 // per call and cannot be captured): members that disagree meet in the device waits, which report and
@@ -29,6 +30,7 @@
 #include "common/check.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "common/tuning.hpp"
 #include "runtime/c_api.hpp"
 #include "runtime/wait.hpp"
 #include "shoal/shoal.h"
@@ -246,13 +248,24 @@ void copy_alone(const stream_call& c, void* dest, const void* source, size_t byt
 /// `total` bytes in all through this PE.
 void check_launch(const char* call, cudaError_t err) { SHOAL_CUDA_CHECK(err, call); }
 
-launch_config choose(const stream_call& c, size_t message_bytes, size_t total, void* stream, bool can_ce) {
+launch_config choose(const stream_call& c, tuning::coll_kind kind, size_t message_bytes, size_t total, void* stream,
+                     bool can_ce) {
   const device_world& dw = c.w.device_handle();
   static const std::string forced = env::get_string("SHOAL_COLL_ALGO");
-  static const uint64_t ce_bytes = env::get_size("SHOAL_COLL_CE_BYTES");
+  // The measured defaults for this collective and team size (src/common/tuning_gen.hpp); a variable the user sets
+  // wins. LL never goes past the slot size (SHOAL_COLL_LL_BYTES, which also sizes the workspace).
+  const tuning::coll_row& t = tuning::coll_default(kind, c.team.n_pes);
+  static const bool ll_set = env::raw("SHOAL_COLL_LL_BYTES").has_value();
+  static const bool ce_set = env::raw("SHOAL_COLL_CE_BYTES").has_value();
+  static const bool channel_set = env::raw("SHOAL_COLL_CHANNEL_BYTES").has_value();
+  static const uint64_t ce_env = env::get_size("SHOAL_COLL_CE_BYTES");
+  static const uint64_t channel_env = env::get_size("SHOAL_COLL_CHANNEL_BYTES");
+  const uint64_t ce_bytes = ce_set ? ce_env : t.ce_min_bytes;
+  const uint64_t ll_max = ll_set ? dw.coll_ll_bytes : std::min<uint64_t>(dw.coll_ll_bytes, t.ll_max_bytes);
+  const uint64_t bytes_per_channel = channel_set ? channel_env : t.bytes_per_channel;
   SHOAL_CHECK_ARG(forced == "auto" || forced == "ll" || forced == "direct" || forced == "ce", c.call,
                   "SHOAL_COLL_ALGO={} is not auto, ll, direct or ce", forced);
-  const bool fits = message_bytes <= dw.coll_ll_bytes;
+  const bool fits = message_bytes <= dw.coll_ll_bytes;  // a slot holds it (what a forced ll needs)
   launch_config cfg;
   cfg.stream = static_cast<cudaStream_t>(stream);
   if (c.proxy) {  // a proxy member: the only algorithm that reaches it (SHOAL_COLL_ALGO does not apply)
@@ -266,7 +279,7 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
   } else if (forced == "auto" && can_ce && ce_bytes > 0 && message_bytes >= ce_bytes) {
     cfg.how = algo::ce;
   } else {
-    cfg.how = fits ? algo::ll : algo::direct;
+    cfg.how = message_bytes <= ll_max ? algo::ll : algo::direct;
   }
   static const int64_t threads = env::get_int("SHOAL_COLL_THREADS");
   SHOAL_CHECK_ARG(threads >= 32 && threads <= kMaxThreads && threads % 32 == 0, c.call,
@@ -278,13 +291,13 @@ launch_config choose(const stream_call& c, size_t message_bytes, size_t total, v
     const size_t lines = (message_bytes + 7) / 8;
     cfg.threads = static_cast<uint32_t>(std::clamp<size_t>((lines + 31) / 32 * 32, 32, cfg.threads));
   }
-  constexpr size_t kBytesPerChannel = 64 * 1024;  // proxy: one CTA, SHOAL_COLL_THREADS threads
+  // One CTA for ll, ce and proxy; direct takes one per bytes_per_channel moved, up to SHOAL_COLL_CHANNELS.
   cfg.channels = cfg.how != algo::direct
                      ? 1
-                     : static_cast<uint32_t>(std::clamp<size_t>((total + kBytesPerChannel - 1) / kBytesPerChannel, 1,
+                     : static_cast<uint32_t>(std::clamp<size_t>((total + bytes_per_channel - 1) / bytes_per_channel, 1,
                                                                 std::max<uint32_t>(dw.coll_channels, 1)));
-  SHOAL_LOG(trace, coll, "{}: {} bytes per message, {} in all: algorithm {}, {} channel(s) x {} threads", c.call,
-            message_bytes, total, to_string(cfg.how), cfg.channels, cfg.threads);
+  SHOAL_LOG(trace, coll, "{}: {} bytes per message, {} in all: algorithm {}, {} channel(s) x {} threads (defaults: {})",
+            c.call, message_bytes, total, to_string(cfg.how), cfg.channels, cfg.threads, tuning::source_machine());
   return cfg;
 }
 
@@ -398,7 +411,10 @@ int move_on_stream(const char* call, shoal_team_t team, void* dest, const void* 
       copy_alone(c, dest, source, bytes, stream);
       return;
     }
-    const launch_config cfg = choose(c, bytes, total, stream, true);
+    const tuning::coll_kind tuned = how == move::broadcast  ? tuning::coll_kind::broadcast
+                                    : how == move::fcollect ? tuning::coll_kind::fcollect
+                                                            : tuning::coll_kind::alltoall;
+    const launch_config cfg = choose(c, tuned, bytes, total, stream, true);
     if (cfg.how == algo::ce) {
       enqueue_move_ce(c, how, dest, source, bytes, root, static_cast<cudaStream_t>(stream));
       return;
@@ -436,7 +452,8 @@ int reduce_common(const char* call, shoal_team_t team, void* dest, const void* s
       copy_alone(c, dest, source, bytes, stream);
       return;
     }
-    const launch_config cfg = choose(c, bytes, scatter ? src_bytes : bytes * 2, stream, false);
+    const launch_config cfg =
+        choose(c, tuning::coll_kind::allreduce, bytes, scatter ? src_bytes : bytes * 2, stream, false);
     check_launch(call, launch_reduce(c.w.device_handle(), c.team, scatter, type, op, dest, source, nreduce, cfg));
 #else
     (void)team, (void)dest, (void)source, (void)nreduce, (void)type, (void)op, (void)stream, (void)scatter;

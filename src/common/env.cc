@@ -75,8 +75,9 @@ constexpr std::array kTable = {
     variable{"SHOAL_WAIT_TIMEOUT", kind::duration_ms, "600s",
              "a host wait (wait_until, barrier) longer than this fails with a report; 0: unbounded"},
     variable{"SHOAL_COLL_LL_BYTES", kind::size, "16K",
-             "GPU team collectives: messages up to this size per PE take the LL algorithm (no barrier; flags travel "
-             "with the data); also the size of each LL slot in the collective workspace",
+             "GPU team collectives: the size of each LL slot in the collective workspace; set, messages up to it per "
+             "PE take the LL algorithm on a stream (no barrier; flags travel with the data); unset, the measured "
+             "crossover per collective and PE count (src/common/tuning_gen.hpp), at most the slot",
              "8", "1M"},
     variable{"SHOAL_COLL_THREADS", kind::integer, "512",
              "GPU on-stream collectives: threads per CTA of the direct algorithm (LL calls use fewer for small "
@@ -91,8 +92,14 @@ constexpr std::array kTable = {
              "fcollect/alltoall messages from SHOAL_COLL_CE_BYTES, direct otherwise), ll (LL whenever the message fits "
              "a slot), direct (barrier + load/store, two-shot for reductions) or ce (copy engines for the moves)"},
     variable{"SHOAL_COLL_CE_BYTES", kind::size, "4M",
-             "GPU on-stream broadcast/fcollect/alltoall: messages of at least this size go through the copy engines "
-             "(SHOAL_COLL_ALGO=auto); 0: never"},
+             "GPU on-stream broadcast/fcollect/alltoall: set, messages of at least this size go through the copy "
+             "engines (SHOAL_COLL_ALGO=auto; 0: never); unset, the measured crossover per collective and PE count "
+             "(src/common/tuning_gen.hpp)"},
+    variable{"SHOAL_COLL_CHANNEL_BYTES", kind::size, "64K",
+             "GPU on-stream collectives, direct algorithm: set, one CTA (channel) per this many bytes moved through "
+             "a PE, up to SHOAL_COLL_CHANNELS; unset, the measured value per collective and PE count "
+             "(src/common/tuning_gen.hpp)",
+             "256", "1G"},
     variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
              "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
     variable{"SHOAL_TEAM_SPLIT_EXCHANGE", kind::string, "auto",
@@ -173,7 +180,7 @@ constexpr std::string_view kToolPrefixes[] = {"SHOAL_BENCH_",  "SHOAL_GPU_",    
                                               "SHOAL_SWEEP_",  "SHOAL_STRESS_", "SHOAL_TEST_",
                                               "SHOAL_LITMUS_", "SHOAL_MP_",     "SHOAL_EP_"};
 constexpr std::string_view kToolNames[] = {"SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_NVSHMEM_BUNDLE",
-                                           "SHOAL_UCX_WHEEL",    "SHOAL_WITH_PLOTS",   "SHOAL_VENV",
+                                           "SHOAL_UCX_WHEEL",    "SHOAL_STUDY_BUILD",  "SHOAL_VENV",
                                            "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",
                                            "SHOAL_WERROR",       "SHOAL_DEBUG_ASSERTS"};
 

@@ -1,0 +1,69 @@
+"""The study's runs: which shoal-bench invocations, at which PE counts, with which path forced.
+
+Each step is one `shoalrun -n PES -- shoal-bench ARGS --csv FILE` with an environment; its rows get the step's
+`variant` (the path it forced, "" for shoal's own choice) and `section`. On GPUs the plan covers the report's
+sections; on host-memory PEs (a CPU machine, CI) it runs the host set at a few sizes, which exercises the whole
+pipeline (rows, models, crossovers, tables, plots) without a GPU.
+"""
+from dataclasses import dataclass, field
+
+P2P_CTAS = (1, 8, 32, 132)  # 132: one CTA per SM of an H100/H200
+COLL_PES = (2, 4, 8)
+COLL_BENCHMARKS = ("allreduce", "broadcast", "fcollect", "alltoall")
+COLL_CHANNELS = (1, 4, 16, 64)
+LATENCY_SET = ("p_ping_pong", "put_signal_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
+HOST_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
+
+
+@dataclass
+class Step:
+    name: str  # unique; the step's files are <name>.csv and <name>.log
+    section: str  # p2p, latency, host_issued, coll, coll_variants
+    pes: int
+    args: list
+    env: dict = field(default_factory=dict)
+    variant: str = ""
+    timeout_s: int = 600
+
+
+def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
+    """The GPU study. quick: fewer sizes and grids (a smoke run of the same steps)."""
+    steps = []
+    big = "16M" if quick else "256M"
+    step_f = "16" if quick else "4"
+    ctas = (1, 132) if quick else P2P_CTAS
+    for scope in ("thread", "warp", "block"):
+        for c in ctas:
+            steps.append(Step(f"p2p_{scope}_c{c}", "p2p", 2,
+                              ["put_bw", "get_bw", "-s", scope, "-c", str(c), "-b", "8", "-e", big, "-f", step_f],
+                              variant=f"ctas={c}"))
+    steps.append(Step("latency", "latency", 2, list(LATENCY_SET) + ["-b", "8", "-e", "1M", "-f", "8"]))
+    steps.append(Step("host_issued", "host_issued", 2,
+                      ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency",
+                       "-b", "8", "-e", big, "-f", step_f]))
+    coll_sizes = ["-b", "8", "-e", big, "-f", step_f]
+    for n in pes:
+        # NCCL refuses two ranks on one GPU: its rows only where every PE has its own GPU.
+        nccl = {"SHOAL_BENCH_NCCL": "1" if n <= gpus else "0"}
+        steps.append(Step(f"coll_n{n}", "coll", n, list(COLL_BENCHMARKS) + ["barrier"] + coll_sizes,
+                          env={"SHOAL_BENCH_COLL_SCOPES": "block,stream,graph", **nccl}))
+        only_stream = {"SHOAL_BENCH_COLL_SCOPES": "stream", "SHOAL_BENCH_NCCL": "0"}
+        for algo in ("ll", "direct", "ce"):
+            names = [b for b in COLL_BENCHMARKS if algo != "ce" or b != "allreduce"]
+            sizes = ["-b", "8", "-e", "1M", "-f", step_f] if algo == "ll" else coll_sizes
+            steps.append(Step(f"coll_n{n}_{algo}", "coll_variants", n, names + sizes,
+                              env={**only_stream, "SHOAL_COLL_ALGO": algo}, variant=f"algo={algo}"))
+        for k in ((1, 64) if quick else COLL_CHANNELS):
+            steps.append(Step(f"coll_n{n}_ch{k}", "coll_variants", n, list(COLL_BENCHMARKS) + ["-b", "64K", "-e", big,
+                                                                                             "-f", step_f],
+                              env={**only_stream, "SHOAL_COLL_ALGO": "direct", "SHOAL_COLL_CHANNELS": str(k)},
+                              variant=f"channels={k}"))
+    return steps
+
+
+def host_plan(quick=False, pes=(2, 4)):
+    """Host-memory PEs: the host set at each PE count (what a CPU machine can measure)."""
+    sizes = ["-b", "8", "-e", "64K" if quick else "16M", "-f", "8"]
+    reps = ["-r", "3", "-n", "50"] if quick else []
+    return [Step(f"host_n{n}", "host", n, list(HOST_SET) + sizes + reps, env={"SHOAL_BACKEND": "host"})
+            for n in pes]

@@ -1,0 +1,36 @@
+#include "common/tuning.hpp"
+
+#include <span>
+
+#include "common/tuning_gen.hpp"
+
+namespace shoal::detail::tuning {
+
+namespace {
+std::span<const coll_row> rows_of(coll_kind kind) {
+  switch (kind) {
+    case coll_kind::allreduce:
+      return k_allreduce;
+    case coll_kind::broadcast:
+      return k_broadcast;
+    case coll_kind::fcollect:
+      return k_fcollect;
+    case coll_kind::alltoall:
+      break;
+  }
+  return k_alltoall;
+}
+}  // namespace
+
+const coll_row& coll_default(coll_kind kind, int n_pes) {
+  const std::span<const coll_row> rows = rows_of(kind);  // sorted by n_pes, never empty (the generator checks)
+  const coll_row* pick = &rows.front();
+  for (const coll_row& r : rows)
+    if (r.n_pes <= n_pes) pick = &r;
+  return *pick;
+}
+
+const char* source_machine() { return kMachine; }
+const char* source_commit() { return kCommit; }
+
+}  // namespace shoal::detail::tuning

@@ -1,0 +1,173 @@
+"""The study's tool (bench/study/): its arithmetic on made-up rows with known answers, the defaults it derives and
+the code generator that takes them, and the whole pipeline on host-memory PEs (shoal-bench under shoalrun, rows,
+models, crossovers, tables, plots), so that a broken pipeline fails on a CPU machine."""
+import csv
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "study"))
+sys.path.insert(0, str(ROOT / "codegen"))
+import analysis  # noqa: E402
+import gen_tuning  # noqa: E402
+import report  # noqa: E402
+
+
+def curve(alpha_us, beta_gbps, sizes):
+    return {s: alpha_us + s / (beta_gbps * 1e3) for s in sizes}
+
+
+SIZES = [8 << (2 * k) for k in range(12)]  # 8 B .. 32 MiB
+
+
+def test_fit_recovers_a_known_model():
+    m = analysis.fit(curve(2.5, 40.0, SIZES))
+    assert m["alpha_us"] == pytest.approx(2.5, rel=1e-6)
+    assert m["beta_gbps"] == pytest.approx(40.0, rel=1e-6)
+    assert m["max_rel_err"] < 1e-9
+    assert analysis.fit({8: 1.0}) is None
+    flat = analysis.fit({8: 3.0, 64: 3.0, 512: 3.0})
+    assert math.isinf(flat["beta_gbps"]) and flat["alpha_us"] == pytest.approx(3.0)
+
+
+def test_crossover_between_a_cheap_and_a_wide_path():
+    # thread-like: 1 µs + 10 GB/s; block-like: 5 µs + 200 GB/s. They cross where 1 + s/1e4 = 5 + s/2e5: s ~ 42105 B.
+    paths = {("shoal", "thread", ""): curve(1.0, 10.0, SIZES), ("shoal", "block", ""): curve(5.0, 200.0, SIZES)}
+    cross = analysis.crossovers(paths)
+    assert len(cross) == 1
+    lo, hi, a, b, at = cross[0]
+    assert a[1] == "thread" and b[1] == "block"
+    assert lo < 42105 <= hi
+    assert at == pytest.approx(42105, rel=0.01)
+    assert analysis.crossovers({("shoal", "thread", ""): curve(1.0, 10.0, SIZES)}) == []
+
+
+def coll_rows(bench, n, algos, channels, default):
+    """Rows as study.py merges them: the forced variants plus shoal's own choice ('' variant)."""
+    rows = []
+
+    def add(variant, pts):
+        for s, t in pts.items():
+            rows.append({"benchmark": bench, "impl": "shoal", "backend": "cuda", "num_pes": n, "scope": "stream",
+                         "size_bytes": s, "latency_us": t, "bandwidth_gbps": 0, "busbw_gbps": 0, "ratio": 0,
+                         "variant": variant})
+    for a, pts in algos.items():
+        add(f"algo={a}", pts)
+    for k, pts in channels.items():
+        add(f"channels={k}", pts)
+    add("", default)
+    return rows
+
+
+def synthetic_broadcast(n=4):
+    ll = curve(3.0, 5.0, SIZES)        # cheapest start, narrowest
+    direct = curve(8.0, 150.0, SIZES)  # wins from ~27 KiB
+    ce = curve(30.0, 400.0, SIZES)     # wins from ~1.9 MiB
+    # channels: 1 CTA is slow for big messages, 64 best for big, 4 best in the middle
+    channels = {1: curve(8.0, 20.0, SIZES), 4: curve(8.5, 80.0, SIZES), 16: curve(9.0, 140.0, SIZES),
+                64: curve(10.0, 160.0, SIZES)}
+    default = {s: min(ll[s], direct[s], ce[s]) * (1.3 if s == 2048 else 1.0) for s in SIZES}  # one bad size
+    return coll_rows("broadcast", n, {"ll": ll, "direct": direct, "ce": ce}, channels, default)
+
+
+def test_coll_defaults_from_forced_variants():
+    g = analysis.groups(analysis.as_rows(synthetic_broadcast()))
+    d = analysis.coll_defaults(g, "broadcast", 4)
+    # LL wins while 3 + s/5e3 <= 8 + s/1.5e5: up to s ~ 25862 B; the largest measured size inside is 8 KiB.
+    assert d["ll_max_bytes"] == 8 << 10
+    # CE beats direct from 8 + s/1.5e5 >= 30 + s/4e5: s >= 5.28 MB; measured sizes from there: 8 MiB and 32 MiB.
+    assert d["ce_min_bytes"] == 8 << 20
+    assert d["bytes_per_channel"] in analysis.CHANNEL_BYTES
+    assert analysis.coll_defaults(g, "allreduce", 4) is None  # no rows
+
+
+def test_default_check_flags_a_default_off_by_more_than_ten_percent():
+    g = analysis.groups(analysis.as_rows(synthetic_broadcast()))
+    stream = g[("broadcast", 4)]
+    checks = analysis.default_vs_best(stream, ("shoal", "stream", ""))
+    bad = [c for c in checks if not c[5]]
+    assert [c[0] for c in bad] == [2048]
+    assert bad[0][4] == pytest.approx(1.3, rel=1e-6)
+
+
+def test_projection_fits_log_scaling():
+    models = {n: {"alpha_us": 1.0 + 2.0 * math.log2(n), "beta_gbps": 100.0 / math.log2(n)} for n in (2, 4, 8)}
+    at = analysis.scaling(models)
+    alpha, beta = at(32)
+    assert alpha == pytest.approx(11.0, rel=1e-6)
+    assert beta == pytest.approx(20.0, rel=1e-6)
+    assert analysis.scaling({2: models[2]}) is None
+
+
+def test_report_writes_defaults_and_the_check(tmp_path):
+    rows = synthetic_broadcast(2) + synthetic_broadcast(4)
+    meta = {"machine": "test machine", "commit": "0", "date": "today", "platform": "gpu", "command": "test",
+            "failed": [], "complete": True}
+    written = {p.name for p in report.write([{k: str(v) for k, v in r.items()} for r in rows], tmp_path, meta)}
+    assert {"README.md", "models.csv", "crossovers.csv", "default_check.csv", "defaults.json"} <= written
+    defaults = json.loads((tmp_path / "defaults.json").read_text())
+    assert defaults["source"]["machine"] == "test machine"
+    assert [r["n_pes"] for r in defaults["coll"]["broadcast"]] == [2, 4]
+    text = (tmp_path / "README.md").read_text()
+    assert "| broadcast | 4 | 11/12 | 1.30 |" in text
+    assert "Projection (model, not measurement)" in text
+    with open(tmp_path / "default_check.csv") as f:
+        assert sum(1 for r in csv.DictReader(f) if r["within_10pct"] == "0") == 2  # 2048 B at 2 and at 4 PEs
+
+
+def test_generator_renders_the_table_and_refuses_bad_rows():
+    good = {"source": {"machine": "m", "commit": "c", "date": "d", "command": "x"},
+            "coll": {name: [{"n_pes": 2, "ll_max_bytes": 8192, "ce_min_bytes": 0, "bytes_per_channel": 65536},
+                            {"n_pes": 8, "ll_max_bytes": 4096, "ce_min_bytes": 1 << 22, "bytes_per_channel": 1 << 17}]
+                     for name in gen_tuning.COLLECTIVES}}
+    text = gen_tuning.render(good)
+    assert "GENERATED by codegen/gen_tuning.py" in text.splitlines()[0]
+    assert "{2, 8192u, 0u, 65536u}," in text and "{8, 4096u, 4194304u, 131072u}," in text
+    bad = json.loads(json.dumps(good))
+    del bad["coll"]["fcollect"][0]["bytes_per_channel"]
+    with pytest.raises(SystemExit):
+        gen_tuning.render(bad)
+    bad = json.loads(json.dumps(good))
+    bad["coll"]["alltoall"] = []
+    with pytest.raises(SystemExit):
+        gen_tuning.render(bad)
+
+
+def test_checked_in_table_matches_its_defaults():
+    r = subprocess.run([sys.executable, str(ROOT / "codegen" / "gen_tuning.py"), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("SHOAL_STUDY_BUILD"), reason="SHOAL_STUDY_BUILD (a shoal build) not given")
+def test_pipeline_on_host_pes(tmp_path):
+    out = tmp_path / "study"
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "study" / "study.py"), "--platform", "host", "--quick",
+                        "--out", str(out), "--build", os.environ["SHOAL_STUDY_BUILD"]],
+                       capture_output=True, text=True, timeout=240, env={**os.environ, "SHOAL_BACKEND": "host"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out / "study.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["num_pes"] for r in rows} == {"2", "4"}
+    assert {"put_bw", "get_bw", "put_quiet_latency", "atomic_latency", "barrier_latency"} <= {r["benchmark"]
+                                                                                               for r in rows}
+    with open(out / "models.csv") as f:
+        models = list(csv.DictReader(f))
+    fitted = {(m["benchmark"], m["num_pes"], m["path"]) for m in models}
+    assert ("put_bw", "2", "shoal/host") in fitted and ("put_bw", "4", "memcpy/host") in fitted
+    assert all(float(m["alpha_us"]) >= 0 for m in models)
+    for name in ("put_bw_n2.png", "get_bw_n4.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    text = (out / "README.md").read_text()
+    for heading in ("## Measurements", "### put_bw, 2 PEs", "## Models (measured)", "## Projection",
+                    "## Findings"):
+        assert heading in text, heading
+    assert "| 8 B |" in text
+    assert not (out / "defaults.json").exists()  # host PEs measure no collective variants
