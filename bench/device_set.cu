@@ -1,11 +1,12 @@
 // shoal-bench's device-initiated benchmarks through shoal's facade (bench/common/shoal_api.cuh): the families' members
-// of the driver (rma/, amo/, sync/) on shoal's adapter, then the collectives (coll/coll_bench.cu).
+// of the driver (rma/, amo/, sync/, order/) on shoal's adapter, then the collectives (coll/coll_bench.cu).
 // Compiled by nvcc without -rdc: the header-only device API is the point.
 #include "device_set.hpp"
 
 #include "amo/amo.cuh"
 #include "common/driver.cuh"
 #include "common/shoal_api.cuh"
+#include "order/order.cuh"
 #include "rma/rma.cuh"
 #include "rma/shoal_put_paths.cuh"
 #include "sync/sync.cuh"

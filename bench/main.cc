@@ -8,8 +8,9 @@
 //                              -w 10 --csv out.csv
 //
 // When the job's heap is on GPUs (backend "cuda"), the device-initiated set runs instead
-// (bench/device_set.cu over bench/rma/, bench/amo/, bench/sync/: put_bw, get_bw, put_bw_bidir, p_ping_pong,
-// put_signal_ping_pong, put_quiet_latency, atomic_latency, barrier_latency; options -c -t -s too), then the device
+// (bench/device_set.cu over bench/rma/, bench/amo/, bench/sync/, bench/order/: put_bw, get_bw, put_bw_bidir,
+// p_ping_pong, put_signal_ping_pong, put_quiet_latency, atomic_latency, quiet_after_k, fence_cost, signal_vs_flag,
+// barrier_latency; options -c -t -s too), then the device
 // collectives (bench/coll/coll_bench.cu: allreduce, broadcast, fcollect, alltoall, team_barrier,
 // one block per PE, beside NCCL where it was found at build time).
 #include <algorithm>

@@ -2,8 +2,9 @@
 // driver<Api> with sizes, iteration counts, CUDA-event timing (median of reps), the data spot check, the pairs and
 // the rows. The benchmarks are its members, defined with their kernels and same-run baselines by family:
 // bench/rma/rma.cuh (put_bw, get_bw, put_bw_bidir, put_quiet_latency, p_ping_pong), bench/amo/amo.cuh
-// (atomic_latency), bench/sync/sync.cuh (put_signal_ping_pong, barrier_latency); a translation unit that runs the set
-// includes the three (bench/device_set.cu, bench/nvshmem/nvshmem_bench.cu).
+// (atomic_latency), bench/sync/sync.cuh (put_signal_ping_pong, barrier_latency), bench/order/order.cuh
+// (quiet_after_k, fence_cost, signal_vs_flag); a translation unit that runs the set includes the four
+// (bench/device_set.cu, bench/nvshmem/nvshmem_bench.cu).
 //
 // Templated on the API adapter (bench/common/shoal_api.cuh, bench/nvshmem/nvshmem_api.cuh), whose host part is
 //   kName, host_malloc/host_calloc/host_free (collective), host_barrier, host_ptr(addr, pe),
@@ -138,7 +139,7 @@ class driver {
     const size_t first = rows_.size();
     bool any_pair_benchmark = false;
     for (const char* name : {"put_bw", "get_bw", "put_bw_bidir", "p_ping_pong", "put_signal_ping_pong",
-                             "put_quiet_latency", "atomic_latency"})
+                             "put_quiet_latency", "atomic_latency", "quiet_after_k", "fence_cost", "signal_vs_flag"})
       any_pair_benchmark |= wanted(name);
     for (const auto& [a, b] : pairs_) {
       select_pair(a, b);
@@ -150,6 +151,9 @@ class driver {
       if (wanted("put_signal_ping_pong")) put_signal_ping_pong();
       if (wanted("put_quiet_latency")) put_quiet_latency();
       if (wanted("atomic_latency")) atomic_latency();
+      if (wanted("quiet_after_k")) quiet_after_k();
+      if (wanted("fence_cost")) fence_cost();
+      if (wanted("signal_vs_flag")) signal_vs_flag();
     }
     select_all_pes();
     if (wanted("barrier_latency")) barrier_latency();
@@ -616,6 +620,10 @@ class driver {
   void barrier_latency();
   template <class Launch>
   double barrier_run(const char* what, int iters, int warm, Launch&& launch);
+  // bench/order/order.cuh: quiet_after_k, fence_cost, signal_vs_flag
+  void quiet_after_k();
+  void fence_cost();
+  void signal_vs_flag();
 
   const options& opts_;
   std::vector<row>& rows_;

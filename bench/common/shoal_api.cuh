@@ -84,6 +84,11 @@ struct shoal_api {
     }
   }
   static __device__ void quiet() { shoal_quiet(); }
+  static __device__ void fence() { shoal_fence(); }
+  static __device__ void uint64_p(uint64_t* d, uint64_t v, int pe) { shoal_uint64_p(d, v, pe); }
+  static __device__ void putmem_signal_nbi(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {
+    shoal_putmem_signal_nbi(d, s, n, sig, v, SHOAL_SIGNAL_SET, pe);
+  }
   static __device__ void int_p(int* d, int v, int pe) { shoal_int_p(d, v, pe); }
   static __device__ void int_wait_until_ge(int* ivar, int v) { shoal_int_wait_until(ivar, SHOAL_CMP_GE, v); }
   static __device__ void putmem_signal_block(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {

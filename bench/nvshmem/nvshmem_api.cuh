@@ -65,6 +65,11 @@ struct nvshmem_api {
     }
   }
   static __device__ void quiet() { nvshmem_quiet(); }
+  static __device__ void fence() { nvshmem_fence(); }
+  static __device__ void uint64_p(uint64_t* d, uint64_t v, int pe) { nvshmem_uint64_p(d, v, pe); }
+  static __device__ void putmem_signal_nbi(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {
+    nvshmem_putmem_signal_nbi(d, s, n, sig, v, NVSHMEM_SIGNAL_SET, pe);
+  }
   static __device__ void int_p(int* d, int v, int pe) { nvshmem_int_p(d, v, pe); }
   static __device__ void int_wait_until_ge(int* ivar, int v) { nvshmem_int_wait_until(ivar, NVSHMEM_CMP_GE, v); }
   static __device__ void putmem_signal_block(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v, int pe) {

@@ -15,6 +15,7 @@
 #include "common/driver.cuh"
 #include "nvshmem/nvshmem_api.cuh"
 #include "nvshmem/nvshmem_bench.hpp"
+#include "order/order.cuh"
 #include "rma/rma.cuh"
 #include "sync/sync.cuh"
 

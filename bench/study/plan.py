@@ -12,13 +12,14 @@ COLL_PES = (2, 4, 8)
 COLL_BENCHMARKS = ("allreduce", "broadcast", "fcollect", "alltoall")
 COLL_CHANNELS = (1, 4, 16, 64)
 LATENCY_SET = ("p_ping_pong", "put_signal_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
+COMPLETION_SET = ("quiet_after_k", "fence_cost", "signal_vs_flag")
 HOST_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
 
 
 @dataclass
 class Step:
     name: str  # unique; the step's files are <name>.csv and <name>.log
-    section: str  # p2p, latency, host_issued, coll, coll_variants
+    section: str  # p2p, latency, completion, host_issued, coll, coll_variants; host on host PEs
     pes: int
     args: list
     env: dict = field(default_factory=dict)
@@ -38,6 +39,7 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
                               ["put_bw", "get_bw", "-s", scope, "-c", str(c), "-b", "8", "-e", big, "-f", step_f],
                               variant=f"ctas={c}"))
     steps.append(Step("latency", "latency", 2, list(LATENCY_SET) + ["-b", "8", "-e", "1M", "-f", "8"]))
+    steps.append(Step("completion", "completion", 2, list(COMPLETION_SET) + ["-b", "8", "-e", "64K", "-f", "8"]))
     steps.append(Step("host_issued", "host_issued", 2,
                       ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency",
                        "-b", "8", "-e", big, "-f", step_f]))
