@@ -7,6 +7,7 @@
 set -u
 src=${1:?usage: gpu_runner_test.sh SOURCE_DIR}
 runner=$src/scripts/gpu.sh
+# shellcheck source=tests/unit/check_lib.sh
 source "$(dirname "$0")/check_lib.sh"
 
 # --- stand-ins ------------------------------------------------------------------------------------------------------
@@ -74,7 +75,7 @@ if "$runner" --help >"$tmp/help" 2>&1; then
     --test-pes --risky --rounds --dry-run "Exit status"; do
     grep -qE -- "(^| )$w( |,|:|$)" "$tmp/help" || missing="$missing $w"
   done
-  [[ -z $missing ]] && pass "--help names every step and option" || fail "--help lacks:$missing"
+  if [[ -z $missing ]]; then pass "--help names every step and option"; else fail "--help lacks:$missing"; fi
 else
   fail "--help exited non-zero"
 fi
