@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Before/after table of two shoal-bench runs of the same set (scripts/gpu_ab.sh).
+"""Before/after table of two shoal-bench runs of the same set (scripts/gpu.sh ab).
 
 Rows are matched on (benchmark, impl, scope, size_bytes, pair). Each side gives one or more runs
 (`--base A.csv,B.csv --base C.csv,D.csv`: one --base per run, each a comma-separated list of CSVs):

@@ -17,7 +17,7 @@ NVSHMEM join the CSVs on (benchmark, scope, size). Collective bandwidth targets 
 best of stream/graph with NCCL's best of stream/graph. A row whose data check failed counts as not
 met; a target whose rows are missing says so ("no NVSHMEM rows", "no NCCL rows") and is not measured.
 --sweep prints one line per configuration file (shoal's stream/graph rows at 8 B and 256 MiB) and the
-best configuration per figure (scripts/gpu_run.sh collsweep).
+best configuration per figure (scripts/gpu.sh collsweep).
 Exit status: 0 (a report was printed), 2 on bad input.
 """
 import argparse

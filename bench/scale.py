@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""shoal-bench figures across PE counts (issue 5): merges the CSVs of `scripts/gpu_run.sh scale`
+"""shoal-bench figures across PE counts (issue 5): merges the CSVs of `scripts/gpu.sh scale`
 (the pair set and the collectives at each PE count) into one CSV, a Markdown summary and plots.
 
     bench/scale.py CSV... -o DIR

@@ -5,11 +5,11 @@
 #
 #   scripts/carry_bundle.sh ucx [DIR]      libucx-cu13 (UCX with CUDA, for the proxy transport), 43 MB wheel ->
 #                                          DIR/ucx-<version>.tar.xz (~7 MB): no static archives, no io_demo,
-#                                          the .so copies made links. Use: SHOAL_UCX_WHEEL=DIR/ucx-*.tar.xz
+#                                          the .so copies made links. Use: scripts/gpu.sh --ucx-bundle DIR/ucx-*.tar.xz
 #   scripts/carry_bundle.sh nvshmem [DIR]  nvidia-nvshmem-cu13 3.8.0 (the newest NVSHMEM), 182 MB wheel ->
 #                                          DIR/nvshmem-<version>.tar.xz (~48 MB): headers, the host library,
 #                                          the static device library and the bootstrap plugins; no bitcode and
-#                                          no network transports. Use: SHOAL_NVSHMEM_BUNDLE=DIR/nvshmem-*.tar.xz
+#                                          no network transports. Use: scripts/gpu.sh --nvshmem-bundle DIR/nvshmem-*.tar.xz
 #
 # The two together with the working tree come close to the 64 MiB: carry them in separate calls if the
 # tree has grown.

@@ -2,7 +2,7 @@
 # Installs dependencies, builds what the quick start runs (libshoal, shoalrun, shoal-info,
 # shoal-bench; no tests) in build/ci, and runs shoal-bench between PEs: on GPUs when present,
 # otherwise on host-memory PEs. scripts/test.sh builds the rest in the same folder, reusing this.
-# (Benchmark figures: scripts/gpu_run.sh builds Release on a GPU machine.)
+# (Benchmark figures: scripts/gpu.sh builds the gpu preset, Release, on a GPU machine.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "== quickstart: $*"; }

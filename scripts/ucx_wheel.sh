@@ -6,7 +6,7 @@
 #     pip download --no-deps libucx-cu13 -d wheels/
 #   then, on the build machine:
 #     eval "$(scripts/ucx_wheel.sh wheels/libucx_cu13-*.whl /tmp/ucx)"
-#     cmake --preset ci -DSHOAL_WITH_UCX=ON "$WHEEL_UCX_CMAKE_ARGS"
+#     cmake --preset gpu-proxy "$WHEEL_UCX_CMAKE_ARGS"      (scripts/gpu.sh --ucx-bundle does both)
 #   (carry the .whl, 43 MB, not the unpacked tree: ~93 MB even without the static archives)
 #   prints `export` lines: WHEEL_UCX_CMAKE_ARGS (-Ducx_DIR=...), PKG_CONFIG_PATH, LD_LIBRARY_PATH,
 #   UCX_MODULE_DIR, PATH (ucx_info, ucx_perftest). Check CUDA support with `ucx_info -d | grep cuda`.

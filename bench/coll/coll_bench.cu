@@ -44,7 +44,7 @@
 // stream watchdog looked. So here: the buffers are allocated once (a registration never outlives
 // its memory), every capture starts with both GPUs idle, NCCL's graphs live until the end and are
 // destroyed, both GPUs idle, before ncclCommFinalize (which waits for them anyway), and every host
-// step is under the progress watchdog. If an NCCL point still stops a run, scripts/gpu_run.sh reruns
+// step is under the progress watchdog. If an NCCL point still stops a run, scripts/gpu.sh (coll) reruns
 // it with NCCL_GRAPH_REGISTER=0, then without NCCL's graph rows (SHOAL_BENCH_NCCL_GRAPH=0).
 //
 // Every PE runs the same points in the same order; a point's call count is decided by PE 0 from its
@@ -159,7 +159,7 @@ __global__ void block_coll_kernel(shoal::device_team t, char* dst, const char* s
 struct shoal_lib {
   static constexpr const char* kName = "shoal";
   static constexpr const char* kProgram = "shoal-bench";
-  /// Above kKernelTimeoutSeconds and the 25 s SHOAL_WAIT_TIMEOUT that run_gpu_bench.sh sets, so
+  /// Above kKernelTimeoutSeconds and the 25 s SHOAL_WAIT_TIMEOUT that scripts/gpu.sh sets, so
   /// their more specific reports come first.
   static constexpr double kStallSeconds = 45;
   /// A PE other than 0 that stops waits this long first (PE 0 may be writing the rows).
@@ -185,7 +185,7 @@ struct shoal_lib {
     return std::string("shoal_barrier_all failed: ") + (msg != nullptr ? msg : "?");
   }
 
-  // The stop lines (after "shoal-bench: PE <me>: "); scripts/gpu_run.sh looks for "STOPPED: ".
+  // The stop lines (after "shoal-bench: PE <me>: "); scripts/gpu.sh looks for "STOPPED: ".
   static std::string stopped(const std::string& why) { return "STOPPED: " + why; }
   static std::string stalled(const std::string& where, int seconds) {
     return where + ": no progress for " + std::to_string(seconds) +
@@ -537,7 +537,7 @@ class coll_runner : public coll_harness::harness<shoal_lib> {
 
   void init_nccl() {
     wd_.point("NCCL setup");
-    // No NVLS/multicast: the figures are point-to-point NVLink (run_gpu_bench.sh exports it too).
+    // No NVLS/multicast: the figures are point-to-point NVLink (scripts/env.sh exports it too).
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     uint32_t msg[1 + (sizeof(ncclUniqueId) + 3) / 4] = {};
     static_assert(sizeof msg <= (kVoteWord) * sizeof(uint32_t));

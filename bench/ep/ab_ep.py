@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The EP rows of scripts/gpu_ab.sh: bench/ep/bench_normal.py's CSV with commit "base" and "new" rows (rounds
+"""The EP rows of scripts/gpu.sh ab --ab-ep: bench/ep/bench_normal.py's CSV with commit "base" and "new" rows (rounds
 alternated), as one table: per op, dtype, rank and SM count, each side's best-chunk time over its rounds (range)
 and new/base from each side's mean. A ratio above 1 is a slowdown.
 
