@@ -18,7 +18,8 @@ struct combine_params : detail::kernel_common {
   int epoch_slot;
 };
 
-/// The sending block of (local expert l, destination rank r) = (b / R, b % R); each warp sends whole rows.
+/// The sending block of (local expert l, destination rank r) = (b / R, b % R); each warp sends whole rows, then
+/// the block sets r's finish word of expert e (every block, zero rows included: r's combine waits for all E).
 __device__ void send_pair(const combine_params& p, int b) {
   const combine_args& a = p.a;
   const int l = b / p.num_ranks, r = b % p.num_ranks;
@@ -37,6 +38,8 @@ __device__ void send_pair(const combine_params& p, int b) {
                                  static_cast<const char*>(a.x) + row * row_nbytes, row_nbytes, p.h.combine_flag + slot,
                                  tag, SHOAL_SIGNAL_SET, r);
   }
+  __syncthreads();
+  if (threadIdx.x == 0) shoal::device::signal_op(p.w, p.h.combine_finish + e, tag, SHOAL_SIGNAL_SET, r);
 }
 
 /// One token: waits for its experts' slots, then the weighted FP32 sum.
@@ -50,8 +53,8 @@ __device__ void recv_token(const combine_params& p, int t, uint64_t tag, int* s_
     s_weight[tid] = a.topk_weights[static_cast<size_t>(t) * K + tid];
     if (e >= 0 && !a.raw_copy) {  // raw_copy (measurement): no wait
       const uint64_t start = ptx::globaltimer();
-      shoal::device::signal_wait_until(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t, SHOAL_CMP_GE,
-                                       tag);
+      detail::wait_tag(p.w, p.h.combine_flag + static_cast<size_t>(e) * p.max_tokens + t, tag, 0,
+                       "shoal::ep::ll combine (receive): row from a later call", e / p.num_local, e);
       detail::add_wait_cost(a.wait_recv_cost_stats, e / p.num_local, start);
     }
   }
@@ -90,6 +93,13 @@ __global__ void __launch_bounds__(kThreads)
   if (static_cast<int>(blockIdx.x) < send_blocks) {
     send_pair(p, blockIdx.x);
   } else {
+    if (static_cast<int>(blockIdx.x) == send_blocks && !p.a.raw_copy) {
+      // Every expert's owner has finished its combine send for this PE, so has finished its dispatch receive of
+      // this half (stream order): this PE's next dispatch or combine, after this kernel, cannot overwrite a half
+      // a peer still reads. Zero-row pairs signal too, so the dependency is all-to-all.
+      for (int e = threadIdx.x; e < p.num_experts; e += blockDim.x)
+        detail::wait_tag(p.w, p.h.combine_finish + e, tag, 0, "shoal::ep::ll combine (finish)", e / p.num_local, e);
+    }
     for (int t = blockIdx.x - send_blocks; t < p.a.num_tokens; t += recv_blocks)
       recv_token(p, t, tag, s_expert, s_weight);
   }
@@ -115,5 +125,12 @@ void combine(const layout& lay, const device_world& w, const combine_args& a, bo
                                                                                                 recv_blocks);
   detail::check_launch("shoal::ep::ll::combine");
 }
+
+namespace detail {
+cudaError_t load_combine_kernel() {
+  cudaFuncAttributes attr{};
+  return cudaFuncGetAttributes(&attr, combine_kernel);
+}
+}  // namespace detail
 
 }  // namespace shoal::ep::ll

@@ -18,6 +18,7 @@ inline constexpr int kThreads = 1024;
 struct half_view {
   uint64_t* dispatch_sig;
   uint64_t* combine_flag;
+  uint64_t* combine_finish;
   char* dispatch_data;
   char* combine_data;
   char* combine_send;
@@ -25,8 +26,12 @@ struct half_view {
 
 inline half_view view_of(const layout& lay, char* buffer, int half) {
   char* h = buffer + workspace_nbytes(lay.num_experts) + static_cast<size_t>(half) * lay.half_nbytes;
-  return {reinterpret_cast<uint64_t*>(h + lay.dispatch_sig), reinterpret_cast<uint64_t*>(h + lay.combine_flag),
-          h + lay.dispatch_data, h + lay.combine_data, h + lay.combine_send};
+  return {reinterpret_cast<uint64_t*>(h + lay.dispatch_sig),
+          reinterpret_cast<uint64_t*>(h + lay.combine_flag),
+          reinterpret_cast<uint64_t*>(h + lay.combine_finish),
+          h + lay.dispatch_data,
+          h + lay.combine_data,
+          h + lay.combine_send};
 }
 
 inline workspace* workspace_of(char* buffer) { return reinterpret_cast<workspace*>(buffer); }
@@ -78,6 +83,17 @@ __device__ __forceinline__ void finish_receive(workspace* ws, int slot) {
       ws->epoch[slot] += 1;
     }
   }
+}
+
+/// Waits (bounded, acquire) until the tagged word `sig` reaches `tag` (compared on the tag part, above bit
+/// 31 for a tag << 32 | count word) and returns it. A value from a later call (a peer a whole call ahead on
+/// this half: a CUDA graph replayed, or calls out of docs/ep.md's order) is reported through the world's report
+/// box, as a stall is, and traps: its counts or rows belong to the other call.
+__device__ __forceinline__ uint64_t wait_tag(const device_world& w, uint64_t* sig, uint64_t tag, int tag_shift,
+                                             const char* what, int peer, int channel) {
+  const uint64_t v = shoal::device::signal_wait_until(w, sig, SHOAL_CMP_GE, tag);
+  if ((v >> tag_shift) != (tag >> tag_shift)) shoal::device::report_stall(w, what, peer, channel, sig, v, tag, 0);
+  return v;
 }
 
 /// Adds the nanoseconds since `start` to stats[rank] when stats is given.

@@ -143,8 +143,9 @@ __device__ void recv_pair(const dispatch_params& p, int l, int r, uint64_t tag, 
     const uint64_t start = ptx::globaltimer();
     uint64_t* sig = p.h.dispatch_sig + static_cast<size_t>(l) * p.num_ranks + j;
     // raw_copy (measurement): no wait; the counts are whatever the last call left (same routing, same rows).
-    const uint64_t v =
-        a.raw_copy ? ptx::ld_relaxed_sys(sig) : shoal::device::signal_wait_until(p.w, sig, SHOAL_CMP_GE, tag);
+    const uint64_t v = a.raw_copy ? ptx::ld_relaxed_sys(sig)
+                                  : detail::wait_tag(p.w, sig, tag, 32,
+                                                     "shoal::ep::ll dispatch (receive): count from a later call", j, l);
     s_count[j] = static_cast<int>(v & 0xffffffffu);
     if (j == r) detail::add_wait_cost(a.wait_recv_cost_stats, j, start);
   }
@@ -234,6 +235,19 @@ void dispatch(const layout& lay, const device_world& w, const dispatch_args& a, 
   dispatch_kernel<<<send_blocks + recv_blocks, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p, send_blocks,
                                                                                                     recv_blocks);
   detail::check_launch("shoal::ep::ll::dispatch");
+}
+
+namespace detail {
+cudaError_t load_combine_kernel();
+}  // namespace detail
+
+void load_kernels() {
+  cudaFuncAttributes attr{};
+  for (cudaError_t err : {cudaFuncGetAttributes(&attr, dispatch_kernel), detail::load_combine_kernel()}) {
+    if (err != cudaSuccess)
+      throw shoal::error(errc::cuda, "shoal::ep::ll::load_kernels",
+                         std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(err));
+  }
 }
 
 }  // namespace shoal::ep::ll

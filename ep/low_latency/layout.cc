@@ -52,6 +52,8 @@ layout make_layout(int max_tokens, int hidden, int num_ranks, int num_experts) {
   at = align_up(at + sizeof(uint64_t) * static_cast<size_t>(num_experts));
   l.combine_flag = at;
   at = align_up(at + sizeof(uint64_t) * slots);
+  l.combine_finish = at;
+  at = align_up(at + sizeof(uint64_t) * static_cast<size_t>(num_experts));
   l.dispatch_data = at;
   at = align_up(at + l.msg_nbytes * slots);
   l.combine_data = at;

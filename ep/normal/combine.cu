@@ -20,7 +20,9 @@ __device__ __forceinline__ int rows_in_channel(const combine_args& a, int s, int
          chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
 }
 
-// Row i of channel c's list (every source's rows, source by source) goes back to its source.
+// Row i of channel c's list (every source's rows, source by source) goes back to its source. A row past
+// num_recv (the dispatch was cut at num_worst_tokens, so x has no such row) goes back as zeros: nothing
+// is read past x, the slot is still written and counted, and the token's sum lacks that rank's part.
 __device__ __forceinline__ void send_row(const combine_args& a, int c, int i, int lane) {
   const std::size_t row_nbytes = 2u * a.hidden, weights_off = round16(row_nbytes);
   int s = 0, first = 0;
@@ -28,6 +30,11 @@ __device__ __forceinline__ void send_row(const combine_args& a, int c, int i, in
   const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + (i - first);
   const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
   uint8_t* out = out_slot_ptr(a.p, a.rank, a.num_ranks, s, a.capacity, slot, a.slot_nbytes);
+  if (row >= a.num_recv) {
+    for (int k = lane; k < static_cast<int>(row_nbytes / 16); k += 32) reinterpret_cast<uint4*>(out)[k] = uint4{};
+    if (lane < a.num_topk && a.topk_weights != nullptr) reinterpret_cast<float*>(out + weights_off)[lane] = 0.f;
+    return;
+  }
   uint4* const dst[1] = {reinterpret_cast<uint4*>(out)};
   const auto* in = reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(a.x) + row * row_nbytes);
   warp_copy<kUnroll>(dst, in, static_cast<int>(row_nbytes / 16), lane, load_input{});

@@ -160,9 +160,10 @@ static __device__ __noinline__ void announce_entered(const peers& p, int rank, i
 }
 
 /// A sending block waits (one thread per rank) until every destination's kernel of this call has started:
-/// its buffer's slots from the previous call have been consumed.
+/// its buffer's slots from the previous call have been consumed. raw_copy waits too: a measurement call
+/// must not overwrite a slab that a slower peer's previous (real) call is still reading.
 __device__ __forceinline__ void wait_entered(const channel_args& a, uint64_t seq, const char* what, int c) {
-  if (!a.raw_copy && threadIdx.x < static_cast<unsigned>(a.num_ranks))
+  if (threadIdx.x < static_cast<unsigned>(a.num_ranks))
     wait_geq(a.p.world, &ctrl(a.p.base[a.rank])->entered[threadIdx.x], tag(seq, 0), a.timeout_ns, what, threadIdx.x, c);
   __syncthreads();
 }

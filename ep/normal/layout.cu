@@ -125,14 +125,18 @@ __global__ void __launch_bounds__(kNotifyThreads) notify_kernel(notify_args a) {
   }
   if (a.host_counts != nullptr) {  // null when the caller gave num_worst_tokens (no host wait)
     if (threadIdx.x == 0) {
-      int total = 0;
-      for (int s = 0; s < R; ++s) total += meta[s][a.rank];
+      int total = 0, most = 0;
+      for (int s = 0; s < R; ++s) {
+        total += meta[s][a.rank];
+        for (int d = 0; d < R; ++d) most = max(most, meta[s][d]);  // every source's whole row: job-wide
+      }
       a.host_counts[1] = total;
+      a.host_counts[2] = most;
     }
     for (int e = threadIdx.x; e < a.num_local_experts; e += blockDim.x) {
       int sum = 0;
       for (int s = 0; s < R; ++s) sum += meta[s][kMetaExpertsOffset + e];
-      a.host_counts[2 + e] = sum;
+      a.host_counts[3 + e] = sum;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -230,7 +234,7 @@ void wait_counts(const host_block& h, int num_local_experts, double timeout_s, i
     std::this_thread::yield();
   }
   std::atomic_thread_fence(std::memory_order_acquire);
-  for (int i = 0; i <= num_local_experts; ++i) out[i] = counts[1 + i];
+  for (int i = 0; i <= num_local_experts + 1; ++i) out[i] = counts[1 + i];
   counts[0] = 0;
 }
 

@@ -46,6 +46,9 @@ def ll_layout(max_tokens: int, hidden: int, num_ranks: int, num_experts: int) ->
     """Byte sizes and offsets of the low-latency buffer (total_nbytes, half_nbytes, workspace_nbytes,
     combine_send, msg_nbytes); ValueError on bad shapes."""
 
+def ll_load_kernels() -> None:
+    """Loads both low-latency kernels on the current device now; RuntimeError on failure."""
+
 def ll_world() -> Tuple[int, int]:
     """(my_pe, n_pes) of the default world; RuntimeError before init."""
 

@@ -57,6 +57,9 @@ void shoal_python::register_low_latency(nb::module_& m) {
       nb::arg("max_tokens"), nb::arg("hidden"), nb::arg("num_ranks"), nb::arg("num_experts"),
       "Byte sizes and offsets of the symmetric buffer for these shapes (ValueError on bad shapes).");
 
+  m.def("ll_load_kernels", &ll::load_kernels,
+        "Loads both low-latency kernels on the current device now (not lazily at their first launch).");
+
   m.def(
       "ll_world",
       [] {

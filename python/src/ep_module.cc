@@ -157,9 +157,10 @@ void launch_combine(const std::vector<std::uintptr_t>& peers, bool staged, int r
   ep::combine(a, as_stream(stream));
 }
 
-// Waits (GIL released) until notify has published its counts: [received tokens, tokens per local expert...].
+// Waits (GIL released) until notify has published its counts: [received tokens, most tokens one rank sends
+// one rank (job-wide), tokens per local expert...].
 std::vector<int> wait_counts(std::uintptr_t host, std::uintptr_t device, int num_local_experts, double timeout_s) {
-  std::vector<int> out(1 + num_local_experts);
+  std::vector<int> out(2 + num_local_experts);
   nb::gil_scoped_release unlocked;
   ep::wait_counts({as<void>(host), as<void>(device)}, num_local_experts, timeout_s, out.data());
   return out;

@@ -90,3 +90,49 @@ def test_module_names_and_static_helpers():
         assert callable(getattr(Buffer, name))
     c = Config(24, 6, 256, 6, 128)
     assert (c.num_sms, c.num_max_nvl_chunked_send_tokens, c.num_max_nvl_chunked_recv_tokens) == (24, 6, 256)
+
+
+def test_check_resident_refuses_what_cannot_all_run():
+    """PEs sharing a GPU: every PE's num_sms blocks (one per SM) must fit at once, or receivers spin on SMs the
+    peers' senders need. A PE alone on its GPU is never refused; the message names num_sms and its bound."""
+    from shoal.ep.config import check_resident
+    check_resident("dispatch", 24, 4, 132)  # DeepEP's test_intranode at 4 PEs: 96 blocks
+    check_resident("dispatch", 128, 1, 114)  # alone on its GPU: the peers' senders run elsewhere
+    check_resident("dispatch", 66, 2, 132)  # exactly full
+    with pytest.raises(ValueError, match=r"combine: num_sms=48 on each of 4 PEs.*192 resident blocks.*132 SMs.*"
+                                         r"num_sms <= 32"):
+        check_resident("combine", 48, 4, 132)
+
+
+class _FakeMatrix:
+    """Stands for a handle's rank_prefix_matrix (a tensor in real use): carries what notify published."""
+
+
+def _host_only_buffer(num_ranks, nbytes, staged=False):
+    from shoal.ep import Buffer
+    buf = Buffer.__new__(Buffer)  # no GPU, no collective: only the fields the host checks read
+    buf.group_size, buf.num_nvl_bytes, buf._staged = num_ranks, nbytes, staged
+    buf._pes_per_gpu, buf._gpu_sms = 1, 0
+    return buf
+
+
+def test_capacity_check_uses_the_job_wide_count_when_known():
+    """A handle from a dispatch that waited for its counts carries the job-wide most tokens one rank sends one
+    rank (the same on every rank), so every rank raises alike; a plain token count (num_worst_tokens) is this
+    rank's own. Both messages name num_nvl_bytes and the bytes needed."""
+    nbytes = nvl_bytes_needed(100, 2048, 2, num_topk=8)
+    buf = _host_only_buffer(2, nbytes)
+    matrix = _FakeMatrix()
+    handle = (matrix, None, None, None, type("T", (), {"shape": (5000, 2)})(), None)
+    matrix._shoal_ep_most_sent = 100
+    buf._check_capacity("combine", handle, 2048, 4096, 0, 8)  # this rank's T (5000) does not matter
+    matrix._shoal_ep_most_sent = 101
+    with pytest.raises(ValueError, match=r"combine: num_nvl_bytes=\d+ is too small for a rank sending one rank "
+                                         r"101 tokens.*needs at least \d+ bytes"):
+        buf._check_capacity("combine", handle, 2048, 4096, 0, 8)
+    del matrix._shoal_ep_most_sent  # a num_worst_tokens handle: this rank's T is all that is known
+    with pytest.raises(ValueError, match="too small for this rank's 5000 tokens"):
+        buf._check_capacity("combine", handle, 2048, 4096, 0, 8)
+    buf._check_capacity("dispatch", 100, 2048, 4096, 0, 8)
+    with pytest.raises(ValueError, match="this rank's 101 tokens"):
+        buf._check_capacity("dispatch", 101, 2048, 4096, 0, 8)

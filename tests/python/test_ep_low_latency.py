@@ -259,3 +259,79 @@ def test_buffer_too_small(dev):
             small.low_latency_dispatch(x, idx, MAX_TOKENS, NUM_EXPERTS)
     finally:
         small.destroy()
+
+
+def test_graph_replays_with_new_routings_back_to_back(ll, dev):
+    """A decode loop: dispatch + combine in one graph (every replay on the same halves), new tokens AND new
+    routings before each replay, replays back to back with no sync or barrier between, so a PE may run ahead.
+    Combine's finish words (every (expert, rank) pair, zero rows too) keep a PE from starting replay n+1's
+    dispatch before every peer finished replay n's dispatch receive; each replay's outputs are checked."""
+    me, r = sc.my_pe(), sc.n_pes()
+    hidden, topk, nl = 2048, 8, NUM_EXPERTS // sc.n_pes()
+    ll.clean_low_latency_buffer(MAX_TOKENS, hidden, NUM_EXPERTS)
+    x, idx, w = inputs(30, me, 16, hidden, NUM_EXPERTS, topk, 2, dev)
+    counts = torch.zeros(nl, dtype=torch.int32, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        recv, count, handle, _, _ = ll.low_latency_dispatch(x, idx, MAX_TOKENS, NUM_EXPERTS, use_fp8=False)
+        counts.copy_(count)
+        out, _, _ = ll.low_latency_combine(recv * 2, idx, w, handle)
+    torch.cuda.synchronize()
+    sc.barrier_all()
+    seeds = [(31 + rnd, rnd % 3 + 1 if rnd % 2 else 0) for rnd in range(6)]  # (seed, masks): routings differ
+    got = []
+    for seed, masks in seeds:
+        nx, nidx, nw = inputs(seed, me, 16, hidden, NUM_EXPERTS, topk, masks, dev)
+        x.copy_(nx), idx.copy_(nidx), w.copy_(nw)
+        g.replay()
+        got.append((out.clone(), counts.clone()))  # stream-ordered after the replay, before the next copies
+    torch.cuda.synchronize()
+    for rnd, ((seed, masks), (o, c)) in enumerate(zip(seeds, got)):
+        all_idx = [inputs(seed, p, 16, hidden, NUM_EXPERTS, topk, masks, dev)[1] for p in range(r)]
+        nx, nidx, nw = inputs(seed, me, 16, hidden, NUM_EXPERTS, topk, masks, dev)
+        ref = nx.float() * 2 * (nw * (nidx >= 0)).sum(dim=1, keepdim=True)
+        assert calc_diff(o.float(), ref) < 5e-6, f"replay {rnd}: combined_x"
+        assert c.cpu().tolist() == [sum(int((i == me * nl + l).sum()) for i in all_idx) for l in range(nl)], \
+            f"replay {rnd}: recv_count"
+    del g
+
+
+def test_back_to_back_combines(ll, dev):
+    """Three combines of one dispatch in a row (halves h0, h1, h0) with no sync between: the third may not
+    overwrite a half the first is still reading on a slower peer (combine's finish words)."""
+    me, r = sc.my_pe(), sc.n_pes()
+    hidden, topk = 2048, 8
+    ll.clean_low_latency_buffer(MAX_TOKENS, hidden, NUM_EXPERTS)
+    x, idx, w = inputs(40, me, 16, hidden, NUM_EXPERTS, topk, 2, dev)
+    recv, _, handle, _, _ = ll.low_latency_dispatch(x, idx, MAX_TOKENS, NUM_EXPERTS, use_fp8=False)
+    outs = [ll.low_latency_combine(recv * (k + 1), idx, w, handle)[0] for k in range(3)]
+    torch.cuda.synchronize()
+    for k, o in enumerate(outs):
+        ref = x.float() * (k + 1) * (w * (idx >= 0)).sum(dim=1, keepdim=True)
+        assert calc_diff(o.float(), ref) < 5e-6, f"combine {k}"
+
+
+def test_wait_stats_lengths_are_checked(ll, dev):
+    """dispatch_ and combine_wait_recv_cost_stats hold one int64 per rank: a wrong length, dtype or device
+    raises naming the argument, before anything is launched (on every rank alike)."""
+    me, r = sc.my_pe(), sc.n_pes()
+    hidden = 2048
+    ll.clean_low_latency_buffer(MAX_TOKENS, hidden, NUM_EXPERTS)
+    x, idx, w = inputs(41, me, 4, hidden, NUM_EXPERTS, 2, 0, dev)
+    with pytest.raises(ValueError, match=f"dispatch_wait_recv_cost_stats must have {r} entries"):
+        ll.low_latency_dispatch(x, idx, MAX_TOKENS, NUM_EXPERTS,
+                                dispatch_wait_recv_cost_stats=torch.zeros(r + 1, dtype=torch.int64, device=dev))
+    recv, _, handle, _, _ = ll.low_latency_dispatch(x, idx, MAX_TOKENS, NUM_EXPERTS, use_fp8=False)
+    c = ll.low_latency_combine
+    for bad, what in [(torch.zeros(max(r - 1, 0), dtype=torch.int64, device=dev), f"must have {r} entries"),
+                      (torch.zeros(r, dtype=torch.int32, device=dev), "must have dtype"),
+                      (torch.zeros(r, dtype=torch.int64), "must be on")]:
+        with pytest.raises(ValueError, match=f"combine_wait_recv_cost_stats {what}"):
+            c(recv, idx, w, handle, combine_wait_recv_cost_stats=bad)
+    stats = torch.zeros(r, dtype=torch.int64, device=dev)
+    out, _, _ = c(recv, idx, w, handle, combine_wait_recv_cost_stats=stats)
+    torch.cuda.synchronize()
+    assert calc_diff(out.float(), x.float() * (w * (idx >= 0)).sum(dim=1, keepdim=True)) < 5e-6
+    assert bool((stats >= 0).all())

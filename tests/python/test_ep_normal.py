@@ -398,12 +398,18 @@ def test_bad_input(buffer):
     with pytest.raises(ValueError, match="is_token_in_rank"):
         buffer.dispatch(torch.zeros((5, 128), dtype=torch.bfloat16, device=dev), num_tokens_per_rank=per_rank,
                         is_token_in_rank=in_rank, num_tokens_per_expert=per_expert)
-    with pytest.raises(ValueError, match="needs at least"):
+    with pytest.raises(ValueError, match="this rank's 16384 tokens.*needs at least"):  # num_worst_tokens: own T
         too_many = MAX_TOKENS * 4
         buffer.dispatch(torch.zeros((too_many, MAX_HIDDEN), dtype=torch.bfloat16, device=dev),
                         num_tokens_per_rank=per_rank,
                         is_token_in_rank=torch.zeros((too_many, buffer.group_size), dtype=torch.bool, device=dev),
-                        num_tokens_per_expert=per_expert)
+                        num_tokens_per_expert=per_expert, num_worst_tokens=too_many)
+    with pytest.raises(ValueError, match="scales must have shape"):
+        x8 = torch.zeros((4, 2048), dtype=torch.float8_e4m3fn, device=dev)
+        buffer.dispatch((x8, torch.ones((5, 4), dtype=torch.float32, device=dev)), num_tokens_per_rank=per_rank,
+                        is_token_in_rank=in_rank, num_tokens_per_expert=per_expert)
+    with pytest.raises(ValueError, match="FP8 x comes as"):
+        buffer.dispatch(x8, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert)
     with pytest.raises(ValueError, match="even"):
         Config(num_sms=3)
 
@@ -430,3 +436,105 @@ def test_call_before_init_or_without_group():
     with pytest.raises(ValueError, match="group"):
         Buffer(None, 1 << 24)
     assert isinstance(Buffer.capture(), EventOverlap)
+
+
+# --- review fixes: each checked here on the GPU ---
+
+def test_capacity_error_is_collective(buffer):
+    """Ranks with different T, one of them sending another more tokens than a slab holds: every rank raises
+    the same ValueError (notify publishes the job-wide most tokens one rank sends one rank, and the host
+    checks it before any dispatch kernel), none waits for a peer, and the Buffer works after."""
+    R, me, dev = buffer.group_size, buffer.rank, buffer.device
+    num_tokens = MAX_TOKENS + 500 if me == 0 else 16
+    x, topk_idx, weights = (t.to(dev) for t in make_inputs(50, me, num_tokens, MAX_HIDDEN, 8, R, "one_rank"))
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+    with pytest.raises(ValueError, match=f"too small for a rank sending one rank {MAX_TOKENS + 500} tokens"):
+        buffer.dispatch(x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+                        topk_idx=topk_idx, topk_weights=weights)
+    torch.cuda.synchronize()
+    dist.barrier()
+    run_round(buffer, 51, 64, 2048, 8)
+
+
+def test_raw_copy_keeps_earlier_result(buffer):
+    """Raw-copy calls keep the start handshake: a raw dispatch / combine of other data right after a real one
+    never overwrites a slab the last rank (started late on purpose) is still reading."""
+    R, me = buffer.group_size, buffer.rank
+    handle, x, recv_x, _ = run_round(buffer, 52, MAX_TOKENS, MAX_HIDDEN, 8)
+    count = handle[4].sum(dim=1, keepdim=True).float()
+    expected = (x.float() * count).to(torch.bfloat16)
+    y = (x.float() * 3).to(torch.bfloat16)
+    for rnd in range(3):
+        torch.cuda.synchronize()
+        dist.barrier()
+        if me == R - 1:
+            torch.cuda._sleep(20_000_000)  # its real calls start late; the others race ahead into raw calls
+        got, *_ = buffer.dispatch(x, handle=handle)
+        buffer.raw_copy_dispatch(y, handle)
+        combined, _, _ = buffer.combine(got, handle)
+        buffer.raw_copy_combine((got.float() * 3).to(torch.bfloat16), handle)
+        torch.cuda.synchronize()
+        assert torch.equal(got, recv_x), f"round {rnd}: dispatch result overwritten by a raw call"
+        assert torch.equal(combined, expected), f"round {rnd}: combine result overwritten by a raw call"
+
+
+def test_combine_after_worst_tokens_cut(buffer):
+    """num_worst_tokens smaller than the rows a rank receives (the caller's error): dispatch drops the rows past
+    it, combine reads nothing past x and returns zeros for them, so each token sums the ranks that kept it."""
+    R, me, dev = buffer.group_size, buffer.rank, buffer.device
+    num_tokens, hidden, worst = 64, 2048, 40
+    inputs = [make_inputs(53, r, num_tokens, hidden, 8, R) for r in range(R)]
+    x, topk_idx, weights = (t.to(dev) for t in inputs[me])
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+    recv_x, _, _, _, handle, _ = buffer.dispatch(
+        x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+        topk_idx=topk_idx, topk_weights=weights, num_worst_tokens=worst)
+    assert recv_x.shape[0] == worst
+    combined, _, _ = buffer.combine(recv_x, handle)
+    torch.cuda.synchronize()
+    # Token t of this rank is row (rows from ranks before me) + (its index among my tokens for d) on rank d.
+    in_ranks = [ref_layout(inp[1], R)[2] for inp in inputs]  # [src] -> [T, R]
+    kept = torch.zeros(num_tokens)
+    for d in range(R):
+        before = sum(int(in_ranks[s][:, d].sum()) for s in range(me))
+        mine = in_ranks[me][:, d]
+        row = before + mine.to(torch.int64).cumsum(0) - 1
+        kept += (mine & (row < worst)).float()
+    expected = (inputs[me][0].float() * kept.unsqueeze(1)).to(torch.bfloat16)
+    assert torch.equal(combined.cpu(), expected)
+
+
+def test_fp8_scales_any_column_count(buffer):
+    """FP8 scales of any column count, as DeepEP takes them (e.g. packed UE8M0 int32 [T, H/512], column-major):
+    moved as opaque 4-byte words to the received rows, in the received order."""
+    R, me, dev = buffer.group_size, buffer.rank, buffer.device
+    num_tokens, hidden = 128, 2048
+    inputs = [make_inputs(54, r, num_tokens, hidden, 8, R) for r in range(R)]
+    packed = [torch.randint(-2**31, 2**31 - 1, (num_tokens, hidden // 512), generator=torch.Generator().manual_seed(r),
+                            dtype=torch.int32) for r in range(R)]
+    x, topk_idx, weights = (t.to(dev) for t in inputs[me])
+    q = per_token_fp8(x)[0]
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+    (recv_q, recv_s), _, _, _, handle, _ = buffer.dispatch(
+        (q, packed[me].to(dev).T.contiguous().T), num_tokens_per_rank=per_rank, is_token_in_rank=in_rank,
+        num_tokens_per_expert=per_expert, topk_idx=topk_idx, topk_weights=weights)
+    assert recv_s.dtype == torch.int32 and recv_s.shape == (recv_q.shape[0], hidden // 512)
+    exp_s = torch.cat([packed[s][ref_layout(inputs[s][1], R)[2][:, me]] for s in range(R)])
+    assert torch.equal(recv_s.cpu(), exp_s)
+    exp_x = ref_received(inputs, me, R)[0]
+    assert torch.equal(recv_q.view(torch.uint8), per_token_fp8(exp_x.to(dev))[0].view(torch.uint8))
+
+
+def test_sm_budget_refused_when_pes_share_a_gpu(buffer):
+    """PEs sharing one GPU: a num_sms whose blocks cannot all be resident raises on every rank alike (the job's
+    PEs per GPU and SM count are agreed at construction) instead of stalling until the timeout."""
+    if buffer._pes_per_gpu < 2:
+        pytest.skip("every PE has a GPU of its own: any num_sms is allowed")
+    sms = torch.cuda.get_device_properties(buffer.device).multi_processor_count
+    too_many = min(128, (sms // buffer._pes_per_gpu + 2) // 2 * 2)
+    x, topk_idx, weights = (t.to(buffer.device) for t in make_inputs(55, buffer.rank, 32, 2048, 8, buffer.group_size))
+    per_rank, _, per_expert, in_rank, _ = buffer.get_dispatch_layout(topk_idx, NUM_EXPERTS)
+    with pytest.raises(ValueError, match=f"num_sms={too_many} on each of {buffer._pes_per_gpu} PEs sharing one GPU"):
+        buffer.dispatch(x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+                        topk_idx=topk_idx, topk_weights=weights, config=Config(num_sms=too_many))
+    run_round(buffer, 56, 32, 2048, 8)

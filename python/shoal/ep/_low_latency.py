@@ -104,6 +104,9 @@ class LowLatency:
                                f"world (PE {my_pe} of {n_pes})")
         self._addr = 0
         self._bytes: Optional[Any] = None
+        # Loaded now, not at a first launch: under lazy module loading (PyTorch's setting) a first launch waits
+        # for the context's running kernels, e.g. a peer's receive kernel spinning on this PE (shared GPU).
+        _ep.ll_load_kernels()
         if self.nbytes > 0:
             self._addr = int(_core.malloc(self.nbytes))  # collective
             for pe in range(self.num_ranks):
@@ -198,7 +201,8 @@ class LowLatency:
             _check_tensor(call, "dispatch_wait_recv_cost_stats", dispatch_wait_recv_cost_stats, torch.int64, 1,
                           self.device)
             if dispatch_wait_recv_cost_stats.shape[0] != r:
-                raise _fail(call, f"dispatch_wait_recv_cost_stats must have {r} entries")
+                raise _fail(call, f"dispatch_wait_recv_cost_stats must have {r} entries (one per rank), got "
+                                  f"{dispatch_wait_recv_cost_stats.shape[0]}")
         rows = r * m
         dev = self.device
         recv_x = torch.empty((nl, rows, hidden), dtype=torch.float8_e4m3fn if use_fp8 else torch.bfloat16, device=dev)
@@ -269,6 +273,9 @@ class LowLatency:
         if combine_wait_recv_cost_stats is not None:
             _check_tensor(call, "combine_wait_recv_cost_stats", combine_wait_recv_cost_stats, torch.int64, 1,
                           self.device)
+            if combine_wait_recv_cost_stats.shape[0] != r:
+                raise _fail(call, f"combine_wait_recv_cost_stats must have {r} entries (one per rank), got "
+                                  f"{combine_wait_recv_cost_stats.shape[0]}")
         half = self._combine_half
         self._combine_half ^= 1
         stats = combine_wait_recv_cost_stats

@@ -10,9 +10,11 @@ such a job then holds the staging slabs too (``staged``). Low-latency mode forwa
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any, List, Optional, Tuple, Union
 
-from .config import CONTROL_NBYTES, MAX_RANKS, Config, combine_slot_nbytes, dispatch_slot_nbytes, num_slabs
+from .config import (CONTROL_NBYTES, MAX_RANKS, Config, check_resident, combine_slot_nbytes, dispatch_slot_nbytes,
+                     num_slabs)
 from .utils import EventOverlap, check_tensor, timeout_s, torch_module
 
 def _kernels() -> Any:
@@ -90,6 +92,8 @@ class Buffer:
         self._peers: List[int] = []  # each rank's buffer as this rank addresses it; 0: a proxy peer
         self.num_proxy_peers = 0  # ranks this one reaches through shoal's proxy path
         self._staged = False  # some rank of the job has a proxy peer: every buffer holds staging slabs
+        # The job's most PEs on one GPU and its fewest SMs a GPU (the same on every rank): check_resident.
+        self._pes_per_gpu, self._gpu_sms = 1, 0
         self._host: Optional[Tuple[int, int]] = None
         self._comm_stream = torch.cuda.Stream(device=self.device)
         if num_nvl_bytes > 0:
@@ -105,7 +109,7 @@ class Buffer:
             if self._peers[self.rank] == 0:
                 raise RuntimeError(f"Buffer: rank {self.rank} cannot address its own buffer (shoal_ptr returned 0)")
             self.num_proxy_peers = sum(1 for p in self._peers if p == 0)
-            self._staged = self._agree_staged()
+            self._staged, self._pes_per_gpu, self._gpu_sms = self._agree_job()
             if self._staged and os.environ.get("SHOAL_EP_PROXY", "1") == "0":
                 # Agreed on every rank above, so every rank raises alike.
                 proxies = [pe for pe, p in enumerate(self._peers) if p == 0]
@@ -118,7 +122,7 @@ class Buffer:
             # Loaded now, not at a first launch: under lazy module loading (PyTorch's setting) a first launch
             # waits for the running kernels, e.g. a notify still waiting on this rank's proxy thread.
             ep.load_kernels()
-            self._host = ep.host_alloc(4 * (2 + ep.max_local_experts))
+            self._host = ep.host_alloc(4 * (3 + ep.max_local_experts))
         self._ll: Any = None
         if low_latency_mode:
             try:
@@ -127,16 +131,23 @@ class Buffer:
                 raise ImportError("Buffer: low_latency_mode=True needs shoal.ep._low_latency, which this build lacks") from e
             self._ll = LowLatency(self)
 
-    def _agree_staged(self) -> bool:
-        """Whether any rank of the job has a proxy peer (collective over the group): the buffer layout, with
-        or without staging slabs, must be the same on every rank. Through torch.distributed, as shoal's
-        blocking collectives on GPU heaps refuse proxy members."""
+    def _agree_job(self) -> Tuple[bool, int, int]:
+        """(staged, most PEs on one GPU, fewest SMs of a GPU) of the whole job (collective over the group), so
+        every rank decides alike: whether any rank has a proxy peer (the buffer layout, with or without
+        staging slabs, must be the same on every rank), and the numbers check_resident needs. Through
+        torch.distributed, as shoal's blocking collectives on GPU heaps refuse proxy members."""
+        torch = torch_module()
+        props = torch.cuda.get_device_properties(self.device)
+        gpu = f"{socket.gethostname()}:{getattr(props, 'uuid', self.device.index)}"
+        mine = (self.num_proxy_peers, gpu, int(props.multi_processor_count))
         if self._comm is not None:
-            flags: List[Any] = list(self._comm.allgather(self.num_proxy_peers))
+            rows: List[Any] = list(self._comm.allgather(mine))
         else:
-            flags = [None] * self.group_size
-            torch_module().distributed.all_gather_object(flags, self.num_proxy_peers, group=self.group)
-        return any(bool(f) for f in flags)
+            rows = [None] * self.group_size
+            torch.distributed.all_gather_object(rows, mine, group=self.group)
+        gpus = [row[1] for row in rows]
+        return (any(bool(row[0]) for row in rows), max(gpus.count(g) for g in gpus),
+                min(int(row[2]) for row in rows))
 
     @property
     def staged(self) -> bool:
@@ -273,17 +284,37 @@ class Buffer:
             raise ValueError(f"{call}: top-k is at most 32, got {t.shape[1]} ({name})")
         return t.shape[1]
 
-    def _check_capacity(self, call: str, num_tokens: int, hidden: int, hidden_nbytes: int, num_scales: int,
-                        num_topk: int) -> None:
-        slot = max(dispatch_slot_nbytes(hidden_nbytes, num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
+    def _capacity_error(self, call: str, what: str, num_tokens: int, hidden_nbytes: int, slot: int) -> Optional[str]:
+        """The error when a slab of this buffer holds fewer than num_tokens slots of `slot` bytes, else None."""
         slabs = num_slabs(self.group_size, self._staged)
         needed = CONTROL_NBYTES + slabs * num_tokens * slot
-        if needed > self.num_nvl_bytes:
-            staging = (f" ({self.group_size} receive slabs and {self.group_size - 1} staging slabs for the proxy "
-                       f"path, {slot} bytes a slot)" if self._staged else "")
-            raise ValueError(f"{call}: num_nvl_bytes={self.num_nvl_bytes} is too small for {num_tokens} tokens of "
-                             f"{hidden_nbytes} bytes on {self.group_size} ranks: it needs at least {needed} bytes"
-                             f"{staging}")
+        if needed <= self.num_nvl_bytes:
+            return None
+        staging = (f" ({self.group_size} receive slabs and {self.group_size - 1} staging slabs for the proxy "
+                   f"path, {slot} bytes a slot)" if self._staged else "")
+        return (f"{call}: num_nvl_bytes={self.num_nvl_bytes} is too small for {what} {num_tokens} tokens of "
+                f"{hidden_nbytes} bytes on {self.group_size} ranks: it needs at least {needed} bytes{staging}")
+
+    def _check_capacity(self, call: str, handle_or_tokens: Any, hidden: int, hidden_nbytes: int, num_scales: int,
+                        num_topk: int) -> None:
+        """Raises ValueError unless a slab holds the call's tokens. A handle from a dispatch that waited for its
+        counts carries the job-wide most tokens one rank sends one rank (notify publishes it; the same on every
+        rank), so every rank decides alike. Otherwise (an int: this rank's token count; a handle from a
+        num_worst_tokens dispatch) only this rank's tokens are known: a rank over capacity raises alone and
+        its peers' next kernel stalls until the timeout, so size num_nvl_bytes for the largest T of any rank."""
+        slot = max(dispatch_slot_nbytes(hidden_nbytes, num_scales, num_topk), combine_slot_nbytes(hidden, num_topk))
+        most = None if isinstance(handle_or_tokens, int) else getattr(handle_or_tokens[0], "_shoal_ep_most_sent", None)
+        if most is not None:
+            error = self._capacity_error(call, "a rank sending one rank", most, hidden_nbytes, slot)
+        else:
+            tokens = handle_or_tokens if isinstance(handle_or_tokens, int) else handle_or_tokens[4].shape[0]
+            error = self._capacity_error(call, "this rank's", tokens, hidden_nbytes, slot)
+        if error is not None:
+            raise ValueError(error)
+
+    def _check_resident(self, call: str, num_channels: int) -> None:
+        if self._gpu_sms > 0:
+            check_resident(call, 2 * num_channels, self._pes_per_gpu, self._gpu_sms)
 
     # --- layout ---
 
@@ -350,12 +381,15 @@ class Buffer:
             raise ValueError(f"{call}: a row of x must be a multiple of 16 bytes, got hidden={hidden}")
         num_scales = 0
         if x.dtype == torch.float8_e4m3fn:
-            if x_scales is None or hidden % 128:
-                raise ValueError(f"{call}: FP8 x needs hidden % 128 == 0 and x given as (x_fp8, scales [T, hidden/128])")
-            num_scales = hidden // 128
-            # Float32 or int32 (packed UE8M0) scales, in any layout (DeepEP's tests pass column-major ones).
-            check_tensor(call, "scales", x_scales, (torch.float32, torch.int32), 2, self.device, (num_tokens, num_scales),
+            if x_scales is None:
+                raise ValueError(f"{call}: FP8 x comes as (x_fp8, scales [T, num_scales]), got no scales")
+            # Float32 or int32 scales with any column count (DeepEP's: H/128 float32, packed UE8M0 int32 H/512, ...)
+            # and any layout (DeepEP's tests pass column-major ones); the kernels move them as 4-byte words.
+            check_tensor(call, "scales", x_scales, (torch.float32, torch.int32), 2, self.device, (num_tokens, None),
                          contiguous=False)
+            num_scales = x_scales.shape[1]
+            if num_scales < 1:
+                raise ValueError(f"{call}: scales must have at least one column, got shape {tuple(x_scales.shape)}")
         elif x_scales is not None:
             raise TypeError(f"{call}: scales come with FP8 x only, x is {x.dtype}")
         if not isinstance(num_worst_tokens, int) or num_worst_tokens < 0:
@@ -391,7 +425,9 @@ class Buffer:
             raise ValueError(f"{call}: topk_weights needs topk_idx")
         config = config or self.get_dispatch_config(R)
         C = config.num_channels
-        self._check_capacity(call, num_tokens, hidden, hidden_nbytes, num_scales, num_topk)
+        self._check_resident(call, C)
+        if num_worst_tokens > 0:  # no host wait: only this rank's T is known here (_check_capacity)
+            self._check_capacity(call, num_tokens, hidden, hidden_nbytes, num_scales, num_topk)
 
         compute = self._begin(previous_event)
         with self._alloc_stream(compute, allocate_on_comm_stream):
@@ -408,13 +444,17 @@ class Buffer:
             recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
             host_counts=0 if num_worst_tokens > 0 else self._host[1], timeout_ns=int(timeout_s() * 1e9),
             stream=self._comm_stream.cuda_stream)
+        handle = (rank_prefix_matrix, send_prefix, recv_prefix, None, is_token_in_rank, send_slot)
         if num_worst_tokens > 0:
             num_recv, per_expert = num_worst_tokens, []
         else:
             counts = ep.wait_counts(self._host[0], self._host[1], num_local, timeout_s())
             num_recv = counts[0]
-            per_expert = [_ceil_to(c, expert_alignment) for c in counts[1:]]
-        handle = (rank_prefix_matrix, send_prefix, recv_prefix, None, is_token_in_rank, send_slot)
+            per_expert = [_ceil_to(c, expert_alignment) for c in counts[2:]]
+            # The job-wide most tokens one rank sends one rank: every rank has the same number, so a buffer too
+            # small fails on every rank here, before any kernel that waits on a peer.
+            rank_prefix_matrix._shoal_ep_most_sent = counts[1]
+            self._check_capacity(call, handle, hidden, hidden_nbytes, num_scales, num_topk)
         return self._run_dispatch(x, x_scales, handle, num_recv, num_local, topk_idx, topk_weights, num_worst_tokens > 0,
                                   per_expert, config, compute, async_finish, allocate_on_comm_stream)
 
@@ -427,8 +467,9 @@ class Buffer:
         rank_prefix_matrix, send_prefix, recv_prefix, recv_src_idx, is_token_in_rank, send_slot = self._unpack(call, handle)
         if is_token_in_rank.shape[0] != x.shape[0]:
             raise ValueError(f"{call}: x has {x.shape[0]} tokens, the handle {is_token_in_rank.shape[0]}")
-        self._check_capacity(call, x.shape[0], x.shape[1], x.shape[1] * x.element_size(),
+        self._check_capacity(call, handle, x.shape[1], x.shape[1] * x.element_size(),
                              x_scales.shape[1] if x_scales is not None else 0, 0)
+        self._check_resident(call, send_prefix.shape[1] - 1)
         compute = self._begin(previous_event)
         return self._run_dispatch(x, x_scales, handle, recv_src_idx.shape[0], 0, None, None, num_worst_tokens > 0, [],
                                   config or self.get_dispatch_config(self.group_size), compute, async_finish,
@@ -512,7 +553,8 @@ class Buffer:
             raise ValueError(f"{call}: bias is at most two tensors, got {len(biases)}")
         for i, b in enumerate(biases):
             check_tensor(call, f"bias[{i}]", b, torch.bfloat16, 2, self.device, (num_tokens, hidden))
-        self._check_capacity(call, num_tokens, hidden, 2 * hidden, 0, num_topk)
+        self._check_capacity(call, handle, hidden, 2 * hidden, 0, num_topk)
+        self._check_resident(call, send_prefix.shape[1] - 1)
         compute = self._begin(previous_event)
         with self._alloc_stream(compute, allocate_on_comm_stream):
             combined_x = torch.empty((num_tokens, hidden), dtype=torch.bfloat16, device=self.device)
@@ -537,7 +579,8 @@ class Buffer:
 
     def raw_copy_dispatch(self, x: Union[Any, Tuple[Any, Any]], handle: Tuple, config: Optional[Config] = None) -> Any:
         """Measurement only: a cached dispatch of `x` along `handle` with every wait and progress signal
-        skipped, so the same SMs move the same bytes with no protocol. The received data is garbage; the
+        skipped (the start handshake stays: a slower peer's earlier result is never overwritten), so the same
+        SMs move the same bytes with no protocol. The received data is garbage; the
         time is the bound a real dispatch is judged against (bench/ep/bench_normal.py). Collective."""
         x, x_scales = (x if isinstance(x, tuple) else (x, None))
         _, _, _, recv_src_idx, _, _ = self._unpack("raw_copy_dispatch", handle)

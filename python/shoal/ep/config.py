@@ -39,6 +39,20 @@ def nvl_bytes_needed(num_tokens: int, hidden: int, num_ranks: int, num_topk: int
     return CONTROL_NBYTES + num_slabs(num_ranks, proxy) * num_tokens * slot
 
 
+def check_resident(call: str, blocks_per_pe: int, pes_per_gpu: int, gpu_sms: int) -> None:
+    """Raises ValueError when the dispatch or combine kernels of PEs sharing one GPU cannot all be resident.
+
+    Each PE's kernel is blocks_per_pe (= num_sms) blocks of 1024 threads, one block per SM; its receiving blocks
+    spin until the peers' sending blocks run, so when several PEs share a GPU (MPS) every PE's blocks must
+    fit at once, or a receiver holds the SM a peer's sender needs and every wait runs into its timeout. A PE
+    alone on its GPU is never refused: its peers' senders run on other GPUs. pes_per_gpu and gpu_sms are the
+    job's (most PEs on one GPU, fewest SMs of a GPU), so every rank decides alike."""
+    if pes_per_gpu > 1 and blocks_per_pe * pes_per_gpu > gpu_sms:
+        raise ValueError(f"{call}: num_sms={blocks_per_pe} on each of {pes_per_gpu} PEs sharing one GPU needs "
+                         f"{blocks_per_pe * pes_per_gpu} resident blocks, the GPU has {gpu_sms} SMs: use num_sms <= "
+                         f"{gpu_sms // pes_per_gpu // 2 * 2} (Config(num_sms=...) or Buffer.set_num_sms)")
+
+
 class Config:
     """DeepEP's Config. shoal's normal kernels use ``num_sms`` (even: half the SMs send, half receive, one
     channel per pair) and ``num_max_nvl_chunked_send_tokens`` (tokens a sending channel moves between two

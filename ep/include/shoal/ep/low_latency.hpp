@@ -20,10 +20,13 @@ inline constexpr int kMaxRanks = 1024;
 /// t source token, M = max tokens per rank.
 struct layout {
   int num_experts = 0, num_ranks = 0, max_tokens = 0, hidden = 0;
-  size_t msg_nbytes = 0;     ///< one dispatch message: 16-byte header (source token), payload, scales
-  size_t half_nbytes = 0;    ///< one half
-  size_t dispatch_sig = 0;   ///< in a half: uint64 [L][R], (epoch tag << 32) | token count from r
-  size_t combine_flag = 0;   ///< in a half: uint64 [E][M], epoch tag once slot (e, t) has arrived
+  size_t msg_nbytes = 0;    ///< one dispatch message: 16-byte header (source token), payload, scales
+  size_t half_nbytes = 0;   ///< one half
+  size_t dispatch_sig = 0;  ///< in a half: uint64 [L][R], (epoch tag << 32) | token count from r
+  size_t combine_flag = 0;  ///< in a half: uint64 [E][M], epoch tag once slot (e, t) has arrived
+  /// In a half: uint64 [E], written by expert e's owner (tag, set) when its combine-send block for this PE
+  /// has finished, rows or none; a receiving PE waits for all E before its combine completes (all-to-all).
+  size_t combine_finish = 0;
   size_t dispatch_data = 0;  ///< in a half: [L][R][M] messages
   size_t combine_data = 0;   ///< in a half: bf16 [E][M][hidden], expert e's output for token t
   size_t combine_send = 0;   ///< in a half: bf16 [L][R*M][hidden], the zero-copy combine buffer
@@ -91,8 +94,14 @@ struct combine_args {
 /// half: a launch of that half only (DeepEP's two-phase hook: send now, receive later).
 void dispatch(const layout& lay, const device_world& w, const dispatch_args& a, bool send, bool recv, void* stream);
 /// One combine, as one kernel, `combine_kernel`, halves as in dispatch. Send half: every received row goes
-/// back to its source rank's slot with a flag. Receive half: waits for each token's slots, out = sum_k
+/// back to its source rank's slot with a flag, then each (expert, rank) block sets that rank's finish word of
+/// the expert. Receive half: waits for every expert's finish word and each token's slots, out = sum_k
 /// weight_k * expert_k(token) in FP32.
 void combine(const layout& lay, const device_world& w, const combine_args& a, bool send, bool recv, void* stream);
+
+/// Loads both low-latency kernels on the current device now (cudaFuncGetAttributes), not at their first
+/// launch: under lazy module loading a first launch waits for the context's running kernels, e.g. a peer's
+/// kernel spinning on this PE. Once per process and device (LowLatency's constructor); throws shoal::error.
+void load_kernels();
 
 }  // namespace shoal::ep::ll

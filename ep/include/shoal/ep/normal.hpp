@@ -69,8 +69,10 @@ struct notify_args {
   int* send_chan_prefix;             ///< out [R, C+1]: slots before channel c, per destination
   int* recv_chan_prefix;             ///< out [R, C+1]: the same, per source, for us as destination
   int* rank_prefix_matrix;           ///< out [R, R]: [i][j] = tokens ranks 0..i send rank j
-  /// Mapped host memory: [0] ready (set to 1 last; the host clears it), [1] received tokens,
-  /// [2..] per local expert. Null: no host counts (num_worst_tokens given).
+  /// Mapped host memory: [0] ready (set to 1 last; the host clears it), [1] received tokens, [2] the
+  /// most tokens any rank sends any one rank (the whole job's; the same on every rank: the host checks it
+  /// against the slab capacity, so every rank raises alike), [3..] per local expert. Null: no host counts
+  /// (num_worst_tokens given).
   int* host_counts;
   uint64_t timeout_ns;
 };
@@ -88,8 +90,9 @@ struct channel_args {
   const int* rank_prefix_matrix;  ///< [R, R] (handle)
   int tokens_per_signal;          ///< most tokens (rows) a sending channel completes between two progress signals
   uint64_t timeout_ns;
-  /// Measurement only: skip every wait and progress signal, so the kernel moves the same bytes with the
-  /// same SMs and no protocol (its output is garbage). The bound a real call is judged against.
+  /// Measurement only: skip every progress wait and signal, so the kernel moves the same bytes with the
+  /// same SMs and no protocol (its output is garbage). The bound a real call is judged against. The start
+  /// handshake (`entered`) stays: a raw call never overwrites a slab a peer's earlier call still reads.
   bool raw_copy = false;
   std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch() / combine()
 };
@@ -144,8 +147,8 @@ host_block host_alloc(std::size_t nbytes);
 void host_free(void* host);
 
 /// Waits until notify has published its counts in the host block (ready word 1) or timeout_s passes,
-/// clears the ready word and copies [received tokens, tokens per local expert...] to out (1 +
-/// num_local_experts ints). Throws shoal::error on a timeout or a failed kernel.
+/// clears the ready word and copies [received tokens, most tokens one rank sends one rank, tokens per local
+/// expert...] to out (2 + num_local_experts ints). Throws shoal::error on a timeout or a failed kernel.
 void wait_counts(const host_block& h, int num_local_experts, double timeout_s, int* out);
 
 }  // namespace shoal::ep
