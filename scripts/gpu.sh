@@ -41,6 +41,7 @@ Steps:
   ep DEEPEP_SRC            scripts/ep_vs_deepep.sh: shoal.ep beside DeepEP V1 (OUT/ep)
   perftests NVSHMEM_SRC    scripts/nvshmem_perftests.sh: NVSHMEM's perftests on shoal and on NVSHMEM, a build
                            part then a run part (OUT/perftests)
+  study                    scripts/study.sh: the study (docs/study.md), resumed across calls (OUT/study)
   bench                    = rma coll variants
   all                      = build test rma coll variants
 
@@ -81,7 +82,7 @@ Options:
 Estimates (seconds; a part runs only when it fits the budget): build 480, a test its ctest TIMEOUT up to 60,
 rma 330, coll 300, variants 300, collsweep 120 a configuration, scale 240 a run, proxy 420, ep-bench 240+120,
 ab 480 to build and 240 a round, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
-to build and 540 to run.
+to build and 540 to run, study 540 a call (the study resumes where the budget cut it).
 
 Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_TIMEOUT (300 s: each
 collective binary), SHOAL_SWEEP_TIMEOUT (90 s: each sweep configuration), SHOAL_SWEEP_CHANNELS
@@ -119,7 +120,7 @@ declare -A nargs_min=([ab]=1 [ab-test]=2 [repeat]=1 [ep]=1 [perftests]=1)
 declare -A nargs_max=([test]=1 [ab]=1 [ab-test]=3 [repeat]=2 [ep]=1 [perftests]=1)
 is_step() {
   case $1 in build | test | rma | coll | variants | collsweep | scale | proxy | ep-bench | ab | ab-test | repeat | ep | \
-    perftests | bench | all) return 0 ;; esac
+    perftests | study | bench | all) return 0 ;; esac
   return 1
 }
 add_step() { steps+=("$1") step_args+=(""); }
@@ -187,7 +188,7 @@ logs=$out/logs state=$out/state.tsv summary=$out/summary.txt
 declare -A uses=()
 for s in "${steps[@]}"; do uses[$s]=1; done
 if [[ -z ${uses[build]:-} && $no_build == 0 ]]; then
-  for s in test rma coll collsweep scale proxy ep-bench repeat; do
+  for s in test rma coll collsweep scale proxy ep-bench repeat study; do
     if [[ -n ${uses[$s]:-} ]]; then
       steps=(build "${steps[@]}") step_args=("" "${step_args[@]}") uses[build]=1
       break
@@ -794,6 +795,10 @@ step_perftests() {
   part perftests/build 540 x env BUILD_ONLY=1 "PES=$pes" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
   part perftests/run 540 x env RUN_ONLY=1 "PES=$pes" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
 }
+
+# The study stops where the budget cuts it (the part is then left for --resume) and its own --resume skips the
+# steps it finished (OUT/study/raw/done.txt).
+step_study() { part study 540 x scripts/study.sh --build "$B" --out "$out/study" --resume; }
 
 # --- the run ---------------------------------------------------------------------------------------------------------
 for i in "${!steps[@]}"; do
