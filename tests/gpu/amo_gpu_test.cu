@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "facade_api.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "handle_api.cuh"
 
 namespace shoal_test {
@@ -209,14 +209,20 @@ void check_word(const std::string& what, op o, T final_value, std::vector<update
   switch (o) {
     case op::fetch: {
       for (auto& u : ups)
-        if (u.fetched != init) return fail("%s: %s; expected %s", what.c_str(), describe(u).c_str(), str(init).c_str());
-      if (final_value != init) fail("%s: word changed to %s by fetches", what.c_str(), str(final_value).c_str());
+        if (u.fetched != init) {
+          ADD_FAILURE() << format("%s: %s; expected %s", what.c_str(), describe(u).c_str(), str(init).c_str());
+          return;
+        }
+      if (final_value != init)
+        ADD_FAILURE() << format("%s: word changed to %s by fetches", what.c_str(), str(final_value).c_str());
       return;
     }
     case op::set: {
       bool found = false;
       for (auto& u : ups) found |= u.operand == final_value;
-      if (!found) fail("%s: final %s is none of the %zu values set", what.c_str(), str(final_value).c_str(), n);
+      if (!found)
+        ADD_FAILURE() << format("%s: final %s is none of the %zu values set", what.c_str(), str(final_value).c_str(),
+                                n);
       return;
     }
     case op::swap: {
@@ -228,7 +234,7 @@ void check_word(const std::string& what, op o, T final_value, std::vector<update
       if (in != out) {
         size_t k = 0;
         while (k < in.size() && in[k] == out[k]) ++k;
-        fail(
+        ADD_FAILURE() << format(
             "%s: values in (init + operands) and out (fetched + final) differ; first at sorted position %zu: in %s, "
             "out %s",
             what.c_str(), k, str(in[k]).c_str(), str(out[k]).c_str());
@@ -240,8 +246,8 @@ void check_word(const std::string& what, op o, T final_value, std::vector<update
       T expected = init;
       for (auto& u : ups) expected = T(expected + (o == op::inc ? T(1) : u.operand));
       if (final_value != expected)
-        fail("%s: final %s, expected %s after %zu updates", what.c_str(), str(final_value).c_str(),
-             str(expected).c_str(), n);
+        ADD_FAILURE() << format("%s: final %s, expected %s after %zu updates", what.c_str(), str(final_value).c_str(),
+                                str(expected).c_str(), n);
       return;
     }
     case op::fetch_add:
@@ -253,13 +259,16 @@ void check_word(const std::string& what, op o, T final_value, std::vector<update
       std::sort(ups.begin(), ups.end(), [](auto& a, auto& b) { return a.fetched < b.fetched; });
       T expect = init;
       for (size_t k = 0; k < n; ++k) {
-        if (ups[k].fetched != expect)
-          return fail("%s: linearization broken at step %zu of %zu: %s, expected it to fetch %s", what.c_str(), k, n,
-                      describe(ups[k]).c_str(), str(expect).c_str());
+        if (ups[k].fetched != expect) {
+          ADD_FAILURE() << format("%s: linearization broken at step %zu of %zu: %s, expected it to fetch %s",
+                                  what.c_str(), k, n, describe(ups[k]).c_str(), str(expect).c_str());
+          return;
+        }
         expect = T(expect + ups[k].operand);
       }
       if (final_value != expect)
-        fail("%s: final %s, expected %s", what.c_str(), str(final_value).c_str(), str(expect).c_str());
+        ADD_FAILURE() << format("%s: final %s, expected %s", what.c_str(), str(final_value).c_str(),
+                                str(expect).c_str());
       return;
     }
     case op::and_:
@@ -287,9 +296,10 @@ void check_bits(const std::string& what, op o, T final_value, std::vector<update
   const T expected = o == op::and_ || o == op::fetch_and ? T(0)
                      : o == op::or_ || o == op::fetch_or ? all_ones<T>()
                                                          : static_cast<T>(~init);
-  if (n != kBits<T>) fail("%s: %zu updates reached the word, expected %u", what.c_str(), n, kBits<T>);
+  if (n != kBits<T>)
+    ADD_FAILURE() << format("%s: %zu updates reached the word, expected %u", what.c_str(), n, kBits<T>);
   if (final_value != expected)
-    fail("%s: final %s, expected %s", what.c_str(), str(final_value).c_str(), str(expected).c_str());
+    ADD_FAILURE() << format("%s: final %s, expected %s", what.c_str(), str(final_value).c_str(), str(expected).c_str());
   if (!fetches(o)) return;
   // Fetched values: each saw exactly k earlier flips (k = 0..n-1, each once), never its own bit,
   // and the state before it plus its own flip is what the next one saw.
@@ -297,13 +307,18 @@ void check_bits(const std::string& what, op o, T final_value, std::vector<update
   std::sort(ups.begin(), ups.end(), [&](auto& a, auto& b) { return flips(a.fetched) < flips(b.fetched); });
   for (size_t k = 0; k < n; ++k) {
     const T flip = o == op::fetch_and ? static_cast<T>(~ups[k].operand) : ups[k].operand;
-    if (flips(ups[k].fetched) != k || (ups[k].fetched & flip) != (init & flip))
-      return fail("%s: fetched value %zu of %zu is not the state after %zu earlier flips: %s", what.c_str(), k, n, k,
-                  describe(ups[k]).c_str());
+    if (flips(ups[k].fetched) != k || (ups[k].fetched & flip) != (init & flip)) {
+      ADD_FAILURE() << format("%s: fetched value %zu of %zu is not the state after %zu earlier flips: %s", what.c_str(),
+                              k, n, k, describe(ups[k]).c_str());
+      return;
+    }
     const T next = static_cast<T>(ups[k].fetched ^ flip);
-    if (k + 1 < n && next != ups[k + 1].fetched)
-      return fail("%s: chain broken after step %zu: %s flips to %s but the next update fetched %s", what.c_str(), k,
-                  describe(ups[k]).c_str(), str(next).c_str(), str(ups[k + 1].fetched).c_str());
+    if (k + 1 < n && next != ups[k + 1].fetched) {
+      ADD_FAILURE() << format("%s: chain broken after step %zu: %s flips to %s but the next update fetched %s",
+                              what.c_str(), k, describe(ups[k]).c_str(), str(next).c_str(),
+                              str(ups[k + 1].fetched).c_str());
+      return;
+    }
   }
 }
 
@@ -319,7 +334,7 @@ amo_buffers& amo_bufs() {
     x.word = shoal_malloc(16);
     x.fetched = shoal_malloc(512 * 8);
     GT_CUDA(cudaMalloc(&x.stuck, sizeof(int)));
-    if (x.word == nullptr || x.fetched == nullptr) fail("shoal_malloc returned NULL");
+    if (x.word == nullptr || x.fetched == nullptr) ADD_FAILURE() << "shoal_malloc returned NULL";
     return x;
   }();
   return b;
@@ -344,7 +359,7 @@ void amo_case(Api api, const char* type_name) {
 
   int stuck = 0;
   GT_CUDA(cudaMemcpy(&stuck, b.stuck, sizeof(int), cudaMemcpyDeviceToHost));
-  if (stuck != 0) fail("%s: %d compare_swap loop(s) made no progress for 10 s", what.c_str(), stuck);
+  if (stuck != 0) ADD_FAILURE() << format("%s: %d compare_swap loop(s) made no progress for 10 s", what.c_str(), stuck);
   T final_value;
   GT_CUDA(cudaMemcpy(&final_value, word, sizeof(T), cudaMemcpyDeviceToHost));
   // Every PE's log of fetched values (read through the peer mapping), keeping the updates that
@@ -402,8 +417,8 @@ void all_types(Api api) {
   common_ops<Api, double>(api, "double");
 }
 
-GPU_TEST(atomics_handle) { all_types(handle_api{device_handle()}); }
-GPU_TEST(atomics_facade) { all_types(facade_api{}); }
+TEST(amo_gpu, atomics_handle) { all_types(handle_api{device_handle()}); }
+TEST(amo_gpu, atomics_facade) { all_types(facade_api{}); }
 
 // compare_swap that must fail: returns the current value and leaves the word alone.
 template <class Api>
@@ -431,7 +446,7 @@ void cas_miss(Api api) {
     const unsigned long long expected[4] = {77, 77, 77, 78};
     for (int i = 0; i < 4; ++i)
       if (seen[i] != expected[i])
-        fail(
+        ADD_FAILURE() << format(
             "%s compare_swap on PE 1: step %d returned %llu, expected %llu (steps: cas(1->2) miss, fetch, "
             "cas(77->78) hit, fetch)",
             Api::kName, i, seen[i], expected[i]);
@@ -439,8 +454,8 @@ void cas_miss(Api api) {
   sync_all_pes();
 }
 
-GPU_TEST(compare_swap_miss_handle) { cas_miss(handle_api{device_handle()}); }
-GPU_TEST(compare_swap_miss_facade) { cas_miss(facade_api{}); }
+TEST(amo_gpu, compare_swap_miss_handle) { cas_miss(handle_api{device_handle()}); }
+TEST(amo_gpu, compare_swap_miss_facade) { cas_miss(facade_api{}); }
 
 }  // namespace
 }  // namespace shoal_test

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "shoal/device/coll.cuh"
 #include "shoal/shoal.h"
 
@@ -60,12 +60,13 @@ void run_case(const team_case& tc, int c, int form, uint8_t* src, uint8_t* dst, 
     GT_CUDA(cudaStreamSynchronize(s));
   } else {
     shoal::device_team t{};
-    if (shoalx_team_device_handle(tc.handle, &t, sizeof t) != 0) fail("shoalx_team_device_handle(%d)", tc.handle);
+    if (shoalx_team_device_handle(tc.handle, &t, sizeof t) != 0)
+      ADD_FAILURE() << format("shoalx_team_device_handle(%d)", tc.handle);
     collect_block_kernel<<<1, 256, 0, s>>>(device_handle(), t, dst, src, mine);
     GT_LAUNCHED("collect_block_kernel");
     GT_CUDA(cudaStreamSynchronize(s));
   }
-  if (rc != 0) fail("%s form %d case %d: returned %d", tc.name, form, c, rc);
+  if (rc != 0) ADD_FAILURE() << format("%s form %d case %d: returned %d", tc.name, form, c, rc);
   std::vector<uint8_t> expected;
   for (int r = 0; r < n; ++r) {
     int pe = -1;
@@ -79,12 +80,12 @@ void run_case(const team_case& tc, int c, int form, uint8_t* src, uint8_t* dst, 
   GT_CUDA(cudaMemcpy(seen.data(), dst, seen.size(), cudaMemcpyDeviceToHost));
   static const char* const forms[] = {"shoal_collectmem (blocking, GPU heap)", "shoalx_collectmem_on_stream",
                                       "device collectmem_block"};
-  check_bytes(format("%s, team %s, case %d", forms[form], tc.name, c).c_str(), seen.data(), expected.data(),
-              expected.size());
+  EXPECT_TRUE(bytes_equal(format("%s, team %s, case %d", forms[form], tc.name, c).c_str(), seen.data(), expected.data(),
+                          expected.size()));
   sync_all_pes();  // nobody re-poisons a dest another member may still be writing
 }
 
-GPU_TEST(collect_three_forms) {
+TEST(coll_collect_gpu, collect_three_forms) {
   const int n = npes();
   size_t max_total = 0;
   for (int c = 0; c < 3; ++c) {
@@ -95,9 +96,10 @@ GPU_TEST(collect_three_forms) {
   const size_t dst_cap = max_total + kGuard;
   auto* src = static_cast<uint8_t*>(shoal_malloc(size_of(2, n - 1, n)));
   auto* dst = static_cast<uint8_t*>(shoal_malloc(dst_cap));
-  if (src == nullptr || dst == nullptr) fail("shoal_malloc returned NULL");
+  if (src == nullptr || dst == nullptr) ADD_FAILURE() << "shoal_malloc returned NULL";
   shoal_team_t reversed = SHOAL_TEAM_INVALID;
-  if (shoal_team_split_strided(SHOAL_TEAM_WORLD, n - 1, -1, n, nullptr, 0, &reversed) != 0) fail("split reversed");
+  if (shoal_team_split_strided(SHOAL_TEAM_WORLD, n - 1, -1, n, nullptr, 0, &reversed) != 0)
+    ADD_FAILURE() << "split reversed";
   const team_case teams[] = {{SHOAL_TEAM_WORLD, "WORLD"}, {reversed, "WORLD-reversed"}};
   cudaStream_t s;
   GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

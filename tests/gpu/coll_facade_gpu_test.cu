@@ -19,7 +19,7 @@
 
 #include "coll_test_data.cuh"
 #include "facade_api.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "handle_api.cuh"
 
 namespace shoal_test {
@@ -284,7 +284,7 @@ team_arg make_team(shoal_team_t handle) {
   t.me = shoal_team_my_pe(handle);
   t.n = shoal_team_n_pes(handle);
   if (t.n < 1 || t.me < 0 || t.me >= t.n || shoal_team_translate_pe(handle, t.me, SHOAL_TEAM_WORLD) != me()) {
-    fail("team %d: my_pe %d of %d does not map back to world PE %d", handle, t.me, t.n, me());
+    ADD_FAILURE() << format("team %d: my_pe %d of %d does not map back to world PE %d", handle, t.me, t.n, me());
     t.n = 1, t.me = 0, t.next_world = t.prev_world = me();  // keeps the kernels' indexing in range
     return t;
   }
@@ -304,16 +304,18 @@ facade_env& env() {
     x.red_dst = static_cast<uint8_t*>(shoal_malloc(x.red_bytes));
     for (uint8_t*& d : x.move_dst) d = static_cast<uint8_t*>(shoal_malloc(n * kMoveMaxBytes + kGuard));
     x.slots = static_cast<uint64_t*>(shoal_calloc(kSlotRows * n, sizeof(uint64_t)));
-    if (!x.red_src || !x.red_dst || !x.move_dst[0] || !x.move_dst[1] || !x.slots) fail("shoal_malloc returned NULL");
+    if (!x.red_src || !x.red_dst || !x.move_dst[0] || !x.move_dst[1] || !x.slots)
+      ADD_FAILURE() << "shoal_malloc returned NULL";
     GT_CUDA(cudaMalloc(&x.move_src, n * kMoveMaxBytes));
     x.report = new_device_report();
     shoal_team_t reversed = SHOAL_TEAM_INVALID;
     if (shoal_team_split_strided(SHOAL_TEAM_WORLD, npes() - 1, -1, npes(), nullptr, 0, &reversed) != 0)
-      fail("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
+      ADD_FAILURE() << format("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
     shoal_team_t alone = SHOAL_TEAM_INVALID;
     for (int s = 0; s < npes(); ++s) {
       shoal_team_t t = SHOAL_TEAM_INVALID;
-      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0) fail("split_strided size 1");
+      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0)
+        ADD_FAILURE() << "split_strided size 1";
       if (s == me()) alone = t;
     }
     x.team[0] = make_team(SHOAL_TEAM_WORLD);
@@ -335,7 +337,7 @@ void check_dest_and_guard(const std::string& what, const void* dest, const std::
   expected.resize(want.size() + kGuard, kPoison);
   std::vector<uint8_t> seen(expected.size());
   GT_CUDA(cudaMemcpy(seen.data(), dest, seen.size(), cudaMemcpyDeviceToHost));
-  check_bytes((what + ": last round's dest + guard").c_str(), seen.data(), expected.data(), seen.size());
+  EXPECT_TRUE(bytes_equal((what + ": last round's dest + guard").c_str(), seen.data(), expected.data(), seen.size()));
 }
 
 template <class Scope, class T, int kOp, bool kScatter>
@@ -348,7 +350,7 @@ void reduce_case(int ti, size_t nreduce) {
              kScatter ? "_reducescatter" : "_reduce", scope_name<Scope>, e.name[ti], nreduce, kIters);
   const size_t src_count = kScatter ? nreduce * static_cast<size_t>(t.n) : nreduce;
   if (src_count * sizeof(T) + kGuard > e.red_bytes) {
-    fail("%s: test bug: does not fit the buffers", what.c_str());
+    ADD_FAILURE() << format("%s: test bug: does not fit the buffers", what.c_str());
     return;
   }
   GT_CUDA(cudaMemset(e.red_dst, kPoison, nreduce * sizeof(T) + kGuard));
@@ -357,7 +359,7 @@ void reduce_case(int ti, size_t nreduce) {
   reduce_kernel<Scope, T, kOp, kScatter><<<1, kBlock>>>(
       t, reinterpret_cast<T*>(e.red_dst), reinterpret_cast<T*>(e.red_src), nreduce, salt, kIters, e.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), e.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), e.report));
   std::vector<uint8_t> want(nreduce * sizeof(T));
   for (size_t i = 0; i < nreduce; ++i) {
     const T v = expected_of<T>(kOp, kScatter, t.me, t.n, salt + kIters - 1, nreduce, i);
@@ -382,7 +384,7 @@ size_t above_ll() {
   return env().ll_bytes / sizeof(T) + 5;
 }
 
-GPU_TEST(reduce_block) {
+TEST(coll_facade_gpu, reduce_block) {
   using S = block_scope;
   reduce_all<S, int, op_sum>({0, 37, 1000, above_ll<int>()});
   reduce_all<S, int32_t, op_and>({0, 37, above_ll<int32_t>()});
@@ -401,7 +403,7 @@ GPU_TEST(reduce_block) {
   reduce_all<S, __nv_bfloat16, op_prod>({0, 37, above_ll<__nv_bfloat16>()});
 }
 
-GPU_TEST(reduce_warp) {
+TEST(coll_facade_gpu, reduce_warp) {
   using S = warp_scope;
   reduce_all<S, int, op_sum>({7, above_ll<int>()});
   reduce_all<S, uint64_t, op_xor>({7, above_ll<uint64_t>()});
@@ -411,7 +413,7 @@ GPU_TEST(reduce_warp) {
   reduce_all<S, __nv_bfloat16, op_max>({7, above_ll<__nv_bfloat16>()});
 }
 
-GPU_TEST(reduce_thread) {
+TEST(coll_facade_gpu, reduce_thread) {
   using S = thread_scope;
   reduce_all<S, int8_t, op_or>({0, 7, above_ll<int8_t>()});
   reduce_all<S, int64_t, op_max>({7, above_ll<int64_t>()});
@@ -431,7 +433,7 @@ void move_case(int kind, int ti, size_t nelems) {
       format("%s%s (%s scope) on %s, %zu element(s) per PE (%zu bytes), root rotating, %d rounds", move_name(kind),
              kElem == 0 ? "mem" : (kElem == 4 ? " int" : " double"), scope_name<Scope>, e.name[ti], nelems, nb, kIters);
   if (std::max(db, move_src_bytes(kind, nb, t.n)) > static_cast<size_t>(npes()) * kMoveMaxBytes) {
-    fail("%s: test bug: does not fit the buffers", what.c_str());
+    ADD_FAILURE() << format("%s: test bug: does not fit the buffers", what.c_str());
     return;
   }
   for (uint8_t* d : e.move_dst) GT_CUDA(cudaMemset(d, kPoison, db + kGuard));
@@ -440,7 +442,7 @@ void move_case(int kind, int ti, size_t nelems) {
   move_kernel<Scope, kElem>
       <<<1, kBlock>>>(kind, t, e.move_dst[0], e.move_dst[1], e.move_src, nelems, salt, kIters, e.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), e.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), e.report));
   const int last = kIters - 1;
   const int root = kind == mv_broadcast ? last % t.n : 0;
   std::vector<uint8_t> want(db);
@@ -456,13 +458,13 @@ void move_all(std::initializer_list<size_t> counts) {
       for (size_t n : counts) move_case<Scope, kElem>(kind, ti, n);
 }
 
-GPU_TEST(broadcast_fcollect_alltoall_block) {
+TEST(coll_facade_gpu, broadcast_fcollect_alltoall_block) {
   move_all<block_scope, 0>({0, 1, 37, 1000, 70001});
   move_all<block_scope, 4>({0, 9, 1000, 17001});
   move_all<block_scope, 8>({9, 17001});
 }
 
-GPU_TEST(broadcast_fcollect_alltoall_thread_warp) {
+TEST(coll_facade_gpu, broadcast_fcollect_alltoall_thread_warp) {
   move_all<warp_scope, 0>({37, 70001});
   move_all<warp_scope, 8>({9});
   move_all<thread_scope, 0>({0, 37, 70001});
@@ -480,11 +482,11 @@ void sync_case(int rounds) {
   three_teams teams{{e.team[0], e.team[1], e.team[2]}};
   sync_kernel<Scope><<<1, kBlock>>>(teams, e.slots, npes(), me(), next_salt(), rounds, e.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), e.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), e.report));
   sync_all_pes();
 }
 
-GPU_TEST(barrier_team_sync_all_scopes) {
+TEST(coll_facade_gpu, barrier_team_sync_all_scopes) {
   sync_case<block_scope>(600);
   sync_case<warp_scope>(300);
   sync_case<thread_scope>(300);
@@ -520,7 +522,7 @@ __global__ void mixed_kernel(three_teams teams, mixed_bufs b, int world_n, int m
   }
 }
 
-GPU_TEST(mixed_teams_and_scopes_in_one_kernel) {
+TEST(coll_facade_gpu, mixed_teams_and_scopes_in_one_kernel) {
   facade_env& e = env();
   const size_t n = static_cast<size_t>(npes());
   mixed_bufs b{};
@@ -534,7 +536,7 @@ GPU_TEST(mixed_teams_and_scopes_in_one_kernel) {
   b.m_dst[1] = e.move_dst[1];
   b.m_src = e.move_src;
   b.slots = static_cast<uint64_t*>(shoal_calloc(kSlotRows * n, sizeof(uint64_t)));
-  if (!b.r_src || !b.r_dst || !b.s_src || !b.s_dst || !b.slots) fail("shoal_malloc returned NULL");
+  if (!b.r_src || !b.r_dst || !b.s_src || !b.s_dst || !b.slots) ADD_FAILURE() << "shoal_malloc returned NULL";
   GT_CUDA(cudaMemset(b.r_dst, kPoison, b.r_n * sizeof(float) + kGuard));
   GT_CUDA(cudaMemset(b.s_dst, kPoison, b.s_n * sizeof(int64_t) + kGuard));
   const char* names[6] = {"float_sum_reduce (block) on WORLD",
@@ -550,7 +552,7 @@ GPU_TEST(mixed_teams_and_scopes_in_one_kernel) {
   mixed_kernel<<<1, kBlock>>>(teams, b, npes(), me(), salt, kIters);
   GT_LAUNCHED("mixed kernel");
   for (int k = 0; k < 6; ++k)
-    check_device_report(format("mixed kernel, %d rounds: %s", kIters, names[k]).c_str(), b.reports[k]);
+    EXPECT_TRUE(device_report_clean(format("mixed kernel, %d rounds: %s", kIters, names[k]).c_str(), b.reports[k]));
   const uint32_t last = salt + kIters - 1;
   std::vector<uint8_t> want(b.r_n * sizeof(float));
   for (size_t i = 0; i < b.r_n; ++i) {

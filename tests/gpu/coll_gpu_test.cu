@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "facade_api.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "handle_api.cuh"
 
 namespace shoal_test {
@@ -53,7 +53,8 @@ struct coll_buffers {
 
 shoal::device_team device_team_of(shoal_team_t team) {
   shoal::device_team d{};
-  if (shoalx_team_device_handle(team, &d, sizeof(d)) != 0) fail("shoalx_team_device_handle(%d) failed", team);
+  if (shoalx_team_device_handle(team, &d, sizeof(d)) != 0)
+    ADD_FAILURE() << format("shoalx_team_device_handle(%d) failed", team);
   return d;
 }
 
@@ -67,7 +68,7 @@ coll_buffers& bufs() {
     x.dst[1] = static_cast<uint8_t*>(shoal_malloc(x.dst_bytes));
     x.scratch = shoal_malloc(n * kMaxElems * 8);
     x.slots = static_cast<uint64_t*>(shoal_malloc(kBarrierSlots * n * sizeof(uint64_t)));
-    if (!x.src || !x.dst[0] || !x.dst[1] || !x.scratch || !x.slots) fail("shoal_malloc returned NULL");
+    if (!x.src || !x.dst[0] || !x.dst[1] || !x.scratch || !x.slots) ADD_FAILURE() << "shoal_malloc returned NULL";
     GT_CUDA(cudaMalloc(&x.rsrc, kMaxElems * 8));
     GT_CUDA(cudaMalloc(&x.rdst, kMaxElems * 8 + 64));
     GT_CUDA(cudaMalloc(&x.history, kIters * kMaxElems * 8 + 8));
@@ -78,22 +79,23 @@ coll_buffers& bufs() {
     shoal_team_t reversed = SHOAL_TEAM_INVALID;
     if (shoal_team_split_strided(SHOAL_TEAM_WORLD, npes() - 1, -1, npes(), nullptr, 0, &reversed) != 0 ||
         reversed == SHOAL_TEAM_INVALID) {
-      fail("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
+      ADD_FAILURE() << format("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
     }
     x.teams.handle[1] = device_team_of(reversed);
     x.teams.host[1] = reversed;
     shoal_team_t alone = SHOAL_TEAM_INVALID;
     for (int s = 0; s < npes(); ++s) {
       shoal_team_t t = SHOAL_TEAM_INVALID;
-      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0) fail("split_strided size 1");
+      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0)
+        ADD_FAILURE() << "split_strided size 1";
       if (s == me()) alone = t;
     }
-    if (alone == SHOAL_TEAM_INVALID) fail("no 1-PE team for this PE");
+    if (alone == SHOAL_TEAM_INVALID) ADD_FAILURE() << "no 1-PE team for this PE";
     x.teams.handle[2] = device_team_of(alone);
     x.teams.host[2] = alone;
     const shoal::device_team& r = x.teams.handle[1];
     if (r.n_pes != npes() || r.world_pe(r.my_pe_in_team) != me() || x.teams.handle[2].n_pes != 1) {
-      fail("unexpected device team handles");
+      ADD_FAILURE() << "unexpected device team handles";
     }
     return x;
   }();
@@ -196,16 +198,16 @@ void mem_case(int team_index, kind k, size_t nb, int root, int iters) {
   mem_kernel<Scope>
       <<<1, threads_of<Scope>()>>>(device_handle(), t, k, b.src, b.dst[0], b.dst[1], nb, root, salt, iters, b.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), b.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), b.report));
   const size_t db = dst_bytes_of(k, nb, t.n_pes);
   const int last = iters - 1;
   std::vector<uint8_t> seen(db + kGuard), want(db + kGuard, kPoison);
   for (size_t i = 0; i < db; ++i) want[i] = expected_byte(k, t.my_pe_in_team, root, nb, last, salt, i);
   GT_CUDA(cudaMemcpy(seen.data(), b.dst[last & 1], db + kGuard, cudaMemcpyDeviceToHost));
-  check_bytes((what + ": last dest + guard").c_str(), seen.data(), want.data(), db + kGuard);
+  EXPECT_TRUE(bytes_equal((what + ": last dest + guard").c_str(), seen.data(), want.data(), db + kGuard));
   if (iters >= 2) {
     GT_CUDA(cudaMemcpy(seen.data(), b.dst[(last - 1) & 1] + db, kGuard, cudaMemcpyDeviceToHost));
-    check_bytes((what + ": other dest guard").c_str(), seen.data(), want.data() + db, kGuard);
+    EXPECT_TRUE(bytes_equal((what + ": other dest guard").c_str(), seen.data(), want.data() + db, kGuard));
   }
   sync_all_pes();
 }
@@ -214,21 +216,21 @@ void mem_case(int team_index, kind k, size_t nb, int root, int iters) {
 // round; several rounds and a partial one).
 const size_t kSizes[] = {0, 1, 3, 8, 37, 1000, 4096, 4099, 49168, kMaxBytes};
 
-GPU_TEST(broadcast_block) {
+TEST(coll_gpu, broadcast_block) {
   for (int ti = 0; ti < 3; ++ti)
     for (size_t nb : kSizes)
       for (int root = 0; root < bufs().teams.handle[ti].n_pes; ++root)
         mem_case<block_scope>(ti, kind::broadcast, nb, root, kIters);
 }
-GPU_TEST(fcollect_block) {
+TEST(coll_gpu, fcollect_block) {
   for (int ti = 0; ti < 3; ++ti)
     for (size_t nb : kSizes) mem_case<block_scope>(ti, kind::fcollect, nb, 0, kIters);
 }
-GPU_TEST(alltoall_block) {
+TEST(coll_gpu, alltoall_block) {
   for (int ti = 0; ti < 3; ++ti)
     for (size_t nb : kSizes) mem_case<block_scope>(ti, kind::alltoall, nb, 0, kIters);
 }
-GPU_TEST(mem_thread_warp) {
+TEST(coll_gpu, mem_thread_warp) {
   for (int ti = 0; ti < 3; ++ti)
     for (size_t nb : {size_t{0}, size_t{37}, size_t{1000}, size_t{1024}})
       for (kind k : {kind::broadcast, kind::fcollect, kind::alltoall}) {
@@ -282,7 +284,7 @@ void collect_case(int team_index, int iters) {
   collect_kernel<Scope>
       <<<1, threads_of<Scope>()>>>(device_handle(), t, b.src, b.dst[0], b.dst[1], salt, iters, b.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), b.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), b.report));
   // The guard after the largest total written into the last iteration's dest buffer: untouched.
   const int last = iters - 1;
   size_t total = 0;
@@ -293,11 +295,11 @@ void collect_case(int team_index, int iters) {
   }
   std::vector<uint8_t> seen(kGuard), want(kGuard, kPoison);
   GT_CUDA(cudaMemcpy(seen.data(), b.dst[last & 1] + total, kGuard, cudaMemcpyDeviceToHost));
-  check_bytes((what + ": last dest guard").c_str(), seen.data(), want.data(), kGuard);
+  EXPECT_TRUE(bytes_equal((what + ": last dest guard").c_str(), seen.data(), want.data(), kGuard));
   sync_all_pes();
 }
 
-GPU_TEST(collect_all_scopes) {
+TEST(coll_gpu, collect_all_scopes) {
   for (int ti = 0; ti < 3; ++ti) {
     collect_case<block_scope>(ti, kIters);
     collect_case<warp_scope>(ti, 10);
@@ -318,7 +320,7 @@ uint8_t stream_byte(int pe, size_t i, int round) {
 /// and fcollect captured into a CUDA graph and replayed with new data. In the proxy variant every other member is a
 /// proxy peer, so every call takes the proxy algorithm (one CTA on the device API's proxy path); in the load/store
 /// variant the usual algorithms. 20000 bytes per PE: several of the proxy ring's 4 KiB payload pieces.
-GPU_TEST(on_stream_collectives_on_world) {
+TEST(coll_gpu, on_stream_collectives_on_world) {
   coll_buffers& b = bufs();
   const int n = npes();
   const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
@@ -326,7 +328,7 @@ GPU_TEST(on_stream_collectives_on_world) {
     if (rc == 0) return;
     const char* message = nullptr;
     (void)shoal_last_error(&message);
-    fail("%s on WORLD returned %d: %s", call, rc, message != nullptr ? message : "");
+    ADD_FAILURE() << format("%s on WORLD returned %d: %s", call, rc, message != nullptr ? message : "");
   };
   cudaStream_t s;
   GT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -341,7 +343,8 @@ GPU_TEST(on_stream_collectives_on_world) {
   auto expect_block = [&](const char* what, int round, size_t at, int pe, size_t bytes) {
     size_t bad = 0;
     for (size_t i = 0; i < bytes; ++i) bad += got[at + i] != stream_byte(pe, i, round);
-    if (bad != 0) fail("%s round %d: %zu of %zu bytes of PE %d's block wrong", what, round, bad, bytes, pe);
+    if (bad != 0)
+      ADD_FAILURE() << format("%s round %d: %zu of %zu bytes of PE %d's block wrong", what, round, bad, bytes, pe);
   };
   for (int round = 0; round < 2; ++round) {
     uint8_t* dest = b.dst[round % 2];
@@ -368,7 +371,7 @@ GPU_TEST(on_stream_collectives_on_world) {
       size_t bad = 0;
       for (size_t k = 0; k < kBytes; ++k)
         bad += got[static_cast<size_t>(i) * kBytes + k] != stream_byte(i, k, round + me());
-      if (bad != 0) fail("alltoall round %d: %zu bytes of PE %d's block wrong", round, bad, i);
+      if (bad != 0) ADD_FAILURE() << format("alltoall round %d: %zu bytes of PE %d's block wrong", round, bad, i);
     }
     // int32 sum reduce of 3001 elements: element k is sum over PEs of (pe * 1000 + k + round).
     constexpr size_t kReduce = 3001;
@@ -385,7 +388,7 @@ GPU_TEST(on_stream_collectives_on_world) {
       int32_t want = 0;
       for (int pe = 0; pe < n; ++pe) want += pe * 1000 + static_cast<int32_t>(k) + round;
       if (sums[k] != want) {
-        fail("int32 sum reduce round %d: element %zu is %d, expected %d", round, k, sums[k], want);
+        ADD_FAILURE() << format("int32 sum reduce round %d: element %zu is %d, expected %d", round, k, sums[k], want);
         break;
       }
     }
@@ -406,8 +409,8 @@ GPU_TEST(on_stream_collectives_on_world) {
       int64_t want = 0;
       for (int pe = 0; pe < n; ++pe) want += pe * 7 + me() * 100000 + static_cast<int64_t>(k) + round;
       if (mine[k] != want) {
-        fail("int64 sum reducescatter round %d: element %zu is %lld, expected %lld", round, k,
-             static_cast<long long>(mine[k]), static_cast<long long>(want));
+        ADD_FAILURE() << format("int64 sum reducescatter round %d: element %zu is %lld, expected %lld", round, k,
+                                static_cast<long long>(mine[k]), static_cast<long long>(want));
         break;
       }
     }
@@ -589,14 +592,14 @@ void reduce_case(int team_index, size_t nreduce, int iters, bool in_place) {
       for (int r = 1; r < t.n_pes; ++r) acc = host_apply<T>(kOp, acc, value_of<T>(kOp, r, it, salt, i));
       want[static_cast<size_t>(it) * nreduce + i] = acc;
     }
-  check_bytes(what.c_str(), seen.data(), want.data(), hist_bytes);  // bitwise, floats included
+  EXPECT_TRUE(bytes_equal(what.c_str(), seen.data(), want.data(), hist_bytes));  // bitwise, floats included
   uint8_t guard[8], poison[8];
   std::memset(poison, kPoison, sizeof(poison));
   GT_CUDA(cudaMemcpy(guard, static_cast<char*>(b.history) + hist_bytes, 8, cudaMemcpyDeviceToHost));
-  check_bytes((what + ": history guard").c_str(), guard, poison, 8);
+  EXPECT_TRUE(bytes_equal((what + ": history guard").c_str(), guard, poison, 8));
   if (!in_place) {  // dest is written for nreduce elements only
     GT_CUDA(cudaMemcpy(guard, static_cast<char*>(b.rdst) + nreduce * sizeof(T), 8, cudaMemcpyDeviceToHost));
-    check_bytes((what + ": dest guard").c_str(), guard, poison, 8);
+    EXPECT_TRUE(bytes_equal((what + ": dest guard").c_str(), guard, poison, 8));
   }
   sync_all_pes();
 }
@@ -621,13 +624,13 @@ void reduce_type_block() {
   }
 }
 
-GPU_TEST(reduce_int32_block) { reduce_type_block<int32_t>(); }
-GPU_TEST(reduce_int64_block) { reduce_type_block<int64_t>(); }
-GPU_TEST(reduce_uint32_block) { reduce_type_block<uint32_t>(); }
-GPU_TEST(reduce_uint64_block) { reduce_type_block<uint64_t>(); }
-GPU_TEST(reduce_float_block) { reduce_type_block<float>(); }
-GPU_TEST(reduce_double_block) { reduce_type_block<double>(); }
-GPU_TEST(reduce_in_place_thread_warp) {
+TEST(coll_gpu, reduce_int32_block) { reduce_type_block<int32_t>(); }
+TEST(coll_gpu, reduce_int64_block) { reduce_type_block<int64_t>(); }
+TEST(coll_gpu, reduce_uint32_block) { reduce_type_block<uint32_t>(); }
+TEST(coll_gpu, reduce_uint64_block) { reduce_type_block<uint64_t>(); }
+TEST(coll_gpu, reduce_float_block) { reduce_type_block<float>(); }
+TEST(coll_gpu, reduce_double_block) { reduce_type_block<double>(); }
+TEST(coll_gpu, reduce_in_place_thread_warp) {
   for (int ti = 0; ti < 3; ++ti) {
     reduce_case<block_scope, op_sum, float>(ti, 1000, kIters, true);
     reduce_case<block_scope, op_xor, uint64_t>(ti, 37, kIters, true);
@@ -685,11 +688,11 @@ void barrier_case(int rounds) {
   barrier_kernel<Scope><<<1, threads_of<Scope>()>>>(device_handle(), b.teams.handle[0], b.teams.handle[1],
                                                     b.teams.handle[2], b.slots, rounds, b.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), b.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), b.report));
   sync_all_pes();
 }
 
-GPU_TEST(team_barrier_all_scopes) {
+TEST(coll_gpu, team_barrier_all_scopes) {
   barrier_case<block_scope>(3000);
   barrier_case<warp_scope>(1000);
   barrier_case<thread_scope>(1000);
@@ -711,7 +714,7 @@ bool blocking_ok(const std::string& what, F&& call) {
   const char* message = nullptr;
   if (rc != 0) (void)shoal_last_error(&message);
   shoal_set_error_mode(previous);
-  if (rc != 0) fail("%s returned %d: %s", what.c_str(), rc, message != nullptr ? message : "");
+  if (rc != 0) ADD_FAILURE() << format("%s returned %d: %s", what.c_str(), rc, message != nullptr ? message : "");
   return rc == 0;
 }
 
@@ -735,10 +738,10 @@ void check_dest(const std::string& what, const std::vector<uint8_t>& want) {
   std::vector<uint8_t> expect = want;
   expect.insert(expect.end(), kGuard, kPoison);
   const std::vector<uint8_t> seen = download(bufs().dst[0], expect.size());
-  check_bytes(what.c_str(), seen.data(), expect.data(), expect.size());
+  EXPECT_TRUE(bytes_equal(what.c_str(), seen.data(), expect.data(), expect.size()));
 }
 
-GPU_TEST(blocking_sync_and_barrier) {
+TEST(coll_gpu, blocking_sync_and_barrier) {
   coll_buffers& b = bufs();
   for (int ti = 0; ti < 3; ++ti) {
     const shoal::device_team& t = b.teams.handle[ti];
@@ -755,8 +758,9 @@ GPU_TEST(blocking_sync_and_barrier) {
       uint64_t seen = 0;
       GT_CUDA(cudaMemcpy(&seen, &b.slots[prev], sizeof seen, cudaMemcpyDeviceToHost));
       if (seen != value) {
-        fail("round %d%s: after shoal_barrier the slot of PE %d holds %llu, expected %llu", round, on.c_str(), prev,
-             static_cast<unsigned long long>(seen), static_cast<unsigned long long>(value));
+        ADD_FAILURE() << format("round %d%s: after shoal_barrier the slot of PE %d holds %llu, expected %llu", round,
+                                on.c_str(), prev, static_cast<unsigned long long>(seen),
+                                static_cast<unsigned long long>(value));
         break;
       }
       shoal_barrier_all();  // every PE read its slot before the next round's puts
@@ -766,7 +770,7 @@ GPU_TEST(blocking_sync_and_barrier) {
   sync_all_pes();
 }
 
-GPU_TEST(blocking_broadcast_fcollect_alltoall) {
+TEST(coll_gpu, blocking_broadcast_fcollect_alltoall) {
   coll_buffers& b = bufs();
   for (int ti = 0; ti < 3; ++ti) {
     const shoal::device_team& t = b.teams.handle[ti];
@@ -853,7 +857,7 @@ __global__ void slow_fill_kernel(uint8_t* p, size_t bytes, int from, uint32_t sa
 
 /// The caller's kernels on the legacy stream that write the source come first: fcollect launched with
 /// no synchronization after a slow kernel that fills the source.
-GPU_TEST(blocking_after_kernel_on_legacy_stream) {
+TEST(coll_gpu, blocking_after_kernel_on_legacy_stream) {
   coll_buffers& b = bufs();
   for (int ti = 0; ti < 2; ++ti) {
     const shoal::device_team& t = b.teams.handle[ti];
@@ -903,16 +907,16 @@ void blocking_reduce_case(const char* name, int ti, size_t nreduce, bool scatter
   if (!blocking_ok(what, [&] { return call(b.teams.host[ti], dst, src, nreduce); })) return;
   std::vector<T> seen(nreduce);
   GT_CUDA(cudaMemcpy(seen.data(), dst, nreduce * sizeof(T), cudaMemcpyDeviceToHost));
-  check_bytes(what.c_str(), seen.data(), want.data(), nreduce * sizeof(T));
+  EXPECT_TRUE(bytes_equal(what.c_str(), seen.data(), want.data(), nreduce * sizeof(T)));
   if (!in_place) {
     uint8_t guard[kGuard], poison[kGuard];
     std::memset(poison, kPoison, sizeof poison);
     GT_CUDA(cudaMemcpy(guard, b.dst[0] + nreduce * sizeof(T), kGuard, cudaMemcpyDeviceToHost));
-    check_bytes((what + ": dest guard").c_str(), guard, poison, kGuard);
+    EXPECT_TRUE(bytes_equal((what + ": dest guard").c_str(), guard, poison, kGuard));
   }
 }
 
-GPU_TEST(blocking_reductions) {
+TEST(coll_gpu, blocking_reductions) {
   for (int ti = 0; ti < 3; ++ti)
     for (size_t nr : {size_t{1}, size_t{37}, size_t{4099}}) {
       blocking_reduce_case<op_sum, int32_t>(
@@ -951,7 +955,7 @@ GPU_TEST(blocking_reductions) {
 
 /// A bad call fails on every member alike (here: a root out of range everywhere) and leaves the team
 /// usable: the next call succeeds.
-GPU_TEST(blocking_error_then_success) {
+TEST(coll_gpu, blocking_error_then_success) {
   coll_buffers& b = bufs();
   const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
   const int rc = shoal_broadcastmem(SHOAL_TEAM_WORLD, b.dst[0], b.src, 8, npes());
@@ -960,8 +964,9 @@ GPU_TEST(blocking_error_then_success) {
   shoal_set_error_mode(previous);
   const std::string text = message != nullptr ? message : "";
   if (rc != SHOAL_ERR_INVALID_ARGUMENT || text.find("PE_root") == std::string::npos)
-    fail("shoal_broadcastmem(WORLD, root %d): expected SHOAL_ERR_INVALID_ARGUMENT naming PE_root, got %d '%s'", npes(),
-         rc, text.c_str());
+    ADD_FAILURE() << format(
+        "shoal_broadcastmem(WORLD, root %d): expected SHOAL_ERR_INVALID_ARGUMENT naming PE_root, got %d '%s'", npes(),
+        rc, text.c_str());
   blocking_ok("shoal_team_sync(WORLD) after a failed call", [] { return shoal_team_sync(SHOAL_TEAM_WORLD); });
   sync_all_pes();
 }

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "coll_test_data.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal_test {
@@ -218,7 +218,7 @@ inline team_info make_team(shoal_team_t handle, const char* name) {
   t.n = shoal_team_n_pes(handle);
   for (int r = 0; r < t.n; ++r) t.world.push_back(shoal_team_translate_pe(handle, r, SHOAL_TEAM_WORLD));
   if (t.n < 1 || t.me < 0 || t.me >= t.n || t.world[static_cast<size_t>(t.me)] != me()) {
-    fail("team %s: my_pe %d of %d PEs does not map back to world PE %d", name, t.me, t.n, me());
+    ADD_FAILURE() << format("team %s: my_pe %d of %d PEs does not map back to world PE %d", name, t.me, t.n, me());
     t.me = 0, t.n = 1, t.world.assign(1, me());  // keeps the indexing below in range
   }
   return t;
@@ -238,16 +238,17 @@ inline stream_env& env() {
     GT_CUDA(cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking));
     x.src = static_cast<uint8_t*>(shoal_malloc(kBufBytes));
     x.dst = static_cast<uint8_t*>(shoal_malloc(kBufBytes));
-    if (x.src == nullptr || x.dst == nullptr) fail("shoal_malloc(%zu) returned NULL", kBufBytes);
+    if (x.src == nullptr || x.dst == nullptr) ADD_FAILURE() << format("shoal_malloc(%zu) returned NULL", kBufBytes);
     const uint32_t ll = device_handle().coll_ll_bytes;
     x.ll_bytes = ll != 0 ? ll : 16384;
     shoal_team_t reversed = SHOAL_TEAM_INVALID;
     if (shoal_team_split_strided(SHOAL_TEAM_WORLD, npes() - 1, -1, npes(), nullptr, 0, &reversed) != 0)
-      fail("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
+      ADD_FAILURE() << format("split_strided(WORLD, %d, -1, %d) failed", npes() - 1, npes());
     shoal_team_t alone = SHOAL_TEAM_INVALID;
     for (int s = 0; s < npes(); ++s) {
       shoal_team_t t = SHOAL_TEAM_INVALID;
-      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0) fail("split_strided size 1");
+      if (shoal_team_split_strided(SHOAL_TEAM_WORLD, s, 1, 1, nullptr, 0, &t) != 0)
+        ADD_FAILURE() << "split_strided size 1";
       if (s == me()) alone = t;
     }
     x.team[0] = make_team(SHOAL_TEAM_WORLD, "WORLD");
@@ -273,7 +274,7 @@ inline void check_window(const std::string& what, const void* dest, const void* 
   std::vector<uint8_t> seen(nbytes + 2 * kGuard), expected(nbytes + 2 * kGuard, kPoison);
   if (nbytes > 0) std::memcpy(expected.data() + kGuard, want, nbytes);
   GT_CUDA(cudaMemcpy(seen.data(), static_cast<const uint8_t*>(dest) - kGuard, seen.size(), cudaMemcpyDeviceToHost));
-  check_bytes((what + " (guard, dest, guard)").c_str(), seen.data(), expected.data(), seen.size());
+  EXPECT_TRUE(bytes_equal((what + " (guard, dest, guard)").c_str(), seen.data(), expected.data(), seen.size()));
 }
 
 // ---- reduce / reducescatter and move cases against the host reference ----------------------------
@@ -299,12 +300,12 @@ void parallel_for(size_t count, F&& f) {
 inline bool call_ok(const std::string& what, int rc, bool blocking) {
   if (rc == 0) return true;
   if (blocking && rc == SHOAL_ERR_UNSUPPORTED) {
-    fail(
+    ADD_FAILURE() << format(
         "[NOT ROUTED YET] %s returned SHOAL_ERR_UNSUPPORTED on the GPU heap (expected: the on-stream path, then a "
         "stream sync)",
         what.c_str());
   } else {
-    fail("%s: returned %d", what.c_str(), rc);
+    ADD_FAILURE() << format("%s: returned %d", what.c_str(), rc);
   }
   return false;
 }
@@ -325,7 +326,7 @@ void reduce_case_with(const char* api, bool blocking, Call&& call, int op, bool 
                                   op_name(op), on_stream<T>::kName, t.name, nreduce, in_place ? ", in place" : "",
                                   offset != 0 ? ", 1 element off alignment" : "");
   if (off_bytes + src_bytes + 2 * kGuard > kBufBytes) {
-    fail("%s: test bug: does not fit the buffers", what.c_str());
+    ADD_FAILURE() << format("%s: test bug: does not fit the buffers", what.c_str());
     return;
   }
   T* src = reinterpret_cast<T*>(e.src + kGuard + off_bytes);
@@ -411,7 +412,7 @@ void move_case_with(const char* api, bool blocking, Call&& call, int kind, int e
       format("%s %s (%s) on %s, %zu element(s) per PE (%zu bytes), root %d%s", api, move_name(kind),
              move_type_name(elem), t.name, nelems, nb, root, in_place ? ", in place" : "");
   if (std::max(sb, db) + 2 * kGuard > kBufBytes) {
-    fail("%s: test bug: does not fit the buffers", what.c_str());
+    ADD_FAILURE() << format("%s: test bug: does not fit the buffers", what.c_str());
     return;
   }
   uint8_t* src = e.src + kGuard;

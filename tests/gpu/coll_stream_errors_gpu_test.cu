@@ -18,7 +18,8 @@ void expect_rejected(const std::string& what, F&& call) {
   const int rc = call(s);
   const cudaError_t end = cudaStreamEndCapture(s, &graph);
   if (end != cudaSuccess) {
-    fail("%s: the capture broke (%s): the failing call still tried stream work", what.c_str(), cudaGetErrorString(end));
+    ADD_FAILURE() << format("%s: the capture broke (%s): the failing call still tried stream work", what.c_str(),
+                            cudaGetErrorString(end));
     (void)cudaGetLastError();
   }
   size_t nodes = 0;
@@ -26,12 +27,12 @@ void expect_rejected(const std::string& what, F&& call) {
     GT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
     GT_CUDA(cudaGraphDestroy(graph));
   }
-  if (rc == 0) fail("%s: returned 0, expected a SHOAL_ERR_* code", what.c_str());
-  if (nodes != 0) fail("%s: returned %d but enqueued %zu node(s)", what.c_str(), rc, nodes);
+  if (rc == 0) ADD_FAILURE() << format("%s: returned 0, expected a SHOAL_ERR_* code", what.c_str());
+  if (nodes != 0) ADD_FAILURE() << format("%s: returned %d but enqueued %zu node(s)", what.c_str(), rc, nodes);
   GT_CUDA(cudaStreamDestroy(s));
 }
 
-GPU_TEST(errors_return_nonzero_and_enqueue_nothing) {
+TEST(coll_stream_gpu, errors_return_nonzero_and_enqueue_nothing) {
   stream_env& e = env();
   const int n = npes();
   const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
@@ -41,7 +42,7 @@ GPU_TEST(errors_return_nonzero_and_enqueue_nothing) {
   GT_CUDA(cudaMalloc(&local, 4096 * sizeof(float)));
   constexpr size_t kSmall = 64 * 1024;  // elements of a symmetric block too short for n blocks
   auto* small = static_cast<float*>(shoal_malloc(kSmall * sizeof(float)));
-  if (small == nullptr) fail("shoal_malloc returned NULL");
+  if (small == nullptr) ADD_FAILURE() << "shoal_malloc returned NULL";
   sync_all_pes();
   // Every PE makes the same bad calls, so none of them waits for a peer.
   expect_rejected("float sum reduce, dest not symmetric (cudaMalloc)", [&](cudaStream_t s) {
@@ -113,7 +114,7 @@ GPU_TEST(errors_return_nonzero_and_enqueue_nothing) {
 
 /// and/or/xor of floating-point types exist under no C name (the on-stream path rejects them too):
 /// the library must not export such symbols. dlsym on libshoal's own handle, with a positive control.
-GPU_TEST(no_bitwise_ops_on_floating_types) {
+TEST(coll_stream_gpu, no_bitwise_ops_on_floating_types) {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&shoalx_int_and_reduce_on_stream), &info) == 0 || info.dli_fname == nullptr) {
     if (me() == 0) std::printf("note: dladdr cannot place shoalx_int_and_reduce_on_stream; check skipped\n");
@@ -130,7 +131,7 @@ GPU_TEST(no_bitwise_ops_on_floating_types) {
       for (const char* form : {"reduce", "reducescatter"}) {
         const std::string name = format("shoalx_%s_%s_%s_on_stream", type, op, form);
         if (dlsym(lib, name.c_str()) != nullptr)
-          fail("libshoal exports %s (bitwise op on a floating type)", name.c_str());
+          ADD_FAILURE() << format("libshoal exports %s (bitwise op on a floating type)", name.c_str());
       }
   dlclose(lib);
 }
@@ -139,7 +140,7 @@ GPU_TEST(no_bitwise_ops_on_floating_types) {
 
 /// shoal_<T>_<op>_reduce & co. called from the host on GPU-heap buffers: they are to run the on-stream
 /// path and synchronize. SHOAL_ERR_UNSUPPORTED is reported as "[NOT ROUTED YET]".
-GPU_TEST(blocking_host_collectives_on_gpu_heap) {
+TEST(coll_stream_gpu, blocking_host_collectives_on_gpu_heap) {
   stream_env& e = env();
   const int previous = shoal_set_error_mode(SHOAL_ERRORS_RETURN);  // an unsupported call must not stop the job
   const size_t b = e.ll_bytes;

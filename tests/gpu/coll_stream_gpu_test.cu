@@ -24,19 +24,19 @@ namespace {
 
 // ---- the matrix -------------------------------------------------------------------------------
 
-GPU_TEST(reduce_int8) { reduce_matrix<int8_t>(); }
-GPU_TEST(reduce_uint8) { reduce_matrix<uint8_t>(); }
-GPU_TEST(reduce_int16) { reduce_matrix<int16_t>(); }
-GPU_TEST(reduce_int32) { reduce_matrix<int32_t>(); }
-GPU_TEST(reduce_uint32) { reduce_matrix<uint32_t>(); }
-GPU_TEST(reduce_int64) { reduce_matrix<int64_t>(); }
-GPU_TEST(reduce_uint64) { reduce_matrix<uint64_t>(); }
-GPU_TEST(reduce_float) { reduce_matrix<float>(); }
-GPU_TEST(reduce_double) { reduce_matrix<double>(); }
-GPU_TEST(reduce_half) { reduce_matrix<__half>(); }
-GPU_TEST(reduce_bfloat16) { reduce_matrix<__nv_bfloat16>(); }
+TEST(coll_stream_gpu, reduce_int8) { reduce_matrix<int8_t>(); }
+TEST(coll_stream_gpu, reduce_uint8) { reduce_matrix<uint8_t>(); }
+TEST(coll_stream_gpu, reduce_int16) { reduce_matrix<int16_t>(); }
+TEST(coll_stream_gpu, reduce_int32) { reduce_matrix<int32_t>(); }
+TEST(coll_stream_gpu, reduce_uint32) { reduce_matrix<uint32_t>(); }
+TEST(coll_stream_gpu, reduce_int64) { reduce_matrix<int64_t>(); }
+TEST(coll_stream_gpu, reduce_uint64) { reduce_matrix<uint64_t>(); }
+TEST(coll_stream_gpu, reduce_float) { reduce_matrix<float>(); }
+TEST(coll_stream_gpu, reduce_double) { reduce_matrix<double>(); }
+TEST(coll_stream_gpu, reduce_half) { reduce_matrix<__half>(); }
+TEST(coll_stream_gpu, reduce_bfloat16) { reduce_matrix<__nv_bfloat16>(); }
 
-GPU_TEST(broadcast_fcollect_alltoall_mem) {
+TEST(coll_stream_gpu, broadcast_fcollect_alltoall_mem) {
   stream_env& e = env();
   const size_t b = e.ll_bytes;
   for (int ti = 0; ti < 3; ++ti) {
@@ -57,7 +57,7 @@ GPU_TEST(broadcast_fcollect_alltoall_mem) {
   }
 }
 
-GPU_TEST(broadcast_fcollect_alltoall_typed) {
+TEST(coll_stream_gpu, broadcast_fcollect_alltoall_typed) {
   stream_env& e = env();
   for (int elem : {1, 2, 4, 8, 16})
     for (int ti = 0; ti < 3; ++ti) {
@@ -84,7 +84,7 @@ struct item {
   virtual void host_check(uint32_t salt, const std::string& ctx) = 0;
   /// The check kernels' findings (iteration = the salt of the failing round).
   void check_report(const std::string& ctx) {
-    check_device_report((ctx + ": " + name_ + ", checked on the stream").c_str(), report_);
+    EXPECT_TRUE(device_report_clean((ctx + ": " + name_ + ", checked on the stream").c_str(), report_));
     reset_device_report(report_);
   }
   std::string name_;
@@ -103,7 +103,7 @@ struct reduce_item final : item {
         in_place_(in_place) {
     src_ = static_cast<T*>(shoal_malloc(src_count() * sizeof(T) + kGuard));
     dst_ = in_place ? src_ : static_cast<T*>(shoal_malloc(nreduce * sizeof(T) + kGuard));
-    if (src_ == nullptr || dst_ == nullptr) fail("%s: shoal_malloc returned NULL", name_.c_str());
+    if (src_ == nullptr || dst_ == nullptr) ADD_FAILURE() << format("%s: shoal_malloc returned NULL", name_.c_str());
     GT_CUDA(cudaMemset(src_, kPoison, src_count() * sizeof(T) + kGuard));
     if (!in_place) GT_CUDA(cudaMemset(dst_, kPoison, nreduce * sizeof(T) + kGuard));
   }
@@ -115,7 +115,7 @@ struct reduce_item final : item {
   void enqueue(cudaStream_t s, salt_src salt, int) override {
     fill_values_kernel<T><<<grid_for(src_count()), kThreads, 0, s>>>(src_, src_count(), op_, t_.me, salt);
     const int rc = on_stream<T>::reduce(op_, scatter_, t_.handle, dst_, src_, nreduce_, s);
-    if (rc != 0) fail("%s: returned %d", name_.c_str(), rc);
+    if (rc != 0) ADD_FAILURE() << format("%s: returned %d", name_.c_str(), rc);
     check_reduce_kernel<T>
         <<<grid_for(nreduce_), kThreads, 0, s>>>(dst_, nreduce_, scatter_, op_, t_.me, t_.n, salt, report_);
   }
@@ -127,7 +127,7 @@ struct reduce_item final : item {
       std::memcpy(want.data() + i * sizeof(T), &v, sizeof(T));
     }
     GT_CUDA(cudaMemcpy(seen.data(), dst_, seen.size(), cudaMemcpyDeviceToHost));
-    check_bytes((ctx + ": " + name_ + " (dest, guard)").c_str(), seen.data(), want.data(), seen.size());
+    EXPECT_TRUE(bytes_equal((ctx + ": " + name_ + " (dest, guard)").c_str(), seen.data(), want.data(), seen.size()));
   }
   const team_info& t_;
   int op_;
@@ -143,7 +143,7 @@ struct move_item final : item {
       : item(format("%smem x %zu bytes on %s", move_name(kind), nb, t.name)), t_(t), kind_(kind), nb_(nb) {
     src_ = static_cast<uint8_t*>(shoal_malloc(move_src_bytes(kind, nb, t.n) + kGuard));
     dst_ = static_cast<uint8_t*>(shoal_malloc(move_dst_bytes(kind, nb, t.n) + kGuard));
-    if (src_ == nullptr || dst_ == nullptr) fail("%s: shoal_malloc returned NULL", name_.c_str());
+    if (src_ == nullptr || dst_ == nullptr) ADD_FAILURE() << format("%s: shoal_malloc returned NULL", name_.c_str());
     GT_CUDA(cudaMemset(src_, kPoison, move_src_bytes(kind, nb, t.n) + kGuard));
     GT_CUDA(cudaMemset(dst_, kPoison, move_dst_bytes(kind, nb, t.n) + kGuard));
   }
@@ -156,7 +156,7 @@ struct move_item final : item {
     const size_t sb = move_src_bytes(kind_, nb_, t_.n), db = move_dst_bytes(kind_, nb_, t_.n);
     fill_move_kernel<<<grid_for(sb), kThreads, 0, s>>>(src_, nb_, kind_, t_.me, t_.n, salt);
     const int rc = move_on_stream(kind_, 0, t_.handle, dst_, src_, nb_, root_, s);
-    if (rc != 0) fail("%s: returned %d", name_.c_str(), rc);
+    if (rc != 0) ADD_FAILURE() << format("%s: returned %d", name_.c_str(), rc);
     check_move_kernel<<<grid_for(db), kThreads, 0, s>>>(dst_, nb_, kind_, t_.me, t_.n, root_, salt, report_);
   }
   void host_check(uint32_t salt, const std::string& ctx) override {
@@ -164,8 +164,8 @@ struct move_item final : item {
     std::vector<uint8_t> seen(db + kGuard), want(db + kGuard, kPoison);
     for (size_t i = 0; i < db; ++i) want[i] = move_expected(kind_, t_.me, root_, nb_, salt, i);
     GT_CUDA(cudaMemcpy(seen.data(), dst_, seen.size(), cudaMemcpyDeviceToHost));
-    check_bytes((ctx + ": " + name_ + format(", root %d (dest, guard)", root_)).c_str(), seen.data(), want.data(),
-                seen.size());
+    EXPECT_TRUE(bytes_equal((ctx + ": " + name_ + format(", root %d (dest, guard)", root_)).c_str(), seen.data(),
+                            want.data(), seen.size()));
   }
   const team_info& t_;
   int kind_;
@@ -184,13 +184,13 @@ struct barrier_item final : item {
         t_(t),
         team_sync_(team_sync) {
     slots_ = static_cast<uint64_t*>(shoal_calloc(static_cast<size_t>(kSlotRows) * npes(), sizeof(uint64_t)));
-    if (slots_ == nullptr) fail("%s: shoal_calloc returned NULL", name_.c_str());
+    if (slots_ == nullptr) ADD_FAILURE() << format("%s: shoal_calloc returned NULL", name_.c_str());
   }
   ~barrier_item() override { shoal_free(slots_); }
   void enqueue(cudaStream_t s, salt_src salt, int) override {
     put_slot_kernel<<<1, 1, 0, s>>>(slots_, npes(), me(), t_.next_world(), salt);
     const int rc = team_sync_ ? shoalx_team_sync_on_stream(t_.handle, s) : shoalx_barrier_on_stream(t_.handle, s);
-    if (rc != 0) fail("%s: returned %d", name_.c_str(), rc);
+    if (rc != 0) ADD_FAILURE() << format("%s: returned %d", name_.c_str(), rc);
     check_slot_kernel<<<1, 1, 0, s>>>(slots_, npes(), t_.prev_world(), salt, report_);
   }
   void host_check(uint32_t salt, const std::string& ctx) override {
@@ -198,8 +198,8 @@ struct barrier_item final : item {
     GT_CUDA(cudaMemcpy(&seen, &slots_[static_cast<size_t>(salt % kSlotRows) * npes() + t_.prev_world()], sizeof(seen),
                        cudaMemcpyDeviceToHost));
     if (seen != salt)
-      fail("%s: %s: slot of PE %d holds %llu, expected %u", ctx.c_str(), name_.c_str(), t_.prev_world(),
-           static_cast<unsigned long long>(seen), salt);
+      ADD_FAILURE() << format("%s: %s: slot of PE %d holds %llu, expected %u", ctx.c_str(), name_.c_str(),
+                              t_.prev_world(), static_cast<unsigned long long>(seen), salt);
   }
   const team_info& t_;
   bool team_sync_;
@@ -241,7 +241,7 @@ void add_sequence(std::vector<std::unique_ptr<item>>& v, const team_info& t) {
   v.push_back(std::make_unique<barrier_item>(t, true));
 }
 
-GPU_TEST(back_to_back_100_rounds) {
+TEST(coll_stream_gpu, back_to_back_100_rounds) {
   stream_env& e = env();
   for (int ti = 0; ti < 3; ++ti) {
     const team_info& t = e.team[ti];
@@ -262,7 +262,7 @@ GPU_TEST(back_to_back_100_rounds) {
   }
 }
 
-GPU_TEST(cuda_graph_50_replays) {
+TEST(coll_stream_gpu, cuda_graph_50_replays) {
   stream_env& e = env();
   std::vector<std::unique_ptr<item>> items;
   std::vector<int> root_of;
@@ -285,7 +285,7 @@ GPU_TEST(cuda_graph_50_replays) {
   size_t nodes = 0;
   GT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
   if (me() == 0) std::printf("captured graph: %zu collectives, %zu nodes\n", items.size(), nodes);
-  if (nodes < items.size()) fail("the graph has %zu nodes for %zu collectives", nodes, items.size());
+  if (nodes < items.size()) ADD_FAILURE() << format("the graph has %zu nodes for %zu collectives", nodes, items.size());
   const size_t hog_bytes = ce_hog_bytes();
   void* hog_src = nullptr;
   void* hog_dst = nullptr;

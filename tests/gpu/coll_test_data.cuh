@@ -12,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 
 namespace shoal_test {
 

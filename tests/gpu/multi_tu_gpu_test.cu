@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "multi_tu_gpu_test.hpp"
 #include "shoal/shoal.h"
 #include "shoal/world.hpp"
@@ -32,13 +32,13 @@ void check_identity(const char* unit, const int* dev_identity) {
   int seen[3];
   GT_CUDA(cudaMemcpy(seen, dev_identity, sizeof(seen), cudaMemcpyDeviceToHost));
   if (seen[0] != me() || seen[1] != npes() || seen[2] != 1)
-    fail(
+    ADD_FAILURE() << format(
         "%s: the facade in this translation unit says my_pe=%d n_pes=%d ptr(peer)%s; expected my_pe=%d n_pes=%d "
         "and a peer mapping (is its __constant__ world filled?)",
         unit, seen[0], seen[1], seen[2] == 1 ? "!=NULL" : "==NULL", me(), npes());
 }
 
-GPU_TEST(facade_in_two_translation_units) {
+TEST(multi_tu_gpu, facade_in_two_translation_units) {
   constexpr size_t kWords = 1000;
   auto* dst = static_cast<uint32_t*>(shoal_malloc(2 * kWords * sizeof(uint32_t)));
   auto* src = static_cast<uint32_t*>(shoal_malloc(2 * kWords * sizeof(uint32_t)));
@@ -61,9 +61,9 @@ GPU_TEST(facade_in_two_translation_units) {
   const int from = (me() + npes() - 1) % npes();
   for (size_t i = 0; i < expected.size(); ++i) expected[i] = 0x01000000u * (from + 1) + static_cast<uint32_t>(i);
   GT_CUDA(cudaMemcpy(seen.data(), dst, seen.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
-  check_bytes("words put by unit A's kernel", seen.data(), expected.data(), kWords * sizeof(uint32_t));
-  check_bytes("words put by unit B's kernel", seen.data() + kWords, expected.data() + kWords,
-              kWords * sizeof(uint32_t));
+  EXPECT_TRUE(bytes_equal("words put by unit A's kernel", seen.data(), expected.data(), kWords * sizeof(uint32_t)));
+  EXPECT_TRUE(bytes_equal("words put by unit B's kernel", seen.data() + kWords, expected.data() + kWords,
+                          kWords * sizeof(uint32_t)));
   sync_all_pes();
   GT_CUDA(cudaFree(identity));
   shoal_free(src);
@@ -90,14 +90,15 @@ void expect_same_world(const char* what, const shoal::device_world& a, const sho
     field = "collective workspace";
   else if (a.proxy_ring != b.proxy_ring)
     field = "proxy_ring";
-  if (field != nullptr) fail("%s: %s differ", what, field);
+  if (field != nullptr) ADD_FAILURE() << format("%s: %s differ", what, field);
 }
 
-GPU_TEST(default_world_device_handle_is_the_facade_world) {
+TEST(multi_tu_gpu, default_world_device_handle_is_the_facade_world) {
   const shoal::device_world host = shoal::default_world_device_handle();
   if (host.my_pe != me() || host.n_pes != npes() || host.heap_base == nullptr)
-    fail("default_world_device_handle: my_pe=%d n_pes=%d heap_base=%p; expected my_pe=%d n_pes=%d and a GPU heap",
-         host.my_pe, host.n_pes, static_cast<void*>(host.heap_base), me(), npes());
+    ADD_FAILURE() << format(
+        "default_world_device_handle: my_pe=%d n_pes=%d heap_base=%p; expected my_pe=%d n_pes=%d and a GPU heap",
+        host.my_pe, host.n_pes, static_cast<void*>(host.heap_base), me(), npes());
   shoal::device_world* dev = nullptr;
   GT_CUDA(cudaMalloc(&dev, sizeof(shoal::device_world)));
   facade_world_kernel<<<1, 1>>>(dev);

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "shoal/collective_launch.h"
 #include "shoal/device_team.hpp"
 #include "shoal/shoal.h"
@@ -65,7 +65,7 @@ __global__ void half_round_kernel(__half* h, int peer, unsigned short* out) {
   out[2] = __half_as_ushort(shoal_half_atomic_swap(&h[5], __ushort_as_half(0), peer));
 }
 
-GPU_TEST(half_atomics_device) {
+TEST(nvapi_gpu, half_atomics_device) {
   const int n = npes();
   auto* h = static_cast<__half*>(shoal_calloc(8, sizeof(__half)));
   const __half init[4] = {__float2half(0.0f), __float2half(1000.0f), __float2half(0.0f), __float2half(7.0f)};
@@ -81,13 +81,14 @@ GPU_TEST(half_atomics_device) {
   sync_all_pes();
   half_amo_kernel<<<1, kThreads>>>(h, me(), n, fetched, swapped, report);
   GT_LAUNCHED("half_amo_kernel");
-  check_device_report("half fetch_add old values", report);
+  EXPECT_TRUE(device_report_clean("half fetch_add old values", report));
   sync_all_pes();
   half_fetch_kernel<<<1, 1>>>(h, n, totals);
   GT_LAUNCHED("half_fetch_kernel");
   // Every word got 2 adds of 1 from each thread of each PE that targets it: 2 * kThreads in all (kThreads % n == 0).
   for (int pe = 0; pe < n; ++pe)
-    if (totals[pe] != 2.0f * kThreads) fail("half word on PE %d is %g, expected %u", pe, totals[pe], 2 * kThreads);
+    if (totals[pe] != 2.0f * kThreads)
+      ADD_FAILURE() << format("half word on PE %d is %g, expected %u", pe, totals[pe], 2 * kThreads);
   // The swap chain lost nothing: over all PEs, what came out plus what stayed == what went in plus 1000 per PE.
   long long out = 0, in = 0;
   for (unsigned t = 0; t < kThreads; ++t) {
@@ -105,17 +106,19 @@ GPU_TEST(half_atomics_device) {
   if (me() == 0) {
     long long got[2];
     GT_CUDA(cudaMemcpy(got, sums, sizeof(got), cudaMemcpyDeviceToHost));
-    if (got[0] != got[1]) fail("half swap chain: %lld came out or stayed, %lld went in", got[0], got[1]);
+    if (got[0] != got[1])
+      ADD_FAILURE() << format("half swap chain: %lld came out or stayed, %lld went in", got[0], got[1]);
   }
   if (__half2float(mine[2]) != static_cast<float>((me() + n - 1) % n + 1))
-    fail("half set from the previous PE: %g", __half2float(mine[2]));
-  if (bits_of(mine[3]) != bits_of(__float2half(7.0f))) fail("the untouched half changed to 0x%x", bits_of(mine[3]));
+    ADD_FAILURE() << format("half set from the previous PE: %g", __half2float(mine[2]));
+  if (bits_of(mine[3]) != bits_of(__float2half(7.0f)))
+    ADD_FAILURE() << format("the untouched half changed to 0x%x", bits_of(mine[3]));
   sync_all_pes();
   half_round_kernel<<<1, 1>>>(h, peer(), rounding);
   GT_LAUNCHED("half_round_kernel");
   if (rounding[0] != 0x3c00 || rounding[1] != 0x3c02 || rounding[2] != 0x3c02)
-    fail("half rounding: old 0x%x (0x3c00), after 0x%x (0x3c02), swapped out 0x%x (0x3c02)", rounding[0], rounding[1],
-         rounding[2]);
+    ADD_FAILURE() << format("half rounding: old 0x%x (0x3c00), after 0x%x (0x3c02), swapped out 0x%x (0x3c02)",
+                            rounding[0], rounding[1], rounding[2]);
   sync_all_pes();
   GT_CUDA(cudaFree(fetched));
   GT_CUDA(cudaFree(swapped));
@@ -125,7 +128,7 @@ GPU_TEST(half_atomics_device) {
   shoal_free(h);
 }
 
-GPU_TEST(half_atomics_host_on_gpu_memory) {
+TEST(nvapi_gpu, half_atomics_host_on_gpu_memory) {
   const int n = npes();
   auto* h = static_cast<__half*>(shoal_calloc(2, sizeof(__half)));
   const __half seven = __float2half(7.0f);
@@ -138,13 +141,13 @@ GPU_TEST(half_atomics_host_on_gpu_memory) {
   }
   sync_all_pes();
   const float got = __half2float(shoal_half_atomic_fetch(&h[0], peer()));
-  if (got != 3.0f * n) fail("host half adds on GPU memory: %g, expected %d", got, 3 * n);
+  if (got != 3.0f * n) ADD_FAILURE() << format("host half adds on GPU memory: %g, expected %d", got, 3 * n);
   sync_all_pes();  // every PE has read its peer's word before any PE changes its own
   if (bits_of(shoal_half_atomic_swap(&h[0], __float2half(0.5f), me())) != bits_of(__float2half(3.0f * n)))
-    fail("host half swap returned the wrong old value");
+    ADD_FAILURE() << "host half swap returned the wrong old value";
   shoal_half_atomic_set(&h[0], __float2half(-2.0f), me());
-  if (__half2float(shoal_half_atomic_fetch(&h[0], me())) != -2.0f) fail("host half set/fetch");
-  if (bits_of(shoal_half_atomic_fetch(&h[1], me())) != bits_of(seven)) fail("the neighbouring half changed");
+  if (__half2float(shoal_half_atomic_fetch(&h[0], me())) != -2.0f) ADD_FAILURE() << "host half set/fetch";
+  if (bits_of(shoal_half_atomic_fetch(&h[1], me())) != bits_of(seven)) ADD_FAILURE() << "the neighbouring half changed";
   sync_all_pes();
   shoal_free(h);
 }
@@ -195,15 +198,15 @@ void maxloc_case(const char* what) {
   sync_all_pes();
   maxloc_kernel<kScope><<<1, 256>>>(dest, src, me(), rounds(20), report);
   GT_LAUNCHED(what);
-  check_device_report(what, report);
+  EXPECT_TRUE(device_report_clean(what, report));
   sync_all_pes();
   shoal_free(src);
   shoal_free(dest);
 }
 
-GPU_TEST(maxloc_thread) { maxloc_case<0>("shoal_double2_maxloc_reduce"); }
-GPU_TEST(maxloc_warp) { maxloc_case<1>("shoalx_double2_maxloc_reduce_warp"); }
-GPU_TEST(maxloc_block) { maxloc_case<2>("shoalx_double2_maxloc_reduce_block"); }
+TEST(nvapi_gpu, maxloc_thread) { maxloc_case<0>("shoal_double2_maxloc_reduce"); }
+TEST(nvapi_gpu, maxloc_warp) { maxloc_case<1>("shoalx_double2_maxloc_reduce_warp"); }
+TEST(nvapi_gpu, maxloc_block) { maxloc_case<2>("shoalx_double2_maxloc_reduce_block"); }
 
 // ---- counted signals ----
 
@@ -218,17 +221,17 @@ __global__ void counted_kernel(uint64_t* sig, int me, int n, int rounds, device_
   }
 }
 
-GPU_TEST(signal_counted_reset_device) {
+TEST(nvapi_gpu, signal_counted_reset_device) {
   auto* sig = static_cast<uint64_t*>(shoal_calloc(1, sizeof(uint64_t)));
   device_report* report = new_device_report();
   sync_all_pes();
   counted_kernel<<<1, 1>>>(sig, me(), npes(), rounds(50), report);
   GT_LAUNCHED("counted_kernel");
-  check_device_report("shoalx_signal_counted_reset", report);
+  EXPECT_TRUE(device_report_clean("shoalx_signal_counted_reset", report));
   sync_all_pes();
   shoalx_signal_counted_reset(sig);  // the host form on GPU memory
   if (shoal_signal_fetch(sig) != 0)
-    fail("host shoalx_signal_counted_reset left %llu", (unsigned long long)shoal_signal_fetch(sig));
+    ADD_FAILURE() << format("host shoalx_signal_counted_reset left %llu", (unsigned long long)shoal_signal_fetch(sig));
   sync_all_pes();
   shoal_free(sig);
 }
@@ -244,7 +247,7 @@ __global__ void launched_kernel(int* blocks_seen, int* same_mype) {
   }
 }
 
-GPU_TEST(collective_launch_config) {
+TEST(nvapi_gpu, collective_launch_config) {
   int* seen = nullptr;
   GT_CUDA(cudaMallocManaged(&seen, 3 * sizeof(int)));
   std::memset(seen, 0, 3 * sizeof(int));
@@ -256,28 +259,29 @@ GPU_TEST(collective_launch_config) {
   config.stream = nullptr;
   sync_all_pes();
   if (shoalx_collective_launch_config(&config, reinterpret_cast<const void*>(launched_kernel), args) != SHOAL_OK)
-    fail("shoalx_collective_launch_config refused a grid of 4 blocks");
+    ADD_FAILURE() << "shoalx_collective_launch_config refused a grid of 4 blocks";
   GT_LAUNCHED("launched_kernel");
-  if (seen[0] != 4) fail("launched_kernel ran %d blocks, expected 4", seen[0]);
+  if (seen[0] != 4) ADD_FAILURE() << format("launched_kernel ran %d blocks, expected 4", seen[0]);
   if (same[0] != shoal_team_n_pes(SHOALX_TEAM_SAME_MYPE_NODE) ||
       same[1] != shoal_team_my_pe(SHOALX_TEAM_SAME_MYPE_NODE))
-    fail("SHOALX_TEAM_SAME_MYPE_NODE on the device: %d PEs, me %d; host says %d, %d", same[0], same[1],
-         shoal_team_n_pes(SHOALX_TEAM_SAME_MYPE_NODE), shoal_team_my_pe(SHOALX_TEAM_SAME_MYPE_NODE));
+    ADD_FAILURE() << format("SHOALX_TEAM_SAME_MYPE_NODE on the device: %d PEs, me %d; host says %d, %d", same[0],
+                            same[1], shoal_team_n_pes(SHOALX_TEAM_SAME_MYPE_NODE),
+                            shoal_team_my_pe(SHOALX_TEAM_SAME_MYPE_NODE));
   // Refused before launching: a grid that cannot be co-resident, too many attributes, null arguments.
   config.gridDim = dim3(1u << 20);
   if (shoalx_collective_launch_config(&config, reinterpret_cast<const void*>(launched_kernel), args) !=
       SHOAL_ERR_INVALID_ARGUMENT)
-    fail("a grid of 2^20 blocks was not refused");
+    ADD_FAILURE() << "a grid of 2^20 blocks was not refused";
   config.gridDim = dim3(1);
   cudaLaunchAttribute many[SHOAL_COLLECTIVE_LAUNCH_MAX_ATTRS + 1] = {};
   config.attrs = many;
   config.numAttrs = SHOAL_COLLECTIVE_LAUNCH_MAX_ATTRS + 1;
   if (shoalx_collective_launch_config(&config, reinterpret_cast<const void*>(launched_kernel), args) !=
       SHOAL_ERR_INVALID_ARGUMENT)
-    fail("numAttrs above SHOAL_COLLECTIVE_LAUNCH_MAX_ATTRS was not refused");
+    ADD_FAILURE() << "numAttrs above SHOAL_COLLECTIVE_LAUNCH_MAX_ATTRS was not refused";
   if (shoalx_collective_launch_config(nullptr, reinterpret_cast<const void*>(launched_kernel), args) !=
       SHOAL_ERR_INVALID_ARGUMENT)
-    fail("a null config was not refused");
+    ADD_FAILURE() << "a null config was not refused";
   GT_CUDA(cudaDeviceSynchronize());
   sync_all_pes();
   GT_CUDA(cudaFree(seen));
@@ -296,7 +300,7 @@ shoal_team_t init_team(const std::vector<int>& order) {
   auto* slot = static_cast<uint64_t*>(shoal_calloc(1, sizeof(uint64_t)));
   if (me() == npes() - 1) {
     shoal_team_uniqueid_t id = 0;
-    if (shoalx_team_get_uniqueid(&id) != 0 || id == 0) fail("shoalx_team_get_uniqueid on a GPU heap");
+    if (shoalx_team_get_uniqueid(&id) != 0 || id == 0) ADD_FAILURE() << "shoalx_team_get_uniqueid on a GPU heap";
     for (int pe = 0; pe < npes(); ++pe) shoal_uint64_p(slot, id, pe);
   }
   sync_all_pes();
@@ -307,20 +311,20 @@ shoal_team_t init_team(const std::vector<int>& order) {
     if (order[i] == me()) index = static_cast<int>(i);
   shoal_team_t team = SHOAL_TEAM_INVALID;
   if (shoalx_team_init(&team, id, nullptr, 0, static_cast<int>(order.size()), index) != 0)
-    fail("shoalx_team_init on a GPU heap failed");
+    ADD_FAILURE() << "shoalx_team_init on a GPU heap failed";
   sync_all_pes();
   shoal_free(slot);
   return team;
 }
 
-GPU_TEST(team_init_on_gpu_heaps) {
+TEST(nvapi_gpu, team_init_on_gpu_heaps) {
   const int n = npes();
   // The world reversed (strided, stride -1): a device handle, and a reduction over it in a kernel.
   std::vector<int> reversed;
   for (int i = 0; i < n; ++i) reversed.push_back(n - 1 - i);
   const shoal_team_t team = init_team(reversed);
   if (shoal_team_my_pe(team) != n - 1 - me())
-    fail("team_init: my_pe %d, expected %d", shoal_team_my_pe(team), n - 1 - me());
+    ADD_FAILURE() << format("team_init: my_pe %d, expected %d", shoal_team_my_pe(team), n - 1 - me());
   auto* buf = static_cast<int*>(shoal_calloc(2, sizeof(int)));
   int* info = nullptr;
   GT_CUDA(cudaMallocManaged(&info, 2 * sizeof(int)));
@@ -332,8 +336,10 @@ GPU_TEST(team_init_on_gpu_heaps) {
     GT_LAUNCHED("team_sum_kernel");
     int sum = 0;
     GT_CUDA(cudaMemcpy(&sum, buf + 1, sizeof(sum), cudaMemcpyDeviceToHost));
-    if (sum != n * (n + 1) / 2) fail("sum over the team_init team: %d, expected %d", sum, n * (n + 1) / 2);
-    if (info[0] != n - 1 - me() || info[1] != n) fail("device view of the team: my_pe %d, n_pes %d", info[0], info[1]);
+    if (sum != n * (n + 1) / 2)
+      ADD_FAILURE() << format("sum over the team_init team: %d, expected %d", sum, n * (n + 1) / 2);
+    if (info[0] != n - 1 - me() || info[1] != n)
+      ADD_FAILURE() << format("device view of the team: my_pe %d, n_pes %d", info[0], info[1]);
   }
   sync_all_pes();
   shoal_team_destroy(team);
@@ -343,10 +349,12 @@ GPU_TEST(team_init_on_gpu_heaps) {
     for (int i = 0; i < n; ++i) order.push_back((3 * i + 1) % n);
     const shoal_team_t mixed = init_team(order);
     for (int i = 0; i < n; ++i)
-      if (shoal_team_translate_pe(mixed, i, SHOAL_TEAM_WORLD) != order[i]) fail("team_init order at %d", i);
+      if (shoal_team_translate_pe(mixed, i, SHOAL_TEAM_WORLD) != order[i])
+        ADD_FAILURE() << format("team_init order at %d", i);
     shoal::device_team d{};
     const int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
-    if (shoalx_team_device_handle(mixed, &d, sizeof d) != SHOAL_ERR_UNSUPPORTED) fail("a non-strided device handle");
+    if (shoalx_team_device_handle(mixed, &d, sizeof d) != SHOAL_ERR_UNSUPPORTED)
+      ADD_FAILURE() << "a non-strided device handle";
     shoal_clear_error();
     shoal_set_error_mode(old_mode);
     shoal_team_destroy(mixed);

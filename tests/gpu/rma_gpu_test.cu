@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "facade_api.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "handle_api.cuh"
 
 namespace shoal_test {
@@ -37,7 +37,7 @@ buffers& bufs() {
     x.src = static_cast<uint8_t*>(shoal_malloc(kRegion));
     x.dst = static_cast<uint8_t*>(shoal_malloc(kRegion));
     GT_CUDA(cudaMalloc(&x.plain, kRegion));
-    if (x.src == nullptr || x.dst == nullptr) fail("shoal_malloc(%zu) returned NULL", kRegion);
+    if (x.src == nullptr || x.dst == nullptr) ADD_FAILURE() << format("shoal_malloc(%zu) returned NULL", kRegion);
     return x;
   }();
   return b;
@@ -73,7 +73,7 @@ void check_landed(const std::string& what, const uint8_t* dev, size_t dst_off, c
   std::vector<uint8_t> seen(span), expected(span, kPoison);
   GT_CUDA(cudaMemcpy(seen.data(), dev, span, cudaMemcpyDeviceToHost));
   std::memcpy(expected.data() + dst_off, data.data(), data.size());
-  check_bytes(what.c_str(), seen.data(), expected.data(), span);
+  EXPECT_TRUE(bytes_equal(what.c_str(), seen.data(), expected.data(), span));
 }
 
 // The cases are identical on every PE (same order, same salts): all reach every barrier.
@@ -142,10 +142,10 @@ void mem_all_scopes(Api api) {
   }
 }
 
-GPU_TEST(putmem_getmem_handle) { mem_all_scopes(handle_api{device_handle()}); }
-GPU_TEST(putmem_getmem_facade) { mem_all_scopes(facade_api{}); }
+TEST(rma_gpu, putmem_getmem_handle) { mem_all_scopes(handle_api{device_handle()}); }
+TEST(rma_gpu, putmem_getmem_facade) { mem_all_scopes(facade_api{}); }
 
-GPU_TEST(putmem_block_tma_handle) {
+TEST(rma_gpu, putmem_block_tma_handle) {
   buffers& b = bufs();
   const shoal::device_world w = device_handle();
   const size_t smem = shoal::device::tma_workspace_bytes<>;
@@ -230,8 +230,8 @@ void typed_all_types(Api api) {
   typed_all<Api, double>(api, "double");
 }
 
-GPU_TEST(typed_put_get_handle) { typed_all_types(handle_api{device_handle()}); }
-GPU_TEST(typed_put_get_facade) { typed_all_types(facade_api{}); }
+TEST(rma_gpu, typed_put_get_handle) { typed_all_types(handle_api{device_handle()}); }
+TEST(rma_gpu, typed_put_get_facade) { typed_all_types(facade_api{}); }
 
 // ---- p / g ----------------------------------------------------------------------------------------
 
@@ -295,8 +295,8 @@ void pg_all(Api api) {
   pg_type<Api, double>(api, "double");
 }
 
-GPU_TEST(p_g_handle) { pg_all(handle_api{device_handle()}); }
-GPU_TEST(p_g_facade) { pg_all(facade_api{}); }
+TEST(rma_gpu, p_g_handle) { pg_all(handle_api{device_handle()}); }
+TEST(rma_gpu, p_g_facade) { pg_all(facade_api{}); }
 
 // ---- a grid whose every thread quiets -----------------------------------------------------------
 
@@ -328,7 +328,8 @@ void quiet_storm(Api api) {
   GT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   constexpr unsigned kThreads = 512;
   const size_t n = static_cast<size_t>(sms) * kThreads;  // a full grid: 67,584 threads on an H200
-  if (n * sizeof(int) > kMaxBytes) fail("quiet_storm: %zu threads do not fit the %zu-byte buffer", n, kMaxBytes);
+  if (n * sizeof(int) > kMaxBytes)
+    ADD_FAILURE() << format("quiet_storm: %zu threads do not fit the %zu-byte buffer", n, kMaxBytes);
   const uint32_t salt = next_salt();
   const std::string what = format("%s p + quiet from every thread of %d x %u", Api::kName, sms, kThreads);
   GT_CUDA(cudaMemset(b.dst, kPoison, kRegion));
@@ -343,8 +344,8 @@ void quiet_storm(Api api) {
   check_landed(what, b.dst, 0, bytes);
 }
 
-GPU_TEST(quiet_from_every_thread_handle) { quiet_storm(handle_api{device_handle()}); }
-GPU_TEST(quiet_from_every_thread_facade) { quiet_storm(facade_api{}); }
+TEST(rma_gpu, quiet_from_every_thread_handle) { quiet_storm(handle_api{device_handle()}); }
+TEST(rma_gpu, quiet_from_every_thread_facade) { quiet_storm(facade_api{}); }
 
 // ---- iput / iget ----------------------------------------------------------------------------------
 
@@ -412,8 +413,8 @@ void strided_all_types(Api api) {
   strided_all<Api, double>(api, "double");
 }
 
-GPU_TEST(iput_iget_handle) { strided_all_types(handle_api{device_handle()}); }
-GPU_TEST(iput_iget_facade) { strided_all_types(facade_api{}); }
+TEST(rma_gpu, iput_iget_handle) { strided_all_types(handle_api{device_handle()}); }
+TEST(rma_gpu, iput_iget_facade) { strided_all_types(facade_api{}); }
 
 // ---- ptr on the device ---------------------------------------------------------------------------
 
@@ -453,14 +454,15 @@ void ptr_case(Api api) {
   // A proxy peer (SHOAL_DISABLE_P2P=1) has no address on either side, and no stores land through it.
   const bool proxy = host_peer == 0 && seen[0] == 0;
   if (!proxy && (seen[0] == 0 || seen[0] != host_peer))
-    fail("%s ptr(buf, peer %d) on the device = %#zx, host shoal_ptr = %#zx (both must be the same non-null address)",
-         Api::kName, peer(), static_cast<size_t>(seen[0]), static_cast<size_t>(host_peer));
+    ADD_FAILURE() << format(
+        "%s ptr(buf, peer %d) on the device = %#zx, host shoal_ptr = %#zx (both must be the same non-null address)",
+        Api::kName, peer(), static_cast<size_t>(seen[0]), static_cast<size_t>(host_peer));
   if (seen[1] != reinterpret_cast<uintptr_t>(buf))
-    fail("%s ptr(buf, my PE) = %#zx, expected buf itself %p", Api::kName, static_cast<size_t>(seen[1]),
-         static_cast<void*>(buf));
+    ADD_FAILURE() << format("%s ptr(buf, my PE) = %#zx, expected buf itself %p", Api::kName,
+                            static_cast<size_t>(seen[1]), static_cast<void*>(buf));
   if (seen[2] != 0)
-    fail("%s ptr(buf, n_pes) = %#zx, expected nullptr for an out-of-range PE", Api::kName,
-         static_cast<size_t>(seen[2]));
+    ADD_FAILURE() << format("%s ptr(buf, n_pes) = %#zx, expected nullptr for an out-of-range PE", Api::kName,
+                            static_cast<size_t>(seen[2]));
   std::vector<uint8_t> expected(kThreads * 4);
   for (unsigned t = 0; t < kThreads; ++t) {
     uint32_t v = 0x10000u * static_cast<uint32_t>(left() + 1) + salt * 1024u + t;
@@ -470,14 +472,14 @@ void ptr_case(Api api) {
     check_landed(format("%s stores through ptr(buf, peer) from PE %d", Api::kName, left()), b.dst, 0, expected);
 }
 
-GPU_TEST(ptr_handle) { ptr_case(handle_api{device_handle()}); }
-GPU_TEST(ptr_facade) { ptr_case(facade_api{}); }
+TEST(rma_gpu, ptr_handle) { ptr_case(handle_api{device_handle()}); }
+TEST(rma_gpu, ptr_facade) { ptr_case(facade_api{}); }
 
 // A global is host memory, which the peers' GPUs cannot reach: on a GPU heap the host API refuses it,
 // naming the call and the argument and saying why, and nothing is written.
 long g_not_symmetric_here = 3;
 
-GPU_TEST(global_variable_is_refused_on_gpu_heaps) {
+TEST(rma_gpu, global_variable_is_refused_on_gpu_heaps) {
   const int old_mode = shoal_set_error_mode(SHOAL_ERRORS_RETURN);
   shoal_clear_error();
   const long value = 5;
@@ -487,12 +489,14 @@ GPU_TEST(global_variable_is_refused_on_gpu_heaps) {
   const std::string text = msg != nullptr ? msg : "";
   if (code != SHOAL_ERR_INVALID_ARGUMENT || text.find("shoal_long_put") == std::string::npos ||
       text.find("global/static variable") == std::string::npos || text.find("GPU memory") == std::string::npos)
-    fail("a put to a global on a GPU heap gave code %d, '%s'; expected invalid_argument saying the heap is GPU memory",
-         code, text.c_str());
+    ADD_FAILURE() << format(
+        "a put to a global on a GPU heap gave code %d, '%s'; expected invalid_argument saying the heap is GPU memory",
+        code, text.c_str());
   shoal_clear_error();
   shoal_set_error_mode(old_mode);
   sync_all_pes();
-  if (g_not_symmetric_here != 3) fail("a refused put changed the global to %ld", g_not_symmetric_here);
+  if (g_not_symmetric_here != 3)
+    ADD_FAILURE() << format("a refused put changed the global to %ld", g_not_symmetric_here);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "shoal/shoal.h"
 
 namespace shoal_test {
@@ -50,7 +50,7 @@ __global__ void next_replay_kernel(unsigned long long* replay, uint64_t* sig, ui
   *replay += 1;
 }
 
-GPU_TEST(on_stream_ops_in_cuda_graph) {
+TEST(stream_gpu, on_stream_ops_in_cuda_graph) {
   auto* src = static_cast<uint32_t*>(shoal_malloc(kWords * sizeof(uint32_t)));
   auto* dst = static_cast<uint32_t*>(shoal_malloc(kWords * sizeof(uint32_t)));
   auto* got = static_cast<uint32_t*>(shoal_malloc(kWords * sizeof(uint32_t)));  // getmem's destination
@@ -98,21 +98,21 @@ GPU_TEST(on_stream_ops_in_cuda_graph) {
     GT_CUDA(cudaMemcpy(seen.data(), dst, kWords * sizeof(uint32_t), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kWords; ++i) want[i] = word_of(from, static_cast<unsigned long long>(k), i);
     // No early exit on a mismatch: the peer replays (and meets the graph's barrier) all kReplays times.
-    check_bytes(format("replay %d: data put by PE %d", k, from).c_str(), seen.data(), want.data(),
-                kWords * sizeof(uint32_t));
+    EXPECT_TRUE(bytes_equal(format("replay %d: data put by PE %d", k, from).c_str(), seen.data(), want.data(),
+                            kWords * sizeof(uint32_t)));
     GT_CUDA(cudaMemcpy(seen.data(), got, kWords * sizeof(uint32_t), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kWords; ++i) want[i] = word_of(peer(), static_cast<unsigned long long>(k), i);
-    check_bytes(format("replay %d: data got from PE %d", k, peer()).c_str(), seen.data(), want.data(),
-                kWords * sizeof(uint32_t));
+    EXPECT_TRUE(bytes_equal(format("replay %d: data got from PE %d", k, peer()).c_str(), seen.data(), want.data(),
+                            kWords * sizeof(uint32_t)));
     sync_all_pes();  // the peer's next replay writes into dst only after this PE has checked it
   }
-  check_device_report("the graph's check of each replay's put and p data (iteration = replay; index 4099 = p word)",
-                      report);
-  check_device_report("the graph's check of each replay's getmem data (iteration = replay)", get_report);
+  EXPECT_TRUE(device_report_clean(
+      "the graph's check of each replay's put and p data (iteration = replay; index 4099 = p word)", report));
+  EXPECT_TRUE(device_report_clean("the graph's check of each replay's getmem data (iteration = replay)", get_report));
   unsigned long long replays = 0;
   GT_CUDA(cudaMemcpy(&replays, replay, sizeof(replays), cudaMemcpyDeviceToHost));
   if (replays != static_cast<unsigned long long>(kReplays))
-    fail("the replay counter is %llu after %d replays", replays, kReplays);
+    ADD_FAILURE() << format("the replay counter is %llu after %d replays", replays, kReplays);
   sync_all_pes();
   GT_CUDA(cudaGraphExecDestroy(exec));
   GT_CUDA(cudaGraphDestroy(graph));

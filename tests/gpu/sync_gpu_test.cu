@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "facade_api.cuh"
-#include "gpu_test.hpp"
+#include "gpu_env.hpp"
 #include "handle_api.cuh"
 
 namespace shoal_test {
@@ -45,7 +45,7 @@ sync_buffers& bufs() {
     x.sig = static_cast<uint64_t*>(shoal_malloc(kMaxGroups * sizeof(uint64_t)));
     x.ivars = shoal_malloc(16 * 8);
     x.scratch = shoal_malloc(64);
-    if (!x.src || !x.dst || !x.sig || !x.ivars || !x.scratch) fail("shoal_malloc returned NULL");
+    if (!x.src || !x.dst || !x.sig || !x.ivars || !x.scratch) ADD_FAILURE() << "shoal_malloc returned NULL";
     x.report = new_device_report();
     GT_CUDA(cudaMalloc(&x.indices, 64 * sizeof(size_t)));
     GT_CUDA(cudaMalloc(&x.status, 16 * sizeof(int)));
@@ -125,13 +125,13 @@ void put_signal_case(Api api, size_t n, size_t dst_off, size_t src_off, int sig_
                                                                         sig_op, salt, groups, b.report);
   GT_LAUNCHED((what + " (receiver)").c_str());
   sync_all_pes();
-  check_device_report((what + ", checked by the receiver right after its wait").c_str(), b.report);
+  EXPECT_TRUE(device_report_clean((what + ", checked by the receiver right after its wait").c_str(), b.report));
   // And on the host: poison / data / poison, and the final signal words.
   const size_t span = dst_off + n + kGuard;
   std::vector<uint8_t> seen(span), want(span, kPoison);
   std::memcpy(want.data() + dst_off, theirs.data(), n);
   GT_CUDA(cudaMemcpy(seen.data(), b.dst, span, cudaMemcpyDeviceToHost));
-  check_bytes(what.c_str(), seen.data(), want.data(), span);
+  EXPECT_TRUE(bytes_equal(what.c_str(), seen.data(), want.data(), span));
 }
 
 template <class Api, class Scope>
@@ -161,8 +161,8 @@ void put_signal_all(Api api) {
   GT_CUDA(cudaFree(expected_dev));
 }
 
-GPU_TEST(put_signal_handle) { put_signal_all(handle_api{device_handle()}); }
-GPU_TEST(put_signal_facade) { put_signal_all(facade_api{}); }
+TEST(sync_gpu, put_signal_handle) { put_signal_all(handle_api{device_handle()}); }
+TEST(sync_gpu, put_signal_facade) { put_signal_all(facade_api{}); }
 
 // ---- signal_op, signal_fetch, signal_wait_until with every comparison ----------------------------
 
@@ -214,8 +214,8 @@ void signal_ops(Api api) {
                           "signal_fetch(SET word)"};
   for (int i = 0; i < 4; ++i)
     if (seen[i] != want[i])
-      fail("%s %s returned %#llx, expected %#llx", Api::kName, names[i], static_cast<unsigned long long>(seen[i]),
-           static_cast<unsigned long long>(want[i]));
+      ADD_FAILURE() << format("%s %s returned %#llx, expected %#llx", Api::kName, names[i],
+                              static_cast<unsigned long long>(seen[i]), static_cast<unsigned long long>(want[i]));
   sync_all_pes();
 
   struct cmp_case {
@@ -243,14 +243,14 @@ void signal_ops(Api api) {
     uint64_t got = 0;
     GT_CUDA(cudaMemcpy(&got, out, sizeof(got), cudaMemcpyDeviceToHost));
     if (got != c.to)
-      fail("%s signal_wait_until(%s) returned %llu, expected the peer's %llu", Api::kName, c.name,
-           static_cast<unsigned long long>(got), static_cast<unsigned long long>(c.to));
+      ADD_FAILURE() << format("%s signal_wait_until(%s) returned %llu, expected the peer's %llu", Api::kName, c.name,
+                              static_cast<unsigned long long>(got), static_cast<unsigned long long>(c.to));
     sync_all_pes();
   }
 }
 
-GPU_TEST(signal_op_fetch_wait_handle) { signal_ops(handle_api{device_handle()}); }
-GPU_TEST(signal_op_fetch_wait_facade) { signal_ops(facade_api{}); }
+TEST(sync_gpu, signal_op_fetch_wait_handle) { signal_ops(handle_api{device_handle()}); }
+TEST(sync_gpu, signal_op_fetch_wait_facade) { signal_ops(facade_api{}); }
 
 // ---- wait_until / test and the _all/_any/_some (+_vector) family --------------------------------
 
@@ -380,10 +380,12 @@ void ivar_case(Api api, const char* type_name) {
   GT_CUDA(cudaFree(results));
   const long long none = static_cast<long long>(SIZE_MAX);
   auto expect = [&](int slot, long long want, const char* call) {
-    if (r[slot] != want) fail("%s: %s returned %lld, expected %lld", what.c_str(), call, r[slot], want);
+    if (r[slot] != want)
+      ADD_FAILURE() << format("%s: %s returned %lld, expected %lld", what.c_str(), call, r[slot], want);
   };
   auto expect_in = [&](int slot, std::set<long long> allowed, const char* call) {
-    if (allowed.count(r[slot]) == 0) fail("%s: %s returned %lld, not an allowed index", what.c_str(), call, r[slot]);
+    if (allowed.count(r[slot]) == 0)
+      ADD_FAILURE() << format("%s: %s returned %lld, not an allowed index", what.c_str(), call, r[slot]);
   };
   expect(kTestBefore, 0, "test before any p");
   expect(kTestAllBefore, 0, "test_all before any p");
@@ -392,11 +394,13 @@ void ivar_case(Api api, const char* type_name) {
   expect(kWaitUntil, static_cast<long long>(ivar_value<T>(5)), "wait_until(ivars[5], EQ)");
   expect_in(kWaitAny, {1, 6}, "wait_until_any (status: only 1 and 6)");
   if (r[kWaitSome] < 1 || r[kWaitSome] > 2) {
-    fail("%s: wait_until_some (status: only 1 and 6) returned count %lld, expected 1 or 2", what.c_str(), r[kWaitSome]);
+    ADD_FAILURE() << format("%s: wait_until_some (status: only 1 and 6) returned count %lld, expected 1 or 2",
+                            what.c_str(), r[kWaitSome]);
   } else {
     for (long long k = 0; k < r[kWaitSome]; ++k)
       if (idx[32 + k] != 1 && idx[32 + k] != 6)
-        fail("%s: wait_until_some reported index %zu, which its status mask skips", what.c_str(), idx[32 + k]);
+        ADD_FAILURE() << format("%s: wait_until_some reported index %zu, which its status mask skips", what.c_str(),
+                                idx[32 + k]);
   }
   expect(kWaitAll, 1, "wait_until_all (returned)");
   expect(kWaitAllVector, 1, "wait_until_all_vector (returned)");
@@ -417,13 +421,14 @@ void ivar_case(Api api, const char* type_name) {
   std::set<size_t> want_idx;
   for (long long i : unskipped) want_idx.insert(static_cast<size_t>(i));
   if (r[kTestSomeVectorAfter] == static_cast<long long>(kIvars - 1) && got != want_idx)
-    fail("%s: test_some_vector's indices are not exactly the %zu unskipped elements", what.c_str(), kIvars - 1);
+    ADD_FAILURE() << format("%s: test_some_vector's indices are not exactly the %zu unskipped elements", what.c_str(),
+                            kIvars - 1);
   expect(kTestAfter, 1, "test(ivars[0], EQ) after every p");
   std::vector<T> final_values(kIvars);
   GT_CUDA(cudaMemcpy(final_values.data(), ivars, kIvars * sizeof(T), cudaMemcpyDeviceToHost));
   if (final_values[kSkipped] != T(3))
-    fail("%s: ivars[%zu] (never sent) changed to %lld", what.c_str(), kSkipped,
-         static_cast<long long>(final_values[kSkipped]));
+    ADD_FAILURE() << format("%s: ivars[%zu] (never sent) changed to %lld", what.c_str(), kSkipped,
+                            static_cast<long long>(final_values[kSkipped]));
 }
 
 template <class Api>
@@ -433,8 +438,8 @@ void ivar_all(Api api) {
   ivar_case<Api, uint64_t>(api, "uint64");
 }
 
-GPU_TEST(wait_test_family_handle) { ivar_all(handle_api{device_handle()}); }
-GPU_TEST(wait_test_family_facade) { ivar_all(facade_api{}); }
+TEST(sync_gpu, wait_test_family_handle) { ivar_all(handle_api{device_handle()}); }
+TEST(sync_gpu, wait_test_family_facade) { ivar_all(facade_api{}); }
 
 // ---- barrier_all / sync_all, 1000 rounds per scope ----------------------------------------------
 
@@ -484,7 +489,7 @@ void barrier_case(Api api) {
                                   is_thread<Scope> ? "" : (is_warp<Scope> ? "_warp" : "_block"), kRounds, threads);
   barrier_kernel<Api, Scope, kSync><<<1, threads>>>(api, slots, peer(), b.report);
   GT_LAUNCHED(what.c_str());
-  check_device_report(what.c_str(), b.report);
+  EXPECT_TRUE(device_report_clean(what.c_str(), b.report));
   sync_all_pes();
 }
 
@@ -498,8 +503,8 @@ void barrier_all_scopes(Api api) {
   barrier_case<Api, block_scope, true>(api);
 }
 
-GPU_TEST(barrier_sync_all_handle) { barrier_all_scopes(handle_api{device_handle()}); }
-GPU_TEST(barrier_sync_all_facade) { barrier_all_scopes(facade_api{}); }
+TEST(sync_gpu, barrier_sync_all_handle) { barrier_all_scopes(handle_api{device_handle()}); }
+TEST(sync_gpu, barrier_sync_all_facade) { barrier_all_scopes(facade_api{}); }
 
 // ---- the barrier's protocol and what it leaves in its words ---------------------------------------
 
@@ -508,14 +513,14 @@ GPU_TEST(barrier_sync_all_facade) { barrier_all_scopes(facade_api{}); }
 /// them, its words hold what the protocol leaves: each round's count consumed to 0 (a lost or doubled signal, or a
 /// consume without its signal, leaves another value), or each round's word at this PE's epoch, which every PE has
 /// reached alike.
-GPU_TEST(barrier_words_after_barriers) {
+TEST(sync_gpu, barrier_words_after_barriers) {
   const shoal::device_world w = device_handle();
   const bool epochs = (w.flags & shoal::detail::kFlagBarrierEpochs) != 0;
   const char* variant = std::getenv("SHOAL_GPU_TEST_PROXY");
   const bool proxy = variant != nullptr && *variant != '\0' && *variant != '0';
   if (epochs != proxy)
-    fail("device_world::flags: epoch barriers %s in the %s variant", epochs ? "on" : "off",
-         proxy ? "proxy" : "load/store");
+    ADD_FAILURE() << format("device_world::flags: epoch barriers %s in the %s variant", epochs ? "on" : "off",
+                            proxy ? "proxy" : "load/store");
   barrier_case<handle_api, thread_scope, false>(handle_api{w});
   sync_all_pes();
   shoal::detail::device_sync words{};
@@ -523,14 +528,17 @@ GPU_TEST(barrier_words_after_barriers) {
   int rounds = 0;
   for (int step = 1; step < npes(); step <<= 1) ++rounds;
   if (epochs && words.barrier_epoch < static_cast<uint64_t>(kRounds))
-    fail("barrier_epoch %llu after %d barriers", static_cast<unsigned long long>(words.barrier_epoch), kRounds);
+    ADD_FAILURE() << format("barrier_epoch %llu after %d barriers",
+                            static_cast<unsigned long long>(words.barrier_epoch), kRounds);
   if (!epochs && words.barrier_epoch != 0)
-    fail("barrier_epoch %llu in a job that counts", static_cast<unsigned long long>(words.barrier_epoch));
+    ADD_FAILURE() << format("barrier_epoch %llu in a job that counts",
+                            static_cast<unsigned long long>(words.barrier_epoch));
   for (int r = 0; r < rounds; ++r) {
     const uint64_t expected = epochs ? words.barrier_epoch : 0;
     if (words.barrier_round[r] != expected)
-      fail("barrier_round[%d] = %lld after the barriers, expected %llu", r,
-           static_cast<long long>(words.barrier_round[r]), static_cast<unsigned long long>(expected));
+      ADD_FAILURE() << format("barrier_round[%d] = %lld after the barriers, expected %llu", r,
+                              static_cast<long long>(words.barrier_round[r]),
+                              static_cast<unsigned long long>(expected));
   }
   sync_all_pes();
 }

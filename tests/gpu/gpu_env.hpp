@@ -1,15 +1,14 @@
-// A small harness for the GPU tests: every test program runs on 2 PEs under shoalrun, one GPU
-// each. It skips (exit 77) where no GPU is usable, checks every CUDA call, runs the registered
-// tests in order on every PE, and reduces the failures so that all PEs exit with the same status.
-// Plain C++ (the .cc main and the .cu tests include it); device helpers are fenced by __CUDACC__.
+// What the GPU tests share: GoogleTest programs run through shoalrun by tests/mp/mp_main.cc, whose hooks
+// (gpu_env.cc) give each PE its GPU or skip (exit 77) where there is none, and finish every PE's GPU work and meet
+// at a barrier around each test. Here: the job, CUDA checks (fatal), byte patterns and the checks of data.
+// Plain C++ (gpu_env.cc and the .cu tests include it); device helpers are fenced by __CUDACC__.
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,8 +18,10 @@ namespace shoal_test {
 
 // ---- CUDA errors: always fatal (a failed call or a trapped kernel leaves nothing to test) ----
 
+/// Prints "PE <me> FATAL [<test>] <expr> failed: <error> at <file:line>" and ends the process with status 1
+/// (no shoal_finalize: the GPU context may be gone; shoalrun stops the other PEs).
 [[noreturn]] void cuda_fail(const char* expr, cudaError_t err, const char* file, int line);
-/// cudaGetLastError (launch errors) then cudaDeviceSynchronize (execution errors) after a kernel.
+/// cudaGetLastError (launch errors) then cudaDeviceSynchronize (execution errors, a trap) after a kernel.
 void launch_check(const char* what, const char* file, int line);
 
 #define GT_CUDA(expr)                                                                        \
@@ -45,17 +46,10 @@ bool quick();
 /// `full` rounds, or a twentieth of them (at least 2) in quick mode.
 int rounds(int full);
 
-// ---- failures: counted per PE, printed with the PE and the running test's name ----
-
-/// Records one failure and prints "PE <me> FAIL [<test>] <message>".
-void fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
-/// Number of failures this PE has recorded so far.
-long failures();
-/// Compares num_bytes; on a mismatch records one failure naming `what`, the count of bad bytes and
-/// the first few offsets with expected and seen values. Returns true when equal.
-bool check_bytes(const char* what, const void* seen, const void* expected, size_t num_bytes);
-/// `what` with printf arguments, for check_* messages.
+/// `fmt` with printf arguments, for failure messages: ADD_FAILURE() << format(...).
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// ---- data ----
 
 inline constexpr uint8_t kPoison = 0xA5;  ///< buffers are filled with this before every transfer
 
@@ -72,6 +66,10 @@ inline std::vector<uint8_t> pattern(int pe, uint32_t salt, size_t num_bytes) {
   return v;
 }
 
+/// For EXPECT_TRUE: whether num_bytes are equal; on a mismatch the message names `what`, the count of bad bytes and
+/// the first few offsets with expected and seen values.
+::testing::AssertionResult bytes_equal(const char* what, const void* seen, const void* expected, size_t num_bytes);
+
 // ---- mismatches found by kernels ----
 
 /// Filled by kernels (device memory): how many checks failed and the first failure's details.
@@ -87,19 +85,10 @@ struct device_report {
 device_report* new_device_report();
 /// Zeroes it again.
 void reset_device_report(device_report* report);
-/// Reads it back; on failures records one failure: "<what>: N failed check(s); first at iteration
-/// I, index X: expected E, seen S". Returns the number of failed checks.
-unsigned long long check_device_report(const char* what, const device_report* report);
-
-// ---- registry ----
-
-using test_fn = void (*)();
-int register_test(const char* name, test_fn fn);
-
-#define GPU_TEST(name)                                                                      \
-  static void name();                                                                       \
-  [[maybe_unused]] static int name##_registered = ::shoal_test::register_test(#name, name); \
-  static void name()
+/// For EXPECT_TRUE: reads the report back; fails when a kernel counted failed checks, saying "<what>: N failed
+/// check(s); first at iteration I, index X: expected E, seen S". `count`, if given, receives N.
+::testing::AssertionResult device_report_clean(const char* what, const device_report* report,
+                                               unsigned long long* count = nullptr);
 
 }  // namespace shoal_test
 
