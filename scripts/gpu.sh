@@ -758,7 +758,7 @@ do_abt_round() {  # ROUND TEST [FILTER]
       "SHOAL_WAIT_TIMEOUT=${wait_timeout_given:-60s}" timeout -k 10 135 "$b/tools/shoalrun/shoalrun" -n 2 \
       --timeout 120 -- "$b/tests/gpu/$2" ${3:+"--filter=$3"}
     rc=$?
-    ((dry)) || note "ab-test $side run $1: rc=$rc $(grep -m1 -oE 'FAIL \[[^]]*\][^:]*: [^:]*: [0-9]+ of [0-9]+ bytes differ' "$d/${side}_$1.log")"
+    ((dry)) || note "ab-test $side run $1: rc=$rc $(grep -m1 -oE 'FAIL \[[^]]*\]' "$d/${side}_$1.log") $(grep -m1 -oE '[0-9]+ of [0-9]+ bytes differ' "$d/${side}_$1.log")"
   done
 }
 step_ab-test() {

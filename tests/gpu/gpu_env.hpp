@@ -40,7 +40,7 @@ int peer();  ///< the next PE, (me + 1) % npes
 shoal::device_world device_handle();
 /// Host barrier over all PEs (shoal_barrier_all) after cudaDeviceSynchronize of this PE's GPU.
 void sync_all_pes();
-/// SHOAL_GPU_TEST_QUICK=1 (set by scripts/gpu_run.sh when PEs are time-sliced on one GPU): loops run
+/// SHOAL_GPU_TEST_QUICK=1 (set by scripts/gpu.sh when PEs are time-sliced on one GPU): loops run
 /// fewer rounds, because every cross-PE wait then costs a time slice. Same cases, same checks.
 bool quick();
 /// `full` rounds, or a twentieth of them (at least 2) in quick mode.
