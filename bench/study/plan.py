@@ -19,12 +19,14 @@ HOST_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_late
 @dataclass
 class Step:
     name: str  # unique; the step's files are <name>.csv and <name>.log
-    section: str  # p2p, latency, completion, host_issued, coll, coll_variants; host on host PEs
+    section: str  # p2p, latency, completion, host_issued, moe, coll, coll_variants; host on host PEs
     pes: int
     args: list
     env: dict = field(default_factory=dict)
     variant: str = ""
     timeout_s: int = 600
+    script: str = ""  # a Python benchmark run under torch.distributed.run instead of shoal-bench (it writes the
+    #                   same CSV columns): its path from the repository root
 
 
 def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
@@ -43,6 +45,9 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
     steps.append(Step("host_issued", "host_issued", 2,
                       ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency",
                        "-b", "8", "-e", big, "-f", step_f]))
+    moe_tokens = ["128", "2048"] if quick else ["128", "512", "2048", "8192", "16384"]
+    for n in pes:
+        steps.append(Step(f"moe_n{n}", "moe", n, ["--tokens", *moe_tokens], script="bench/study/moe_a2a.py"))
     coll_sizes = ["-b", "8", "-e", big, "-f", step_f]
     for n in pes:
         # NCCL refuses two ranks on one GPU: its rows only where every PE has its own GPU.

@@ -88,12 +88,19 @@ def run_steps(steps, a, raw):
                   flush=True)
             return failed, False
         csv_path = raw / f"{st.name}.csv"
-        cmd = [str(shoalrun), "-n", str(st.pes), "--timeout", str(st.timeout_s), "--", str(bench), *st.args,
-               "--csv", str(csv_path)]
         env = {**os.environ, **st.env}
+        if st.script:  # torch's launcher; the package from the build folder
+            cmd = ["timeout", str(st.timeout_s), a.torch_python, "-m", "torch.distributed.run",
+                   f"--nproc_per_node={st.pes}", str(ROOT / st.script), *st.args, "--csv", str(csv_path)]
+            env["PYTHONPATH"] = os.pathsep.join(x for x in (str(pathlib.Path(a.build) / "python"),
+                                                            env.get("PYTHONPATH", "")) if x)
+            shown_cmd = f"torch.distributed.run --nproc_per_node={st.pes} {st.script} {' '.join(st.args)}"
+        else:
+            cmd = [str(shoalrun), "-n", str(st.pes), "--timeout", str(st.timeout_s), "--", str(bench), *st.args,
+                   "--csv", str(csv_path)]
+            shown_cmd = f"shoalrun -n {st.pes} -- shoal-bench {' '.join(cmd[7:])}"
         shown = " ".join(f"{k}={v}" for k, v in st.env.items())
-        print(f"study: {st.name}: {shown + ' ' if shown else ''}shoalrun -n {st.pes} -- shoal-bench {' '.join(cmd[7:])}",
-              flush=True)
+        print(f"study: {st.name}: {shown + ' ' if shown else ''}{shown_cmd}", flush=True)
         if a.dry_run:
             continue
         t0 = time.monotonic()
@@ -137,7 +144,7 @@ def main(argv=None):
                     help="gpu: the device study; host: host-memory PEs (auto: gpu when nvidia-smi lists a GPU)")
     ap.add_argument("--quick", action="store_true", help="fewer sizes and grids (a smoke run of the same steps)")
     ap.add_argument("--pes", default=None, help="PE counts, comma-separated (default: 2,4,8 on GPUs, 2,4 host)")
-    ap.add_argument("--only", default="", help="sections to run, comma-separated (p2p, latency, completion, host_issued, coll, "
+    ap.add_argument("--only", default="", help="sections to run, comma-separated (p2p, latency, completion, host_issued, moe, coll, "
                     "coll_variants, host)")
     ap.add_argument("--resume", action="store_true", help="skip the steps an earlier run in OUT finished")
     ap.add_argument("--budget", type=float, default=0, help="seconds: start no step that the budget cannot fit")
@@ -145,6 +152,8 @@ def main(argv=None):
     ap.add_argument("--write-defaults", action="store_true",
                     help="regenerate src/common/tuning_gen.hpp from OUT/defaults.json (codegen/gen_tuning.py)")
     ap.add_argument("--dry-run", action="store_true", help="print the steps, run nothing")
+    ap.add_argument("--torch-python", default=os.environ.get("SHOAL_STUDY_TORCH_PYTHON", "python3"),
+                    help="the Python with torch that runs the MoE section (default python3)")
     a = ap.parse_args(argv)
 
     gpus = gpu_count()

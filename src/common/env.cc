@@ -176,13 +176,12 @@ T parse_or_throw(const variable& v, kind expected, std::optional<T> (*parse)(std
 
 // Variables of shoal's tools, tests, benchmarks, build scripts and of the EP layer above it (shoal.ep,
 // SHOAL_EP_*): libshoal ignores them.
-constexpr std::string_view kToolPrefixes[] = {"SHOAL_BENCH_",  "SHOAL_GPU_",    "SHOAL_SCALE_",
-                                              "SHOAL_SWEEP_",  "SHOAL_STRESS_", "SHOAL_TEST_",
-                                              "SHOAL_LITMUS_", "SHOAL_MP_",     "SHOAL_EP_"};
-constexpr std::string_view kToolNames[] = {"SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_NVSHMEM_BUNDLE",
-                                           "SHOAL_UCX_WHEEL",    "SHOAL_STUDY_BUILD",  "SHOAL_VENV",
-                                           "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",
-                                           "SHOAL_WERROR",       "SHOAL_DEBUG_ASSERTS"};
+constexpr std::string_view kToolPrefixes[] = {"SHOAL_BENCH_",  "SHOAL_GPU_",  "SHOAL_SCALE_",  "SHOAL_SWEEP_",
+                                              "SHOAL_STRESS_", "SHOAL_TEST_", "SHOAL_LITMUS_", "SHOAL_MP_",
+                                              "SHOAL_EP_",     "SHOAL_STUDY_"};
+constexpr std::string_view kToolNames[] = {
+    "SHOAL_COLL_TIMEOUT", "SHOAL_NVSHMEM_HOME", "SHOAL_NVSHMEM_BUNDLE", "SHOAL_UCX_WHEEL", "SHOAL_VENV",
+    "SHOAL_BUILD_TESTS",  "SHOAL_BUILD_BENCH",  "SHOAL_CUDA",           "SHOAL_WERROR",    "SHOAL_DEBUG_ASSERTS"};
 
 // Compile-time switches (-D...) that are sometimes set in the environment by mistake.
 constexpr std::string_view kMacros[] = {"SHOAL_WAIT_ACQUIRE_POLL", "SHOAL_WAIT_ACQUIRE_FENCE", "SHOAL_DEVICE_CHECKS",
