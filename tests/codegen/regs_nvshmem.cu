@@ -52,6 +52,46 @@ extern "C" __global__ void regs_nv_rma_putmem_block(char* dst, const char* src, 
 extern "C" __global__ void regs_nv_rma_getmem_thread(char* dst, const char* src, size_t n, int pe, int iter) {
   for (int i = 0; i < iter; ++i) nvshmem_getmem(dst, src, n, pe);
 }
+// put_bw / get_bw at thread scope: every thread of 1024-thread blocks moves its slice with _nbi calls, then a quiet.
+extern "C" __global__ void regs_nv_rma_putmem_nbi_thread(char* dst, const char* src, size_t n, int pe, int iter) {
+  const size_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int i = 0; i < iter; ++i) nvshmem_putmem_nbi(dst + t * n, src + t * n, n, pe);
+  nvshmem_quiet();
+}
+extern "C" __global__ void regs_nv_rma_getmem_nbi_thread(char* dst, const char* src, size_t n, int pe, int iter) {
+  const size_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int i = 0; i < iter; ++i) nvshmem_getmem_nbi(dst + t * n, src + t * n, n, pe);
+  nvshmem_quiet();
+}
+// put_bw's grid shape: a block put_nbi per iteration, then the blocks meet on a counter in global memory.
+extern "C" __global__ void regs_nv_rma_put_bw_block(double* data, unsigned* counter, int len, int pe, int iter) {
+  const int part = len / static_cast<int>(gridDim.x);
+  int i = 0;
+  for (; i < iter; ++i) {
+    nvshmemx_double_put_nbi_block(data + blockIdx.x * part, data + blockIdx.x * part, part, pe);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      if (atomicInc(counter, ~0u) == gridDim.x * (i + 1) - 1) atomicAdd(counter + 1, 1u);
+      while (atomicAdd(counter + 1, 0u) != static_cast<unsigned>(i + 1)) {
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) nvshmem_quiet();
+}
+// get_latency / put_latency shapes: one thread's blocking get of one element, and a block's blocking put, per
+// iteration.
+extern "C" __global__ void regs_nv_rma_get_latency_thread(double* dst, const double* src, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) nvshmem_double_get(dst, src, 1, pe);
+}
+extern "C" __global__ void regs_nv_rma_put_latency_block(char* dst, const char* src, size_t n, int pe, int iter) {
+  for (int i = 0; i < iter; ++i) {
+    nvshmemx_putmem_block(dst, src, n, pe);
+    if (threadIdx.x == 0) nvshmem_quiet();
+    __syncthreads();
+  }
+}
 // p_bw / g_bw: every thread one element.
 extern "C" __global__ void regs_nv_rma_p_thread(int* data, int len, int pe, int iter) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);

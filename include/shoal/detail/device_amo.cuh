@@ -80,16 +80,40 @@ __device__ __forceinline__ T atom_by_code(T* remote, proxy_amo code, T value, T 
   }
 }
 
+/// What a cold AMO needs, laid out by its caller in its local memory on the cold branch only (rma_args' twin).
+template <class T>
+struct amo_args {
+  device_world w;
+  T* dest;
+  T value;
+  T cond;
+  proxy_amo code;
+  bool fetch;
+  int pe;
+  const char* call;
+};
+
+/// amo_cold's out-of-line body: the arguments read through `a` after each call it makes, so that it keeps almost
+/// nothing live across them.
+template <class T>
+__device__ __noinline__ T amo_cold_at(const amo_args<T>* a) {
+  const int32_t local = peer_route(a->w, a->pe, a->call);
+  if (local >= 0) return atom_by_code(local_peer_ptr(a->w, a->dest, local), a->code, a->value, a->cond);
+  return proxy_amo_typed(a->w, a->dest, a->code, a->value, a->cond, a->fetch, a->pe, a->call);
+}
+
 /// The cold part of the typed AMOs (shoal/device/amo.cuh): a pe outside the world's direct run. A load/store peer
 /// outside the run gets the AMO as `code` (atom_by_code: fetches and sets as the matching atom); a proxy peer of a
-/// world with a ring gets it from its proxy; anything else reports and traps (peer_route's checks). Never inlined,
-/// the world passed by value: an AMO in a kernel's loop keeps none of this path's code or argument set-up.
+/// world with a ring gets it from its proxy; anything else reports and traps (peer_route's checks). One call out of
+/// line (amo_cold_at) with the world and the arguments in this branch's local memory (copy_world_cold): an AMO in a
+/// kernel's loop keeps none of this path's code, registers or argument set-up.
 template <class T>
-__device__ __noinline__ T amo_cold(device_world w, T* dest, proxy_amo code, T value, T cond, bool fetch, int pe,
-                                   const char* call) {
-  const int32_t local = peer_route(w, pe, call);
-  if (local >= 0) return atom_by_code(local_peer_ptr(w, dest, local), code, value, cond);
-  return proxy_amo_typed(w, dest, code, value, cond, fetch, pe, call);
+__device__ __forceinline__ T amo_cold(const device_world& w, T* dest, proxy_amo code, T value, T cond, bool fetch,
+                                      int pe, const char* call) {
+  amo_args<T> a;
+  copy_world_cold(&a.w, w);
+  a.dest = dest, a.value = value, a.cond = cond, a.code = code, a.fetch = fetch, a.pe = pe, a.call = call;
+  return amo_cold_at<T>(opaque_addr(a));
 }
 
 /// Where a fetching AMO issues its atom: `p`'s copy on the direct run's PE direct_first + k when `in_run` (k =

@@ -278,10 +278,11 @@ __device__ __forceinline__ void reduce_sym(const device_world& w, const device_t
     return;
   }
 #endif
+  const cold_args a{w, t};  // not the caller's world: see cold_args
   if (ll_fits(w, nreduce * sizeof(T))) {
-    reduce_sym_ll<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+    reduce_sym_ll<Scope, Op, T, kScatter>(a.w, a.t, dest, source, nreduce, call);
   } else {
-    reduce_sym_direct<Scope, Op, T, kScatter>(w, t, dest, source, nreduce, call);
+    reduce_sym_direct<Scope, Op, T, kScatter>(a.w, a.t, dest, source, nreduce, call);
   }
 }
 
@@ -295,7 +296,8 @@ __device__ __forceinline__ void maxloc_reduce_sym(const device_world& w, const d
     reduce_sym_alone<Scope>(dest, source, nreduce);
     return;
   }
-  reduce_sym_direct<Scope, maxloc_op, double2, false>(w, t, dest, source, nreduce, call);
+  const cold_args a{w, t};  // not the caller's world: see cold_args
+  reduce_sym_direct<Scope, maxloc_op, double2, false>(a.w, a.t, dest, source, nreduce, call);
 }
 
 }  // namespace shoal::detail

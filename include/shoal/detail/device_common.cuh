@@ -42,6 +42,21 @@
 
 namespace shoal::detail {
 
+/// Copies the world `from` into `to`, a cold call's arguments in local memory, on the cold branch. A plain copy, so
+/// the compiler may hoist the loads of the world's fields out of a loop around the call and keep them live across it
+/// (what keeps a block-scope put kernel above 64 registers); taking the world's address instead would make a kernel
+/// that holds its world as a parameter copy it to local memory at its start and read it from there on the hot path.
+__device__ __forceinline__ void copy_world_cold(device_world* to, const device_world& from) { *to = from; }
+
+/// The address of `args`, a cold call's arguments laid out in local memory, as the compiler cannot follow it: the
+/// callee reads them back after each call it makes instead of keeping them in registers.
+template <class T>
+__device__ __forceinline__ const T* opaque_addr(const T& args) {
+  const T* p = &args;
+  asm volatile("" : "+l"(p)::"memory");
+  return p;
+}
+
 /// The bits of v as a To of the same size.
 template <class To, class From>
 __device__ __forceinline__ To bits_as(From v) {

@@ -210,6 +210,12 @@ __device__ __forceinline__ void copy_from_remote(void* dst, const void* remote_s
   }
 }
 
+/// True when `dest` and `source` are co-aligned modulo 16 (copy_width<16> after a byte head): the buffers of the
+/// inline copy of thread- and warp-scope put/get.
+__device__ __forceinline__ bool co16_ok(const void* dest, const void* source) {
+  return ((reinterpret_cast<uintptr_t>(dest) ^ reinterpret_cast<uintptr_t>(source)) & 15) == 0;
+}
+
 /// True when a copy at Scope may take copy_vec16: the scope is whole warps
 /// (size a multiple of 32), destination, source and size are multiples of 16 bytes, the size is below
 /// 32 GiB (vector indices plus a round stay below 2^32) and the source is global memory (no head, no

@@ -73,25 +73,42 @@ struct proxy_call {
 };
 
 /// Posts `c->desc` from this thread into `c->ring`; waiting descriptors (kProxyWait) return the proxy's reply.
-/// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its registers.
+/// Not inlined: the cold branch of a device call is one call, and the kernel's hot path keeps its registers. This is
+/// the leaf of most cold chains (RMA, AMO, signal, barrier and collective calls on a proxy peer), so its own
+/// registers add to those of every such chain: its wait state lives in this frame's local memory, reached through a
+/// pointer the compiler cannot see through, and the empty asm statements with a memory clobber make each phase
+/// (reserve, fill and commit, wait) read it again instead of keeping it in registers across the others. A ring call
+/// is a round trip over PCIe; a few local loads cost nothing beside it.
 inline __device__ __noinline__ uint64_t proxy_post_to(const proxy_call* c, const char* call) {
-  const proxy_desc& d = c->desc;
-  ring_clock clock{c->timeout_ns};
-  ring_gated watch{c->gate};
+  struct state {
+    ring_clock clock;
+    ring_gated watch;
+    const proxy_call* c;
+    const char* call;
+    uint64_t ticket, reply;
+    int64_t status;
+  } st{ring_clock{c->timeout_ns}, ring_gated{c->gate}, c, call, 0, 0, 0};
+  state* S = &st;
+  asm volatile("" : "+l"(S));
   // No fence first: the commit is a st.release.sys, which makes this thread's earlier stores (a put's source;
   // for a scoped call, the scope's, ordered before it by the scope's sync) visible before the descriptor.
-  const uint64_t ticket = ring_post(c->ring, d, clock, watch);
-  if ((d.flags & kProxyWait) == 0 || ticket == ~uint64_t{0}) watch.done();
-  if (ticket == ~uint64_t{0}) proxy_failed(c->box, call, c->my_pe, d.pe, proxy_fault::no_credit, 0);
-  uint64_t reply = 0;
-  if ((d.flags & kProxyWait) == 0) return 0;
-  int64_t status = 0;
-  const bool replied = ring_wait(c->ring, ticket, &reply, &status, clock, watch);
-  watch.done();
-  if (!replied || status != 0)
-    proxy_failed(c->box, call, c->my_pe, d.pe, replied ? proxy_fault::engine : proxy_fault::no_reply,
-                 replied ? status : 0);
-  return reply;
+  S->ticket = ring_reserve(S->c->ring, S->clock, S->watch);
+  asm volatile("" ::: "memory");
+  if (S->ticket != ~uint64_t{0}) ring_commit(S->c->ring, S->ticket, S->c->desc);
+  asm volatile("" ::: "memory");
+  const bool wait = (S->c->desc.flags & kProxyWait) != 0;
+  if (!wait || S->ticket == ~uint64_t{0}) S->watch.done();
+  if (S->ticket == ~uint64_t{0})
+    proxy_failed(S->c->box, S->call, S->c->my_pe, S->c->desc.pe, proxy_fault::no_credit, 0);
+  if (!wait) return 0;
+  asm volatile("" ::: "memory");
+  const bool replied = ring_wait(S->c->ring, S->ticket, &S->reply, &S->status, S->clock, S->watch);
+  asm volatile("" ::: "memory");
+  S->watch.done();
+  if (!replied || S->status != 0)
+    proxy_failed(S->c->box, S->call, S->c->my_pe, S->c->desc.pe, replied ? proxy_fault::engine : proxy_fault::no_reply,
+                 replied ? S->status : 0);
+  return S->reply;
 }
 
 /// proxy_post_to on the world's ring.
@@ -144,21 +161,40 @@ inline constexpr size_t kProxyInlineBytes = 256;
 /// pieces, then 4, 2, 1 for the tail.
 __device__ __noinline__ inline void proxy_rma_inline(const device_world& w, proxy_op op, const void* remote,
                                                      void* local, size_t nbytes, int pe, const char* call) {
-  const uint64_t base = proxy_offset(w, remote);
-  size_t at = 0;
-  while (at < nbytes) {
-    const size_t left = nbytes - at;
+  struct state {
+    proxy_call c;
+    char* local;
+    const char* call;
+    uint64_t nbytes, at;
+    bool put;
+  } st;
+  st.c = proxy_call{proxy_desc{}, w.proxy_ring, proxy_gate(w), w.report_box, w.wait_timeout_ns, w.my_pe};
+  st.c.desc.pe = pe;
+  st.c.desc.offset = proxy_offset(w, remote);
+  st.put = op == proxy_op::put;
+  st.local = static_cast<char*>(local), st.call = call, st.nbytes = nbytes;
+  state* S = &st;
+  asm volatile("" : "+l"(S));
+  for (S->at = 0; S->at < S->nbytes;) {
+    asm volatile("" ::: "memory");
+    const size_t left = S->nbytes - S->at;
     const size_t piece = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
-    proxy_desc d = proxy_make(op == proxy_op::put ? proxy_op::p : proxy_op::g, op != proxy_op::put, pe, base + at);
+    proxy_desc& d = S->c.desc;
+    d.op = S->put ? proxy_op::p : proxy_op::g;
+    d.flags = S->put ? 0 : kProxyWait;
     d.nbytes = piece;
-    if (op == proxy_op::put) {
-      memcpy(&d.operand, static_cast<const char*>(local) + at, piece);
-      proxy_post(w, d, call);
+    if (S->put) {
+      d.operand = 0;
+      memcpy(&d.operand, S->local + S->at, piece);
+      proxy_post_to(&S->c, S->call);
     } else {
-      const uint64_t bits = proxy_post(w, d, call);
-      memcpy(static_cast<char*>(local) + at, &bits, piece);
+      const uint64_t bits = proxy_post_to(&S->c, S->call);
+      asm volatile("" ::: "memory");
+      memcpy(S->local + S->at, &bits, piece);
     }
-    at += piece;
+    asm volatile("" ::: "memory");
+    S->at += piece;
+    d.offset += piece;
   }
 }
 
@@ -387,15 +423,15 @@ __device__ __forceinline__ warp_group warp_group_enter() {
 ///   waits for that one's answer instead of posting its own.
 /// Its polls back off (ring_gated::idle) and go through the PE's ring gate (ring_gated: a few readers of the ring
 /// at a time, the others watch the gate's copy of quiet_done in device memory).
-inline __device__ __noinline__ void proxy_quiet(const device_world& w, const char* call) {
+inline __device__ __noinline__ void proxy_quiet_at(const proxy_call* c, const char* call) {
   const warp_group g = warp_group_enter();
   int64_t status = 0;
   if (g.leads()) {
-    ring_clock clock{w.wait_timeout_ns};
+    ring_clock clock{c->timeout_ns};
     ptx::fence_sc_sys();  // the warp's earlier stores before the proxy acts on what it posted
-    ring_gated watch{proxy_gate(w)};
+    ring_gated watch{c->gate};
     status = ring_quiet_shared(
-        w.proxy_ring, clock, [] {}, watch);  // the gate pauses between polls
+        c->ring, clock, [] {}, watch);  // the gate pauses between polls
     watch.done();
   }
   status = static_cast<int64_t>(__shfl_sync(g.lanes, static_cast<unsigned long long>(status), g.leader));
@@ -403,8 +439,16 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
     const proxy_fault fault = status == kQuietNoCredit  ? proxy_fault::no_credit
                               : status == kQuietNoReply ? proxy_fault::no_reply
                                                         : proxy_fault::engine;
-    proxy_failed(w.report_box, call, w.my_pe, -1, fault, fault == proxy_fault::engine ? status : 0);
+    proxy_failed(c->box, call, c->my_pe, -1, fault, fault == proxy_fault::engine ? status : 0);
   }
+}
+
+/// proxy_quiet_at on the world's ring, its arguments laid out in this branch's local memory (proxy_call): the
+/// world's address is never taken (a kernel holding its world as a parameter would copy it to local memory at its
+/// start and read it from there on the hot path too).
+__device__ __forceinline__ void proxy_quiet(const device_world& w, const char* call) {
+  const proxy_call c{proxy_desc{}, w.proxy_ring, proxy_gate(w), w.report_box, w.wait_timeout_ns, w.my_pe};
+  proxy_quiet_at(&c, call);
 }
 
 /// fence over the ring: descriptors posted before it are ordered before those posted after it. Shared in
@@ -412,13 +456,17 @@ inline __device__ __noinline__ void proxy_quiet(const device_world& w, const cha
 /// __syncwarp and before a second one, has a higher ticket than every descriptor those lanes posted before
 /// the call and a lower one than every descriptor they post after it, so it orders them all (a grid whose
 /// every thread fences posts one descriptor per warp, not one per thread).
-inline __device__ __noinline__ void proxy_fence(const device_world& w, const char* call) {
+inline __device__ __noinline__ void proxy_fence_at(const proxy_call* c, const char* call) {
   const warp_group g = warp_group_enter();
-  if (g.leads()) {
-    const proxy_desc d = proxy_make(proxy_op::fence, false, -1, 0);
-    proxy_post(w, d, call);
-  }
+  if (g.leads()) proxy_post_to(c, call);
   __syncwarp(g.lanes);
+}
+
+/// proxy_fence_at on the world's ring (its fence descriptor and arguments laid out as proxy_quiet's).
+__device__ __forceinline__ void proxy_fence(const device_world& w, const char* call) {
+  const proxy_call c{
+      proxy_make(proxy_op::fence, false, -1, 0), w.proxy_ring, proxy_gate(w), w.report_box, w.wait_timeout_ns, w.my_pe};
+  proxy_fence_at(&c, call);
 }
 
 /// Strided put/get as one descriptor per element (posted by rank 0), then a waiting quiet: the

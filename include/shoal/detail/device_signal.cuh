@@ -34,9 +34,10 @@ __device__ __forceinline__ void signal_release(uint64_t* remote_sig, uint64_t si
 }
 
 /// How put_signal_local copies: copy_to_remote (any buffers; kCopyLean: 2 loads in flight per thread, the cold
-/// path's), copy_vec16 (vec16_ok buffers: the block put's copy, 4 loads in flight per thread) or copy_small (one pass:
-/// at most 16 bytes per rank of the scope).
-enum class signal_copy { generic, lean, vec16, small };
+/// path's), copy_width<16> (co16 buffers, global source: thread and warp scope's inline copy, as their put's),
+/// copy_vec16 (vec16_ok buffers: the block put's copy, 4 loads in flight per thread) or copy_small (one pass: at most
+/// 16 bytes per rank of the scope).
+enum class signal_copy { generic, lean, co16, vec16, small };
 
 /// put-with-signal to a load/store peer of node-local index `local`: data (spread over the scope, weak stores) ->
 /// scope barrier -> rank 0 releases the signal, the data copied as kCopy says.
@@ -48,6 +49,9 @@ __device__ __forceinline__ void put_signal_local(const device_world& w, int64_t 
     copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
   } else if constexpr (kCopy == signal_copy::small) {
     copy_small<Scope>(local_peer_ptr(w, dest, local), source, nbytes);
+  } else if constexpr (kCopy == signal_copy::co16) {
+    copy_width<Scope, 16, true, true>(static_cast<char*>(local_peer_ptr(w, dest, local)),
+                                      static_cast<const char*>(source), nbytes);
   } else if constexpr (kCopy == signal_copy::lean) {
     copy_to_remote<Scope, kCopyLean>(local_peer_ptr(w, dest, local), source, nbytes);
   } else {
@@ -82,7 +86,8 @@ __device__ __noinline__ void putmem_signal_cold(device_world w, void* dest, cons
 /// put-with-signal. kNbi: the _nbi form (differs only for proxy peers). For a peer of the world's direct run, kFastCopy
 /// (the default) at the wide scopes (block, warps<N>): data of at most 16 bytes per rank take copy_small inline (one
 /// pass), larger vec16_ok buffers copy_vec16 inline, as the block put does, and any other size putmem_signal_cold;
-/// thread and warp scope, and kFastCopy false: copy_to_remote inline. Any other peer: putmem_signal_cold.
+/// thread and warp scope: buffers co-aligned modulo 16 with a global source take copy_width<16> inline, as their put
+/// does, others putmem_signal_cold; kFastCopy false: copy_to_remote inline. Any other peer: putmem_signal_cold.
 template <bool kNbi = false, class Scope, bool kFastCopy = true>
 __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void* dest, const void* source,
                                               size_t nbytes, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe,
@@ -96,6 +101,9 @@ __device__ __forceinline__ void putmem_signal(Scope, const device_world& w, void
       if (vec16_ok<Scope>(dest, source, nbytes))
         return put_signal_local<signal_copy::vec16, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
     }
+  } else if constexpr (kFastCopy) {
+    if (local >= 0 && co16_ok(dest, source) && __isGlobal(source))
+      return put_signal_local<signal_copy::co16, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
   } else {
     if (local >= 0)
       return put_signal_local<signal_copy::generic, Scope>(w, local, dest, source, nbytes, sig_addr, signal, sig_op);
