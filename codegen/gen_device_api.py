@@ -31,6 +31,8 @@ OUT = ROOT / "include/shoal/device/facade.cuh"
 GENERATOR = "codegen/gen_device_api.py"
 
 W = "shoal_detail_world_c"
+# The world argument of the RMA calls: the tag whose cold path reads the __constant__ world itself (world_ref).
+WT = "shoal::detail::facade_world_tag{}"
 SCOPES = [("", "shoal::thread"), ("_warp", "shoal::warp"), ("_block", "shoal::block")]
 # Device RMA types: the host's RMA types without long double (double in device code); half and bfloat16 are
 # shoal_half_t / shoal_bfloat16_t, CUDA's __half / __nv_bfloat16 under nvcc.
@@ -76,7 +78,7 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{tn}_{op}{nbi}{sfx}"
                     g.fn("void", n, f"{ct}* dest, const {ct}* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
+                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {WT}, dest, source, nelems * {sz}, pe, "{n}");', sfx)
             if sfx == "":
                 g.fn("void", f"shoal_{tn}_p", f"{ct}* dest, {ct} value, int pe",
                      f'shoal::detail::p({W}, dest, value, pe, "shoal_{tn}_p");')
@@ -97,7 +99,7 @@ def rma(g):
                 for op, impl in (("put", "putmem"), ("get", "getmem")):
                     n = f"{px}{op}{bits}{nbi}{sfx}"
                     g.fn("void", n, "void* dest, const void* source, size_t nelems, int pe",
-                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nelems * {bits // 8}, pe, '
+                         f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {WT}, dest, source, nelems * {bits // 8}, pe, '
                          f'"{n}");', sfx)
             for op in ("iput", "iget"):
                 n = f"{px}{op}{bits}{sfx}"
@@ -111,7 +113,7 @@ def rma(g):
             for op, impl in (("putmem", "putmem"), ("getmem", "getmem")):
                 n = f"{px}{op}{nbi}{sfx}"
                 g.fn("void", n, "void* dest, const void* source, size_t nbytes, int pe",
-                     f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {W}, dest, source, nbytes, pe, "{n}");', sfx)
+                     f'shoal::detail::{impl}{nbi_arg(nbi)}({sc}, {WT}, dest, source, nbytes, pe, "{n}");', sfx)
 
 
 def signals(g):

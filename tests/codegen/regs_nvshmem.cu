@@ -80,6 +80,51 @@ extern "C" __global__ void regs_nv_rma_put_bw_block(double* data, unsigned* coun
   }
   if (threadIdx.x == 0) nvshmem_quiet();
 }
+// shmem_put_bw's and shmem_get_bw's `bw` kernel as NVSHMEM writes it (4 blocks of 1024 threads): the slice's
+// offset from a 3-d thread index and the block count, blocks meeting on a volatile counter after each iteration, and
+// the last block's quiet inside that meeting after the loop. The counter's volatile accesses and the quiet's place
+// keep more of the loop's values live across the put's cold call than in regs_nv_rma_put_bw_block.
+template <bool kGet>
+__device__ void bw_shape(double* data, volatile unsigned* counter, int len, int pe, int iter) {
+  const int tid = static_cast<int>(threadIdx.x * blockDim.y * blockDim.z + threadIdx.y * blockDim.z + threadIdx.z);
+  const int bid = static_cast<int>(blockIdx.x), nblocks = static_cast<int>(gridDim.x);
+  const int peer = !pe;
+  int i = 0;
+  for (; i < iter; ++i) {
+    double* slice = data + bid * (len / nblocks);
+    if constexpr (kGet)
+      nvshmemx_double_get_nbi_block(slice, slice, len / nblocks, peer);
+    else
+      nvshmemx_double_put_nbi_block(slice, slice, len / nblocks, peer);
+    __syncthreads();
+    if (!tid) {
+      __threadfence();
+      if (atomicInc(const_cast<unsigned*>(counter), ~0u) == gridDim.x * (i + 1) - 1) counter[1] += 1;
+      while (counter[1] != static_cast<unsigned>(i + 1)) {
+      }
+    }
+    __syncthreads();
+  }
+  __syncthreads();
+  if (!tid) {
+    __threadfence();
+    if (atomicInc(const_cast<unsigned*>(counter), ~0u) == gridDim.x * (i + 1) - 1) {
+      nvshmem_quiet();
+      counter[1] += 1;
+    }
+    while (counter[1] != static_cast<unsigned>(i + 1)) {
+    }
+  }
+  __syncthreads();
+}
+extern "C" __global__ void regs_nv_rma_put_bw_grid_block(double* data, volatile unsigned* counter, int len, int pe,
+                                                         int iter) {
+  bw_shape<false>(data, counter, len, pe, iter);
+}
+extern "C" __global__ void regs_nv_rma_get_bw_grid_block(double* data, volatile unsigned* counter, int len, int pe,
+                                                         int iter) {
+  bw_shape<true>(data, counter, len, pe, iter);
+}
 // get_latency / put_latency shapes: one thread's blocking get of one element, and a block's blocking put, per
 // iteration.
 extern "C" __global__ void regs_nv_rma_get_latency_thread(double* dst, const double* src, int pe, int iter) {

@@ -48,6 +48,12 @@ namespace shoal::detail {
 /// that holds its world as a parameter copy it to local memory at its start and read it from there on the hot path.
 __device__ __forceinline__ void copy_world_cold(device_world* to, const device_world& from) { *to = from; }
 
+/// The world a call reads: the explicit API passes its device_world by reference and gets it back; the device facade
+/// passes its world's tag (facade_world_tag, <shoal/detail/device_facade_world.cuh>), found by argument-dependent
+/// lookup, whose overload returns the translation unit's __constant__ world. A cold path that takes the tag needs no
+/// copy of the world: it reads the __constant__ world itself.
+__device__ __forceinline__ const device_world& world_ref(const device_world& w) { return w; }
+
 /// The address of `args`, a cold call's arguments laid out in local memory, as the compiler cannot follow it: the
 /// callee reads them back after each call it makes instead of keeping them in registers.
 template <class T>

@@ -278,6 +278,10 @@ __device__ __forceinline__ void copy_vec16(void* dest, const void* source, size_
 /// copy_width at wide scopes: a block of 512 threads moves 32 KiB per round trip).
 inline constexpr int kPutLeadLoads = 4;
 
+/// copy_vec16's loads in flight per thread for a put or get on `World` (found by argument-dependent lookup): the
+/// explicit API's kPutLeadLoads here; the device facade's fewer (device_facade_world.cuh).
+__device__ __forceinline__ constexpr int put_lead_loads(const device_world*) { return kPutLeadLoads; }
+
 /// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;
 

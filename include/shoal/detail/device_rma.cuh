@@ -51,11 +51,14 @@ __device__ __forceinline__ void getmem_generic(Scope, const device_world& w, voi
   Scope::sync();
 }
 
-/// What a cold RMA call needs, laid out by its caller in the caller's local memory on the cold branch only: a copy
-/// of the world and the call's arguments. The out-of-line function gets their address (two argument registers) and
-/// reads them back after each call it makes, so that it keeps almost nothing live across those calls.
+/// What a cold RMA call needs, laid out by its caller in the caller's local memory on the cold branch only: the world
+/// and the call's arguments. The out-of-line function gets their address (two argument registers) and reads them back
+/// after each call it makes, so that it keeps almost nothing live across those calls. `World`: device_world (the
+/// explicit API: a copy of the caller's world) or the facade's facade_world_tag (empty: the callee reads the
+/// __constant__ world itself, so the caller loads none of the world's fields for it).
+template <class World>
 struct rma_args {
-  device_world w;
+  World w;
   void* dest;
   const void* source;
   size_t nbytes;
@@ -64,49 +67,55 @@ struct rma_args {
 };
 
 /// rma_cold's out-of-line body (see rma_cold).
-template <bool kNbi, bool kGet, class Scope>
-__device__ __noinline__ void rma_cold_at(const rma_args* a) {
-  const int32_t local = peer_route(a->w, a->pe, a->call);
+template <bool kNbi, bool kGet, class Scope, class World>
+__device__ __noinline__ void rma_cold_at(const rma_args<World>* a) {
+  // Behind an opaque address even when it is the facade's __constant__ world: the compiler then reads its fields
+  // again after each call instead of keeping them live across the calls below (what it does with a world it knows
+  // no call can write).
+  const device_world& w = *opaque_addr(world_ref(a->w));
+  const int32_t local = peer_route(w, a->pe, a->call);
   if (local < 0) {
     if constexpr (kGet)
-      return proxy_rma<Scope>(a->w, proxy_op::get, kNbi, a->source, a->dest, a->nbytes, a->pe, a->call);
+      return proxy_rma<Scope>(w, proxy_op::get, kNbi, a->source, a->dest, a->nbytes, a->pe, a->call);
     else
-      return proxy_rma<Scope>(a->w, proxy_op::put, kNbi, a->dest, a->source, a->nbytes, a->pe, a->call);
+      return proxy_rma<Scope>(w, proxy_op::put, kNbi, a->dest, a->source, a->nbytes, a->pe, a->call);
   }
   if constexpr (kGet)
-    copy_from_remote<Scope, kCopyLean>(a->dest, local_peer_ptr(a->w, a->source, local), a->nbytes);
+    copy_from_remote<Scope, kCopyLean>(a->dest, local_peer_ptr(w, a->source, local), a->nbytes);
   else
-    copy_to_remote<Scope, kCopyLean>(local_peer_ptr(a->w, a->dest, local), a->source, a->nbytes);
+    copy_to_remote<Scope, kCopyLean>(local_peer_ptr(w, a->dest, local), a->source, a->nbytes);
   Scope::sync();
 }
 
 /// The cold part of putmem/getmem: what the hot path does not take (a peer outside the world's direct run, a proxy
 /// peer, a bad pe; at the wide scopes also buffers that are not 16-byte multiples in global memory). One call out of
-/// line (rma_cold_at) with the world and the arguments in this branch's local memory: a kernel's loop around a put
-/// keeps none of this path's code, registers or argument set-up, which inline cost a 2 KiB block put 0.32 us per call
-/// (the probe rows of docs/results/gpu-1xh200/protocol/README.md), and the world's address is never taken on the hot
-/// path (a kernel that holds its world as a parameter would copy it to local memory at its start and read it from
-/// there). Its copy is the lean one (2 loads in flight per thread, kCopyLean).
-template <bool kNbi, bool kGet, class Scope>
-__device__ __forceinline__ void rma_cold(const device_world& w, void* dest, const void* source, size_t nbytes, int pe,
+/// line (rma_cold_at) with the arguments, and for the explicit API a copy of the world, in this branch's local memory:
+/// a kernel's loop around a put keeps none of this path's code, registers or argument set-up, which inline cost a
+/// 2 KiB block put 0.32 us per call (the probe rows of docs/results/gpu-1xh200/protocol/README.md), and the world's
+/// address is never taken on the hot path (a kernel that holds its world as a parameter would copy it to local memory
+/// at its start and read it from there). Its copy is the lean one (2 loads in flight per thread, kCopyLean).
+template <bool kNbi, bool kGet, class Scope, class World>
+__device__ __forceinline__ void rma_cold(const World& w, void* dest, const void* source, size_t nbytes, int pe,
                                          const char* call) {
-  rma_args a;
-  copy_world_cold(&a.w, w);
+  rma_args<World> a;
+  if constexpr (std::is_same_v<World, device_world>) copy_world_cold(&a.w, w);
   a.dest = dest, a.source = source, a.nbytes = nbytes, a.pe = pe, a.call = call;
   rma_cold_at<kNbi, kGet, Scope>(opaque_addr(a));
 }
 
-/// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion).
-/// A peer of the world's direct run takes the inline copy: copy_vec16 at the wide scopes (block, warps<N>; 4 loads in
-/// flight per thread) for vec16_ok buffers, copy_to_remote at thread and warp scope; everything else goes through
-/// rma_cold.
-template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void putmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
-                                       int pe, const char* call) {
+/// kNbi: the _nbi form (differs only for proxy peers, where it does not wait for completion). `world`: a device_world
+/// or the facade's facade_world_tag (world_ref). A peer of the world's direct run takes the inline copy: copy_vec16 at
+/// the wide scopes (block, warps<N>; 4 loads in flight per thread) for vec16_ok buffers, copy_to_remote at thread and
+/// warp scope; everything else goes through rma_cold.
+template <bool kNbi = false, class Scope, class World>
+__device__ __forceinline__ void putmem(Scope, const World& world, void* dest, const void* source, size_t nbytes, int pe,
+                                       const char* call) {
+  const device_world& w = world_ref(world);
   const int32_t local = peer_local_or_cold(w, pe);
   if constexpr (Scope::kWide) {
     if (local >= 0 && vec16_ok<Scope>(dest, source, nbytes)) {
-      copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
+      copy_vec16<Scope, put_lead_loads(static_cast<const World*>(nullptr))>(local_peer_ptr(w, dest, local), source,
+                                                                            nbytes);
       Scope::sync();
       return;
     }
@@ -118,17 +127,19 @@ __device__ __forceinline__ void putmem(Scope, const device_world& w, void* dest,
       return;
     }
   }
-  rma_cold<kNbi, false, Scope>(w, dest, source, nbytes, pe, call);
+  rma_cold<kNbi, false, Scope>(world, dest, source, nbytes, pe, call);
 }
 
 /// getmem: as putmem, the local buffer being the destination (vec16_ok with the roles swapped).
-template <bool kNbi = false, class Scope>
-__device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest, const void* source, size_t nbytes,
-                                       int pe, const char* call) {
+template <bool kNbi = false, class Scope, class World>
+__device__ __forceinline__ void getmem(Scope, const World& world, void* dest, const void* source, size_t nbytes, int pe,
+                                       const char* call) {
+  const device_world& w = world_ref(world);
   const int32_t local = peer_local_or_cold(w, pe);
   if constexpr (Scope::kWide) {
     if (local >= 0 && vec16_ok<Scope>(source, dest, nbytes)) {
-      copy_vec16<Scope, kPutLeadLoads>(dest, local_peer_ptr(w, source, local), nbytes);
+      copy_vec16<Scope, put_lead_loads(static_cast<const World*>(nullptr))>(dest, local_peer_ptr(w, source, local),
+                                                                            nbytes);
       Scope::sync();
       return;
     }
@@ -140,7 +151,7 @@ __device__ __forceinline__ void getmem(Scope, const device_world& w, void* dest,
       return;
     }
   }
-  rma_cold<kNbi, true, Scope>(w, dest, source, nbytes, pe, call);
+  rma_cold<kNbi, true, Scope>(world, dest, source, nbytes, pe, call);
 }
 
 /// Block put through the TMA ring (device/rma.cuh putmem_tma); a proxy peer gets one blocking put.

@@ -161,28 +161,28 @@ SHOAL_EXTERN_C_END
 // RMA: typed put/get/p/g/iput/iget, blocking and _nbi, thread/warp/block
 __host__ __device__ inline void shoal_float_put(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoal_float_put");
 #else
   shoal_detail_host_float_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_float_get(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoal_float_get");
 #else
   shoal_detail_host_float_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_float_put_nbi(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoal_float_put_nbi");
 #else
   shoal_detail_host_float_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_float_get_nbi(float* dest, const float* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoal_float_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoal_float_get_nbi");
 #else
   shoal_detail_host_float_get_nbi(dest, source, nelems, pe);
 #endif
@@ -215,42 +215,42 @@ __host__ __device__ inline void shoal_float_iget(float* dest, const float* sourc
   shoal_detail_host_float_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_float_put_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_warp"); }
-__device__ __forceinline__ void shoalx_float_get_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_warp"); }
-__device__ __forceinline__ void shoalx_float_put_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_float_get_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_float_put_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_warp"); }
+__device__ __forceinline__ void shoalx_float_get_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_warp"); }
+__device__ __forceinline__ void shoalx_float_put_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_float_get_nbi_warp(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_float_iput_warp(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iput_warp"); }
 __device__ __forceinline__ void shoalx_float_iget_warp(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iget_warp"); }
-__device__ __forceinline__ void shoalx_float_put_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_block"); }
-__device__ __forceinline__ void shoalx_float_get_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_block"); }
-__device__ __forceinline__ void shoalx_float_put_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_float_get_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_float_put_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_block"); }
+__device__ __forceinline__ void shoalx_float_get_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_block"); }
+__device__ __forceinline__ void shoalx_float_put_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_float_get_nbi_block(float* dest, const float* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(float), pe, "shoalx_float_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_float_iput_block(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iput_block"); }
 __device__ __forceinline__ void shoalx_float_iget_block(float* dest, const float* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_float_iget_block"); }
 __host__ __device__ inline void shoal_double_put(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoal_double_put");
 #else
   shoal_detail_host_double_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_double_get(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoal_double_get");
 #else
   shoal_detail_host_double_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_double_put_nbi(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoal_double_put_nbi");
 #else
   shoal_detail_host_double_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_double_get_nbi(double* dest, const double* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoal_double_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoal_double_get_nbi");
 #else
   shoal_detail_host_double_get_nbi(dest, source, nelems, pe);
 #endif
@@ -283,42 +283,42 @@ __host__ __device__ inline void shoal_double_iget(double* dest, const double* so
   shoal_detail_host_double_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_double_put_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_warp"); }
-__device__ __forceinline__ void shoalx_double_get_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_warp"); }
-__device__ __forceinline__ void shoalx_double_put_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_double_get_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_double_put_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_warp"); }
+__device__ __forceinline__ void shoalx_double_get_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_warp"); }
+__device__ __forceinline__ void shoalx_double_put_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_double_get_nbi_warp(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_double_iput_warp(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iput_warp"); }
 __device__ __forceinline__ void shoalx_double_iget_warp(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iget_warp"); }
-__device__ __forceinline__ void shoalx_double_put_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_block"); }
-__device__ __forceinline__ void shoalx_double_get_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_block"); }
-__device__ __forceinline__ void shoalx_double_put_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_double_get_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_double_put_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_block"); }
+__device__ __forceinline__ void shoalx_double_get_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_block"); }
+__device__ __forceinline__ void shoalx_double_put_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_double_get_nbi_block(double* dest, const double* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(double), pe, "shoalx_double_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_double_iput_block(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iput_block"); }
 __device__ __forceinline__ void shoalx_double_iget_block(double* dest, const double* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_double_iget_block"); }
 __host__ __device__ inline void shoal_char_put(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoal_char_put");
 #else
   shoal_detail_host_char_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_char_get(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoal_char_get");
 #else
   shoal_detail_host_char_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_char_put_nbi(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoal_char_put_nbi");
 #else
   shoal_detail_host_char_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_char_get_nbi(char* dest, const char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoal_char_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoal_char_get_nbi");
 #else
   shoal_detail_host_char_get_nbi(dest, source, nelems, pe);
 #endif
@@ -351,42 +351,42 @@ __host__ __device__ inline void shoal_char_iget(char* dest, const char* source, 
   shoal_detail_host_char_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_char_put_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_warp"); }
-__device__ __forceinline__ void shoalx_char_get_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_warp"); }
-__device__ __forceinline__ void shoalx_char_put_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_char_get_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_char_put_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_warp"); }
+__device__ __forceinline__ void shoalx_char_get_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_warp"); }
+__device__ __forceinline__ void shoalx_char_put_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_char_get_nbi_warp(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_char_iput_warp(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iput_warp"); }
 __device__ __forceinline__ void shoalx_char_iget_warp(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iget_warp"); }
-__device__ __forceinline__ void shoalx_char_put_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_block"); }
-__device__ __forceinline__ void shoalx_char_get_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_block"); }
-__device__ __forceinline__ void shoalx_char_put_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_char_get_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_char_put_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_block"); }
+__device__ __forceinline__ void shoalx_char_get_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_block"); }
+__device__ __forceinline__ void shoalx_char_put_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_char_get_nbi_block(char* dest, const char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(char), pe, "shoalx_char_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_char_iput_block(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iput_block"); }
 __device__ __forceinline__ void shoalx_char_iget_block(char* dest, const char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_char_iget_block"); }
 __host__ __device__ inline void shoal_schar_put(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put");
 #else
   shoal_detail_host_schar_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_schar_get(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get");
 #else
   shoal_detail_host_schar_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_schar_put_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_put_nbi");
 #else
   shoal_detail_host_schar_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_schar_get_nbi(signed char* dest, const signed char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoal_schar_get_nbi");
 #else
   shoal_detail_host_schar_get_nbi(dest, source, nelems, pe);
 #endif
@@ -419,42 +419,42 @@ __host__ __device__ inline void shoal_schar_iget(signed char* dest, const signed
   shoal_detail_host_schar_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_schar_put_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_warp"); }
-__device__ __forceinline__ void shoalx_schar_get_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_warp"); }
-__device__ __forceinline__ void shoalx_schar_put_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_schar_get_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_schar_put_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_warp"); }
+__device__ __forceinline__ void shoalx_schar_get_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_warp"); }
+__device__ __forceinline__ void shoalx_schar_put_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_schar_get_nbi_warp(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_schar_iput_warp(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iput_warp"); }
 __device__ __forceinline__ void shoalx_schar_iget_warp(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iget_warp"); }
-__device__ __forceinline__ void shoalx_schar_put_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_block"); }
-__device__ __forceinline__ void shoalx_schar_get_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_block"); }
-__device__ __forceinline__ void shoalx_schar_put_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_schar_get_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_schar_put_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_block"); }
+__device__ __forceinline__ void shoalx_schar_get_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_block"); }
+__device__ __forceinline__ void shoalx_schar_put_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_schar_get_nbi_block(signed char* dest, const signed char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(signed char), pe, "shoalx_schar_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_schar_iput_block(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iput_block"); }
 __device__ __forceinline__ void shoalx_schar_iget_block(signed char* dest, const signed char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_schar_iget_block"); }
 __host__ __device__ inline void shoal_short_put(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoal_short_put");
 #else
   shoal_detail_host_short_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_short_get(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoal_short_get");
 #else
   shoal_detail_host_short_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_short_put_nbi(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoal_short_put_nbi");
 #else
   shoal_detail_host_short_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_short_get_nbi(short* dest, const short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoal_short_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoal_short_get_nbi");
 #else
   shoal_detail_host_short_get_nbi(dest, source, nelems, pe);
 #endif
@@ -487,42 +487,42 @@ __host__ __device__ inline void shoal_short_iget(short* dest, const short* sourc
   shoal_detail_host_short_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_short_put_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_warp"); }
-__device__ __forceinline__ void shoalx_short_get_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_warp"); }
-__device__ __forceinline__ void shoalx_short_put_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_short_get_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_short_put_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_warp"); }
+__device__ __forceinline__ void shoalx_short_get_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_warp"); }
+__device__ __forceinline__ void shoalx_short_put_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_short_get_nbi_warp(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_short_iput_warp(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iput_warp"); }
 __device__ __forceinline__ void shoalx_short_iget_warp(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iget_warp"); }
-__device__ __forceinline__ void shoalx_short_put_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_block"); }
-__device__ __forceinline__ void shoalx_short_get_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_block"); }
-__device__ __forceinline__ void shoalx_short_put_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_short_get_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_short_put_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_block"); }
+__device__ __forceinline__ void shoalx_short_get_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_block"); }
+__device__ __forceinline__ void shoalx_short_put_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_short_get_nbi_block(short* dest, const short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(short), pe, "shoalx_short_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_short_iput_block(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iput_block"); }
 __device__ __forceinline__ void shoalx_short_iget_block(short* dest, const short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_short_iget_block"); }
 __host__ __device__ inline void shoal_int_put(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoal_int_put");
 #else
   shoal_detail_host_int_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int_get(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoal_int_get");
 #else
   shoal_detail_host_int_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int_put_nbi(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoal_int_put_nbi");
 #else
   shoal_detail_host_int_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int_get_nbi(int* dest, const int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoal_int_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoal_int_get_nbi");
 #else
   shoal_detail_host_int_get_nbi(dest, source, nelems, pe);
 #endif
@@ -555,42 +555,42 @@ __host__ __device__ inline void shoal_int_iget(int* dest, const int* source, ptr
   shoal_detail_host_int_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_int_put_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_warp"); }
-__device__ __forceinline__ void shoalx_int_get_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_warp"); }
-__device__ __forceinline__ void shoalx_int_put_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int_get_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int_put_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_warp"); }
+__device__ __forceinline__ void shoalx_int_get_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_warp"); }
+__device__ __forceinline__ void shoalx_int_put_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int_get_nbi_warp(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int_iput_warp(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iput_warp"); }
 __device__ __forceinline__ void shoalx_int_iget_warp(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iget_warp"); }
-__device__ __forceinline__ void shoalx_int_put_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_block"); }
-__device__ __forceinline__ void shoalx_int_get_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_block"); }
-__device__ __forceinline__ void shoalx_int_put_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int_get_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int_put_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_block"); }
+__device__ __forceinline__ void shoalx_int_get_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_block"); }
+__device__ __forceinline__ void shoalx_int_put_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int_get_nbi_block(int* dest, const int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int), pe, "shoalx_int_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int_iput_block(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iput_block"); }
 __device__ __forceinline__ void shoalx_int_iget_block(int* dest, const int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int_iget_block"); }
 __host__ __device__ inline void shoal_long_put(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoal_long_put");
 #else
   shoal_detail_host_long_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_long_get(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoal_long_get");
 #else
   shoal_detail_host_long_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_long_put_nbi(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoal_long_put_nbi");
 #else
   shoal_detail_host_long_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_long_get_nbi(long* dest, const long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoal_long_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoal_long_get_nbi");
 #else
   shoal_detail_host_long_get_nbi(dest, source, nelems, pe);
 #endif
@@ -623,42 +623,42 @@ __host__ __device__ inline void shoal_long_iget(long* dest, const long* source, 
   shoal_detail_host_long_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_long_put_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_warp"); }
-__device__ __forceinline__ void shoalx_long_get_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_warp"); }
-__device__ __forceinline__ void shoalx_long_put_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_long_get_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_long_put_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_warp"); }
+__device__ __forceinline__ void shoalx_long_get_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_warp"); }
+__device__ __forceinline__ void shoalx_long_put_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_long_get_nbi_warp(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_long_iput_warp(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iput_warp"); }
 __device__ __forceinline__ void shoalx_long_iget_warp(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iget_warp"); }
-__device__ __forceinline__ void shoalx_long_put_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_block"); }
-__device__ __forceinline__ void shoalx_long_get_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_block"); }
-__device__ __forceinline__ void shoalx_long_put_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_long_get_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_long_put_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_block"); }
+__device__ __forceinline__ void shoalx_long_get_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_block"); }
+__device__ __forceinline__ void shoalx_long_put_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_long_get_nbi_block(long* dest, const long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long), pe, "shoalx_long_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_long_iput_block(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iput_block"); }
 __device__ __forceinline__ void shoalx_long_iget_block(long* dest, const long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_long_iget_block"); }
 __host__ __device__ inline void shoal_longlong_put(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put");
 #else
   shoal_detail_host_longlong_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_longlong_get(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get");
 #else
   shoal_detail_host_longlong_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_longlong_put_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_put_nbi");
 #else
   shoal_detail_host_longlong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_longlong_get_nbi(long long* dest, const long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoal_longlong_get_nbi");
 #else
   shoal_detail_host_longlong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -691,42 +691,42 @@ __host__ __device__ inline void shoal_longlong_iget(long long* dest, const long 
   shoal_detail_host_longlong_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_longlong_put_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_warp"); }
-__device__ __forceinline__ void shoalx_longlong_get_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_warp"); }
-__device__ __forceinline__ void shoalx_longlong_put_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_longlong_get_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_longlong_put_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_warp"); }
+__device__ __forceinline__ void shoalx_longlong_get_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_warp"); }
+__device__ __forceinline__ void shoalx_longlong_put_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_longlong_get_nbi_warp(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_longlong_iput_warp(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iput_warp"); }
 __device__ __forceinline__ void shoalx_longlong_iget_warp(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iget_warp"); }
-__device__ __forceinline__ void shoalx_longlong_put_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_block"); }
-__device__ __forceinline__ void shoalx_longlong_get_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_block"); }
-__device__ __forceinline__ void shoalx_longlong_put_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_longlong_get_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_longlong_put_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_block"); }
+__device__ __forceinline__ void shoalx_longlong_get_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_block"); }
+__device__ __forceinline__ void shoalx_longlong_put_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_longlong_get_nbi_block(long long* dest, const long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(long long), pe, "shoalx_longlong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_longlong_iput_block(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iput_block"); }
 __device__ __forceinline__ void shoalx_longlong_iget_block(long long* dest, const long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_longlong_iget_block"); }
 __host__ __device__ inline void shoal_uchar_put(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put");
 #else
   shoal_detail_host_uchar_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uchar_get(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get");
 #else
   shoal_detail_host_uchar_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uchar_put_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_put_nbi");
 #else
   shoal_detail_host_uchar_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uchar_get_nbi(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoal_uchar_get_nbi");
 #else
   shoal_detail_host_uchar_get_nbi(dest, source, nelems, pe);
 #endif
@@ -759,42 +759,42 @@ __host__ __device__ inline void shoal_uchar_iget(unsigned char* dest, const unsi
   shoal_detail_host_uchar_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uchar_put_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_warp"); }
-__device__ __forceinline__ void shoalx_uchar_get_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_warp"); }
-__device__ __forceinline__ void shoalx_uchar_put_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uchar_get_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uchar_put_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_warp"); }
+__device__ __forceinline__ void shoalx_uchar_get_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_warp"); }
+__device__ __forceinline__ void shoalx_uchar_put_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uchar_get_nbi_warp(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uchar_iput_warp(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iput_warp"); }
 __device__ __forceinline__ void shoalx_uchar_iget_warp(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iget_warp"); }
-__device__ __forceinline__ void shoalx_uchar_put_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_block"); }
-__device__ __forceinline__ void shoalx_uchar_get_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_block"); }
-__device__ __forceinline__ void shoalx_uchar_put_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uchar_get_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uchar_put_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_block"); }
+__device__ __forceinline__ void shoalx_uchar_get_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_block"); }
+__device__ __forceinline__ void shoalx_uchar_put_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uchar_get_nbi_block(unsigned char* dest, const unsigned char* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned char), pe, "shoalx_uchar_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uchar_iput_block(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iput_block"); }
 __device__ __forceinline__ void shoalx_uchar_iget_block(unsigned char* dest, const unsigned char* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uchar_iget_block"); }
 __host__ __device__ inline void shoal_ushort_put(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put");
 #else
   shoal_detail_host_ushort_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ushort_get(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get");
 #else
   shoal_detail_host_ushort_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ushort_put_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_put_nbi");
 #else
   shoal_detail_host_ushort_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ushort_get_nbi(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoal_ushort_get_nbi");
 #else
   shoal_detail_host_ushort_get_nbi(dest, source, nelems, pe);
 #endif
@@ -827,42 +827,42 @@ __host__ __device__ inline void shoal_ushort_iget(unsigned short* dest, const un
   shoal_detail_host_ushort_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_ushort_put_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_warp"); }
-__device__ __forceinline__ void shoalx_ushort_get_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_warp"); }
-__device__ __forceinline__ void shoalx_ushort_put_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ushort_get_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ushort_put_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_warp"); }
+__device__ __forceinline__ void shoalx_ushort_get_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_warp"); }
+__device__ __forceinline__ void shoalx_ushort_put_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ushort_get_nbi_warp(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ushort_iput_warp(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iput_warp"); }
 __device__ __forceinline__ void shoalx_ushort_iget_warp(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iget_warp"); }
-__device__ __forceinline__ void shoalx_ushort_put_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_block"); }
-__device__ __forceinline__ void shoalx_ushort_get_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_block"); }
-__device__ __forceinline__ void shoalx_ushort_put_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ushort_get_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ushort_put_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_block"); }
+__device__ __forceinline__ void shoalx_ushort_get_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_block"); }
+__device__ __forceinline__ void shoalx_ushort_put_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ushort_get_nbi_block(unsigned short* dest, const unsigned short* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned short), pe, "shoalx_ushort_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ushort_iput_block(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iput_block"); }
 __device__ __forceinline__ void shoalx_ushort_iget_block(unsigned short* dest, const unsigned short* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ushort_iget_block"); }
 __host__ __device__ inline void shoal_uint_put(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put");
 #else
   shoal_detail_host_uint_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint_get(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get");
 #else
   shoal_detail_host_uint_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint_put_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_put_nbi");
 #else
   shoal_detail_host_uint_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint_get_nbi(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoal_uint_get_nbi");
 #else
   shoal_detail_host_uint_get_nbi(dest, source, nelems, pe);
 #endif
@@ -895,42 +895,42 @@ __host__ __device__ inline void shoal_uint_iget(unsigned int* dest, const unsign
   shoal_detail_host_uint_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uint_put_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_warp"); }
-__device__ __forceinline__ void shoalx_uint_get_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_warp"); }
-__device__ __forceinline__ void shoalx_uint_put_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint_get_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint_put_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_warp"); }
+__device__ __forceinline__ void shoalx_uint_get_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_warp"); }
+__device__ __forceinline__ void shoalx_uint_put_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint_get_nbi_warp(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint_iput_warp(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint_iget_warp(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iget_warp"); }
-__device__ __forceinline__ void shoalx_uint_put_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_block"); }
-__device__ __forceinline__ void shoalx_uint_get_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_block"); }
-__device__ __forceinline__ void shoalx_uint_put_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint_get_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint_put_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_block"); }
+__device__ __forceinline__ void shoalx_uint_get_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_block"); }
+__device__ __forceinline__ void shoalx_uint_put_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint_get_nbi_block(unsigned int* dest, const unsigned int* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned int), pe, "shoalx_uint_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint_iput_block(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iput_block"); }
 __device__ __forceinline__ void shoalx_uint_iget_block(unsigned int* dest, const unsigned int* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint_iget_block"); }
 __host__ __device__ inline void shoal_ulong_put(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put");
 #else
   shoal_detail_host_ulong_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulong_get(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get");
 #else
   shoal_detail_host_ulong_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulong_put_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_put_nbi");
 #else
   shoal_detail_host_ulong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulong_get_nbi(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoal_ulong_get_nbi");
 #else
   shoal_detail_host_ulong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -963,42 +963,42 @@ __host__ __device__ inline void shoal_ulong_iget(unsigned long* dest, const unsi
   shoal_detail_host_ulong_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_ulong_put_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_warp"); }
-__device__ __forceinline__ void shoalx_ulong_get_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_warp"); }
-__device__ __forceinline__ void shoalx_ulong_put_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ulong_get_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulong_put_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_warp"); }
+__device__ __forceinline__ void shoalx_ulong_get_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_warp"); }
+__device__ __forceinline__ void shoalx_ulong_put_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulong_get_nbi_warp(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulong_iput_warp(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iput_warp"); }
 __device__ __forceinline__ void shoalx_ulong_iget_warp(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iget_warp"); }
-__device__ __forceinline__ void shoalx_ulong_put_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_block"); }
-__device__ __forceinline__ void shoalx_ulong_get_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_block"); }
-__device__ __forceinline__ void shoalx_ulong_put_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ulong_get_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulong_put_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_block"); }
+__device__ __forceinline__ void shoalx_ulong_get_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_block"); }
+__device__ __forceinline__ void shoalx_ulong_put_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulong_get_nbi_block(unsigned long* dest, const unsigned long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long), pe, "shoalx_ulong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ulong_iput_block(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iput_block"); }
 __device__ __forceinline__ void shoalx_ulong_iget_block(unsigned long* dest, const unsigned long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulong_iget_block"); }
 __host__ __device__ inline void shoal_ulonglong_put(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put");
 #else
   shoal_detail_host_ulonglong_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulonglong_get(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get");
 #else
   shoal_detail_host_ulonglong_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulonglong_put_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_put_nbi");
 #else
   shoal_detail_host_ulonglong_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ulonglong_get_nbi(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoal_ulonglong_get_nbi");
 #else
   shoal_detail_host_ulonglong_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1031,42 +1031,42 @@ __host__ __device__ inline void shoal_ulonglong_iget(unsigned long long* dest, c
   shoal_detail_host_ulonglong_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_ulonglong_put_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_nbi_warp(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_iput_warp(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iput_warp"); }
 __device__ __forceinline__ void shoalx_ulonglong_iget_warp(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iget_warp"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_put_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ulonglong_get_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_put_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ulonglong_get_nbi_block(unsigned long long* dest, const unsigned long long* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(unsigned long long), pe, "shoalx_ulonglong_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ulonglong_iput_block(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iput_block"); }
 __device__ __forceinline__ void shoalx_ulonglong_iget_block(unsigned long long* dest, const unsigned long long* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ulonglong_iget_block"); }
 __host__ __device__ inline void shoal_int8_put(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put");
 #else
   shoal_detail_host_int8_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int8_get(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get");
 #else
   shoal_detail_host_int8_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int8_put_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_put_nbi");
 #else
   shoal_detail_host_int8_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int8_get_nbi(int8_t* dest, const int8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoal_int8_get_nbi");
 #else
   shoal_detail_host_int8_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1099,42 +1099,42 @@ __host__ __device__ inline void shoal_int8_iget(int8_t* dest, const int8_t* sour
   shoal_detail_host_int8_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_int8_put_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_warp"); }
-__device__ __forceinline__ void shoalx_int8_get_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_warp"); }
-__device__ __forceinline__ void shoalx_int8_put_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int8_get_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int8_put_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_warp"); }
+__device__ __forceinline__ void shoalx_int8_get_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_warp"); }
+__device__ __forceinline__ void shoalx_int8_put_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int8_get_nbi_warp(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int8_iput_warp(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iput_warp"); }
 __device__ __forceinline__ void shoalx_int8_iget_warp(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iget_warp"); }
-__device__ __forceinline__ void shoalx_int8_put_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_block"); }
-__device__ __forceinline__ void shoalx_int8_get_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_block"); }
-__device__ __forceinline__ void shoalx_int8_put_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int8_get_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int8_put_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_block"); }
+__device__ __forceinline__ void shoalx_int8_get_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_block"); }
+__device__ __forceinline__ void shoalx_int8_put_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int8_get_nbi_block(int8_t* dest, const int8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int8_t), pe, "shoalx_int8_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int8_iput_block(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iput_block"); }
 __device__ __forceinline__ void shoalx_int8_iget_block(int8_t* dest, const int8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int8_iget_block"); }
 __host__ __device__ inline void shoal_int16_put(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put");
 #else
   shoal_detail_host_int16_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int16_get(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get");
 #else
   shoal_detail_host_int16_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int16_put_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_put_nbi");
 #else
   shoal_detail_host_int16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int16_get_nbi(int16_t* dest, const int16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoal_int16_get_nbi");
 #else
   shoal_detail_host_int16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1167,42 +1167,42 @@ __host__ __device__ inline void shoal_int16_iget(int16_t* dest, const int16_t* s
   shoal_detail_host_int16_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_int16_put_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_warp"); }
-__device__ __forceinline__ void shoalx_int16_get_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_warp"); }
-__device__ __forceinline__ void shoalx_int16_put_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int16_get_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int16_put_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_warp"); }
+__device__ __forceinline__ void shoalx_int16_get_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_warp"); }
+__device__ __forceinline__ void shoalx_int16_put_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int16_get_nbi_warp(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int16_iput_warp(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iput_warp"); }
 __device__ __forceinline__ void shoalx_int16_iget_warp(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iget_warp"); }
-__device__ __forceinline__ void shoalx_int16_put_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_block"); }
-__device__ __forceinline__ void shoalx_int16_get_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_block"); }
-__device__ __forceinline__ void shoalx_int16_put_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int16_get_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int16_put_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_block"); }
+__device__ __forceinline__ void shoalx_int16_get_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_block"); }
+__device__ __forceinline__ void shoalx_int16_put_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int16_get_nbi_block(int16_t* dest, const int16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int16_t), pe, "shoalx_int16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int16_iput_block(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iput_block"); }
 __device__ __forceinline__ void shoalx_int16_iget_block(int16_t* dest, const int16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int16_iget_block"); }
 __host__ __device__ inline void shoal_int32_put(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put");
 #else
   shoal_detail_host_int32_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int32_get(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get");
 #else
   shoal_detail_host_int32_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int32_put_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_put_nbi");
 #else
   shoal_detail_host_int32_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int32_get_nbi(int32_t* dest, const int32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoal_int32_get_nbi");
 #else
   shoal_detail_host_int32_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1235,42 +1235,42 @@ __host__ __device__ inline void shoal_int32_iget(int32_t* dest, const int32_t* s
   shoal_detail_host_int32_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_int32_put_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_warp"); }
-__device__ __forceinline__ void shoalx_int32_get_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_warp"); }
-__device__ __forceinline__ void shoalx_int32_put_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int32_get_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int32_put_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_warp"); }
+__device__ __forceinline__ void shoalx_int32_get_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_warp"); }
+__device__ __forceinline__ void shoalx_int32_put_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int32_get_nbi_warp(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int32_iput_warp(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iput_warp"); }
 __device__ __forceinline__ void shoalx_int32_iget_warp(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iget_warp"); }
-__device__ __forceinline__ void shoalx_int32_put_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_block"); }
-__device__ __forceinline__ void shoalx_int32_get_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_block"); }
-__device__ __forceinline__ void shoalx_int32_put_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int32_get_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int32_put_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_block"); }
+__device__ __forceinline__ void shoalx_int32_get_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_block"); }
+__device__ __forceinline__ void shoalx_int32_put_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int32_get_nbi_block(int32_t* dest, const int32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int32_t), pe, "shoalx_int32_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int32_iput_block(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iput_block"); }
 __device__ __forceinline__ void shoalx_int32_iget_block(int32_t* dest, const int32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int32_iget_block"); }
 __host__ __device__ inline void shoal_int64_put(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put");
 #else
   shoal_detail_host_int64_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int64_get(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get");
 #else
   shoal_detail_host_int64_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int64_put_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_put_nbi");
 #else
   shoal_detail_host_int64_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_int64_get_nbi(int64_t* dest, const int64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoal_int64_get_nbi");
 #else
   shoal_detail_host_int64_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1303,42 +1303,42 @@ __host__ __device__ inline void shoal_int64_iget(int64_t* dest, const int64_t* s
   shoal_detail_host_int64_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_int64_put_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_warp"); }
-__device__ __forceinline__ void shoalx_int64_get_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_warp"); }
-__device__ __forceinline__ void shoalx_int64_put_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_int64_get_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int64_put_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_warp"); }
+__device__ __forceinline__ void shoalx_int64_get_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_warp"); }
+__device__ __forceinline__ void shoalx_int64_put_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_int64_get_nbi_warp(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_int64_iput_warp(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iput_warp"); }
 __device__ __forceinline__ void shoalx_int64_iget_warp(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iget_warp"); }
-__device__ __forceinline__ void shoalx_int64_put_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_block"); }
-__device__ __forceinline__ void shoalx_int64_get_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_block"); }
-__device__ __forceinline__ void shoalx_int64_put_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_int64_get_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_int64_put_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_block"); }
+__device__ __forceinline__ void shoalx_int64_get_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_block"); }
+__device__ __forceinline__ void shoalx_int64_put_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_int64_get_nbi_block(int64_t* dest, const int64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(int64_t), pe, "shoalx_int64_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_int64_iput_block(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iput_block"); }
 __device__ __forceinline__ void shoalx_int64_iget_block(int64_t* dest, const int64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_int64_iget_block"); }
 __host__ __device__ inline void shoal_uint8_put(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put");
 #else
   shoal_detail_host_uint8_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint8_get(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get");
 #else
   shoal_detail_host_uint8_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint8_put_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_put_nbi");
 #else
   shoal_detail_host_uint8_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint8_get_nbi(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoal_uint8_get_nbi");
 #else
   shoal_detail_host_uint8_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1371,42 +1371,42 @@ __host__ __device__ inline void shoal_uint8_iget(uint8_t* dest, const uint8_t* s
   shoal_detail_host_uint8_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uint8_put_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_warp"); }
-__device__ __forceinline__ void shoalx_uint8_get_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_warp"); }
-__device__ __forceinline__ void shoalx_uint8_put_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint8_get_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint8_put_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_warp"); }
+__device__ __forceinline__ void shoalx_uint8_get_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_warp"); }
+__device__ __forceinline__ void shoalx_uint8_put_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint8_get_nbi_warp(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint8_iput_warp(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint8_iget_warp(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iget_warp"); }
-__device__ __forceinline__ void shoalx_uint8_put_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_block"); }
-__device__ __forceinline__ void shoalx_uint8_get_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_block"); }
-__device__ __forceinline__ void shoalx_uint8_put_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint8_get_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint8_put_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_block"); }
+__device__ __forceinline__ void shoalx_uint8_get_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_block"); }
+__device__ __forceinline__ void shoalx_uint8_put_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint8_get_nbi_block(uint8_t* dest, const uint8_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint8_t), pe, "shoalx_uint8_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint8_iput_block(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iput_block"); }
 __device__ __forceinline__ void shoalx_uint8_iget_block(uint8_t* dest, const uint8_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint8_iget_block"); }
 __host__ __device__ inline void shoal_uint16_put(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put");
 #else
   shoal_detail_host_uint16_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint16_get(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get");
 #else
   shoal_detail_host_uint16_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint16_put_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_put_nbi");
 #else
   shoal_detail_host_uint16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint16_get_nbi(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoal_uint16_get_nbi");
 #else
   shoal_detail_host_uint16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1439,42 +1439,42 @@ __host__ __device__ inline void shoal_uint16_iget(uint16_t* dest, const uint16_t
   shoal_detail_host_uint16_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uint16_put_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_warp"); }
-__device__ __forceinline__ void shoalx_uint16_get_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_warp"); }
-__device__ __forceinline__ void shoalx_uint16_put_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint16_get_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint16_put_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_warp"); }
+__device__ __forceinline__ void shoalx_uint16_get_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_warp"); }
+__device__ __forceinline__ void shoalx_uint16_put_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint16_get_nbi_warp(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint16_iput_warp(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint16_iget_warp(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iget_warp"); }
-__device__ __forceinline__ void shoalx_uint16_put_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_block"); }
-__device__ __forceinline__ void shoalx_uint16_get_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_block"); }
-__device__ __forceinline__ void shoalx_uint16_put_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint16_get_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint16_put_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_block"); }
+__device__ __forceinline__ void shoalx_uint16_get_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_block"); }
+__device__ __forceinline__ void shoalx_uint16_put_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint16_get_nbi_block(uint16_t* dest, const uint16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint16_t), pe, "shoalx_uint16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint16_iput_block(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iput_block"); }
 __device__ __forceinline__ void shoalx_uint16_iget_block(uint16_t* dest, const uint16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint16_iget_block"); }
 __host__ __device__ inline void shoal_uint32_put(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put");
 #else
   shoal_detail_host_uint32_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint32_get(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get");
 #else
   shoal_detail_host_uint32_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint32_put_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_put_nbi");
 #else
   shoal_detail_host_uint32_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint32_get_nbi(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoal_uint32_get_nbi");
 #else
   shoal_detail_host_uint32_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1507,42 +1507,42 @@ __host__ __device__ inline void shoal_uint32_iget(uint32_t* dest, const uint32_t
   shoal_detail_host_uint32_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uint32_put_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_warp"); }
-__device__ __forceinline__ void shoalx_uint32_get_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_warp"); }
-__device__ __forceinline__ void shoalx_uint32_put_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint32_get_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint32_put_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_warp"); }
+__device__ __forceinline__ void shoalx_uint32_get_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_warp"); }
+__device__ __forceinline__ void shoalx_uint32_put_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint32_get_nbi_warp(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint32_iput_warp(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint32_iget_warp(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iget_warp"); }
-__device__ __forceinline__ void shoalx_uint32_put_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_block"); }
-__device__ __forceinline__ void shoalx_uint32_get_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_block"); }
-__device__ __forceinline__ void shoalx_uint32_put_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint32_get_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint32_put_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_block"); }
+__device__ __forceinline__ void shoalx_uint32_get_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_block"); }
+__device__ __forceinline__ void shoalx_uint32_put_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint32_get_nbi_block(uint32_t* dest, const uint32_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint32_t), pe, "shoalx_uint32_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint32_iput_block(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iput_block"); }
 __device__ __forceinline__ void shoalx_uint32_iget_block(uint32_t* dest, const uint32_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint32_iget_block"); }
 __host__ __device__ inline void shoal_uint64_put(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put");
 #else
   shoal_detail_host_uint64_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint64_get(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get");
 #else
   shoal_detail_host_uint64_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint64_put_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_put_nbi");
 #else
   shoal_detail_host_uint64_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_uint64_get_nbi(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoal_uint64_get_nbi");
 #else
   shoal_detail_host_uint64_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1575,42 +1575,42 @@ __host__ __device__ inline void shoal_uint64_iget(uint64_t* dest, const uint64_t
   shoal_detail_host_uint64_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_uint64_put_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_warp"); }
-__device__ __forceinline__ void shoalx_uint64_get_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_warp"); }
-__device__ __forceinline__ void shoalx_uint64_put_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_uint64_get_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint64_put_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_warp"); }
+__device__ __forceinline__ void shoalx_uint64_get_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_warp"); }
+__device__ __forceinline__ void shoalx_uint64_put_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_uint64_get_nbi_warp(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_uint64_iput_warp(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iput_warp"); }
 __device__ __forceinline__ void shoalx_uint64_iget_warp(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iget_warp"); }
-__device__ __forceinline__ void shoalx_uint64_put_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_block"); }
-__device__ __forceinline__ void shoalx_uint64_get_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_block"); }
-__device__ __forceinline__ void shoalx_uint64_put_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_uint64_get_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint64_put_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_block"); }
+__device__ __forceinline__ void shoalx_uint64_get_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_block"); }
+__device__ __forceinline__ void shoalx_uint64_put_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_uint64_get_nbi_block(uint64_t* dest, const uint64_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(uint64_t), pe, "shoalx_uint64_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_uint64_iput_block(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iput_block"); }
 __device__ __forceinline__ void shoalx_uint64_iget_block(uint64_t* dest, const uint64_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_uint64_iget_block"); }
 __host__ __device__ inline void shoal_size_put(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put");
 #else
   shoal_detail_host_size_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_size_get(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get");
 #else
   shoal_detail_host_size_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_size_put_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoal_size_put_nbi");
 #else
   shoal_detail_host_size_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_size_get_nbi(size_t* dest, const size_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoal_size_get_nbi");
 #else
   shoal_detail_host_size_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1643,42 +1643,42 @@ __host__ __device__ inline void shoal_size_iget(size_t* dest, const size_t* sour
   shoal_detail_host_size_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_size_put_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_warp"); }
-__device__ __forceinline__ void shoalx_size_get_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_warp"); }
-__device__ __forceinline__ void shoalx_size_put_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_size_get_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_size_put_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_warp"); }
+__device__ __forceinline__ void shoalx_size_get_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_warp"); }
+__device__ __forceinline__ void shoalx_size_put_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_size_get_nbi_warp(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_size_iput_warp(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iput_warp"); }
 __device__ __forceinline__ void shoalx_size_iget_warp(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iget_warp"); }
-__device__ __forceinline__ void shoalx_size_put_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_block"); }
-__device__ __forceinline__ void shoalx_size_get_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_block"); }
-__device__ __forceinline__ void shoalx_size_put_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_size_get_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_size_put_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_block"); }
+__device__ __forceinline__ void shoalx_size_get_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_block"); }
+__device__ __forceinline__ void shoalx_size_put_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_size_get_nbi_block(size_t* dest, const size_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(size_t), pe, "shoalx_size_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_size_iput_block(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iput_block"); }
 __device__ __forceinline__ void shoalx_size_iget_block(size_t* dest, const size_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_size_iget_block"); }
 __host__ __device__ inline void shoal_ptrdiff_put(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put");
 #else
   shoal_detail_host_ptrdiff_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ptrdiff_get(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get");
 #else
   shoal_detail_host_ptrdiff_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ptrdiff_put_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_put_nbi");
 #else
   shoal_detail_host_ptrdiff_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_ptrdiff_get_nbi(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoal_ptrdiff_get_nbi");
 #else
   shoal_detail_host_ptrdiff_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1711,42 +1711,42 @@ __host__ __device__ inline void shoal_ptrdiff_iget(ptrdiff_t* dest, const ptrdif
   shoal_detail_host_ptrdiff_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_ptrdiff_put_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_warp(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iput_warp(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iput_warp"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iget_warp(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iget_warp"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_put_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_ptrdiff_get_nbi_block(ptrdiff_t* dest, const ptrdiff_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(ptrdiff_t), pe, "shoalx_ptrdiff_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iput_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iput_block"); }
 __device__ __forceinline__ void shoalx_ptrdiff_iget_block(ptrdiff_t* dest, const ptrdiff_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_ptrdiff_iget_block"); }
 __host__ __device__ inline void shoal_half_put(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put");
 #else
   shoal_detail_host_half_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_half_get(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get");
 #else
   shoal_detail_host_half_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_half_put_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_put_nbi");
 #else
   shoal_detail_host_half_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_half_get_nbi(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoal_half_get_nbi");
 #else
   shoal_detail_host_half_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1779,42 +1779,42 @@ __host__ __device__ inline void shoal_half_iget(shoal_half_t* dest, const shoal_
   shoal_detail_host_half_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_half_put_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_warp"); }
-__device__ __forceinline__ void shoalx_half_get_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_warp"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_put_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_warp"); }
+__device__ __forceinline__ void shoalx_half_get_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_warp"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_warp(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_half_iput_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_warp"); }
 __device__ __forceinline__ void shoalx_half_iget_warp(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_warp"); }
-__device__ __forceinline__ void shoalx_half_put_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_block"); }
-__device__ __forceinline__ void shoalx_half_get_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_block"); }
-__device__ __forceinline__ void shoalx_half_put_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_half_get_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_put_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_block"); }
+__device__ __forceinline__ void shoalx_half_get_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_block"); }
+__device__ __forceinline__ void shoalx_half_put_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_half_get_nbi_block(shoal_half_t* dest, const shoal_half_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_half_t), pe, "shoalx_half_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_half_iput_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iput_block"); }
 __device__ __forceinline__ void shoalx_half_iget_block(shoal_half_t* dest, const shoal_half_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_half_iget_block"); }
 __host__ __device__ inline void shoal_bfloat16_put(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put");
 #else
   shoal_detail_host_bfloat16_put(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_bfloat16_get(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get");
 #else
   shoal_detail_host_bfloat16_get(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_bfloat16_put_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_put_nbi");
 #else
   shoal_detail_host_bfloat16_put_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_bfloat16_get_nbi(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoal_bfloat16_get_nbi");
 #else
   shoal_detail_host_bfloat16_get_nbi(dest, source, nelems, pe);
 #endif
@@ -1847,44 +1847,44 @@ __host__ __device__ inline void shoal_bfloat16_iget(shoal_bfloat16_t* dest, cons
   shoal_detail_host_bfloat16_iget(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_bfloat16_put_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_warp"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_iput_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_warp"); }
 __device__ __forceinline__ void shoalx_bfloat16_iget_warp(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_warp"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_block"); }
-__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_put_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_put_nbi_block"); }
+__device__ __forceinline__ void shoalx_bfloat16_get_nbi_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * sizeof(shoal_bfloat16_t), pe, "shoalx_bfloat16_get_nbi_block"); }
 __device__ __forceinline__ void shoalx_bfloat16_iput_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iput_block"); }
 __device__ __forceinline__ void shoalx_bfloat16_iget_block(shoal_bfloat16_t* dest, const shoal_bfloat16_t* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, dest, source, dst, sst, nelems, pe, "shoalx_bfloat16_iget_block"); }
 
 // RMA: sized (putN/getN, N in bits) and untyped (putmem/getmem), thread/warp/block
 __host__ __device__ inline void shoal_put8(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_put8");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoal_put8");
 #else
   shoal_detail_host_put8(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get8(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_get8");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoal_get8");
 #else
   shoal_detail_host_get8(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_put8_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_put8_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoal_put8_nbi");
 #else
   shoal_detail_host_put8_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get8_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoal_get8_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoal_get8_nbi");
 #else
   shoal_detail_host_get8_nbi(dest, source, nelems, pe);
 #endif
@@ -1903,42 +1903,42 @@ __host__ __device__ inline void shoal_iget8(void* dest, const void* source, ptrd
   shoal_detail_host_iget8(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_put8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_warp"); }
-__device__ __forceinline__ void shoalx_get8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_warp"); }
-__device__ __forceinline__ void shoalx_put8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_put8_warp"); }
+__device__ __forceinline__ void shoalx_get8_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_get8_warp"); }
+__device__ __forceinline__ void shoalx_put8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_put8_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get8_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_get8_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput8_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iput8_warp"); }
 __device__ __forceinline__ void shoalx_iget8_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iget8_warp"); }
-__device__ __forceinline__ void shoalx_put8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_block"); }
-__device__ __forceinline__ void shoalx_get8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_block"); }
-__device__ __forceinline__ void shoalx_put8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_put8_nbi_block"); }
-__device__ __forceinline__ void shoalx_get8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 1, pe, "shoalx_get8_nbi_block"); }
+__device__ __forceinline__ void shoalx_put8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_put8_block"); }
+__device__ __forceinline__ void shoalx_get8_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_get8_block"); }
+__device__ __forceinline__ void shoalx_put8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_put8_nbi_block"); }
+__device__ __forceinline__ void shoalx_get8_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 1, pe, "shoalx_get8_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput8_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iput8_block"); }
 __device__ __forceinline__ void shoalx_iget8_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint8_t*>(dest), static_cast<const uint8_t*>(source), dst, sst, nelems, pe, "shoalx_iget8_block"); }
 __host__ __device__ inline void shoal_put16(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_put16");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoal_put16");
 #else
   shoal_detail_host_put16(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get16(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_get16");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoal_get16");
 #else
   shoal_detail_host_get16(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_put16_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_put16_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoal_put16_nbi");
 #else
   shoal_detail_host_put16_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get16_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoal_get16_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoal_get16_nbi");
 #else
   shoal_detail_host_get16_nbi(dest, source, nelems, pe);
 #endif
@@ -1957,42 +1957,42 @@ __host__ __device__ inline void shoal_iget16(void* dest, const void* source, ptr
   shoal_detail_host_iget16(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_put16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_warp"); }
-__device__ __forceinline__ void shoalx_get16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_warp"); }
-__device__ __forceinline__ void shoalx_put16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_put16_warp"); }
+__device__ __forceinline__ void shoalx_get16_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_get16_warp"); }
+__device__ __forceinline__ void shoalx_put16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_put16_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get16_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_get16_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput16_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iput16_warp"); }
 __device__ __forceinline__ void shoalx_iget16_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iget16_warp"); }
-__device__ __forceinline__ void shoalx_put16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_block"); }
-__device__ __forceinline__ void shoalx_get16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_block"); }
-__device__ __forceinline__ void shoalx_put16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_put16_nbi_block"); }
-__device__ __forceinline__ void shoalx_get16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 2, pe, "shoalx_get16_nbi_block"); }
+__device__ __forceinline__ void shoalx_put16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_put16_block"); }
+__device__ __forceinline__ void shoalx_get16_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_get16_block"); }
+__device__ __forceinline__ void shoalx_put16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_put16_nbi_block"); }
+__device__ __forceinline__ void shoalx_get16_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 2, pe, "shoalx_get16_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput16_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iput16_block"); }
 __device__ __forceinline__ void shoalx_iget16_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint16_t*>(dest), static_cast<const uint16_t*>(source), dst, sst, nelems, pe, "shoalx_iget16_block"); }
 __host__ __device__ inline void shoal_put32(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_put32");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoal_put32");
 #else
   shoal_detail_host_put32(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get32(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_get32");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoal_get32");
 #else
   shoal_detail_host_get32(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_put32_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_put32_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoal_put32_nbi");
 #else
   shoal_detail_host_put32_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get32_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoal_get32_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoal_get32_nbi");
 #else
   shoal_detail_host_get32_nbi(dest, source, nelems, pe);
 #endif
@@ -2011,42 +2011,42 @@ __host__ __device__ inline void shoal_iget32(void* dest, const void* source, ptr
   shoal_detail_host_iget32(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_put32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_warp"); }
-__device__ __forceinline__ void shoalx_get32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_warp"); }
-__device__ __forceinline__ void shoalx_put32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_put32_warp"); }
+__device__ __forceinline__ void shoalx_get32_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_get32_warp"); }
+__device__ __forceinline__ void shoalx_put32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_put32_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get32_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_get32_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput32_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iput32_warp"); }
 __device__ __forceinline__ void shoalx_iget32_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iget32_warp"); }
-__device__ __forceinline__ void shoalx_put32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_block"); }
-__device__ __forceinline__ void shoalx_get32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_block"); }
-__device__ __forceinline__ void shoalx_put32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_put32_nbi_block"); }
-__device__ __forceinline__ void shoalx_get32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 4, pe, "shoalx_get32_nbi_block"); }
+__device__ __forceinline__ void shoalx_put32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_put32_block"); }
+__device__ __forceinline__ void shoalx_get32_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_get32_block"); }
+__device__ __forceinline__ void shoalx_put32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_put32_nbi_block"); }
+__device__ __forceinline__ void shoalx_get32_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 4, pe, "shoalx_get32_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput32_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iput32_block"); }
 __device__ __forceinline__ void shoalx_iget32_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint32_t*>(dest), static_cast<const uint32_t*>(source), dst, sst, nelems, pe, "shoalx_iget32_block"); }
 __host__ __device__ inline void shoal_put64(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_put64");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoal_put64");
 #else
   shoal_detail_host_put64(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get64(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_get64");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoal_get64");
 #else
   shoal_detail_host_get64(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_put64_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_put64_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoal_put64_nbi");
 #else
   shoal_detail_host_put64_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get64_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoal_get64_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoal_get64_nbi");
 #else
   shoal_detail_host_get64_nbi(dest, source, nelems, pe);
 #endif
@@ -2065,42 +2065,42 @@ __host__ __device__ inline void shoal_iget64(void* dest, const void* source, ptr
   shoal_detail_host_iget64(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_put64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_warp"); }
-__device__ __forceinline__ void shoalx_get64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_warp"); }
-__device__ __forceinline__ void shoalx_put64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_put64_warp"); }
+__device__ __forceinline__ void shoalx_get64_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_get64_warp"); }
+__device__ __forceinline__ void shoalx_put64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_put64_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get64_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_get64_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput64_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iput64_warp"); }
 __device__ __forceinline__ void shoalx_iget64_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iget64_warp"); }
-__device__ __forceinline__ void shoalx_put64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_block"); }
-__device__ __forceinline__ void shoalx_get64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_block"); }
-__device__ __forceinline__ void shoalx_put64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_put64_nbi_block"); }
-__device__ __forceinline__ void shoalx_get64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 8, pe, "shoalx_get64_nbi_block"); }
+__device__ __forceinline__ void shoalx_put64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_put64_block"); }
+__device__ __forceinline__ void shoalx_get64_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_get64_block"); }
+__device__ __forceinline__ void shoalx_put64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_put64_nbi_block"); }
+__device__ __forceinline__ void shoalx_get64_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 8, pe, "shoalx_get64_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput64_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iput64_block"); }
 __device__ __forceinline__ void shoalx_iget64_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<uint64_t*>(dest), static_cast<const uint64_t*>(source), dst, sst, nelems, pe, "shoalx_iget64_block"); }
 __host__ __device__ inline void shoal_put128(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_put128");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoal_put128");
 #else
   shoal_detail_host_put128(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get128(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_get128");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoal_get128");
 #else
   shoal_detail_host_get128(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_put128_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_put128_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoal_put128_nbi");
 #else
   shoal_detail_host_put128_nbi(dest, source, nelems, pe);
 #endif
 }
 __host__ __device__ inline void shoal_get128_nbi(void* dest, const void* source, size_t nelems, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoal_get128_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoal_get128_nbi");
 #else
   shoal_detail_host_get128_nbi(dest, source, nelems, pe);
 #endif
@@ -2119,54 +2119,54 @@ __host__ __device__ inline void shoal_iget128(void* dest, const void* source, pt
   shoal_detail_host_iget128(dest, source, dst, sst, nelems, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_put128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_warp"); }
-__device__ __forceinline__ void shoalx_get128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_warp"); }
-__device__ __forceinline__ void shoalx_put128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_warp"); }
-__device__ __forceinline__ void shoalx_get128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_warp"); }
+__device__ __forceinline__ void shoalx_put128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_put128_warp"); }
+__device__ __forceinline__ void shoalx_get128_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_get128_warp"); }
+__device__ __forceinline__ void shoalx_put128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_put128_nbi_warp"); }
+__device__ __forceinline__ void shoalx_get128_nbi_warp(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_get128_nbi_warp"); }
 __device__ __forceinline__ void shoalx_iput128_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::warp, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iput128_warp"); }
 __device__ __forceinline__ void shoalx_iget128_warp(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::warp, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iget128_warp"); }
-__device__ __forceinline__ void shoalx_put128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_block"); }
-__device__ __forceinline__ void shoalx_get128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_block"); }
-__device__ __forceinline__ void shoalx_put128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_put128_nbi_block"); }
-__device__ __forceinline__ void shoalx_get128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nelems * 16, pe, "shoalx_get128_nbi_block"); }
+__device__ __forceinline__ void shoalx_put128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_put128_block"); }
+__device__ __forceinline__ void shoalx_get128_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_get128_block"); }
+__device__ __forceinline__ void shoalx_put128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_put128_nbi_block"); }
+__device__ __forceinline__ void shoalx_get128_nbi_block(void* dest, const void* source, size_t nelems, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nelems * 16, pe, "shoalx_get128_nbi_block"); }
 __device__ __forceinline__ void shoalx_iput128_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iput(shoal::block, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iput128_block"); }
 __device__ __forceinline__ void shoalx_iget128_block(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { shoal::detail::iget(shoal::block, shoal_detail_world_c, static_cast<shoal::detail::sized_elem<128>::type*>(dest), static_cast<const shoal::detail::sized_elem<128>::type*>(source), dst, sst, nelems, pe, "shoalx_iget128_block"); }
 __host__ __device__ inline void shoal_putmem(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_putmem");
+  shoal::detail::putmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoal_putmem");
 #else
   shoal_detail_host_putmem(dest, source, nbytes, pe);
 #endif
 }
 __host__ __device__ inline void shoal_getmem(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_getmem");
+  shoal::detail::getmem(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoal_getmem");
 #else
   shoal_detail_host_getmem(dest, source, nbytes, pe);
 #endif
 }
 __host__ __device__ inline void shoal_putmem_nbi(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::putmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_putmem_nbi");
+  shoal::detail::putmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoal_putmem_nbi");
 #else
   shoal_detail_host_putmem_nbi(dest, source, nbytes, pe);
 #endif
 }
 __host__ __device__ inline void shoal_getmem_nbi(void* dest, const void* source, size_t nbytes, int pe) {
 #ifdef __CUDA_ARCH__
-  shoal::detail::getmem<true>(shoal::thread, shoal_detail_world_c, dest, source, nbytes, pe, "shoal_getmem_nbi");
+  shoal::detail::getmem<true>(shoal::thread, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoal_getmem_nbi");
 #else
   shoal_detail_host_getmem_nbi(dest, source, nbytes, pe);
 #endif
 }
-__device__ __forceinline__ void shoalx_putmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_warp"); }
-__device__ __forceinline__ void shoalx_getmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_warp"); }
-__device__ __forceinline__ void shoalx_putmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_warp"); }
-__device__ __forceinline__ void shoalx_getmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_warp"); }
-__device__ __forceinline__ void shoalx_putmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_block"); }
-__device__ __forceinline__ void shoalx_getmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_block"); }
-__device__ __forceinline__ void shoalx_putmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_putmem_nbi_block"); }
-__device__ __forceinline__ void shoalx_getmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::block, shoal_detail_world_c, dest, source, nbytes, pe, "shoalx_getmem_nbi_block"); }
+__device__ __forceinline__ void shoalx_putmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_putmem_warp"); }
+__device__ __forceinline__ void shoalx_getmem_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_getmem_warp"); }
+__device__ __forceinline__ void shoalx_putmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_putmem_nbi_warp"); }
+__device__ __forceinline__ void shoalx_getmem_nbi_warp(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::warp, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_getmem_nbi_warp"); }
+__device__ __forceinline__ void shoalx_putmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_putmem_block"); }
+__device__ __forceinline__ void shoalx_getmem_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_getmem_block"); }
+__device__ __forceinline__ void shoalx_putmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::putmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_putmem_nbi_block"); }
+__device__ __forceinline__ void shoalx_getmem_nbi_block(void* dest, const void* source, size_t nbytes, int pe) { shoal::detail::getmem<true>(shoal::block, shoal::detail::facade_world_tag{}, dest, source, nbytes, pe, "shoalx_getmem_nbi_block"); }
 
 // put-with-signal: typed, sized and untyped, blocking and _nbi, thread/warp/block
 __host__ __device__ inline void shoal_float_put_signal(float* dest, const float* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe) {
