@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   app.footer(
       fmt::format("Benchmarks (positional; default: the whole set that runs):\n"
                   "  host set (host-memory PEs, or no device code; --host-issued: its put/get bandwidth, put+quiet and "
-                  "atomic latency on GPU heaps):\n{}\n"
+                  "atomic latency on GPU heaps, with put_on_stream and get_on_stream):\n{}\n"
                   "  device set (GPU heaps; device-initiated, collectives beside NCCL where built):\n{}\n"
                   "Run between PEs: shoalrun -n 2 shoal-bench [benchmarks] [options]; plot a --csv with bench/plot.py.",
                   wrapped(host_set), wrapped(device_set)));

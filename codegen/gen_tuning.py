@@ -4,8 +4,9 @@
 The study (bench/study/study.py, scripts/study.sh) measures every on-stream collective algorithm and channel count
 at each size and PE count and writes the crossovers, with the machine and commit they came from, to
 docs/results/study/defaults.json. This generator turns that file into the one table the library reads
-(src/common/tuning.cc looks a row up; src/coll/coll_stream.cc chooses with it). A variable that the user sets
-(SHOAL_COLL_LL_BYTES, SHOAL_COLL_CE_BYTES, SHOAL_COLL_CHANNEL_BYTES) still wins.
+(src/common/tuning.cc looks a row up; src/coll/coll_stream.cc chooses the collectives' algorithm with it,
+src/runtime/stream_api.cc the on-stream put/get path). A variable that the user sets (SHOAL_COLL_LL_BYTES,
+SHOAL_COLL_CE_BYTES, SHOAL_COLL_CHANNEL_BYTES, SHOAL_STREAM_KERNEL_BYTES) still wins.
 
 Run from anywhere: python3 codegen/gen_tuning.py [--defaults FILE] [--check | --list]
 """
@@ -23,6 +24,7 @@ OUTPUT = ROOT / "src/common/tuning_gen.hpp"
 DEFAULTS = ROOT / "docs/results/study/defaults.json"
 COLLECTIVES = ("allreduce", "broadcast", "fcollect", "alltoall")
 FIELDS = ("n_pes", "ll_max_bytes", "ce_min_bytes", "bytes_per_channel")
+STREAM_FIELDS = ("n_pes", "kernel_max_bytes")
 
 
 def c_string(text):
@@ -33,7 +35,7 @@ def render(defaults):
     src = defaults["source"]
     lines = [
         f"// {generated.marker(GENERATOR)}",
-        "// shoal's on-stream collective defaults per collective and PE count, from docs/results/study/defaults.json",
+        "// shoal's on-stream defaults per PE count (collectives: per collective), from docs/results/study/defaults.json",
         "// (the study's measured crossovers). Looked up by src/common/tuning.cc.",
         "#pragma once",
         "",
@@ -62,6 +64,18 @@ def render(defaults):
                 sys.exit(f"gen_tuning: {name}: n_pes must be >= 2 and bytes_per_channel > 0 ({r})")
             lines.append("    {" + ", ".join(f"{int(r[f])}" + ("u" if f != "n_pes" else "") for f in FIELDS) + "},")
         lines.append("};")
+    rows = sorted(defaults.get("stream_rma", []), key=lambda r: r["n_pes"])
+    if not rows:
+        sys.exit("gen_tuning: stream_rma: no rows in the defaults file")
+    lines.append("inline constexpr stream_row k_stream_rma[] = {")
+    for r in rows:
+        missing = [f for f in STREAM_FIELDS if f not in r]
+        if missing:
+            sys.exit(f"gen_tuning: stream_rma: a row lacks {', '.join(missing)}")
+        if r["n_pes"] < 2 or r["kernel_max_bytes"] < 0:
+            sys.exit(f"gen_tuning: stream_rma: n_pes must be >= 2 and kernel_max_bytes >= 0 ({r})")
+        lines.append(f"    {{{int(r['n_pes'])}, {int(r['kernel_max_bytes'])}u}},")
+    lines.append("};")
     lines += ["", "}  // namespace shoal::detail::tuning", ""]
     return "\n".join(lines)
 

@@ -49,7 +49,8 @@ void add_options(CLI::App& app, options& opts) {
   app.add_option("--json", opts.json, "write the rows as JSON to this file (PE 0)");
   app.add_flag("--host-issued", opts.host_issued,
                "GPU heaps: run the host set's put_bw, get_bw, put_quiet_latency and atomic_latency through the host "
-               "API instead of the device set (the host-issued side of a device-vs-host comparison)");
+               "API, and put_on_stream/get_on_stream, instead of the device set (the host-issued side of a "
+               "device-vs-host comparison)");
 }
 
 std::string finish(options& opts) {

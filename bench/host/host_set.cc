@@ -13,6 +13,10 @@
 
 #include "shoal/shoal.h"
 
+#if SHOAL_BENCH_DEVICE
+#include <cuda_runtime.h>
+#endif
+
 namespace shoal::bench::host {
 
 namespace {
@@ -259,6 +263,73 @@ void team_split_latency(context& ctx) {
   if (ctx.me == 0) ctx.rows.push_back(ctx.make("team_split_latency", "shoal", 0, iters, us));
 }
 
+#if SHOAL_BENCH_DEVICE
+// put_on_stream / get_on_stream (GPU heaps): PE 0 moves `bytes` between a buffer of its GPU and PE 1's heap with
+// shoalx_putmem_on_stream / shoalx_getmem_on_stream on a stream of its own. Rows: scope "stream", calls back to
+// back then one stream synchronize (time per call); scope "stream/one", each call followed by a synchronize (the
+// latency of one message, its host round trip included). Baseline: cudaMemcpyAsync between the same buffers through
+// the peer's mapping (shoal_ptr), the copy engine with nothing of shoal's around it. Which path shoal's call takes
+// (SM kernel or copy engine) follows SHOAL_STREAM_KERNEL_BYTES or the measured table; the study runs both.
+void on_stream(context& ctx, bool is_put) {
+  const std::string name = is_put ? "put_on_stream" : "get_on_stream";
+  char* sym = static_cast<char*>(shoal_malloc(ctx.cfg.max_bytes));
+  char* local = static_cast<char*>(shoal_malloc(ctx.cfg.max_bytes));  // on this PE's GPU
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) stream = nullptr;
+  shoal_barrier_all();
+  if (ctx.me == 0 && stream != nullptr) {
+    char* peer = static_cast<char*>(shoal_ptr(sym, 1));  // null on the proxy path: no copy-engine baseline
+    auto call = [&](size_t bytes) {
+      if (is_put)
+        shoalx_putmem_on_stream(sym, local, bytes, 1, stream);
+      else
+        shoalx_getmem_on_stream(local, sym, bytes, 1, stream);
+    };
+    for (size_t bytes : sizes(ctx.cfg)) {
+      const int iters = iters_for(ctx.cfg, bytes);
+      const double back_to_back = time_per_iter(ctx.cfg, iters, [&](int n) {
+        for (int i = 0; i < n; ++i) call(bytes);
+        cudaStreamSynchronize(stream);
+      });
+      const double one = time_per_iter(ctx.cfg, iters, [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          call(bytes);
+          cudaStreamSynchronize(stream);
+        }
+      });
+      double ce = 0;
+      if (peer != nullptr)
+        ce = time_per_iter(ctx.cfg, iters, [&](int n) {
+          for (int i = 0; i < n; ++i)
+            cudaMemcpyAsync(is_put ? peer : local, is_put ? local : peer, bytes, cudaMemcpyDeviceToDevice, stream);
+          cudaStreamSynchronize(stream);
+        });
+      row r = ctx.make(name, "shoal", bytes, iters, back_to_back);
+      r.scope = "stream";
+      r.bandwidth_gbps = bytes / (back_to_back * 1e3);
+      if (ce > 0) {
+        r.ratio = ce / back_to_back;
+        r.baseline = "copy_engine";
+      }
+      ctx.rows.push_back(r);
+      row l = ctx.make(name, "shoal", bytes, iters, one);
+      l.scope = "stream/one";
+      ctx.rows.push_back(l);
+      if (ce > 0) {
+        row b = ctx.make(name, "copy_engine", bytes, iters, ce);
+        b.scope = "stream";
+        b.bandwidth_gbps = bytes / (ce * 1e3);
+        ctx.rows.push_back(b);
+      }
+    }
+  }
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  shoal_barrier_all();
+  shoal_free(local);
+  shoal_free(sym);
+}
+#endif
+
 }  // namespace
 
 const std::vector<std::string>& benchmark_names() {
@@ -269,7 +340,8 @@ const std::vector<std::string>& benchmark_names() {
 }
 
 const std::vector<std::string>& gpu_heap_benchmark_names() {
-  static const std::vector<std::string> names = {"put_bw", "get_bw", "put_quiet_latency", "atomic_latency"};
+  static const std::vector<std::string> names = {"put_bw",         "get_bw",        "put_quiet_latency",
+                                                 "atomic_latency", "put_on_stream", "get_on_stream"};
   return names;
 }
 
@@ -290,6 +362,12 @@ void run(context& ctx, const std::string& w) {
     barrier_latency(ctx);
   else if (w == "team_split_latency")
     team_split_latency(ctx);
+#if SHOAL_BENCH_DEVICE
+  else if (w == "put_on_stream")
+    on_stream(ctx, true);
+  else if (w == "get_on_stream")
+    on_stream(ctx, false);
+#endif
 }
 
 }  // namespace shoal::bench::host

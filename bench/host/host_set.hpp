@@ -49,7 +49,8 @@ struct context {
 /// The host set, in run order (shoal-bench's default on host-memory PEs).
 const std::vector<std::string>& benchmark_names();
 /// The part of the set that runs on GPU heaps (--host-issued): the benchmarks whose host side touches only its own
-/// host buffers (the others poll or fill heap memory from the CPU).
+/// host buffers (the others poll or fill heap memory from the CPU), and the on-stream put and get (put_on_stream,
+/// get_on_stream: shoal's kernel or copy-engine path beside a bare cudaMemcpyAsync), built with CUDA only.
 const std::vector<std::string>& gpu_heap_benchmark_names();
 
 /// Runs benchmark `name` of the set; every PE calls it with the same name, PE 0 appends the rows to ctx.rows.

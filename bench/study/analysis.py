@@ -199,6 +199,47 @@ def coll_defaults(g, benchmark, n_pes, max_channels=64):
             "bytes_per_channel": per_channel or 64 * 1024}
 
 
+def completion_cost(rows):
+    """quiet_after_k's rows (time per put at k puts before one quiet) as a per-size model of the batch time,
+    T(k) = quiet_us + k * put_us: what one more outstanding put costs and what the quiet itself costs. Returns
+    {(impl, num_pes, size): (put_us, quiet_us, worst relative residual)} for sizes measured at >= 2 values of k."""
+    by = defaultdict(dict)
+    for r in rows:
+        if r["benchmark"] != "quiet_after_k" or not r["scope"].startswith("thread/k="):
+            continue
+        k = int(r["scope"].split("=", 1)[1])
+        by[(r["impl"], r["num_pes"], r["size_bytes"])][k] = r["latency_us"] * k  # the batch's time
+    out = {}
+    for key, pts in by.items():
+        m = fit(pts)  # alpha: the quiet; slope: one put
+        if m:
+            put_us = 0.0 if math.isinf(m["beta_gbps"]) else 1.0 / (m["beta_gbps"] * 1e3)
+            out[key] = (put_us, m["alpha_us"], m["max_rel_err"])
+    return out
+
+
+STREAM_BENCHMARKS = ("put_on_stream", "get_on_stream")
+
+
+def stream_defaults(g, n_pes):
+    """The on-stream put/get default at one PE count from the forced-path runs: kernel_max_bytes, the largest size up
+    to which the SM kernel is no slower than the copy engine at every measured size, for puts and gets alike (0: the
+    copy engine always). None without both forced paths."""
+    limits = []
+    for bench in STREAM_BENCHMARKS:
+        paths = g.get((bench, n_pes))
+        if not paths:
+            continue
+        forced = variant_paths(paths, prefix="stream=")
+        if "kernel" not in forced or "ce" not in forced:
+            continue
+        k, c = forced["kernel"], forced["ce"]
+        limits.append(largest_prefix_where(set(k) & set(c), lambda s: k[s] <= c[s]))  # noqa: B023
+    if not limits:
+        return None
+    return {"n_pes": n_pes, "kernel_max_bytes": min(limits)}
+
+
 def default_vs_best(paths, default_path):
     """For each size the default path measured: (size, default time, best path, best time, ratio, good)."""
     out = []

@@ -43,8 +43,13 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
     steps.append(Step("latency", "latency", 2, list(LATENCY_SET) + ["-b", "8", "-e", "1M", "-f", "8"]))
     steps.append(Step("completion", "completion", 2, list(COMPLETION_SET) + ["-b", "8", "-e", "64K", "-f", "8"]))
     steps.append(Step("host_issued", "host_issued", 2,
-                      ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency",
-                       "-b", "8", "-e", big, "-f", step_f]))
+                      ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency", "put_on_stream",
+                       "get_on_stream", "-b", "8", "-e", big, "-f", step_f]))
+    # The on-stream put/get with each path forced: the crossover shoal's default takes (stream_rma in defaults.json).
+    for path, limit in (("ce", "0"), ("kernel", "1G")):
+        steps.append(Step(f"on_stream_{path}", "host_issued", 2,
+                          ["--host-issued", "put_on_stream", "get_on_stream", "-b", "8", "-e", "16M" if quick else "64M",
+                           "-f", step_f], env={"SHOAL_STREAM_KERNEL_BYTES": limit}, variant=f"stream={path}"))
     moe_tokens = ["128", "2048"] if quick else ["128", "512", "2048", "8192", "16384"]
     for n in pes:
         steps.append(Step(f"moe_n{n}", "moe", n, ["--tokens", *moe_tokens], script="bench/study/moe_a2a.py"))

@@ -152,8 +152,9 @@ def write(rows, out, meta):
     written.append(write_csv(out / "crossovers.csv", ["benchmark", "num_pes", "best_below", "best_from", "from_path",
                                                        "to_path", "model_cross_bytes"], cross_rows))
     md += model_section(model_rows)
+    md += completion_section(typed)
     md += projection_section(g)
-    check, defaults = defaults_section(g, meta)
+    check, defaults = defaults_section(g, meta, out / "defaults.json")
     md += check["md"]
     written.append(write_csv(out / "default_check.csv", ["benchmark", "num_pes", "size_bytes", "default_us",
                                                           "best_path", "best_us", "ratio", "within_10pct"],
@@ -174,6 +175,19 @@ def model_section(model_rows):
           "| benchmark | PEs | path | alpha (µs) | beta (GB/s) | worst residual | sizes |", "|---|---|---|---|---|---|---|"]
     for b, n, p, a, beta, e, k in model_rows:
         md.append(f"| {b} | {n} | {p} | {num(float(a))} | {num(float(beta))} | {float(e):.0%} | {k} |")
+    return md + [""]
+
+
+def completion_section(typed):
+    """quiet_after_k as a per-size model: the cost of one more outstanding put and of the quiet that ends them."""
+    cost = analysis.completion_cost(typed)
+    if not cost:
+        return []
+    md = ["## Completion cost (measured)", "",
+          "From `quiet_after_k`: the time of k puts and one quiet fitted as T(k) = quiet + k x put over k = 1 .. 4096.",
+          "", "| impl | PEs | message | per put (µs) | quiet (µs) | worst residual |", "|---|---|---|---|---|---|"]
+    for (impl, n, size), (put_us, quiet_us, err) in sorted(cost.items()):
+        md.append(f"| {impl} | {n} | {size_text(size)} | {num(put_us)} | {num(quiet_us)} | {err:.0%} |")
     return md + [""]
 
 
@@ -204,13 +218,22 @@ def projection_section(g):
     return md + [head, "|---|---|---|" + "---|" * len(PROJECT_PES)] + rows + [""]
 
 
-def defaults_section(g, meta):
+def defaults_section(g, meta, prior=None):
     """shoal's own on-stream choice against every forced variant, and the defaults the variants give."""
     md = ["## shoal's defaults against the best path", ""]
     rows, findings, table = [], [], {}
+    stream_table = []
     for (bench, n), paths in sorted(g.items()):
-        if bench not in analysis.TUNED_COLLECTIVES:
+        if bench not in analysis.TUNED_COLLECTIVES and bench not in analysis.STREAM_BENCHMARKS:
             continue
+        if bench in analysis.STREAM_BENCHMARKS:
+            d = analysis.stream_defaults(g, n)
+            if d and d not in stream_table:
+                stream_table.append(d)
+        else:
+            d = analysis.coll_defaults(g, bench, n)
+            if d:
+                table.setdefault(bench, []).append(d)
         stream = {p: pts for p, pts in paths.items() if p[0] == "shoal" and p[1] == "stream"}
         default = ("shoal", "stream", "")
         if default not in stream or len(stream) < 2:
@@ -223,22 +246,26 @@ def defaults_section(g, meta):
         findings.append(f"{bench} at {n} PEs on a stream: shoal's default is within 10 % of the best forced path at "
                         f"{len(checks) - len(misses)} of {len(checks)} sizes (worst {worst[4]:.2f}x at "
                         f"{size_text(worst[0])}, best there {analysis.path_name(worst[2])}).")
-        d = analysis.coll_defaults(g, bench, n)
-        if d:
-            table.setdefault(bench, []).append(d)
-    if not rows:
-        md += ["This run measured no forced collective variants (they need GPU heaps).", ""]
+    if not rows and not table and not stream_table:
+        md += ["This run measured no forced variants of the on-stream calls (they need GPU heaps).", ""]
         return {"md": md, "rows": rows, "findings": findings}, None
-    md += ["| collective | PEs | sizes within 10 % | worst ratio |", "|---|---|---|---|"]
-    for bench in analysis.TUNED_COLLECTIVES:
+    md += ["| call | PEs | sizes within 10 % | worst ratio |", "|---|---|---|---|"]
+    for bench in analysis.TUNED_COLLECTIVES + analysis.STREAM_BENCHMARKS:
         for n in sorted({r[1] for r in rows if r[0] == bench}):
             mine = [r for r in rows if r[0] == bench and r[1] == n]
             good = sum(r[7] for r in mine)
             md.append(f"| {bench} | {n} | {good}/{len(mine)} | {max(float(r[6]) for r in mine):.2f} |")
     md.append("")
     defaults = None
-    if table:
-        defaults = {"source": {k: meta[k] for k in ("machine", "commit", "date", "command")}, "coll": table}
+    if table or stream_table:
+        # A run that measured one part keeps the other part of the defaults already in OUT (an earlier run's).
+        old = json.loads(prior.read_text()) if prior is not None and prior.exists() else {}
+        defaults = {"source": {k: meta[k] for k in ("machine", "commit", "date", "command")},
+                    "coll": {**old.get("coll", {}), **table}, "stream_rma": stream_table or old.get("stream_rma", [])}
+        if stream_table:
+            md += ["On-stream puts and gets take the SM copy kernel up to: " +
+                   "; ".join(f"{d['n_pes']} PEs: {size_text(d['kernel_max_bytes']) if d['kernel_max_bytes'] else 'never'}"
+                             for d in stream_table) + ".", ""]
         md += ["The defaults these runs give (`defaults.json`; `scripts/study.sh --write-defaults` puts them in "
                "`src/common/tuning_gen.hpp`):", "",
                "| collective | PEs | LL up to | copy engines from | bytes per channel |", "|---|---|---|---|---|"]

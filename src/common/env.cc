@@ -100,6 +100,12 @@ constexpr std::array kTable = {
              "a PE, up to SHOAL_COLL_CHANNELS; unset, the measured value per collective and PE count "
              "(src/common/tuning_gen.hpp)",
              "256", "1G"},
+    variable{"SHOAL_STREAM_KERNEL_BYTES", kind::size, "0",
+             "host-initiated on-stream puts and gets (shoalx_putmem_on_stream, ...) between a buffer of this GPU and a "
+             "load/store peer: set, messages up to this size are copied by an SM kernel, larger ones by the copy "
+             "engine (0: always the copy engine); unset, the measured crossover per PE count "
+             "(src/common/tuning_gen.hpp)",
+             "0", "1G"},
     variable{"SHOAL_CHECK_COLLECTIVES", kind::boolean, "1",
              "compare every PE's arguments to collective calls (malloc, free, barrier) and fail on mismatch"},
     variable{"SHOAL_TEAM_SPLIT_EXCHANGE", kind::string, "auto",

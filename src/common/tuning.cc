@@ -30,6 +30,13 @@ const coll_row& coll_default(coll_kind kind, int n_pes) {
   return *pick;
 }
 
+uint64_t stream_kernel_max_bytes(int n_pes) {
+  const stream_row* pick = &k_stream_rma[0];  // sorted by n_pes, never empty (the generator checks)
+  for (const stream_row& r : k_stream_rma)
+    if (r.n_pes <= n_pes) pick = &r;
+  return pick->kernel_max_bytes;
+}
+
 const char* source_machine() { return kMachine; }
 const char* source_commit() { return kCommit; }
 

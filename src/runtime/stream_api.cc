@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "common/check.hpp"
+#include "common/env.hpp"
+#include "common/tuning.hpp"
 #include "runtime/c_api.hpp"
 #include "runtime/rma.hpp"
 #include "runtime/stream_ops.hpp"
@@ -30,13 +32,31 @@ namespace {
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 }  // namespace
 
+bool stream_ops::copy_by_kernel(size_t nbytes, const void* local) const {
+  static const bool set = env::raw("SHOAL_STREAM_KERNEL_BYTES").has_value();
+  static const uint64_t from_env = env::get_size("SHOAL_STREAM_KERNEL_BYTES");
+  const uint64_t limit = set ? from_env : tuning::stream_kernel_max_bytes(device_.n_pes);
+  if (nbytes == 0 || nbytes > limit) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, local) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a CUDA pointer: the copy engine handles it
+    return false;
+  }
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == device;
+}
+
 void stream_ops::put_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe,
                                void* stream) {
   check_gpu_heap(call);
   auto off = check_contiguous(memory_, transport_, call, pe, nbytes, 1, {source, "source"}, {dest, "dest"});
   if (!off) return;
-  SHOAL_CUDA_CHECK(
-      cudaMemcpyAsync(transport_.address(call, pe, *off), source, nbytes, cudaMemcpyDefault, as_stream(stream)), call);
+  char* remote = transport_.address(call, pe, *off);
+  if (copy_by_kernel(nbytes, source))
+    SHOAL_CUDA_CHECK(launch_copy(remote, source, nbytes, as_stream(stream)), call);
+  else
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, source, nbytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
 
 void stream_ops::get_on_stream(std::string_view call, void* dest, const void* source, size_t nbytes, int pe,
@@ -44,8 +64,11 @@ void stream_ops::get_on_stream(std::string_view call, void* dest, const void* so
   check_gpu_heap(call);
   auto off = check_contiguous(memory_, transport_, call, pe, nbytes, 1, {dest, "dest"}, {source, "source"});
   if (!off) return;
-  SHOAL_CUDA_CHECK(
-      cudaMemcpyAsync(dest, transport_.address(call, pe, *off), nbytes, cudaMemcpyDefault, as_stream(stream)), call);
+  char* remote = transport_.address(call, pe, *off);
+  if (copy_by_kernel(nbytes, dest))
+    SHOAL_CUDA_CHECK(launch_copy(dest, remote, nbytes, as_stream(stream)), call);
+  else
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, remote, nbytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
 
 namespace {

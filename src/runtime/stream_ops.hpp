@@ -42,6 +42,10 @@ class stream_ops {
  private:
   /// Throws errc::unsupported naming `call` unless the world's heap is GPU memory.
   void check_gpu_heap(std::string_view call) const;
+  /// Whether an on-stream put/get of nbytes whose local side is `local` takes the SM copy kernel rather than the
+  /// copy engine: up to SHOAL_STREAM_KERNEL_BYTES when set, else up to the measured crossover for this PE count
+  /// (common/tuning.hpp), and only when `local` is memory of this GPU (a kernel cannot read pageable host memory).
+  bool copy_by_kernel(size_t nbytes, const void* local) const;
 
   symmetric_memory& memory_;
   peer_transport& transport_;

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "shoal/device/device.cuh"
@@ -67,11 +69,39 @@ __global__ void __launch_bounds__(1)
 
 __global__ void __launch_bounds__(1) quiet_kernel(device_world w) { shoal::device::quiet(w); }
 
+constexpr unsigned kCopyThreads = 512;
+constexpr size_t kCopyBytesPerBlock = size_t{64} << 10;
+constexpr size_t kCopyMaxBlocks = 32;
+
+/// 16-byte vectors when both ends are 16-byte aligned, bytes for the rest; every thread ends with a system-scope
+/// fence, so the copy is visible to the peer before anything later on the stream.
+__global__ void __launch_bounds__(kCopyThreads) copy_kernel(char* dest, const char* source, size_t nbytes) {
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source)) & 15) == 0) {
+    const size_t vecs = nbytes / 16;
+    const int4* s = reinterpret_cast<const int4*>(source);
+    int4* d = reinterpret_cast<int4*>(dest);
+    for (size_t i = tid; i < vecs; i += stride) d[i] = s[i];
+    done = vecs * 16;
+  }
+  for (size_t b = done + tid; b < nbytes; b += stride) dest[b] = source[b];
+  __threadfence_system();
+}
+
 __global__ void __launch_bounds__(1) barrier_all_kernel(device_world w) {
   shoal::device::barrier_all(shoal::thread, w);
 }
 
 }  // namespace
+
+cudaError_t launch_copy(void* dest, const void* source, size_t nbytes, cudaStream_t stream) {
+  const size_t blocks = std::clamp<size_t>((nbytes + kCopyBytesPerBlock - 1) / kCopyBytesPerBlock, 1, kCopyMaxBlocks);
+  copy_kernel<<<static_cast<unsigned>(blocks), kCopyThreads, 0, stream>>>(static_cast<char*>(dest),
+                                                                          static_cast<const char*>(source), nbytes);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_p(const device_world& w, void* dest, uint64_t value_bits, size_t num_bytes, int pe,
                      cudaStream_t stream) {
