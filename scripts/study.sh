@@ -3,7 +3,7 @@
 #   scripts/study.sh [bench/study/study.py options]     (--help lists them)
 # On a GPU machine it runs the device study (a private MPS daemon lets several PEs share a GPU; it is stopped on
 # exit) and writes docs/results/study/; without a GPU, the host set on host-memory PEs. Build shoal first
-# (cmake --preset release && cmake --build --preset release, then --build build/release; default build/ci).
+# (cmake --preset gpu-proxy && cmake --build --preset gpu-proxy, then --build build/gpu-proxy; default build/ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

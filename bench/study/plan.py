@@ -14,12 +14,15 @@ COLL_CHANNELS = (1, 4, 16, 64)
 LATENCY_SET = ("p_ping_pong", "put_signal_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
 COMPLETION_SET = ("quiet_after_k", "fence_cost", "signal_vs_flag")
 HOST_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_latency", "barrier_latency")
+# The proxy path (the off-node picture): every peer through UCX over TCP loopback, on one machine.
+PROXY_ENV = {"SHOAL_DISABLE_P2P": "1", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
+PROXY_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_latency")
 
 
 @dataclass
 class Step:
     name: str  # unique; the step's files are <name>.csv and <name>.log
-    section: str  # p2p, latency, completion, host_issued, moe, coll, coll_variants; host on host PEs
+    section: str  # p2p, latency, completion, host_issued, proxy, moe, coll, coll_variants; host on host PEs
     pes: int
     args: list
     env: dict = field(default_factory=dict)
@@ -53,6 +56,9 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
     moe_tokens = ["128", "2048"] if quick else ["128", "512", "2048", "8192", "16384"]
     for n in pes:
         steps.append(Step(f"moe_n{n}", "moe", n, ["--tokens", *moe_tokens], script="bench/study/moe_a2a.py"))
+    # Needs a build with UCX (CMake preset gpu-proxy); cuda_copy lets UCX stage GPU memory.
+    steps.append(Step("proxy", "proxy", 2, list(PROXY_SET) + ["-b", "8", "-e", "16M", "-f", step_f],
+                      env={**PROXY_ENV, "UCX_TLS": "tcp,cuda_copy"}, variant="proxy"))
     coll_sizes = ["-b", "8", "-e", big, "-f", step_f]
     for n in pes:
         # NCCL refuses two ranks on one GPU: its rows only where every PE has its own GPU.
@@ -74,8 +80,11 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
 
 
 def host_plan(quick=False, pes=(2, 4)):
-    """Host-memory PEs: the host set at each PE count (what a CPU machine can measure)."""
+    """Host-memory PEs: the host set at each PE count, and over the proxy at 2 (what a CPU machine can measure)."""
     sizes = ["-b", "8", "-e", "64K" if quick else "16M", "-f", "8"]
     reps = ["-r", "3", "-n", "50"] if quick else []
-    return [Step(f"host_n{n}", "host", n, list(HOST_SET) + sizes + reps, env={"SHOAL_BACKEND": "host"})
-            for n in pes]
+    steps = [Step(f"host_n{n}", "host", n, list(HOST_SET) + sizes + reps, env={"SHOAL_BACKEND": "host"})
+             for n in pes]
+    steps.append(Step("host_proxy_n2", "proxy", 2, list(PROXY_SET) + sizes + reps,
+                      env={"SHOAL_BACKEND": "host", **PROXY_ENV}, variant="proxy"))
+    return steps

@@ -144,7 +144,7 @@ def main(argv=None):
                     help="gpu: the device study; host: host-memory PEs (auto: gpu when nvidia-smi lists a GPU)")
     ap.add_argument("--quick", action="store_true", help="fewer sizes and grids (a smoke run of the same steps)")
     ap.add_argument("--pes", default=None, help="PE counts, comma-separated (default: 2,4,8 on GPUs, 2,4 host)")
-    ap.add_argument("--only", default="", help="sections to run, comma-separated (p2p, latency, completion, host_issued, moe, coll, "
+    ap.add_argument("--only", default="", help="sections to run, comma-separated (p2p, latency, completion, host_issued, proxy, moe, coll, "
                     "coll_variants, host)")
     ap.add_argument("--resume", action="store_true", help="skip the steps an earlier run in OUT finished")
     ap.add_argument("--budget", type=float, default=0, help="seconds: start no step that the budget cannot fit")

@@ -167,6 +167,7 @@ def test_pipeline_on_host_pes(tmp_path):
         models = list(csv.DictReader(f))
     fitted = {(m["benchmark"], m["num_pes"], m["path"]) for m in models}
     assert ("put_bw", "2", "shoal/host") in fitted and ("put_bw", "4", "memcpy/host") in fitted
+    assert ("put_bw", "2", "shoal/host/proxy") in fitted  # the proxy path, over UCX on loopback
     assert all(float(m["alpha_us"]) >= 0 for m in models)
     for name in ("put_bw_n2.png", "get_bw_n4.png"):
         data = (out / name).read_bytes()
