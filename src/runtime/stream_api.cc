@@ -52,9 +52,9 @@ void stream_ops::put_on_stream(std::string_view call, void* dest, const void* so
   check_gpu_heap(call);
   auto off = check_contiguous(memory_, transport_, call, pe, nbytes, 1, {source, "source"}, {dest, "dest"});
   if (!off) return;
-  char* remote = transport_.address(call, pe, *off);
+  char* remote = transport_.address(call, pe, *off);  // a PE on the proxy path fails here, either way
   if (copy_by_kernel(nbytes, source))
-    SHOAL_CUDA_CHECK(launch_copy(remote, source, nbytes, as_stream(stream)), call);
+    SHOAL_CUDA_CHECK(launch_rma(device_, dest, source, nbytes, pe, false, as_stream(stream)), call);
   else
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, source, nbytes, cudaMemcpyDefault, as_stream(stream)), call);
 }
@@ -64,9 +64,9 @@ void stream_ops::get_on_stream(std::string_view call, void* dest, const void* so
   check_gpu_heap(call);
   auto off = check_contiguous(memory_, transport_, call, pe, nbytes, 1, {dest, "dest"}, {source, "source"});
   if (!off) return;
-  char* remote = transport_.address(call, pe, *off);
+  const char* remote = transport_.address(call, pe, *off);  // a PE on the proxy path fails here, either way
   if (copy_by_kernel(nbytes, dest))
-    SHOAL_CUDA_CHECK(launch_copy(dest, remote, nbytes, as_stream(stream)), call);
+    SHOAL_CUDA_CHECK(launch_rma(device_, dest, source, nbytes, pe, true, as_stream(stream)), call);
   else
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(dest, remote, nbytes, cudaMemcpyDefault, as_stream(stream)), call);
 }

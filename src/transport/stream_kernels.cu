@@ -69,25 +69,24 @@ __global__ void __launch_bounds__(1)
 
 __global__ void __launch_bounds__(1) quiet_kernel(device_world w) { shoal::device::quiet(w); }
 
-constexpr unsigned kCopyThreads = 512;
-constexpr size_t kCopyBytesPerBlock = size_t{64} << 10;
-constexpr size_t kCopyMaxBlocks = 32;
+constexpr unsigned kRmaThreads = 512;
+constexpr size_t kRmaBytesPerBlock = size_t{64} << 10;
+constexpr size_t kRmaMaxBlocks = 32;
 
-/// 16-byte vectors when both ends are 16-byte aligned, bytes for the rest; every thread ends with a system-scope
-/// fence, so the copy is visible to the peer before anything later on the stream.
-__global__ void __launch_bounds__(kCopyThreads) copy_kernel(char* dest, const char* source, size_t nbytes) {
-  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  size_t done = 0;
-  if (((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(source)) & 15) == 0) {
-    const size_t vecs = nbytes / 16;
-    const int4* s = reinterpret_cast<const int4*>(source);
-    int4* d = reinterpret_cast<int4*>(dest);
-    for (size_t i = tid; i < vecs; i += stride) d[i] = s[i];
-    done = vecs * 16;
+/// The device API's block-scope put (get) of one slice per block, 16-byte aligned slices; a quiet at the end, so
+/// the data is visible before anything later on the stream.
+__global__ void __launch_bounds__(kRmaThreads)
+    rma_kernel(device_world w, char* dest, const char* source, size_t nbytes, int pe, bool get) {
+  const size_t slice = ((nbytes + gridDim.x - 1) / gridDim.x + 15) & ~size_t{15};
+  const size_t off = static_cast<size_t>(blockIdx.x) * slice;
+  if (off < nbytes) {  // the whole block takes the same branch
+    const size_t len = nbytes - off < slice ? nbytes - off : slice;
+    if (get)
+      shoal::device::getmem_nbi(shoal::block, w, dest + off, source + off, len, pe);
+    else
+      shoal::device::putmem_nbi(shoal::block, w, dest + off, source + off, len, pe);
   }
-  for (size_t b = done + tid; b < nbytes; b += stride) dest[b] = source[b];
-  __threadfence_system();
+  shoal::device::quiet(w);
 }
 
 __global__ void __launch_bounds__(1) barrier_all_kernel(device_world w) {
@@ -96,10 +95,11 @@ __global__ void __launch_bounds__(1) barrier_all_kernel(device_world w) {
 
 }  // namespace
 
-cudaError_t launch_copy(void* dest, const void* source, size_t nbytes, cudaStream_t stream) {
-  const size_t blocks = std::clamp<size_t>((nbytes + kCopyBytesPerBlock - 1) / kCopyBytesPerBlock, 1, kCopyMaxBlocks);
-  copy_kernel<<<static_cast<unsigned>(blocks), kCopyThreads, 0, stream>>>(static_cast<char*>(dest),
-                                                                          static_cast<const char*>(source), nbytes);
+cudaError_t launch_rma(const device_world& w, void* dest, const void* source, size_t nbytes, int pe, bool get,
+                       cudaStream_t stream) {
+  const size_t blocks = std::clamp<size_t>((nbytes + kRmaBytesPerBlock - 1) / kRmaBytesPerBlock, 1, kRmaMaxBlocks);
+  rma_kernel<<<static_cast<unsigned>(blocks), kRmaThreads, 0, stream>>>(
+      w, static_cast<char*>(dest), static_cast<const char*>(source), nbytes, pe, get);
   return cudaGetLastError();
 }
 

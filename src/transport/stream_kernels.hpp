@@ -27,9 +27,10 @@ cudaError_t launch_wait_until(const device_world& w, void* ivar, scalar type, in
 cudaError_t launch_quiet(const device_world& w, cudaStream_t stream);
 /// quiet, then a device barrier with every PE (the same sync words as the device barrier_all).
 cudaError_t launch_barrier_all(const device_world& w, cudaStream_t stream);
-/// Copies nbytes from `source` to `dest` with the SMs, then a system-scope fence, in stream order: the kernel form
-/// of an on-stream put or get (both addresses reachable by this GPU's loads and stores: a buffer on this GPU and a
-/// load/store peer's mapped heap). Up to kCopyMaxBlocks blocks, one per kCopyBytesPerBlock.
-cudaError_t launch_copy(void* dest, const void* source, size_t nbytes, cudaStream_t stream);
+/// The kernel form of an on-stream putmem (get = false: dest symmetric on pe) or getmem (get = true: source
+/// symmetric on pe): the device API's block-scope put/get of one slice per block (one block per 64 KiB, at most 32),
+/// then a quiet, in stream order.
+cudaError_t launch_rma(const device_world& w, void* dest, const void* source, size_t nbytes, int pe, bool get,
+                       cudaStream_t stream);
 
 }  // namespace shoal::detail
