@@ -7,6 +7,16 @@
 namespace shoal::detail::tuning {
 
 namespace {
+/// The row of the largest measured PE count <= n_pes, else the smallest; rows are sorted by n_pes and never empty
+/// (the generator checks both).
+template <class Row>
+const Row& row_for(std::span<const Row> rows, int n_pes) {
+  const Row* pick = &rows.front();
+  for (const Row& r : rows)
+    if (r.n_pes <= n_pes) pick = &r;
+  return *pick;
+}
+
 std::span<const coll_row> rows_of(coll_kind kind) {
   switch (kind) {
     case coll_kind::allreduce:
@@ -22,19 +32,10 @@ std::span<const coll_row> rows_of(coll_kind kind) {
 }
 }  // namespace
 
-const coll_row& coll_default(coll_kind kind, int n_pes) {
-  const std::span<const coll_row> rows = rows_of(kind);  // sorted by n_pes, never empty (the generator checks)
-  const coll_row* pick = &rows.front();
-  for (const coll_row& r : rows)
-    if (r.n_pes <= n_pes) pick = &r;
-  return *pick;
-}
+const coll_row& coll_default(coll_kind kind, int n_pes) { return row_for(rows_of(kind), n_pes); }
 
 uint64_t stream_kernel_max_bytes(int n_pes) {
-  const stream_row* pick = &k_stream_rma[0];  // sorted by n_pes, never empty (the generator checks)
-  for (const stream_row& r : k_stream_rma)
-    if (r.n_pes <= n_pes) pick = &r;
-  return pick->kernel_max_bytes;
+  return row_for(std::span<const stream_row>(k_stream_rma), n_pes).kernel_max_bytes;
 }
 
 const char* source_machine() { return kMachine; }
