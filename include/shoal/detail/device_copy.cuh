@@ -266,7 +266,13 @@ template <class Scope, int kDepth>
 __device__ __forceinline__ void copy_vec16(void* dest, const void* source, size_t nbytes) {
   const uint32_t num_vecs = static_cast<uint32_t>(nbytes / 16);  // vec16_ok: below 2^31
   const uint32_t round = Scope::size() * kDepth;
+  // Defined before the loop: the loads and stores of a round are predicated (vectors past num_vecs), and registers
+  // whose only definitions are predicated stay live from the kernel's start through every loop around the copy,
+  // cold calls included, whose callees then place their registers above them (a block put in a loop: 72 registers
+  // with the cold chain's, 56 so). A few moves per call, none in the loop.
   uint4 v[kDepth];
+#pragma unroll
+  for (int u = 0; u < kDepth; ++u) v[u] = make_uint4(0, 0, 0, 0);
 #pragma unroll 1
   for (uint32_t j = vec16_first<Scope, kDepth>(Scope::rank()); j < num_vecs; j += round) {
     vec16_load(v, static_cast<const uint4*>(source), j, num_vecs);
@@ -277,10 +283,6 @@ __device__ __forceinline__ void copy_vec16(void* dest, const void* source, size_
 /// Loads in flight per thread in each round of the wide-scope put's and get's copy_vec16 (4 x 16 B, as
 /// copy_width at wide scopes: a block of 512 threads moves 32 KiB per round trip).
 inline constexpr int kPutLeadLoads = 4;
-
-/// copy_vec16's loads in flight per thread for a put or get on `World` (found by argument-dependent lookup): the
-/// explicit API's kPutLeadLoads here; the device facade's fewer (device_facade_world.cuh).
-__device__ __forceinline__ constexpr int put_lead_loads(const device_world*) { return kPutLeadLoads; }
 
 /// Smallest put (bytes) that the TMA ring sends (kTmaMinBytes); smaller ones take the vector path.
 inline constexpr size_t kTmaMinBytes = 32768;

@@ -27,12 +27,6 @@ namespace {
 struct facade_world_tag {};
 __device__ __forceinline__ const device_world& world_ref(facade_world_tag) { return shoal_detail_world_c; }
 
-/// The facade's block- and warps-scope put and get keep 3 loads of 16 B in flight per thread (the explicit API: 4,
-/// kPutLeadLoads; a block of 1024 threads: 48 KiB per round trip): NVSHMEM programs launch blocks of 1024 threads
-/// without __launch_bounds__, and a loop of block puts, whose cold call's registers ptxas places above those of the
-/// inline copy, then stays within 64 registers (NVSHMEM's shmem_put_bw: 72 with 4).
-__device__ __forceinline__ constexpr int put_lead_loads(const facade_world_tag*) { return 3; }
-
 /// Called by libshoal (default world created or finalized): copies the world into this unit's
 /// __constant__ copy on the current device. Runs in this unit, with this unit's CUDA runtime.
 void update_facade_world(const void* world, size_t bytes) {

@@ -114,8 +114,7 @@ __device__ __forceinline__ void putmem(Scope, const World& world, void* dest, co
   const int32_t local = peer_local_or_cold(w, pe);
   if constexpr (Scope::kWide) {
     if (local >= 0 && vec16_ok<Scope>(dest, source, nbytes)) {
-      copy_vec16<Scope, put_lead_loads(static_cast<const World*>(nullptr))>(local_peer_ptr(w, dest, local), source,
-                                                                            nbytes);
+      copy_vec16<Scope, kPutLeadLoads>(local_peer_ptr(w, dest, local), source, nbytes);
       Scope::sync();
       return;
     }
@@ -138,8 +137,7 @@ __device__ __forceinline__ void getmem(Scope, const World& world, void* dest, co
   const int32_t local = peer_local_or_cold(w, pe);
   if constexpr (Scope::kWide) {
     if (local >= 0 && vec16_ok<Scope>(source, dest, nbytes)) {
-      copy_vec16<Scope, put_lead_loads(static_cast<const World*>(nullptr))>(dest, local_peer_ptr(w, source, local),
-                                                                            nbytes);
+      copy_vec16<Scope, kPutLeadLoads>(dest, local_peer_ptr(w, source, local), nbytes);
       Scope::sync();
       return;
     }
