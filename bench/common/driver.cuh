@@ -621,6 +621,9 @@ class driver {
   template <class Launch>
   double barrier_run(const char* what, int iters, int warm, Launch&& launch);
   // bench/order/order.cuh: quiet_after_k, fence_cost, signal_vs_flag
+  template <class Launch, class Check>
+  void order_pair(const char* bench, const char* const labels[2], char* src, char* dst, size_t nbytes, Launch&& launch,
+                  Check&& check);
   void quiet_after_k();
   void fence_cost();
   void signal_vs_flag();

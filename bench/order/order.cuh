@@ -79,7 +79,28 @@ void driver<Api>::quiet_after_k() {
   Api::host_free(src);
 }
 
-// ---- fence_cost ----
+// ---- fence_cost and signal_vs_flag: two forms of one operation, the second's time over the first's ----
+
+template <class Api>
+template <class Launch, class Check>
+void driver<Api>::order_pair(const char* bench, const char* const labels[2], char* src, char* dst, size_t nbytes,
+                             Launch&& launch, Check&& check) {
+  const int iters = loop_iters();
+  double us[2] = {0, 0};
+  bool ok[2] = {true, true};
+  for (int v = 0; v < 2; ++v) {
+    const uint32_t seed = fill(src, nbytes);
+    untimed(bench, [&] { launch(v, loop_warmup()); });
+    clear_at({dst, peer_}, nbytes);
+    us[v] = median_us(labels[v], [&] { launch(v, iters); }) / iters;
+    ok[v] = holds_at({dst, peer_}, nbytes, seed) && check(v);
+  }
+  add(make(bench, Api::kName, std::string("thread/") + labels[0], nbytes, iters, us[0]), ok[0]);
+  row r = make(bench, Api::kName, std::string("thread/") + labels[1], nbytes, iters, us[1]);
+  r.ratio = us[0] > 0 ? us[1] / us[0] : 0;
+  r.baseline = labels[0];
+  add(r, ok[1]);
+}
 
 template <class Api>
 void driver<Api>::fence_cost() {
@@ -88,37 +109,21 @@ void driver<Api>::fence_cost() {
   char* dst = static_cast<char*>(Api::host_malloc(max_bytes));
   Api::host_barrier();
   if (me_ == init_) {
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
+    static constexpr const char* kLabels[2] = {"put", "put+fence"};
     for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-      double us[2] = {0, 0};
-      bool ok[2] = {true, true};
-      for (int v = 0; v < 2; ++v) {  // 0: puts alone, 1: a fence after each
-        const uint32_t seed = fill(src, nbytes);
-        auto launch = [&](int n) {
-          if (v == 0)
-            put_fence_kernel<Api, false><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
-          else
-            put_fence_kernel<Api, true><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
-        };
-        untimed("fence_cost warm-up", [&] { launch(warm); });
-        clear_at({dst, peer_}, nbytes);
-        us[v] = median_us(v == 0 ? "putmem_nbi loop" : "putmem_nbi + fence loop", [&] { launch(iters); }) / iters;
-        ok[v] = holds_at({dst, peer_}, nbytes, seed);
-      }
-      add(make("fence_cost", Api::kName, "thread/put", nbytes, iters, us[0]), ok[0]);
-      row r = make("fence_cost", Api::kName, "thread/put+fence", nbytes, iters, us[1]);
-      r.ratio = us[0] > 0 ? us[1] / us[0] : 0;
-      r.baseline = "put";
-      add(r, ok[1]);
+      auto launch = [&](int v, int n) {
+        if (v == 0)
+          put_fence_kernel<Api, false><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
+        else
+          put_fence_kernel<Api, true><<<1, 1, 0, stream_>>>(dst, src, nbytes, n, peer_);
+      };
+      order_pair("fence_cost", kLabels, src, dst, nbytes, launch, [](int) { return true; });
     }
   }
   Api::host_barrier();
   Api::host_free(dst);
   Api::host_free(src);
 }
-
-// ---- signal_vs_flag ----
 
 template <class Api>
 void driver<Api>::signal_vs_flag() {
@@ -128,34 +133,18 @@ void driver<Api>::signal_vs_flag() {
   auto* word = static_cast<uint64_t*>(Api::host_calloc(sizeof(uint64_t)));
   Api::host_barrier();
   if (me_ == init_) {
-    const int iters = loop_iters();
-    const int warm = loop_warmup();
-    uint64_t first = 1;  // signal values only grow, so a stale word never passes the check
+    static constexpr const char* kLabels[2] = {"put+fence+p", "put_signal"};
+    uint64_t next = 1;  // signal values only grow, so a stale word never passes the check
     for (size_t nbytes : sizes(opts_.min_bytes, max_bytes, opts_.factor)) {
-      double us[2] = {0, 0};
-      bool ok[2] = {true, true};
-      for (int v = 0; v < 2; ++v) {  // 0: put + fence + p, 1: put-with-signal
-        const uint32_t seed = fill(src, nbytes);
-        auto launch = [&](int n, uint64_t from) {
-          if (v == 0)
-            signal_or_flag_kernel<Api, false><<<1, 1, 0, stream_>>>(dst, src, nbytes, word, from, n, peer_);
-          else
-            signal_or_flag_kernel<Api, true><<<1, 1, 0, stream_>>>(dst, src, nbytes, word, from, n, peer_);
-        };
-        untimed("signal_vs_flag warm-up", [&] { launch(warm, first); });
-        first += static_cast<uint64_t>(warm);
-        clear_at({dst, peer_}, nbytes);
-        us[v] = median_us(v == 0 ? "put + fence + p loop" : "putmem_signal_nbi loop", [&] { launch(iters, first); }) /
-                iters;
-        const uint64_t last = first + static_cast<uint64_t>(iters) - 1;
-        first += static_cast<uint64_t>(iters);
-        ok[v] = holds_at({dst, peer_}, nbytes, seed) && read_word_at(word, peer_) == last;
-      }
-      add(make("signal_vs_flag", Api::kName, "thread/put+fence+p", nbytes, iters, us[0]), ok[0]);
-      row r = make("signal_vs_flag", Api::kName, "thread/put_signal", nbytes, iters, us[1]);
-      r.ratio = us[0] > 0 ? us[1] / us[0] : 0;
-      r.baseline = "put+fence+p";
-      add(r, ok[1]);
+      auto launch = [&](int v, int n) {  // sets the word to next .. next + n - 1
+        if (v == 0)
+          signal_or_flag_kernel<Api, false><<<1, 1, 0, stream_>>>(dst, src, nbytes, word, next, n, peer_);
+        else
+          signal_or_flag_kernel<Api, true><<<1, 1, 0, stream_>>>(dst, src, nbytes, word, next, n, peer_);
+        next += static_cast<uint64_t>(n);
+      };
+      order_pair("signal_vs_flag", kLabels, src, dst, nbytes, launch,
+                 [&](int) { return read_word_at(word, peer_) == next - 1; });
     }
   }
   Api::host_barrier();
