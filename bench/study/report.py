@@ -249,13 +249,14 @@ def defaults_section(g, meta, prior=None):
     if not rows and not table and not stream_table:
         md += ["This run measured no forced variants of the on-stream calls (they need GPU heaps).", ""]
         return {"md": md, "rows": rows, "findings": findings}, None
-    md += ["| call | PEs | sizes within 10 % | worst ratio |", "|---|---|---|---|"]
-    for bench in analysis.TUNED_COLLECTIVES + analysis.STREAM_BENCHMARKS:
-        for n in sorted({r[1] for r in rows if r[0] == bench}):
-            mine = [r for r in rows if r[0] == bench and r[1] == n]
-            good = sum(r[7] for r in mine)
-            md.append(f"| {bench} | {n} | {good}/{len(mine)} | {max(float(r[6]) for r in mine):.2f} |")
-    md.append("")
+    if rows:
+        md += ["| call | PEs | sizes within 10 % | worst ratio |", "|---|---|---|---|"]
+        for bench in analysis.TUNED_COLLECTIVES + analysis.STREAM_BENCHMARKS:
+            for n in sorted({r[1] for r in rows if r[0] == bench}):
+                mine = [r for r in rows if r[0] == bench and r[1] == n]
+                good = sum(r[7] for r in mine)
+                md.append(f"| {bench} | {n} | {good}/{len(mine)} | {max(float(r[6]) for r in mine):.2f} |")
+        md.append("")
     defaults = None
     if table or stream_table:
         # A run that measured one part keeps the other part of the defaults already in OUT (an earlier run's).
