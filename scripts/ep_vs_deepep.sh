@@ -10,7 +10,11 @@
 #
 # SHOAL_EP_RANKS ("2 4"), SHOAL_EP_SMS ("24 12"), SHOAL_EP_ROUNDS (2): the benchmark grid; SHOAL_EP_TESTS=1 also runs
 # DeepEP's test_intranode.py and test_low_latency.py against shoal.ep (tests/deepep/run_deepep_tests.py) and shoal's
-# own EP tests first; SHOAL_EP_BENCH=0 skips the benchmarks. SHOAL_EP_BUILD: shoal's build folder (build/gpu).
+# own EP tests first; SHOAL_EP_BENCH=0 skips the benchmarks. SHOAL_EP_BUILD: shoal's build folder (build/gpu);
+# SHOAL_EP_BUILD_ALL=1 builds every target of it (preset gpu) instead of only the Python package. DeepEP's build
+# (without its object files) can be kept for a later machine: SHOAL_EP_DEEPEP_SAVE=FILE.tar.xz writes it after the
+# build, SHOAL_EP_DEEPEP_PREBUILT=FILE.tar.xz unpacks it instead of building.
+# SHOAL_EP_TEST_TIMEOUT bounds each test run (500 s for the ctests, 900 for DeepEP's files).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 src=$(realpath "${1:?usage: $0 DEEPEP_SRC}")
@@ -23,6 +27,10 @@ t0=$(date +%s)
 el() { echo "$(($(date +%s) - t0)) s"; }
 
 build_shoal() {
+  if [[ ${SHOAL_EP_BUILD_ALL:-0} == 1 ]]; then
+    cmake --preset gpu -B "$B" >"$out/build_shoal.log" 2>&1 && cmake --build "$B" -j "$(nproc)" >>"$out/build_shoal.log" 2>&1
+    return
+  fi
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_PYTHON=ON >"$out/build_shoal.log" 2>&1 &&
     cmake --build "$B" -j "$(nproc)" --target shoal_py_core shoal_py_ep shoalrun >>"$out/build_shoal.log" 2>&1
 }
@@ -30,12 +38,19 @@ build_shoal() {
 deepep=/tmp/deepep-build
 build_deepep() {
   [[ -f $deepep/.built ]] && return 0
+  if [[ -n ${SHOAL_EP_DEEPEP_PREBUILT:-} ]]; then
+    rm -rf "$deepep" && mkdir -p "$deepep" && tar -xJf "$SHOAL_EP_DEEPEP_PREBUILT" -C "$deepep" && touch "$deepep/.built"
+    return
+  fi
   rm -rf "$deepep" && cp -r "$src" "$deepep" || return 1
   local cccl
   cccl=$(dirname "$(dirname "$(command -v nvcc)")")/include/cccl
   sed -i "s|include_dirs = \['csrc/'\]|include_dirs = ['csrc/', '$cccl']|" "$deepep/setup.py"
   (cd "$deepep" && MAX_JOBS=$(nproc) python3 setup.py build_ext --inplace) >"$out/build_deepep.log" 2>&1 &&
-    touch "$deepep/.built"
+    touch "$deepep/.built" || return 1
+  if [[ -n ${SHOAL_EP_DEEPEP_SAVE:-} ]]; then
+    tar -cJf "$SHOAL_EP_DEEPEP_SAVE" -C "$deepep" --exclude=./build --exclude=./.built . 2>>"$out/build_deepep.log"
+  fi
 }
 build_shoal &
 bs=$!
@@ -51,11 +66,11 @@ max_ranks=0
 for r in "${ranks[@]}"; do ((r > max_ranks)) && max_ranks=$r; done
 gpus=$(nvidia-smi -L | wc -l)
 ((gpus < max_ranks)) && mps_start
-run_tests=(python3 tests/deepep/run_deepep_tests.py --deepep-src "$src")
+run_tests=(python3 tests/deepep/run_deepep_tests.py --deepep-src "$src" --timeout "${SHOAL_EP_TEST_TIMEOUT:-900}")
 
 if [[ ${SHOAL_EP_TESTS:-0} == 1 ]]; then
   for t in python_ep_normal_test.np2 python_ep_low_latency_test.np2; do
-    timeout 600 ctest --test-dir "$B" -R "^${t//./\\.}\$" --timeout 500 --output-on-failure >"$out/ctest_$t.log" 2>&1
+    timeout 600 ctest --test-dir "$B" -R "^${t//./\\.}\$" --timeout "${SHOAL_EP_TEST_TIMEOUT:-500}" --output-on-failure >"$out/ctest_$t.log" 2>&1
     echo "$t: $(grep -E 'tests passed|tests failed' "$out/ctest_$t.log") ($(el))"
   done
   for t in intranode low_latency; do
