@@ -41,7 +41,7 @@ if [[ " \${FAKE_FAIL:-} " == *" \$name "* ]]; then
   echo "1/1 Test #1: \$name .....***Failed    0.01 sec"; exit 8
 fi
 echo "1/1 Test #1: \$name .....   Passed    0.01 sec"
-echo "100% tests passed, 0 tests failed out of 1"
+echo "100% tests passed out of 1"  # CMake 4's wording
 EOF
 printf '#!/bin/sh\nexit 0\n' >"$fake/nvidia-smi"  # no GPU listed
 printf '#!/bin/sh\nexit 0\n' >"$fake/nvcc"
@@ -209,5 +209,21 @@ if ((rc == 1)) && [[ $(grep -c . "$calls") == 1 ]] && ! grep -q "^build" "$tmp/r
 else
   fail "failed build (rc=$rc)"
   cat "$tmp/stdout" "$calls"
+fi
+run --out "$tmp/r6" --no-build repeat a.np2 2
+rc=$?
+if ((rc == 0)) && grep -q "repeat a.np2: 0 of 2 runs failed" "$tmp/stdout" && [[ ! -e $tmp/r6/repeat/fail_1.log ]]; then
+  pass "repeat: runs of a passing test count as passed (ctest's exit status and its summary line)"
+else
+  fail "repeat of a passing test (rc=$rc)"
+  cat "$tmp/stdout"
+fi
+FAKE_FAIL=a.np2 run --out "$tmp/r7" --no-build repeat a.np2 2
+rc=$?
+if ((rc == 1)) && grep -q "repeat a.np2: 2 of 2 runs failed" "$tmp/stdout" && [[ -s $tmp/r7/repeat/fail_2.log ]]; then
+  pass "repeat: failing runs are counted and their logs kept"
+else
+  fail "repeat of a failing test (rc=$rc)"
+  cat "$tmp/stdout"
 fi
 finish_checks gpu_runner
