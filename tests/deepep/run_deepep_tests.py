@@ -136,6 +136,7 @@ def main() -> int:
             output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             output += f"\nrun_deepep_tests: timed out after {args.timeout} s\n"
             rc = 124
+    output += f"run_deepep_tests: {args.impl} test_{args.test}.py exited {rc}\n"
     sys.stdout.write(output)
     if args.log:
         args.log.write_text(output)
@@ -147,7 +148,6 @@ def main() -> int:
             if new:
                 w.writeheader()
             w.writerows(rows)
-    print(f"run_deepep_tests: {args.impl} test_{args.test}.py exited {rc}", flush=True)
     return rc
 
 
