@@ -67,8 +67,8 @@ class moe_run {
     me_ = world_.my_pe;
     num_pes_ = world_.n_pes;
     const size_t slots = static_cast<size_t>(num_pes_) * max_tokens;
-    recv_rows_ = symmetric_array<uint16_t>(slots * hidden);
-    recv_src_ = symmetric_array<uint64_t>(slots);
+    recv_rows_ = symmetric_array<uint16_t>(2 * slots * hidden);  // two halves: the plain kernel's epoch parity
+    recv_src_ = symmetric_array<uint64_t>(2 * slots);
     shared_.reserved = symmetric_array<uint64_t>(2);
     shared_.done = symmetric_array<uint64_t>(2 * kMaxPes);
     counts_ = symmetric_array<uint64_t>(num_pes_);
@@ -142,8 +142,9 @@ class moe_run {
   /// found wrong ("another PE" when only others did).
   std::string checked_call(path p) {
     const size_t slots = static_cast<size_t>(num_pes_) * num_tokens_;
-    cuda_check(cudaMemsetAsync(recv_rows_, 0xff, slots * hidden_ * sizeof(uint16_t), stream_), "cudaMemsetAsync");
-    cuda_check(cudaMemsetAsync(recv_src_, 0xff, slots * sizeof(uint64_t), stream_), "cudaMemsetAsync");
+    const uint32_t half = p == path::device ? (epoch_ + 1) & 1u : 0u;  // where the call's rows will land
+    cuda_check(cudaMemsetAsync(half_rows(half), 0xff, slots * hidden_ * sizeof(uint16_t), stream_), "cudaMemsetAsync");
+    cuda_check(cudaMemsetAsync(half_src(half), 0xff, slots * sizeof(uint64_t), stream_), "cudaMemsetAsync");
     cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (clear)");
     shoal_barrier_all();  // no PE puts before every PE has cleared
     const uint32_t rows = call(p, true);
@@ -159,6 +160,11 @@ class moe_run {
   }
 
  private:
+  /// Half `half` of the receive buffer (the CPU form uses half 0; the plain kernel half epoch % 2).
+  uint16_t* half_rows(uint32_t half) const { return recv_rows_ + half * recv_slots() * hidden_; }
+  uint64_t* half_src(uint32_t half) const { return recv_src_ + half * recv_slots(); }
+  uint64_t recv_slots() const { return static_cast<uint64_t>(num_pes_) * max_tokens_; }
+
   uint32_t device_call(bool read_rows) {
     plain_dispatch_args a{};
     a.world = world_;
@@ -168,9 +174,11 @@ class moe_run {
     a.hidden = hidden_;
     a.recv_rows = recv_rows_;
     a.recv_src = recv_src_;
+    a.recv_slots = recv_slots();
     a.shared = shared_;
     a.local = local_;
     a.epoch = ++epoch_;
+    last_half_ = a.epoch & 1u;
     const uint32_t blocks = std::clamp<uint32_t>((num_tokens_ + kDispatchWarps - 1) / kDispatchWarps, 1u,
                                                  static_cast<uint32_t>(blocks_max_));
     plain_dispatch_kernel<<<blocks, kDispatchWarps * 32, 0, stream_>>>(a);
@@ -185,6 +193,7 @@ class moe_run {
 
   uint32_t cpu_call() {
     const int n = num_pes_;
+    last_half_ = 0;
     group_positions_kernel<<<n, kScanThreads, 0, stream_>>>(rank_mask_, num_tokens_, position_, counts_);
     const unsigned blocks = std::max(1u, std::min(4096u, (num_tokens_ + kGroupWarps - 1) / kGroupWarps));
     group_rows_kernel<<<blocks, kGroupWarps * 32, 0, stream_>>>(rows_, rank_mask_, position_, num_tokens_, hidden_,
@@ -203,7 +212,7 @@ class moe_run {
       if (rows == 0) continue;
       uint64_t at = 0;  // my rows land after those of the lower PEs at PE j
       for (int s = 0; s < me_; ++s) at += counts_host_[static_cast<size_t>(s) * n + j];
-      shoalx_putmem_on_stream(recv_rows_ + at * hidden_,
+      shoalx_putmem_on_stream(half_rows(0) + at * hidden_,
                               grouped_ + size_t{static_cast<uint32_t>(j)} * num_tokens_ * hidden_, rows * row_bytes, j,
                               stream_);
     }
@@ -219,8 +228,8 @@ class moe_run {
     const size_t slots = static_cast<size_t>(num_pes_) * num_tokens_;
     std::string what;
     if (rows > slots) return text("%u rows received, more than the %zu the buffer has", rows, slots);
-    const uint64_t* origin = recv_src_;  // the device path sends each row's origin
-    if (p == path::cpu) {                // the CPU-orchestrated form's layout is known to its receiver
+    const uint64_t* origin = half_src(last_half_);  // the device path sends each row's origin
+    if (p == path::cpu) {                           // the CPU-orchestrated form's layout is known to its receiver
       expected_layout_kernel<<<1, kScanThreads, 0, stream_>>>(masks_, num_pes_, num_tokens_, me_, origin_,
                                                               expect_rows_);
       origin = origin_;
@@ -230,7 +239,7 @@ class moe_run {
     cuda_check(cudaMemcpyAsync(check_, &zero, sizeof(zero), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
     cuda_check(cudaMemsetAsync(seen_, 0, slots * sizeof(uint32_t), stream_), "cudaMemsetAsync");
     check_rows_kernel<<<element_blocks(size_t{rows} * 32), kElementThreads, 0, stream_>>>(
-        recv_rows_, origin, rows, hidden_, masks_, num_pes_, num_tokens_, me_, seen_, check_);
+        half_rows(last_half_), origin, rows, hidden_, masks_, num_pes_, num_tokens_, me_, seen_, check_);
     check_coverage_kernel<<<element_blocks(slots), kElementThreads, 0, stream_>>>(masks_, seen_, num_pes_, num_tokens_,
                                                                                   me_, check_);
     cuda_check(cudaGetLastError(), "check kernels launch");
@@ -261,7 +270,8 @@ class moe_run {
   int me_ = 0;
   int num_pes_ = 0;
   uint32_t num_tokens_ = 0;
-  uint32_t epoch_ = 0;  // the plain kernel's launches so far: the same on every PE
+  uint32_t epoch_ = 0;      // the plain kernel's launches so far: the same on every PE
+  uint32_t last_half_ = 0;  // the receive buffer's half of the last call
   bool bad_epoch_ = false;
   cudaStream_t stream_ = nullptr;
   // Symmetric.

@@ -125,9 +125,13 @@ struct plain_dispatch_args {
   const uint16_t* rows;       ///< local [num_tokens][hidden]: this PE's tokens (BF16 bits)
   const uint64_t* rank_mask;  ///< local [num_tokens]: bit d set, the token goes to PE d
   uint32_t num_tokens;
-  uint32_t hidden;      ///< elements per row; hidden * 2 bytes a multiple of 16
-  uint16_t* recv_rows;  ///< symmetric [num_pes * max_tokens][hidden]: rows from every PE, at reserved slots
-  uint64_t* recv_src;   ///< symmetric [num_pes * max_tokens]: slot k's origin, pe << 32 | token, put after its row
+  uint32_t hidden;  ///< elements per row; hidden * 2 bytes a multiple of 16
+  /// Symmetric, two halves of recv_slots rows (hidden elements each), one per epoch parity: rows from every PE at
+  /// reserved slots of half epoch % 2. A PE one epoch ahead writes the other half, so this PE's rows of a call stay
+  /// in place until its own next call (a PE two epochs ahead would have needed this PE's done word of the next one).
+  uint16_t* recv_rows;
+  uint64_t* recv_src;   ///< symmetric, 2 x recv_slots: slot k's origin, pe << 32 | token, put after its row
+  uint64_t recv_slots;  ///< slots per half: num_pes x the most tokens per PE
   dispatch_shared_words shared;
   dispatch_local_words* local;
   uint32_t epoch;  ///< 1, 2, 3 ... one per launch, the same sequence on every PE
@@ -138,9 +142,10 @@ struct plain_dispatch_args {
 /// token's row to each of its destinations (warp-scope putmem_nbi) and the row's origin after it (p). Each block
 /// fences and counts itself done; the last one signals every destination how many rows this PE sent it (fence +
 /// signal SET, tagged with the epoch) and then waits for every PE's done word (bounded: SHOAL_WAIT_TIMEOUT).
-/// On return the rows for this PE are in slots 0 .. local->rows_received - 1, in no particular order. The argument
-/// is __grid_constant__: the device calls take the world by reference, and a plain parameter would be copied to every
-/// thread's stack (docs/ep.md, "Register budget").
+/// On return the rows for this PE are in slots 0 .. local->rows_received - 1 of half epoch % 2 of the receive
+/// buffer, in no particular order. The argument is __grid_constant__ (docs/ep.md, "Register budget"): the device
+/// calls take the world by reference, and the parameter then stays in the constant bank instead of being free for
+/// the compiler to copy to each thread's stack.
 __global__ void __launch_bounds__(kDispatchWarps * 32)
     plain_dispatch_kernel(const __grid_constant__ plain_dispatch_args a) {
   __shared__ uint32_t block_count[kMaxPes];   // this block's rows per destination
@@ -173,6 +178,8 @@ __global__ void __launch_bounds__(kDispatchWarps * 32)
   const uint32_t warp = tid / 32;
   const uint32_t lane = tid % 32;
   const size_t row_bytes = size_t{a.hidden} * 2;
+  uint16_t* const recv_rows = a.recv_rows + parity * a.recv_slots * a.hidden;
+  uint64_t* const recv_src = a.recv_src + parity * a.recv_slots;
   for (uint32_t t = first + warp; t < end; t += kDispatchWarps) {
     const uint16_t* row = a.rows + size_t{t} * a.hidden;
     for (uint64_t m = a.rank_mask[t]; m != 0; m &= m - 1) {
@@ -180,8 +187,8 @@ __global__ void __launch_bounds__(kDispatchWarps * 32)
       uint64_t slot = 0;
       if (lane == 0) slot = block_base[d] + atomicAdd(&block_cursor[d], 1u);
       slot = __shfl_sync(0xffffffffu, slot, 0);
-      shoal::device::putmem_nbi(shoal::warp, w, a.recv_rows + slot * a.hidden, row, row_bytes, d);
-      if (lane == 0) shoal::device::p(w, a.recv_src + slot, static_cast<uint64_t>(me) << 32 | t, d);
+      shoal::device::putmem_nbi(shoal::warp, w, recv_rows + slot * a.hidden, row, row_bytes, d);
+      if (lane == 0) shoal::device::p(w, recv_src + slot, static_cast<uint64_t>(me) << 32 | t, d);
     }
   }
 
