@@ -187,7 +187,8 @@ class moe_run {
     if (!read_rows) return 0;
     dispatch_local_words words{};
     cuda_check(cudaMemcpy(&words, local_, sizeof(words), cudaMemcpyDeviceToHost), "cudaMemcpy (dispatch words)");
-    bad_epoch_ = words.bad_epoch != 0;
+    bad_epoch_ = words.bad_epoch != 0;  // in this launch or any since the last read
+    cuda_check(cudaMemset(&local_->bad_epoch, 0, sizeof(uint32_t)), "cudaMemset (bad_epoch)");
     return words.rows_received;
   }
 
@@ -257,8 +258,10 @@ class moe_run {
     if (expect_rows != rows)
       what += text("%s%u rows received, %u expected", what.empty() ? "" : "; ", rows, expect_rows);
     if (p == path::device && bad_epoch_)
-      what += text("%sa done word of another epoch, or reserved slots not matching the rows signalled",
-                   what.empty() ? "" : "; ");
+      what += text(
+          "%sa done word of another epoch, or reserved slots not matching the rows signalled (this call or a "
+          "timed one before it)",
+          what.empty() ? "" : "; ");
     return what;
   }
 

@@ -100,9 +100,10 @@ struct dispatch_local_words {
   uint32_t sent[kMaxPes];
   /// Blocks past their puts and fence in this launch (the last to arrive sets it back to 0).
   uint32_t blocks_done;
-  /// Written at the end of each launch: the rows that arrived (slots 0 .. rows_received - 1 of the receive buffer),
-  /// and 1 when a done word held another epoch or the slots reserved here did not add up to the rows signalled.
+  /// Written at the end of each launch: the rows that arrived (slots 0 .. rows_received - 1 of the receive buffer).
   uint32_t rows_received;
+  /// Set to 1 by a launch in which a done word held another epoch or the slots reserved here did not add up to the
+  /// rows signalled; never cleared by the kernel (the host reads and clears it), so it covers every launch between.
   uint32_t bad_epoch;
 };
 
@@ -226,7 +227,7 @@ __global__ void __launch_bounds__(kDispatchWarps * 32)
     }
     const uint64_t reserved = shoal::device::atomic_swap(w, &a.shared.reserved[parity], uint64_t{0}, me);
     a.local->rows_received = static_cast<uint32_t>(total);
-    a.local->bad_epoch = stale || reserved != total ? 1u : 0u;
+    if (stale || reserved != total) a.local->bad_epoch = 1u;
   }
 }
 
