@@ -90,6 +90,17 @@ def best_by_size(paths):
     return out
 
 
+def models_cross_at(ma, mb):
+    """The size where two fitted models give the same time (None when they are parallel or either is missing)."""
+    if not ma or not mb:
+        return None
+    ia = 0.0 if math.isinf(ma["beta_gbps"]) else 1.0 / (ma["beta_gbps"] * 1e3)
+    ib = 0.0 if math.isinf(mb["beta_gbps"]) else 1.0 / (mb["beta_gbps"] * 1e3)
+    if abs(ib - ia) <= 1e-9 * max(abs(ia), abs(ib)):  # parallel (to rounding)
+        return None
+    return (ma["alpha_us"] - mb["alpha_us"]) / (ib - ia)
+
+
 def crossovers(paths):
     """Where the best path changes as the size grows: [(size_below, size_at, from_path, to_path, model_size)], with
     model_size the size where the two paths' fitted models cross (None when they do not cross in between)."""
@@ -100,16 +111,8 @@ def crossovers(paths):
         a, b = best[lo][0], best[hi][0]
         if a == b:
             continue
-        ma, mb = fit(paths[a]), fit(paths[b])
-        cross = None
-        if ma and mb:
-            da = ma["alpha_us"] - mb["alpha_us"]
-            ia = 0.0 if math.isinf(ma["beta_gbps"]) else 1.0 / (ma["beta_gbps"] * 1e3)
-            ib = 0.0 if math.isinf(mb["beta_gbps"]) else 1.0 / (mb["beta_gbps"] * 1e3)
-            if ib != ia:
-                x = da / (ib - ia)
-                if lo <= x <= hi:
-                    cross = int(x)
+        x = models_cross_at(fit(paths[a]), fit(paths[b]))
+        cross = int(x) if x is not None and lo <= x <= hi else None
         out.append((lo, hi, a, b, cross))
     return out
 
@@ -272,3 +275,64 @@ def scaling(models_by_pes):
         inv = float(np.polyval(cb, lx))
         return alpha, (math.inf if inv <= 0 else 1.0 / inv)
     return at
+
+
+MOE_PREFIX = "moe_dispatch_h"
+
+
+def moe_tokens(benchmark, size_bytes):
+    """Tokens per PE of a MoE dispatch row: size_bytes = tokens x hidden x 2 (BF16), hidden from the name
+    moe_dispatch_h<hidden>."""
+    hidden = int(benchmark[len(MOE_PREFIX):])
+    return size_bytes // (2 * hidden)
+
+
+def is_cpu_orchestrated(path):
+    """The MoE section's CPU-orchestrated forms (impl "cpu": moe_a2a.py's copy_engine, shoal-bench-moe's
+    copy_engine_plain); every other MoE path is device-initiated (shoal.ep's, the plain kernel shoal/device)."""
+    return path[0] == "cpu"
+
+
+def moe_round_trip(rows):
+    """The MoE section: each device-initiated path against the CPU-orchestrated form measured in the same run (the
+    same step: moe_a2a.py pairs shoal.ep's paths with cpu/copy_engine, shoal-bench-moe the plain kernel with
+    cpu/copy_engine_plain; rows without a step form one run), per MoE benchmark and PE count, in tokens per PE:
+      device_faster_up_to  the largest token count up to which the device path is faster at every measured count
+                           (0: not at the smallest)
+      cpu_within_from      the token count from which the CPU form is within GOOD_ENOUGH of the device path (or
+                           faster) at every larger measured count: where its host round trip no longer matters
+                           (0: not even at the largest)
+      fixed_gap_us         alpha(CPU form) - alpha(device path) of the fitted models t = alpha + tokens * slope: the
+                           CPU form's extra cost per call, its round trip (None with fewer than two counts)
+      model_cross_tokens   where the two models give the same time, inside the measured counts (None: parallel, or
+                           outside them)
+    Returns a list of dicts (benchmark, num_pes, step, device, cpu, tokens and the four above), sorted."""
+    by = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        if not r["benchmark"].startswith(MOE_PREFIX):
+            continue
+        pts = by[(r["benchmark"], r["num_pes"], r.get("step", "") or "")][path_of(r)]
+        k = moe_tokens(r["benchmark"], r["size_bytes"])
+        pts[k] = min(pts.get(k, math.inf), r["latency_us"])
+    out = []
+    for (bench, n, step), paths in sorted(by.items()):
+        for cpu_path in sorted((p for p in paths if is_cpu_orchestrated(p)), key=path_name):
+            for dev_path in sorted((p for p in paths if not is_cpu_orchestrated(p)), key=path_name):
+                common = sorted(set(paths[dev_path]) & set(paths[cpu_path]))
+                if not common:
+                    continue
+                dev = {k: paths[dev_path][k] for k in common}
+                cpu = {k: paths[cpu_path][k] for k in common}
+                md, mc = fit(dev), fit(cpu)
+                cross = models_cross_at(md, mc)
+                inside = cross is not None and common[0] <= cross <= common[-1]
+                out.append({
+                    "benchmark": bench, "num_pes": n, "step": step, "device": dev_path, "cpu": cpu_path,
+                    "tokens": common,
+                    "device_faster_up_to": largest_prefix_where(common, lambda k: dev[k] < cpu[k]),  # noqa: B023
+                    "cpu_within_from": smallest_suffix_where(common,
+                                                             lambda k: cpu[k] <= GOOD_ENOUGH * dev[k]),  # noqa: B023
+                    "fixed_gap_us": mc["alpha_us"] - md["alpha_us"] if md and mc else None,
+                    "model_cross_tokens": int(cross) if inside else None,
+                })
+    return out

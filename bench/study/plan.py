@@ -1,6 +1,7 @@
 """The study's runs: which shoal-bench invocations, at which PE counts, with which path forced.
 
-Each step is one `shoalrun -n PES -- shoal-bench ARGS --csv FILE` with an environment; its rows get the step's
+Each step is one `shoalrun -n PES -- shoal-bench ARGS --csv FILE` with an environment (or another program of the
+build under shoalrun, or a Python script under torch.distributed.run, writing the same columns); its rows get the step's
 `variant` (the path it forced, "" for shoal's own choice) and `section`. On GPUs the plan covers the report's
 sections; on host-memory PEs (a CPU machine, CI) it runs the host set at a few sizes, which exercises the whole
 pipeline (rows, models, crossovers, tables, plots) without a GPU.
@@ -17,6 +18,8 @@ HOST_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_late
 # The proxy path (the off-node picture): every peer through UCX over TCP loopback, on one machine.
 PROXY_ENV = {"SHOAL_DISABLE_P2P": "1", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
 PROXY_SET = ("put_bw", "get_bw", "p_ping_pong", "put_quiet_latency", "atomic_latency")
+# The MoE dispatch on shoal's public device API (bench/study/moe_plain*), in the build folder.
+MOE_PLAIN_PROGRAM = "bench/shoal-bench-moe"
 
 
 @dataclass
@@ -30,6 +33,8 @@ class Step:
     timeout_s: int = 600
     script: str = ""  # a Python benchmark run under torch.distributed.run instead of shoal-bench (it writes the
     #                   same CSV columns): its path from the repository root
+    program: str = ""  # a program of the build run under shoalrun instead of shoal-bench (same columns, same
+    #                    --csv option): its path in the build folder
 
 
 def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
@@ -56,6 +61,8 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
     moe_tokens = ["128", "2048"] if quick else ["128", "512", "2048", "8192", "16384"]
     for n in pes:
         steps.append(Step(f"moe_n{n}", "moe", n, ["--tokens", *moe_tokens], script="bench/study/moe_a2a.py"))
+        # The same dispatch as a plain kernel on shoal's public device API, beside its own CPU-orchestrated form.
+        steps.append(Step(f"moe_plain_n{n}", "moe", n, ["--tokens", *moe_tokens], program=MOE_PLAIN_PROGRAM))
     # Needs a build with UCX (CMake preset gpu-proxy); cuda_copy lets UCX stage GPU memory.
     steps.append(Step("proxy", "proxy", 2, list(PROXY_SET) + ["-b", "8", "-e", "16M", "-f", step_f],
                       env={**PROXY_ENV, "UCX_TLS": "tcp,cuda_copy"}, variant="proxy"))

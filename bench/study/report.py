@@ -2,8 +2,10 @@
 merged rows (bench/study/analysis.py does the arithmetic). Everything lands in one folder:
 
   README.md           the report: per benchmark and PE count the paths' times by size with the best marked, the
-                      crossovers, the fitted models, the projection to PE counts not measured (marked as such), the
-                      check of shoal's default paths and the findings in plain words
+                      crossovers, the fitted models, the MoE dispatch's device paths against the CPU-orchestrated
+                      form (from which token count its host round trip no longer matters), the projection to PE
+                      counts not measured (marked as such), the check of shoal's default paths and the findings in
+                      plain words
   models.csv          per path: alpha (µs per operation), beta (GB/s), worst relative residual
   crossovers.csv      where the best path changes
   default_check.csv   shoal's own choice against the best forced path, per size
@@ -153,6 +155,9 @@ def write(rows, out, meta):
                                                        "to_path", "model_cross_bytes"], cross_rows))
     md += model_section(model_rows)
     md += completion_section(typed)
+    moe_md, moe_findings = moe_section(typed)
+    md += moe_md
+    findings += moe_findings
     md += projection_section(g)
     check, defaults = defaults_section(g, meta, out / "defaults.json")
     md += check["md"]
@@ -189,6 +194,43 @@ def completion_section(typed):
     for (impl, n, size), (put_us, quiet_us, err) in sorted(cost.items()):
         md.append(f"| {impl} | {n} | {size_text(size)} | {num(put_us)} | {num(quiet_us)} | {err:.0%} |")
     return md + [""]
+
+
+def moe_section(typed):
+    """The MoE dispatch: each device-initiated path against the CPU-orchestrated form of its own run, in tokens per
+    PE: where the device path is faster, and from where the CPU form's host round trip no longer matters."""
+    pairs = analysis.moe_round_trip(typed)
+    if not pairs:
+        return [], []
+    md = ["## MoE dispatch: device-initiated against CPU-orchestrated (measured)", "",
+          "Each device-initiated path against the CPU-orchestrated form measured in the same run: shoal.ep's paths "
+          "against `cpu/copy_engine` (bench/study/moe_a2a.py), the plain kernel on shoal's public device API "
+          "(`shoal/device`) against `cpu/copy_engine_plain` (shoal-bench-moe: counts by on-stream fcollect, the host "
+          "round trip, one copy-engine put per peer, an on-stream barrier). Token counts are per PE. *Round trip "
+          "stops mattering*: from this count on, the CPU form is within 10 % of the device path (or faster) at every "
+          "larger measured count (never: not in the measured range). *Fixed-cost gap*: the CPU form's alpha minus "
+          "the device path's, of t = alpha + tokens x slope fitted to each, its host round trip per call.", "",
+          "| benchmark | PEs | device path | CPU form | tokens measured | device faster up to | round trip stops "
+          "mattering from | models cross near | fixed-cost gap (µs) |", "|---|---|---|---|---|---|---|---|---|"]
+    findings = []
+    for p in pairs:
+        faster = f"{p['device_faster_up_to']} tokens" if p["device_faster_up_to"] else "never"
+        within = f"{p['cpu_within_from']} tokens" if p["cpu_within_from"] else "never"
+        cross = f"{p['model_cross_tokens']} tokens" if p["model_cross_tokens"] else "-"
+        dev, cpu = analysis.path_name(p["device"]), analysis.path_name(p["cpu"])
+        md.append(f"| {p['benchmark']} | {p['num_pes']} | {dev} | {cpu} | {p['tokens'][0]} .. {p['tokens'][-1]} | "
+                  f"{faster} | {within} | {cross} | {num(p['fixed_gap_us'])} |")
+        last = p["tokens"][-1]
+        if not p["device_faster_up_to"]:
+            faster_text = f"{cpu} is already as fast at {p['tokens'][0]} tokens"
+        elif p["device_faster_up_to"] == last:
+            faster_text = f"{dev} is faster at every measured count"
+        else:
+            faster_text = f"{dev} is faster up to {faster}"
+        within_text = (f"the CPU form's round trip stops mattering from {within}" if p["cpu_within_from"] else
+                       f"the CPU form's round trip still matters at {last} tokens")
+        findings.append(f"{p['benchmark']} at {p['num_pes']} PEs, {dev} against {cpu}: {faster_text}; {within_text}.")
+    return md + [""], findings
 
 
 def projection_section(g):

@@ -63,16 +63,17 @@ def commit():
     return r.stdout.strip() if r.returncode == 0 else "unknown"
 
 
-def find_program(build, rel):
+def find_program(build, rel, required=True):
+    """The program `rel` of the build folder; a missing one stops the study when required (a dry run only lists)."""
     p = pathlib.Path(build) / rel
-    if not p.is_file():
+    if required and not p.is_file():
         sys.exit(f"study: {p} not found (build shoal first, or pass --build)")
     return p
 
 
 def run_steps(steps, a, raw):
-    shoalrun = find_program(a.build, "tools/shoalrun/shoalrun")
-    bench = find_program(a.build, "bench/shoal-bench")
+    shoalrun = find_program(a.build, "tools/shoalrun/shoalrun", not a.dry_run)
+    bench = find_program(a.build, "bench/shoal-bench", not a.dry_run)
     done_file = raw / "done.txt"
     done = set(done_file.read_text().split()) if a.resume and done_file.exists() else set()
     start = time.monotonic()
@@ -95,10 +96,15 @@ def run_steps(steps, a, raw):
             env["PYTHONPATH"] = os.pathsep.join(x for x in (str(pathlib.Path(a.build) / "python"),
                                                             env.get("PYTHONPATH", "")) if x)
             shown_cmd = f"torch.distributed.run --nproc_per_node={st.pes} {st.script} {' '.join(st.args)}"
-        else:
-            cmd = [str(shoalrun), "-n", str(st.pes), "--timeout", str(st.timeout_s), "--", str(bench), *st.args,
+        else:  # shoal-bench, or the step's own program of the build
+            program = find_program(a.build, st.program, False) if st.program else bench
+            cmd = [str(shoalrun), "-n", str(st.pes), "--timeout", str(st.timeout_s), "--", str(program), *st.args,
                    "--csv", str(csv_path)]
-            shown_cmd = f"shoalrun -n {st.pes} -- shoal-bench {' '.join(cmd[7:])}"
+            shown_cmd = f"shoalrun -n {st.pes} -- {program.name} {' '.join(cmd[7:])}"
+            if not a.dry_run and not program.is_file():
+                failed.append(st.name)
+                print(f"study: {st.name}: {program} not found (a build without CUDA has none); skipped", flush=True)
+                continue
         shown = " ".join(f"{k}={v}" for k, v in st.env.items())
         print(f"study: {st.name}: {shown + ' ' if shown else ''}{shown_cmd}", flush=True)
         if a.dry_run:

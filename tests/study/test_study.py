@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "bench" / "study"))
 sys.path.insert(0, str(ROOT / "codegen"))
 import analysis  # noqa: E402
 import gen_tuning  # noqa: E402
+import plan  # noqa: E402
 import report  # noqa: E402
 
 
@@ -220,3 +221,79 @@ def test_completion_cost_splits_the_quiet_from_the_puts():
                      "size_bytes": 64, "latency_us": batch / k})
     put_us, quiet_us, err = analysis.completion_cost(rows)[("shoal", 2, 64)]
     assert put_us == pytest.approx(0.25, rel=1e-6) and quiet_us == pytest.approx(3.0, rel=1e-6) and err < 1e-9
+
+
+MOE_TOKENS = (128, 512, 2048, 8192, 16384)
+
+
+def moe_rows(step, impl, scope, alpha_us, us_per_token, n=4, hidden=4096):
+    """MoE dispatch rows as study.py merges them (size_bytes = tokens x hidden x 2, the step that measured them)."""
+    return [{"benchmark": f"moe_dispatch_h{hidden}", "impl": impl, "backend": "cuda", "num_pes": n, "scope": scope,
+             "size_bytes": k * hidden * 2, "latency_us": alpha_us + k * us_per_token, "bandwidth_gbps": 0,
+             "busbw_gbps": 0, "ratio": 0, "variant": "", "section": "moe", "step": step} for k in MOE_TOKENS]
+
+
+def synthetic_moe():
+    # The plain kernel: 20 us + 0.1 us/token; its CPU form 120 us + 0.09 us/token. The CPU form is within 10 % from
+    # 120 + 0.09k <= 1.1 (20 + 0.1k), k >= 4900 (measured: 8192); the device path is faster while k < 10000.
+    # shoal.ep: 50 us + 0.1 us/token against moe_a2a.py's CPU form 1000 us + 0.1 us/token: within 10 % only from
+    # k >= 94500 tokens (never here), parallel models.
+    return (moe_rows("moe_plain_n4", "shoal", "device", 20.0, 0.1) +
+            moe_rows("moe_plain_n4", "cpu", "copy_engine_plain", 120.0, 0.09) +
+            moe_rows("moe_n4", "shoal.ep", "normal", 50.0, 0.1) + moe_rows("moe_n4", "cpu", "copy_engine", 1000.0, 0.1))
+
+
+def test_moe_round_trip_pairs_each_device_path_with_its_own_run():
+    pairs = analysis.moe_round_trip(analysis.as_rows(synthetic_moe()))
+    got = {(analysis.path_name(p["device"]), analysis.path_name(p["cpu"])): p for p in pairs}
+    assert set(got) == {("shoal/device", "cpu/copy_engine_plain"), ("shoal.ep/normal", "cpu/copy_engine")}
+    plain = got[("shoal/device", "cpu/copy_engine_plain")]
+    assert plain["tokens"] == list(MOE_TOKENS) and plain["num_pes"] == 4
+    assert plain["device_faster_up_to"] == 8192 and plain["cpu_within_from"] == 8192
+    assert plain["fixed_gap_us"] == pytest.approx(100.0, rel=1e-6)
+    assert plain["model_cross_tokens"] == pytest.approx(10000, abs=1)
+    ep = got[("shoal.ep/normal", "cpu/copy_engine")]
+    assert ep["device_faster_up_to"] == 16384 and ep["cpu_within_from"] == 0
+    assert ep["fixed_gap_us"] == pytest.approx(950.0, rel=1e-6) and ep["model_cross_tokens"] is None
+    # Rows without a step are one run: every device path against every CPU form.
+    no_step = [{k: v for k, v in r.items() if k != "step"} for r in synthetic_moe()]
+    assert len(analysis.moe_round_trip(analysis.as_rows(no_step))) == 4
+
+
+def test_report_shows_the_plain_kernel_in_the_moe_section(tmp_path):
+    meta = {"machine": "m", "commit": "c", "date": "d", "platform": "gpu", "command": "x", "failed": [],
+            "complete": True}
+    report.write([{k: str(v) for k, v in r.items()} for r in synthetic_moe()], tmp_path, meta)
+    text = (tmp_path / "README.md").read_text()
+    assert "## MoE dispatch: device-initiated against CPU-orchestrated (measured)" in text
+    assert ("| moe_dispatch_h4096 | 4 | shoal/device | cpu/copy_engine_plain | 128 .. 16384 | 8192 tokens | "
+            "8192 tokens | 10000 tokens | 100 |") in text
+    assert ("| moe_dispatch_h4096 | 4 | shoal.ep/normal | cpu/copy_engine | 128 .. 16384 | 16384 tokens | never | - "
+            "| 950 |") in text
+    # The plain kernel and its CPU form are paths of their own in the benchmark's table (and its figure).
+    table = text.split("### moe_dispatch_h4096, 4 PEs", 1)[1].split("\n\n", 2)[1]
+    for name in ("shoal/device", "cpu/copy_engine_plain", "shoal.ep/normal", "cpu/copy_engine"):
+        assert f" {name} |" in table.splitlines()[0], name
+    assert ("shoal/device against cpu/copy_engine_plain: shoal/device is faster up to 8192 tokens; the CPU form's "
+            "round trip stops mattering from 8192 tokens.") in text
+    assert ("shoal.ep/normal against cpu/copy_engine: shoal.ep/normal is faster at every measured count; the CPU "
+            "form's round trip still matters at 16384 tokens.") in text
+
+
+def test_gpu_plan_runs_the_plain_moe_kernel_at_each_pe_count():
+    steps = {s.name: s for s in plan.gpu_plan(quick=True, pes=(2, 4))}
+    for n in (2, 4):
+        st = steps[f"moe_plain_n{n}"]
+        assert st.section == "moe" and st.pes == n and st.program == plan.MOE_PLAIN_PROGRAM and not st.script
+        assert st.args[:1] == ["--tokens"] and steps[f"moe_n{n}"].args == st.args  # the same token counts
+
+
+def test_dry_run_lists_the_plain_moe_step(tmp_path):
+    # A dry run lists the steps without a build.
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "study" / "study.py"), "--platform", "gpu", "--dry-run",
+                        "--quick", "--only", "moe", "--pes", "2", "--build", str(tmp_path / "no_build"),
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "study: moe_n2: torch.distributed.run --nproc_per_node=2 bench/study/moe_a2a.py" in r.stdout
+    assert "study: moe_plain_n2: shoalrun -n 2 -- shoal-bench-moe --tokens 128 2048" in r.stdout
+    assert not (tmp_path / "out").exists()
