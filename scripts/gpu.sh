@@ -794,8 +794,19 @@ step_repeat() {
 }
 
 step_ep() { part ep 600 x env "OUT=$out" "SHOAL_EP_BUILD=$B" scripts/ep_vs_deepep.sh "$1"; }
+# The perftests link against an installed shoal: this run's build folder installed into OUT/perftests/shoal (the
+# script's own Release build of the checkout only when that install fails, e.g. after a benchmarks-only build).
+do_perftests_build() {  # NVSHMEM_SRC
+  local pre=$out/perftests/shoal prefix=()
+  mkdir -p "$out/perftests"
+  if xopt cmake --build "$B" -j "$(nproc)" --target shoal shoal_shmem shoalrun shoal-info &&
+    xopt cmake --install "$B" --prefix "$pre"; then
+    prefix=("SHOAL_PREFIX=$pre")
+  fi
+  x env BUILD_ONLY=1 "PES=$pes" "${prefix[@]}" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
+}
 step_perftests() {
-  part perftests/build 540 x env BUILD_ONLY=1 "PES=$pes" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
+  part perftests/build 540 do_perftests_build "$1"
   part perftests/run 540 x env RUN_ONLY=1 "PES=$pes" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
 }
 
