@@ -61,6 +61,8 @@ Options:
   --build-dir DIR          another build folder for the preset
   --ucx-bundle FILE        UCX with CUDA for the proxy transport: scripts/carry_bundle.sh ucx's .tar.xz or the
                            libucx-cu13 wheel (default $SHOAL_UCX_WHEEL); unpacked by scripts/ucx_wheel.sh
+  --deepep-src DIR         a DeepEP V1 checkout (default $SHOAL_DEEPEP_SRC): test then runs DeepEP's own test files
+                           against shoal.ep (deepep_test_*); without one they skip
   --nvshmem-home DIR       the NVSHMEM to compare with (default $SHOAL_NVSHMEM_HOME, else python3's
                            nvidia.nvshmem), built into shoal-bench-nvshmem
   --nvshmem-bundle FILE    a second NVSHMEM, scripts/carry_bundle.sh nvshmem's .tar.xz (default
@@ -112,7 +114,7 @@ die() {
 # --- the command line -----------------------------------------------------------------------------------------------
 out=${OUT:-$PWD/gpu-out}
 budget=0 margin=30 resume=0 mps=auto preset="" build_dir="" dry=0 pack=0 no_build=0
-ucx_bundle=${SHOAL_UCX_WHEEL:-} nv_home=${SHOAL_NVSHMEM_HOME:-} nv_bundle=${SHOAL_NVSHMEM_BUNDLE:-}
+deepep_src=${SHOAL_DEEPEP_SRC:-} ucx_bundle=${SHOAL_UCX_WHEEL:-} nv_home=${SHOAL_NVSHMEM_HOME:-} nv_bundle=${SHOAL_NVSHMEM_BUNDLE:-}
 pes=2 test_pes=2 tests_re="" exclude_re="" risky_re="" rounds="" ab_ep=0 targets=""
 bench_args=()
 steps=() step_args=()  # step_args[i]: the step's arguments, separated by newlines
@@ -139,6 +141,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) need "$@"; build_dir=$2; shift ;;
     --ucx-bundle) need "$@"; ucx_bundle=$2; shift ;;
     --nvshmem-home) need "$@"; nv_home=$2; shift ;;
+    --deepep-src) need "$@"; deepep_src=$2; shift ;;
     --nvshmem-bundle) need "$@"; nv_bundle=$2; shift ;;
     --pes) need "$@"; pes=$2; shift ;;
     --test-pes) need "$@"; test_pes=$2; shift ;;
@@ -182,6 +185,10 @@ for v in budget margin pes; do [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whol
 [[ -z $rounds || $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds takes a whole number"
 [[ -n $preset ]] || { [[ -n $ucx_bundle ]] && preset=gpu-proxy || preset=gpu; }
 B=${build_dir:-build/$preset}
+if [[ -n $deepep_src ]]; then
+  [[ -f $deepep_src/tests/test_intranode.py ]] || die "--deepep-src $deepep_src: no tests/test_intranode.py there"
+  export SHOAL_DEEPEP_SRC=$(cd "$deepep_src" && pwd)  # read by the deepep_test_* ctests
+fi
 mkdir -p "$out" || die "cannot make $out"
 out=$(cd "$out" && pwd)
 logs=$out/logs state=$out/state.tsv summary=$out/summary.txt
