@@ -7,8 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cub/block/block_scan.cuh>
-
 #include "moe_plain_kernels.cuh"
 
 namespace shoal::bench::moe {
@@ -27,21 +25,10 @@ struct check_counts {
 __global__ void __launch_bounds__(kScanThreads)
     expected_layout_kernel(const uint64_t* masks, int num_pes, uint32_t num_tokens, int me, uint64_t* origin,
                            uint32_t* num_rows) {
-  using block_scan = cub::BlockScan<uint32_t, kScanThreads>;
-  __shared__ typename block_scan::TempStorage scratch;
-  const size_t total = static_cast<size_t>(num_pes) * num_tokens;
-  uint32_t running = 0;
-  for (size_t tile = 0; tile < total; tile += kScanThreads) {
-    const size_t i = tile + threadIdx.x;
-    const uint32_t routed = i < total ? static_cast<uint32_t>(masks[i] >> me & 1u) : 0u;
-    uint32_t at = 0;
-    uint32_t tile_total = 0;
-    block_scan(scratch).ExclusiveSum(routed, at, tile_total);
-    if (routed) origin[running + at] = (i / num_tokens) << 32 | (i % num_tokens);
-    running += tile_total;
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *num_rows = running;
+  const uint32_t n = block_enumerate(
+      static_cast<size_t>(num_pes) * num_tokens, [&](size_t i) { return (masks[i] >> me & 1u) != 0; },
+      [&](size_t i, uint32_t k) { origin[k] = (i / num_tokens) << 32 | (i % num_tokens); });
+  if (threadIdx.x == 0) *num_rows = n;
 }
 
 /// One warp per slot k < num_rows: origin[k] names a token of some PE routed to this PE, received once (seen), and

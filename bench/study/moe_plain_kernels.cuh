@@ -233,25 +233,35 @@ __global__ void __launch_bounds__(kDispatchWarps * 32)
 
 // --- the CPU-orchestrated form's GPU steps ------------------------------------------------------------------------
 
+/// One block of kScanThreads threads walks [0, total) in order: emit(i, k) for every i where routed(i) holds, k being
+/// how many such i come before it. Returns how many there are (on every thread).
+template <class Routed, class Emit>
+__device__ uint32_t block_enumerate(size_t total, Routed routed, Emit emit) {
+  using block_scan = cub::BlockScan<uint32_t, kScanThreads>;
+  __shared__ typename block_scan::TempStorage scratch;
+  uint32_t running = 0;
+  for (size_t tile = 0; tile < total; tile += kScanThreads) {
+    const size_t i = tile + threadIdx.x;
+    const uint32_t hit = i < total && routed(i) ? 1u : 0u;
+    uint32_t at = 0;
+    uint32_t tile_total = 0;
+    block_scan(scratch).ExclusiveSum(hit, at, tile_total);
+    if (hit) emit(i, running + at);
+    running += tile_total;
+    __syncthreads();  // the scan's scratch is reused by the next tile
+  }
+  return running;
+}
+
 /// Block d: position[d][t] = the place of token t among this PE's tokens routed to PE d, in token order (written for
 /// those tokens only), and counts[d] = how many there are (the fcollect's source word d).
 __global__ void __launch_bounds__(kScanThreads)
     group_positions_kernel(const uint64_t* rank_mask, uint32_t num_tokens, uint32_t* position, uint64_t* counts) {
-  using block_scan = cub::BlockScan<uint32_t, kScanThreads>;
-  __shared__ typename block_scan::TempStorage scratch;
   const uint32_t d = blockIdx.x;
-  uint32_t running = 0;
-  for (uint32_t tile = 0; tile < num_tokens; tile += kScanThreads) {
-    const uint32_t t = tile + threadIdx.x;
-    const uint32_t routed = t < num_tokens ? static_cast<uint32_t>(rank_mask[t] >> d & 1u) : 0u;
-    uint32_t at = 0;
-    uint32_t tile_total = 0;
-    block_scan(scratch).ExclusiveSum(routed, at, tile_total);
-    if (routed) position[size_t{d} * num_tokens + t] = running + at;
-    running += tile_total;
-    __syncthreads();  // the scan's scratch is reused by the next tile
-  }
-  if (threadIdx.x == 0) counts[d] = running;
+  const uint32_t n = block_enumerate(
+      num_tokens, [&](size_t t) { return (rank_mask[t] >> d & 1u) != 0; },
+      [&](size_t t, uint32_t k) { position[size_t{d} * num_tokens + t] = k; });
+  if (threadIdx.x == 0) counts[d] = n;
 }
 
 /// One warp per token: its row copied to grouped[d][position[d][t]] for each destination d (16-byte accesses).
