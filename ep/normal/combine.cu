@@ -171,6 +171,12 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
         if (rows[d] != nullptr) w += __ldcg(reinterpret_cast<const float*>(rows[d] + weights_off) + lane);
       a.combined_topk_weights[static_cast<int64_t>(t) * a.num_topk + lane] = w;
     }
+    if (a.discard_slots) {
+      __syncwarp();
+#pragma unroll
+      for (int d = 0; d < kRanks; ++d)
+        if (rows[d] != nullptr) discard_slot(rows[d], a.slot_nbytes, lane);
+    }
   }
 }
 
@@ -200,6 +206,7 @@ void combine(const combine_args& args, void* stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
+  a.discard_slots = detail::discard_slots_enabled();
   launch_by_ranks<combine_kernel>(a, stream);
   detail::check_launch("shoal::ep::combine");
 }

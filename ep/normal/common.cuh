@@ -215,6 +215,20 @@ __device__ __forceinline__ void warp_copy(uint4* const (&dst)[kDests], const uin
   }
 }
 
+/// Drops from L2, without writing them back to memory, the 128-byte lines that lie wholly inside [p, p + n):
+/// a slot's lines once its receiver has read it (lines shared with a neighbouring slot stay). All lanes call
+/// it after a __syncwarp that follows every read of the slot by any lane of the warp; the slot is rewritten
+/// only by a later kernel (after the `entered` handshake), so no write can be lost.
+__device__ __forceinline__ void discard_slot(const void* p, std::size_t n, int lane) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t end = (at + n) & ~uintptr_t{127};
+  for (uintptr_t line = ((at + 127) & ~uintptr_t{127}) + 128u * lane; line < end; line += 32u * 128u)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
+}
+
+/// SHOAL_EP_L2_DISCARD: whether receivers discard the slots they have read (channel_args::discard_slots).
+bool discard_slots_enabled();
+
 // --- a sending block's progress -----------------------------------------------------------------
 
 /// A sending block's list of items (tokens of its channel, or the rows it returns) is split round-robin

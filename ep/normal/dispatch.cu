@@ -173,6 +173,10 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
       a.recv_topk_weights[row * a.num_topk + lane] = __ldcg(reinterpret_cast<const float*>(in + L.weights_off) + lane);
     }
     if (lane == 0) a.recv_src_idx[row] = __ldcg(reinterpret_cast<const int*>(in + L.src_off));
+    if (a.discard_slots) {
+      __syncwarp();
+      discard_slot(in, a.slot_nbytes, lane);
+    }
   }
 }
 
@@ -202,6 +206,7 @@ void dispatch(const dispatch_args& args, void* stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
+  a.discard_slots = detail::discard_slots_enabled();
   launch_by_ranks<dispatch_kernel>(a, stream);
   detail::check_launch("shoal::ep::dispatch");
 }

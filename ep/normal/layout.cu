@@ -3,6 +3,7 @@
 // slot-size arithmetic both sides of a buffer agree on, and the host helpers of shoal/ep/normal.hpp.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -167,6 +168,19 @@ std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t 
 namespace detail {
 cudaError_t load_dispatch_kernels();
 cudaError_t load_combine_kernels();
+
+bool discard_slots_enabled() {
+  // Read once: every call of the process behaves alike. Each rank decides for its own receivers only, so ranks
+  // that disagree still interoperate.
+  static const bool on = [] {
+    const char* v = std::getenv("SHOAL_EP_L2_DISCARD");
+    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
+    if (std::strcmp(v, "0") == 0) return false;
+    throw shoal::error(errc::invalid_argument, "shoal::ep",
+                       std::string("SHOAL_EP_L2_DISCARD must be 0 or 1, not '") + v + "'");
+  }();
+  return on;
+}
 
 void check_launch(const char* call) {
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess)

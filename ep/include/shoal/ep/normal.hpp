@@ -94,6 +94,10 @@ struct channel_args {
   /// same SMs and no protocol (its output is garbage). The bound a real call is judged against. The start
   /// handshake (`entered`) stays: a raw call never overwrites a slab a peer's earlier call still reads.
   bool raw_copy = false;
+  /// Receivers drop each slot's L2 lines once they have read it (discard.global.L2): a slot's bytes are dead
+  /// then, and without it every one is written back to memory when L2 evicts it. Filled by dispatch() /
+  /// combine() from SHOAL_EP_L2_DISCARD (default on; 0 turns it off, for an A/B).
+  bool discard_slots = false;
   std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch() / combine()
 };
 
