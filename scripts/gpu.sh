@@ -34,6 +34,10 @@ Steps:
                            bench/ep/bench_low_latency.py (OUT/ep-bench)
   ab BASE_TREE             device figures of an earlier source tree and of this one, both built alike, the rma
                            and coll sets alternated base/new for --rounds rounds; bench/ab_compare.py (OUT/ab)
+  ep-ab CONFIG...          shoal.ep under several environments of one build: bench/ep/bench_normal.py at each rank
+                           count of SHOAL_EP_AB_RANKS (2 4) and SM count of SHOAL_EP_AB_SMS (24), the CONFIGs
+                           alternated in each of --rounds rounds (2); a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...];
+                           bench/ep/ab_ep.py puts every label beside the first (OUT/ep-ab)
   ab-test BASE_TREE TEST [FILTER]
                            one GPU test program (a tests/gpu target) of both trees, PEs time-sliced on one GPU
                            (no MPS), base/new alternated for --rounds rounds, each run bounded (OUT/ab-test)
@@ -83,13 +87,14 @@ Options:
 
 Estimates (seconds; a part runs only when it fits the budget): build 480, a test its ctest TIMEOUT up to 60,
 rma 330, coll 300, variants 300, collsweep 120 a configuration, scale 240 a run, proxy 420, ep-bench 240+120,
-ab 480 to build and 240 a round, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
+ab 480 to build and 240 a round, ep-ab 150 a run, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
 to build and 540 to run, study 540 a call (the study resumes where the budget cut it).
 
 Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_TIMEOUT (300 s: each
 collective binary), SHOAL_SWEEP_TIMEOUT (90 s: each sweep configuration), SHOAL_SWEEP_CHANNELS
 ("16 32 64 132"), SHOAL_SWEEP_ALGOS ("auto ll direct"), SHOAL_SCALE_PES ("2 4 8"), SHOAL_SCALE_PAIRS (all),
-SHOAL_SCALE_COLL_SCOPES (stream), SHOAL_AB_RMA_MAX (16M), SHOAL_AB_COLL_MAX (4M), SHOAL_WAIT_TIMEOUT (25s).
+SHOAL_SCALE_COLL_SCOPES (stream), SHOAL_AB_RMA_MAX (16M), SHOAL_AB_COLL_MAX (4M), SHOAL_WAIT_TIMEOUT (25s),
+SHOAL_EP_AB_RANKS ("2 4"), SHOAL_EP_AB_SMS ("24"), SHOAL_EP_AB_ARGS (more bench_normal.py options, e.g. "--no-bound").
 Other variables pass through to the programs (e.g. SHOAL_PROXY_CUDA_CONTEXT=primary). NVLink multicast stays
 off (scripts/env.sh).
 
@@ -102,6 +107,7 @@ Examples:
   scripts/gpu.sh --nvshmem-bundle .whl/nvshmem-3.8.0.tar.xz rma coll -- -e 64M -r 7
   scripts/gpu.sh --rounds 3 ab /tmp/base
   scripts/gpu.sh --no-build repeat rma_gpu_test.np2 50
+  scripts/gpu.sh ep-ab off on:SHOAL_EP_L2_DISCARD=1,SHOAL_EP_SELF_DIRECT=1,SHOAL_EP_INTERLEAVE=1
   scripts/gpu.sh --dry-run --budget 560 all
 EOF
 }
@@ -118,11 +124,11 @@ deepep_src=${SHOAL_DEEPEP_SRC:-} ucx_bundle=${SHOAL_UCX_WHEEL:-} nv_home=${SHOAL
 pes=2 test_pes=2 tests_re="" exclude_re="" risky_re="" rounds="" ab_ep=0 targets=""
 bench_args=()
 steps=() step_args=()  # step_args[i]: the step's arguments, separated by newlines
-declare -A nargs_min=([ab]=1 [ab-test]=2 [repeat]=1 [ep]=1 [perftests]=1)
-declare -A nargs_max=([test]=1 [ab]=1 [ab-test]=3 [repeat]=2 [ep]=1 [perftests]=1)
+declare -A nargs_min=([ab]=1 [ab-test]=2 [repeat]=1 [ep]=1 [perftests]=1 [ep-ab]=1)
+declare -A nargs_max=([test]=1 [ab]=1 [ab-test]=3 [repeat]=2 [ep]=1 [perftests]=1 [ep-ab]=16)
 is_step() {
-  case $1 in build | test | rma | coll | variants | collsweep | scale | proxy | ep-bench | ab | ab-test | repeat | ep | \
-    perftests | study | bench | all) return 0 ;; esac
+  case $1 in build | test | rma | coll | variants | collsweep | scale | proxy | ep-bench | ep-ab | ab | ab-test | repeat | \
+    ep | perftests | study | bench | all) return 0 ;; esac
   return 1
 }
 add_step() { steps+=("$1") step_args+=(""); }
@@ -185,6 +191,7 @@ for v in budget margin pes; do [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whol
 [[ -z $rounds || $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds takes a whole number"
 [[ -n $preset ]] || { [[ -n $ucx_bundle ]] && preset=gpu-proxy || preset=gpu; }
 B=${build_dir:-build/$preset}
+case $B in /*) B_abs=$B ;; *) B_abs=$PWD/$B ;; esac
 if [[ -n $deepep_src ]]; then
   [[ -f $deepep_src/tests/test_intranode.py ]] || die "--deepep-src $deepep_src: no tests/test_intranode.py there"
   export SHOAL_DEEPEP_SRC=$(cd "$deepep_src" && pwd)  # read by the deepep_test_* ctests
@@ -195,7 +202,7 @@ logs=$out/logs state=$out/state.tsv summary=$out/summary.txt
 declare -A uses=()
 for s in "${steps[@]}"; do uses[$s]=1; done
 if [[ -z ${uses[build]:-} && $no_build == 0 ]]; then
-  for s in test rma coll collsweep scale proxy ep-bench repeat study; do
+  for s in test rma coll collsweep scale proxy ep-bench ep-ab repeat study; do
     if [[ -n ${uses[$s]:-} ]]; then
       steps=(build "${steps[@]}") step_args=("" "${step_args[@]}") uses[build]=1
       break
@@ -337,6 +344,9 @@ fi
 say "   GPUs: $gpus"
 most_pes=$pes
 for n in ${test_pes//;/ }; do ((n > most_pes)) && most_pes=$n; done
+if [[ -n ${uses[ep-ab]:-} ]]; then
+  for n in ${SHOAL_EP_AB_RANKS:-2 4}; do ((n > most_pes)) && most_pes=$n; done
+fi
 # A second NVSHMEM from its bundle: the unpacked nvshmem/ folder stays (the binary's RPATH points into it).
 nv_extra=""
 if [[ -n $nv_bundle ]]; then
@@ -438,7 +448,7 @@ do_build() {
       elif [[ -z ${uses[test]:-} && -z ${uses[repeat]:-} ]]; then
         read_nv_targets
         t=(shoal-bench shoalrun "${nv_targets[@]}")
-        [[ -n ${uses[ep-bench]:-} ]] && t+=(shoal_py_core shoal_py_ep)
+        [[ -n ${uses[ep-bench]:-} || -n ${uses[ep-ab]:-} ]] && t+=(shoal_py_core shoal_py_ep)
       fi
       ((${#t[@]})) && t=(--target "${t[@]}")
       x cmake --build "$B" -j "$(nproc)" "${t[@]}"
@@ -683,17 +693,46 @@ step_proxy() { part proxy 420 x bench/proxy/run.sh --build "$B" --out "$out/prox
 # 128 tokens per rank, 288 experts).
 do_ep_normal() {
   mkdir -p "$out/ep-bench"
-  x env "PYTHONPATH=$PWD/$B/python" python3 -m torch.distributed.run "--nproc_per_node=$pes" bench/ep/bench_normal.py \
+  x env "PYTHONPATH=$B_abs/python" python3 -m torch.distributed.run "--nproc_per_node=$pes" bench/ep/bench_normal.py \
     --num-sms 24 12 --csv "$out/ep-bench/ep_normal.csv"
 }
 do_ep_ll() {
   mkdir -p "$out/ep-bench"
-  x env "PYTHONPATH=$PWD/$B/python" timeout -k 15 140 "$shoalrun" -n "$pes" --timeout 110 -- \
+  x env "PYTHONPATH=$B_abs/python" timeout -k 15 140 "$shoalrun" -n "$pes" --timeout 110 -- \
     python3 bench/ep/bench_low_latency.py --csv "$out/ep-bench/ep_ll.csv"
 }
 step_ep-bench() {
   part ep-bench/normal 240 do_ep_normal
   part ep-bench/low-latency 120 do_ep_ll
+}
+
+# One build, several environments (e.g. the EP layer's switches, docs/ep.md): bench_normal.py per rank count, SM
+# count and CONFIG (LABEL or LABEL:VAR=V[,VAR=V...]), the configs alternated within each round; rows carry the label
+# as their commit, and bench/ep/ab_ep.py compares every label with the first.
+do_ep_ab_run() {  # ROUND RANKS SMS CONFIG
+  local label=${4%%:*} vars=() extra=()
+  [[ $4 == *:* ]] && IFS=, read -ra vars <<<"${4#*:}"
+  read -ra extra <<<"${SHOAL_EP_AB_ARGS:-}"
+  mkdir -p "$out/ep-ab"
+  xlog "$out/ep-ab/${label}_r$2_s$3_$1.log" env "${vars[@]}" "SHOAL_EP_COMMIT=$label" "PYTHONPATH=$B_abs/python" \
+    timeout 600 python3 -m torch.distributed.run "--nproc_per_node=$2" bench/ep/bench_normal.py --num-sms "$3" \
+    "${extra[@]}" --csv "$out/ep-ab/ep_ab.csv"
+}
+step_ep-ab() {
+  local r n sms cfg
+  for cfg in "$@"; do
+    [[ ${cfg%%:*} =~ ^[A-Za-z0-9_.-]+$ ]] || { say "ep-ab: '$cfg': a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...]"; failed_parts+=(ep-ab); return; }
+  done
+  for r in $(seq "${rounds:-2}"); do
+    for n in ${SHOAL_EP_AB_RANKS:-2 4}; do
+      for sms in ${SHOAL_EP_AB_SMS:-24}; do
+        for cfg in "$@"; do part "ep-ab/${cfg%%:*}/r${n}_s${sms}_$r" 150 do_ep_ab_run "$r" "$n" "$sms" "$cfg"; done
+      done
+    done
+  done
+  part ep-ab/compare 30 x python3 bench/ep/ab_ep.py "$out/ep-ab/ep_ab.csv" --base "${1%%:*}" \
+    --markdown "$out/ep-ab/ep_ab.md"
+  ((dry)) || [[ ! -f $out/ep-ab/ep_ab.md ]] || note "$(cat "$out/ep-ab/ep_ab.md")"
 }
 
 # Before/after: an earlier tree (a checkout or unpacked archive, which may predate the presets) and this one,

@@ -70,7 +70,7 @@ in_order() {
 # --- --help ---------------------------------------------------------------------------------------------------------
 if "$runner" --help >"$tmp/help" 2>&1; then
   missing=""
-  for w in build test rma coll variants collsweep scale proxy ep-bench ab ab-test repeat ep perftests \
+  for w in build test rma coll variants collsweep scale proxy ep-bench ep-ab ab ab-test repeat ep perftests \
     --out --budget --margin --resume --mps --no-mps --preset --ucx-bundle --nvshmem-home --nvshmem-bundle --pes \
     --test-pes --risky --rounds --dry-run "Exit status"; do
     grep -qE -- "(^| )$w( |,|:|$)" "$tmp/help" || missing="$missing $w"
@@ -119,6 +119,17 @@ if run --dry-run --out "$tmp/d3" --no-build repeat x.np2 3 ab /base && ! grep -q
   pass "dry run of --no-build repeat and ab: three runs, both trees built alike, four rounds, the table"
 else
   fail "dry run of repeat and ab"
+  cat "$tmp/stdout"
+fi
+if SHOAL_EP_AB_RANKS=4 run --dry-run --out "$tmp/d5" --rounds 1 ep-ab off on:SHOAL_EP_SELF_DIRECT=1,SHOAL_EP_INTERLEAVE=1 &&
+  in_order "$tmp/stdout" "cmake --build $bdir .*shoal_py_core shoal_py_ep" '^\[ep-ab/off/r4_s24_1\]' \
+    "env SHOAL_EP_COMMIT=off PYTHONPATH=$bdir/python .*--nproc_per_node=4 bench/ep/bench_normal.py --num-sms 24" '^\[ep-ab/on/r4_s24_1\]' \
+    'env SHOAL_EP_SELF_DIRECT=1 SHOAL_EP_INTERLEAVE=1 SHOAL_EP_COMMIT=on ' 'bench/ep/ab_ep.py .* --base off' &&
+  { run --dry-run --out "$tmp/d6" ep-ab 'bad label:X=1'; grep -q "a CONFIG is LABEL" "$tmp/stdout"; } &&
+  grep -q "failed: ep-ab" "$tmp/stdout"; then
+  pass "dry run of ep-ab: the Python package built, the configs alternated with their variables, compared to the first"
+else
+  fail "dry run of ep-ab"
   cat "$tmp/stdout"
 fi
 if run --dry-run --out "$tmp/d4" --budget 900 --margin 30 build rma coll &&
