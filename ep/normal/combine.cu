@@ -3,7 +3,8 @@
 // a proxy source's rows are staged and put with a signal, as in dispatch); the block's last warp
 // publishes per source how many of its rows are written, in order. Odd blocks reduce channel c's own
 // tokens: one warp per token waits for each rank's row, sums in FP32 (plus up to two biases) and
-// writes BF16, and sums the returned top-k weights.
+// writes BF16, and sums the returned top-k weights. The switches of channel_args (docs/ep.md, "Switches") drop
+// read slots from L2, let the receiver read the rank's own rows from x, and interleave the sources' rows.
 #include <cuda_bf16.h>
 
 #include "common.cuh"
@@ -20,14 +21,23 @@ __device__ __forceinline__ int rows_in_channel(const combine_args& a, int s, int
          chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
 }
 
-// Row i of channel c's list (every source's rows, source by source) goes back to its source. A row past
-// num_recv (the dispatch was cut at num_worst_tokens, so x has no such row) goes back as zeros: nothing
-// is read past x, the slot is still written and counted, and the token's sum lacks that rank's part.
-__device__ __forceinline__ void send_row(const combine_args& a, int c, int i, int lane) {
+// Channel c's rows to every source (the own rank's too, unless self_direct lets its receiver read them from x).
+template <int kRanks>
+__device__ __forceinline__ row_list<kRanks> return_list(const combine_args& a, int c) {
+  row_list<kRanks> list;
+  list.shift = a.interleave_shift;
+#pragma unroll
+  for (int s = 0; s < kRanks; ++s)
+    list.n[s] = (s < a.num_ranks && !(a.self_direct && s == a.rank)) ? rows_in_channel(a, s, c) : 0;
+  return list;
+}
+
+// Row j of source s's rows in channel c goes back to s, into the slot the row had in dispatch. A row past
+// num_recv (the dispatch was cut at num_worst_tokens, so x has no such row) goes back as zeros: nothing is read
+// past x, the slot is still written and counted, and the token's sum lacks that rank's part.
+__device__ __forceinline__ void send_row(const combine_args& a, int c, int s, int j, int lane) {
   const std::size_t row_nbytes = 2u * a.hidden, weights_off = round16(row_nbytes);
-  int s = 0, first = 0;
-  while (i >= first + rows_in_channel(a, s, c)) first += rows_in_channel(a, s++, c);
-  const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + (i - first);
+  const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + j;
   const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
   uint8_t* out = out_slot_ptr(a.p, a.rank, a.num_ranks, s, a.capacity, slot, a.slot_nbytes);
   if (row >= a.num_recv) {
@@ -42,22 +52,20 @@ __device__ __forceinline__ void send_row(const combine_args& a, int c, int i, in
     reinterpret_cast<float*>(out + weights_off)[lane] = __ldg(a.topk_weights + row * a.num_topk + lane);
 }
 
-// The publisher: rows [from, to) of channel c's list are written. Lane s < R signals a mapped source s
-// (its rows written so far); lane 0 puts a proxy source's newly staged rows with the same count.
+// The publisher: list positions [from, to) of channel c are written. Lane s < R signals a mapped source s (its
+// rows written so far); lane 0 puts a proxy source's newly staged rows with the same count.
+template <int kRanks>
 __device__ __noinline__ void publish_rows(const combine_args& a, uint64_t seq, int c, int from, int to, bool proxies,
                                           int lane) {
+  const row_list<kRanks> list = return_list<kRanks>(a, c);
   if (lane < a.num_ranks && !is_proxy(a.p, lane)) {
-    int first = 0;
-    for (int r = 0; r < lane; ++r) first += rows_in_channel(a, r, c);
-    const int n = rows_in_channel(a, lane, c);
-    const int before = min(max(from - first, 0), n), now = min(max(to - first, 0), n);
+    const int before = list.count_before(lane, from), now = list.count_before(lane, to);
     if (now > before) signal(&ctrl(a.p.base[lane])->combine_progress[a.rank][c], tag(seq, static_cast<uint32_t>(now)));
   }
   if (proxies && lane == 0) {
     bool fenced = false;
-    for (int s = 0, first = 0; s < a.num_ranks; first += rows_in_channel(a, s++, c)) {
-      const int n = rows_in_channel(a, s, c);
-      const int before = min(max(from - first, 0), n), now = min(max(to - first, 0), n);
+    for (int s = 0; s < a.num_ranks; ++s) {
+      const int before = list.count_before(s, from), now = list.count_before(s, to);
       if (!is_proxy(a.p, s) || now <= before) continue;
       if (!fenced) fence_proxies(a.p), fenced = true;
       const std::size_t slot0 = chan_begin(a.recv_chan_prefix, s, a.num_channels, c);
@@ -73,12 +81,14 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   tracker.init();
   wait_entered(a, seq, "shoal_ep combine (start)", c);
-  int total = 0;
-  for (int s = 0; s < a.num_ranks; ++s) total += rows_in_channel(a, s, c);
+  const row_list<kRanks> list = return_list<kRanks>(a, c);
+  const int total = list.total();
   if (warp < send_tracker::kCopyWarps) {
     int count = 0;
     for (int i = warp; i < total; i += send_tracker::kCopyWarps) {
-      send_row(a, c, i, lane);
+      int s, j;
+      list.at(i, s, j);
+      send_row(a, c, s, j, lane);
       tracker.record(warp, ++count, lane);
     }
     return;
@@ -86,7 +96,7 @@ __device__ void sender(const combine_args& a, uint64_t seq, int c) {
   if (a.raw_copy) return;
   const bool proxies = any_proxy(a.p, a.num_ranks);
   run_publisher(tracker, total, max(a.tokens_per_signal, 1), lane,
-                [&](int from, int to) { publish_rows(a, seq, c, from, to, proxies, lane); });
+                [&](int from, int to) { publish_rows<kRanks>(a, seq, c, from, to, proxies, lane); });
   // The staging slabs are rewritten by the next call: its puts from them must be complete first.
   if (proxies && lane == 0) quiet_proxies(a.p);
 }
@@ -147,10 +157,13 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
+  // With self_direct, this rank's own part of token t is row self_base + slot of x, read in place (no wait).
+  const int64_t self_base = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, a.rank);
+  const int self = a.self_direct ? a.rank : -1;
   uint32_t seen = 0;  // lane d < R: rows of rank d seen written in this channel
   for (int t = t0 + warp; t < t1; t += kWarps) {
     const int my_slot = lane < a.num_ranks ? a.send_slot[static_cast<int64_t>(t) * a.num_ranks + lane] : -1;
-    if (my_slot >= 0 && !a.raw_copy) {
+    if (my_slot >= 0 && !a.raw_copy && lane != self) {
       const uint32_t need = my_slot + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
       if (seen < need)
         seen = static_cast<uint32_t>(wait_geq(a.p.world, &mine->combine_progress[lane][c], tag(seq, need), a.timeout_ns,
@@ -158,24 +171,39 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
     }
     __syncwarp();
     const uint8_t* rows[kRanks];
+    int64_t self_row = -1;  // x's row of the own part, when read in place
 #pragma unroll
     for (int d = 0; d < kRanks; ++d) {
       const int s = __shfl_sync(0xffffffffu, my_slot, d);
-      rows[d] = (d < a.num_ranks && s >= 0) ? slot_ptr(a.p.base[a.rank], d, a.capacity, s, a.slot_nbytes) : nullptr;
+      const bool own = d == self;
+      const uint8_t* row = nullptr;
+      if (d < a.num_ranks && s >= 0 && !own) row = slot_ptr(a.p.base[a.rank], d, a.capacity, s, a.slot_nbytes);
+      // A row past num_recv (dispatch cut at num_worst_tokens) adds nothing, as its zeroed slot would.
+      if (d < a.num_ranks && s >= 0 && own && self_base + s < a.num_recv) {
+        self_row = self_base + s;
+        row = static_cast<const uint8_t*>(a.x) + self_row * 2 * a.hidden;
+      }
+      rows[d] = row;  // one store per d: no index the compiler could turn into `self`
     }
-    reduce_token<kRanks>(a, rows, t, lane);
+    // The weights first: nothing of them stays live across the row sums.
     if (lane < a.num_topk && a.combined_topk_weights != nullptr) {
       float w = 0.f;
 #pragma unroll
-      for (int d = 0; d < kRanks; ++d)
-        if (rows[d] != nullptr) w += __ldcg(reinterpret_cast<const float*>(rows[d] + weights_off) + lane);
+      for (int d = 0; d < kRanks; ++d) {
+        if (rows[d] == nullptr) continue;
+        if (d != self)
+          w += __ldcg(reinterpret_cast<const float*>(rows[d] + weights_off) + lane);
+        else if (a.topk_weights != nullptr)
+          w += __ldg(a.topk_weights + self_row * a.num_topk + lane);
+      }
       a.combined_topk_weights[static_cast<int64_t>(t) * a.num_topk + lane] = w;
     }
+    reduce_token<kRanks>(a, rows, t, lane);
     if (a.discard_slots) {
       __syncwarp();
 #pragma unroll
       for (int d = 0; d < kRanks; ++d)
-        if (rows[d] != nullptr) discard_slot(rows[d], a.slot_nbytes, lane);
+        if (rows[d] != nullptr && d != self) discard_slot(rows[d], a.slot_nbytes, lane);  // never the caller's x
     }
   }
 }
@@ -206,7 +234,7 @@ void combine(const combine_args& args, void* stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  a.discard_slots = detail::discard_slots_enabled();
+  detail::apply_switches(a);
   launch_by_ranks<combine_kernel>(a, stream);
   detail::check_launch("shoal::ep::combine");
 }

@@ -15,6 +15,8 @@
 #include <shoal/device/sync.cuh>
 #include <shoal/ep/normal.hpp>
 
+#include "row_list.hpp"
+
 namespace shoal::ep::detail {
 
 inline constexpr int kWarps = kChannelThreads / 32;
@@ -226,8 +228,9 @@ __device__ __forceinline__ void discard_slot(const void* p, std::size_t n, int l
     asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
 }
 
-/// SHOAL_EP_L2_DISCARD: whether receivers discard the slots they have read (channel_args::discard_slots).
-bool discard_slots_enabled();
+/// The switches of channel_args, read from the environment once per process (SHOAL_EP_L2_DISCARD,
+/// SHOAL_EP_SELF_DIRECT, SHOAL_EP_INTERLEAVE: each 0 or 1, default 0); a bad value throws shoal::error.
+void apply_switches(channel_args& a);
 
 // --- a sending block's progress -----------------------------------------------------------------
 

@@ -5,7 +5,8 @@
 // publishes, per destination, how many of the channel's slots are written (fence, then release store;
 // to a proxy peer, one shoal put-with-signal of the slots staged since the last signal), in order and
 // at most every tokens_per_signal tokens. A receiving warp waits (acquire) for the slot of its row,
-// then copies it out.
+// then copies it out. The switches of channel_args (docs/ep.md, "Switches") drop read slots from L2, send the
+// rank's own tokens past the slab (the receiving block copies them from x), and interleave the sources' rows.
 #include "common.cuh"
 
 namespace shoal::ep {
@@ -28,7 +29,8 @@ __device__ __forceinline__ dispatch_slot slot_layout(const dispatch_args& a) {
   return s;
 }
 
-// One warp copies token t to every destination rank that holds one of its experts.
+// One warp copies token t to every destination rank that holds one of its experts (with self_direct, every one
+// but this rank: this rank's receiving block copies such a token from x straight into recv_x).
 template <int kRanks>
 __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatch_slot& L, int t, int lane) {
   const int my_slot = lane < a.num_ranks ? a.send_slot[static_cast<int64_t>(t) * a.num_ranks + lane] : -1;
@@ -36,9 +38,14 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
 #pragma unroll
   for (int d = 0; d < kRanks; ++d) {
     const int s = __shfl_sync(0xffffffffu, my_slot, d);
-    rows[d] =
-        (d < a.num_ranks && s >= 0) ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, a.capacity, s, a.slot_nbytes) : nullptr;
+    rows[d] = (d < a.num_ranks && s >= 0 && !(a.self_direct && d == a.rank))
+                  ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, a.capacity, s, a.slot_nbytes)
+                  : nullptr;
   }
+  bool any = false;  // the same on every lane: the pointers come from shuffles
+#pragma unroll
+  for (int d = 0; d < kRanks; ++d) any |= rows[d] != nullptr;
+  if (!any) return;  // a token for no rank, or (self_direct) for this rank alone: nothing to read
   uint4* dst[kRanks];
 #pragma unroll
   for (int d = 0; d < kRanks; ++d) dst[d] = reinterpret_cast<uint4*>(rows[d]);
@@ -85,7 +92,8 @@ __device__ __forceinline__ int edge_slot(const dispatch_args& a, int d, int b0, 
 // newly staged slots with the same count as the signal.
 __device__ __noinline__ void publish_tokens(const dispatch_args& a, uint64_t seq, int c, int t0, int from, int to,
                                             bool proxies, int lane) {
-  if (lane < a.num_ranks && !is_proxy(a.p, lane)) {
+  // With self_direct no receiver reads this rank's own slots, so nobody waits for their count.
+  if (lane < a.num_ranks && !is_proxy(a.p, lane) && !(a.self_direct && lane == a.rank)) {
     const int last = edge_slot<true>(a, lane, t0 + from, t0 + to);
     if (last >= 0) {
       const int done = last + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
@@ -132,40 +140,71 @@ __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
   if (proxies && lane == 0) quiet_proxies(a.p);
 }
 
+// What channel c's receiving block handles: per source, its rows of this channel; with self_direct, this rank's
+// place holds its own tokens of the channel instead (copied from x; those not for this rank are skipped).
+template <int kRanks>
+__device__ __forceinline__ row_list<kRanks> receive_list(const dispatch_args& a, int c) {
+  row_list<kRanks> list;
+  list.shift = a.interleave_shift;
+#pragma unroll
+  for (int s = 0; s < kRanks; ++s) {
+    const int rows = s < a.num_ranks ? chan_begin(a.recv_chan_prefix, s, a.num_channels, c + 1) -
+                                           chan_begin(a.recv_chan_prefix, s, a.num_channels, c)
+                                     : 0;
+    const int own = token_begin(a.num_tokens, a.num_channels, c + 1) - token_begin(a.num_tokens, a.num_channels, c);
+    list.n[s] = a.self_direct && s == a.rank ? own : rows;  // one store per s: no index that becomes a.rank
+  }
+  return list;
+}
+
 template <int kRanks>
 __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
   const dispatch_slot L = slot_layout(a);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   control* mine = ctrl(a.p.base[a.rank]);
-  const int C = a.num_channels;
-  int total = 0;
-  for (int s = 0; s < a.num_ranks; ++s)
-    total += chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
-  uint32_t seen[kRanks] = {};
-  int s = 0, s_first = 0;  // the row's source, and the index of its first row in this channel's list
+  const row_list<kRanks> list = receive_list<kRanks>(a, c);
+  const int total = list.total();
+  const int self = a.self_direct ? a.rank : -1;
+  uint32_t seen = 0;  // lane s < R: slots of source s seen written in this channel
   for (int i = warp; i < total; i += kWarps) {
-    int n = chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
-    while (i >= s_first + n) {
-      s_first += n;
-      ++s;
-      n = chan_begin(a.recv_chan_prefix, s, C, c + 1) - chan_begin(a.recv_chan_prefix, s, C, c);
+    int s, j;  // the row's source, and its index among that source's rows of this channel
+    list.at(i, s, j);
+    const uint8_t* in;  // the row: its slot, or (own token t, self_direct) x's row t
+    int64_t row, t = -1;
+    if (s == self) {
+      t = token_begin(a.num_tokens, a.num_channels, c) + j;
+      const int slot = a.send_slot[t * a.num_ranks + a.rank];
+      if (slot < 0) continue;  // not for this rank
+      row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, a.rank) + slot;
+      in = static_cast<const uint8_t*>(a.x) + t * a.hidden_nbytes;
+    } else {
+      if (lane == s && seen <= static_cast<uint32_t>(j) && !a.raw_copy)
+        seen = static_cast<uint32_t>(wait_geq(a.p.world, &mine->dispatch_progress[s][c], tag(seq, j + 1), a.timeout_ns,
+                                              "shoal_ep dispatch (receive)", s, c));
+      __syncwarp();
+      const int slot = chan_begin(a.recv_chan_prefix, s, a.num_channels, c) + j;
+      row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
+      in = slot_ptr(a.p.base[a.rank], s, a.capacity, slot, a.slot_nbytes);
     }
-    const int j = i - s_first;
-    if (lane == 0 && !a.raw_copy) {
-#pragma unroll
-      for (int r = 0; r < kRanks; ++r)
-        if (r == s && seen[r] <= static_cast<uint32_t>(j))
-          seen[r] = static_cast<uint32_t>(wait_geq(a.p.world, &mine->dispatch_progress[s][c], tag(seq, j + 1),
-                                                   a.timeout_ns, "shoal_ep dispatch (receive)", s, c));
-    }
-    __syncwarp();
-    const int slot = chan_begin(a.recv_chan_prefix, s, C, c) + j;
-    const int64_t row = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, s) + slot;
     if (row >= a.num_recv) continue;  // more rows than num_worst_tokens: the caller's bound, never overrun
-    const uint8_t* in = slot_ptr(a.p.base[a.rank], s, a.capacity, slot, a.slot_nbytes);
     uint4* const out[1] = {reinterpret_cast<uint4*>(static_cast<uint8_t*>(a.recv_x) + row * a.hidden_nbytes)};
     warp_copy<kUnroll>(out, reinterpret_cast<const uint4*>(in), static_cast<int>(a.hidden_nbytes / 16), lane,
                        load_peer{});
+    if (t >= 0) {  // an own token: the rest from the caller's inputs, as send_token writes it into a slot
+      for (int k = lane; k < a.num_scales; k += 32)
+        a.recv_x_scales[row * a.num_scales + k] =
+            __ldg(a.x_scales + t * a.scale_token_stride + k * a.scale_hidden_stride);
+      if (lane < a.num_topk) {
+        const int64_t e = __ldg(a.topk_idx + t * a.num_topk + lane);
+        const int64_t first = static_cast<int64_t>(a.rank) * a.num_local_experts;
+        const bool local = e >= first && e < first + a.num_local_experts;
+        a.recv_topk_idx[row * a.num_topk + lane] = local ? e - first : -1;
+        a.recv_topk_weights[row * a.num_topk + lane] =
+            local && a.topk_weights != nullptr ? __ldg(a.topk_weights + t * a.num_topk + lane) : 0.f;
+      }
+      if (lane == 0) a.recv_src_idx[row] = static_cast<int>(t);
+      continue;
+    }
     for (int k = lane; k < a.num_scales; k += 32)
       a.recv_x_scales[row * a.num_scales + k] = __ldcg(reinterpret_cast<const uint32_t*>(in + L.scales_off) + k);
     if (lane < a.num_topk) {
@@ -206,7 +245,7 @@ void dispatch(const dispatch_args& args, void* stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  a.discard_slots = detail::discard_slots_enabled();
+  detail::apply_switches(a);
   launch_by_ranks<dispatch_kernel>(a, stream);
   detail::check_launch("shoal::ep::dispatch");
 }

@@ -169,17 +169,26 @@ namespace detail {
 cudaError_t load_dispatch_kernels();
 cudaError_t load_combine_kernels();
 
-bool discard_slots_enabled() {
-  // Read once: every call of the process behaves alike. Each rank decides for its own receivers only, so ranks
-  // that disagree still interoperate.
-  static const bool on = [] {
-    const char* v = std::getenv("SHOAL_EP_L2_DISCARD");
-    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
-    if (std::strcmp(v, "0") == 0) return false;
-    throw shoal::error(errc::invalid_argument, "shoal::ep",
-                       std::string("SHOAL_EP_L2_DISCARD must be 0 or 1, not '") + v + "'");
-  }();
-  return on;
+namespace {
+// One switch: unset or "0" is off, "1" on, anything else an error naming the variable.
+bool switch_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  throw shoal::error(errc::invalid_argument, "shoal::ep", std::string(name) + " must be 0 or 1, not '" + v + "'");
+}
+}  // namespace
+
+void apply_switches(channel_args& a) {
+  // Read once: every call of the process behaves alike.
+  struct switches {
+    bool discard, self_direct, interleave;
+  };
+  static const switches s{switch_from_env("SHOAL_EP_L2_DISCARD"), switch_from_env("SHOAL_EP_SELF_DIRECT"),
+                          switch_from_env("SHOAL_EP_INTERLEAVE")};
+  a.discard_slots = s.discard;
+  a.self_direct = s.self_direct;
+  a.interleave_shift = s.interleave ? kInterleaveShift : 0;
 }
 
 void check_launch(const char* call) {
@@ -218,6 +227,8 @@ void load_kernels() {
   cuda_check(cudaFuncGetAttributes(&attr, notify_kernel), call, "notify kernel");
   cuda_check(detail::load_dispatch_kernels(), call, "dispatch kernels");
   cuda_check(detail::load_combine_kernels(), call, "combine kernels");
+  channel_args probe{};
+  detail::apply_switches(probe);  // a bad SHOAL_EP_* switch fails here, in the constructor, not in a later call
 }
 
 void zero_device(void* addr, std::size_t nbytes) {

@@ -49,6 +49,15 @@ def test_proxy_refused_when_off(group):
     dist.barrier()
 
 
+@pytest.mark.skipif(os.environ.get("SHOAL_EP_INTERLEAVE", "0") in ("0", "1"),
+                    reason="python_ep_bad_switch_test.np2 sets SHOAL_EP_INTERLEAVE=2")
+def test_bad_switch_refused(group):
+    # Every rank reads the same environment, so every rank raises alike, in the constructor: no call has run.
+    with pytest.raises(ValueError, match=r"SHOAL_EP_INTERLEAVE must be 0 or 1, not '2'"):
+        Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8))
+    dist.barrier()
+
+
 @pytest.fixture(scope="module")
 def buffer(group):
     if PROXY and not PROXY_ENABLED:
