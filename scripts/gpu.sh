@@ -44,7 +44,8 @@ Steps:
   repeat TEST [N]          one ctest N times (20), each run a part; failing runs' logs kept (OUT/repeat)
   ep DEEPEP_SRC            scripts/ep_vs_deepep.sh: shoal.ep beside DeepEP V1 (OUT/ep)
   perftests NVSHMEM_SRC    scripts/nvshmem_perftests.sh: NVSHMEM's perftests on shoal and on NVSHMEM, a build
-                           part then a run part (OUT/perftests)
+                           part then a run part per group (device/pt-to-pt, device/coll, device/tile, host)
+                           (OUT/perftests)
   study                    scripts/study.sh: the study (docs/study.md), resumed across calls (OUT/study)
   bench                    = rma coll variants
   all                      = build test rma coll variants
@@ -88,7 +89,7 @@ Options:
 Estimates (seconds; a part runs only when it fits the budget): build 480, a test its ctest TIMEOUT up to 60,
 rma 330, coll 300, variants 300, collsweep 120 a configuration, scale 240 a run, proxy 420, ep-bench 240+120,
 ab 480 to build and 240 a round, ep-ab 150 a run, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
-to build and 540 to run, study 540 a call (the study resumes where the budget cut it).
+to build and 300 a group of runs, study 540 a call (the study resumes where the budget cut it).
 
 Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_TIMEOUT (300 s: each
 collective binary), SHOAL_SWEEP_TIMEOUT (90 s: each sweep configuration), SHOAL_SWEEP_CHANNELS
@@ -851,9 +852,15 @@ do_perftests_build() {  # NVSHMEM_SRC
   fi
   x env BUILD_ONLY=1 "PES=$pes" "${prefix[@]}" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
 }
+# The runs go in four parts (about 50 runs a side in all), so a budget cut loses one group, and --resume runs the rest.
+perftest_groups=(device/pt-to-pt device/coll device/tile host)
 step_perftests() {
+  local g
   part perftests/build 540 do_perftests_build "$1"
-  part perftests/run 540 x env RUN_ONLY=1 "PES=$pes" scripts/nvshmem_perftests.sh "$1" "$out/perftests"
+  for g in "${perftest_groups[@]}"; do
+    part "perftests/run-${g//\//-}" 300 x env RUN_ONLY=1 "ONLY=^$g/" "PES=$pes" scripts/nvshmem_perftests.sh "$1" \
+      "$out/perftests"
+  done
 }
 
 # The study stops where the budget cuts it (the part is then left for --resume) and its own --resume skips the

@@ -132,6 +132,15 @@ else
   fail "dry run of ep-ab"
   cat "$tmp/stdout"
 fi
+if run --dry-run --out "$tmp/d7" --no-build perftests /src &&
+  in_order "$tmp/stdout" '^\[perftests/build\]' 'BUILD_ONLY=1' '^\[perftests/run-device-pt-to-pt\]' \
+    'RUN_ONLY=1 ONLY=\^device/pt-to-pt/ PES=2 scripts/nvshmem_perftests.sh /src' '^\[perftests/run-device-coll\]' \
+    '^\[perftests/run-device-tile\]' '^\[perftests/run-host\]' 'ONLY=\^host/'; then
+  pass "dry run of perftests: the build, then one run part per group of programs"
+else
+  fail "dry run of perftests"
+  cat "$tmp/stdout"
+fi
 if run --dry-run --out "$tmp/d4" --budget 900 --margin 30 build rma coll &&
   in_order "$tmp/stdout" '^\[build\] ~480 s, from 0 s' '^\[rma\] ~330 s, from 480 s' \
     '^coll +not started: needs ~300 s, 60 s left of the budget' 'left for a --resume call: coll'; then
