@@ -88,7 +88,7 @@ Options:
 
 Estimates (seconds; a part runs only when it fits the budget): build 480, a test its ctest TIMEOUT up to 60,
 rma 330, coll 300, variants 300, collsweep 120 a configuration, scale 240 a run, proxy 420, ep-bench 240+120,
-ab 480 to build and 240 a round, ep-ab 150 a run, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
+ab 480 to build and 240 a round, ep-ab 60 a run, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
 to build and 300 a group of runs, study 540 a call (the study resumes where the budget cut it).
 
 Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_TIMEOUT (300 s: each
@@ -716,7 +716,7 @@ do_ep_ab_run() {  # ROUND RANKS SMS CONFIG
   read -ra extra <<<"${SHOAL_EP_AB_ARGS:-}"
   mkdir -p "$out/ep-ab"
   xlog "$out/ep-ab/${label}_r$2_s$3_$1.log" env "${vars[@]}" "SHOAL_EP_COMMIT=$label" "PYTHONPATH=$B_abs/python" \
-    timeout 600 python3 -m torch.distributed.run "--nproc_per_node=$2" bench/ep/bench_normal.py --num-sms "$3" \
+    timeout -k 10 240 python3 -m torch.distributed.run "--nproc_per_node=$2" bench/ep/bench_normal.py --num-sms "$3" \
     "${extra[@]}" --csv "$out/ep-ab/ep_ab.csv"
 }
 step_ep-ab() {
@@ -727,7 +727,7 @@ step_ep-ab() {
   for r in $(seq "${rounds:-2}"); do
     for n in ${SHOAL_EP_AB_RANKS:-2 4}; do
       for sms in ${SHOAL_EP_AB_SMS:-24}; do
-        for cfg in "$@"; do part "ep-ab/${cfg%%:*}/r${n}_s${sms}_$r" 150 do_ep_ab_run "$r" "$n" "$sms" "$cfg"; done
+        for cfg in "$@"; do part "ep-ab/${cfg%%:*}/r${n}_s${sms}_$r" 60 do_ep_ab_run "$r" "$n" "$sms" "$cfg"; done
       done
     done
   done
