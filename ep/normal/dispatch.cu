@@ -29,6 +29,12 @@ __device__ __forceinline__ dispatch_slot slot_layout(const dispatch_args& a) {
   return s;
 }
 
+// Expert e as rank d's local expert index, or -1 when d does not hold it.
+__device__ __forceinline__ int local_expert(const dispatch_args& a, int64_t e, int d) {
+  const int64_t first = static_cast<int64_t>(d) * a.num_local_experts;
+  return e >= first && e < first + a.num_local_experts ? static_cast<int>(e - first) : -1;
+}
+
 // One warp copies token t to every destination rank that holds one of its experts (with self_direct, every one
 // but this rank: this rank's receiving block copies such a token from x straight into recv_x).
 template <int kRanks>
@@ -64,10 +70,9 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
 #pragma unroll
     for (int d = 0; d < kRanks; ++d) {
       if (rows[d] == nullptr) continue;
-      const int64_t first = static_cast<int64_t>(d) * a.num_local_experts;
-      const bool local = e >= first && e < first + a.num_local_experts;
-      reinterpret_cast<int*>(rows[d] + L.idx_off)[lane] = local ? static_cast<int>(e - first) : -1;
-      reinterpret_cast<float*>(rows[d] + L.weights_off)[lane] = local ? w : 0.f;
+      const int local = local_expert(a, e, d);
+      reinterpret_cast<int*>(rows[d] + L.idx_off)[lane] = local;
+      reinterpret_cast<float*>(rows[d] + L.weights_off)[lane] = local >= 0 ? w : 0.f;
     }
   }
   if (lane == 0) {
@@ -195,12 +200,10 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
         a.recv_x_scales[row * a.num_scales + k] =
             __ldg(a.x_scales + t * a.scale_token_stride + k * a.scale_hidden_stride);
       if (lane < a.num_topk) {
-        const int64_t e = __ldg(a.topk_idx + t * a.num_topk + lane);
-        const int64_t first = static_cast<int64_t>(a.rank) * a.num_local_experts;
-        const bool local = e >= first && e < first + a.num_local_experts;
-        a.recv_topk_idx[row * a.num_topk + lane] = local ? e - first : -1;
+        const int local = local_expert(a, __ldg(a.topk_idx + t * a.num_topk + lane), a.rank);
+        a.recv_topk_idx[row * a.num_topk + lane] = local;
         a.recv_topk_weights[row * a.num_topk + lane] =
-            local && a.topk_weights != nullptr ? __ldg(a.topk_weights + t * a.num_topk + lane) : 0.f;
+            local >= 0 && a.topk_weights != nullptr ? __ldg(a.topk_weights + t * a.num_topk + lane) : 0.f;
       }
       if (lane == 0) a.recv_src_idx[row] = static_cast<int>(t);
       continue;
