@@ -34,10 +34,11 @@ Steps:
                            bench/ep/bench_low_latency.py (OUT/ep-bench)
   ab BASE_TREE             device figures of an earlier source tree and of this one, both built alike, the rma
                            and coll sets alternated base/new for --rounds rounds; bench/ab_compare.py (OUT/ab)
-  ep-ab CONFIG...          shoal.ep under several environments of one build: bench/ep/bench_normal.py at each rank
-                           count of SHOAL_EP_AB_RANKS (2 4) and SM count of SHOAL_EP_AB_SMS (24), the CONFIGs
-                           alternated in each of --rounds rounds (2); a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...];
-                           bench/ep/ab_ep.py puts every label beside the first (OUT/ep-ab)
+  ep-ab CONFIG...          shoal.ep's switches side by side: one bench/ep/bench_normal.py process per rank count
+                           of SHOAL_EP_AB_RANKS (2 4) and SM count of SHOAL_EP_AB_SMS (24) measures every CONFIG,
+                           alternated in each of --rounds rounds (2); a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...]
+                           with VAR an EP switch (docs/ep.md); bench/ep/ab_ep.py puts every label beside the
+                           first (OUT/ep-ab)
   ab-test BASE_TREE TEST [FILTER]
                            one GPU test program (a tests/gpu target) of both trees, PEs time-sliced on one GPU
                            (no MPS), base/new alternated for --rounds rounds, each run bounded (OUT/ab-test)
@@ -88,8 +89,9 @@ Options:
 
 Estimates (seconds; a part runs only when it fits the budget): build 480, a test its ctest TIMEOUT up to 60,
 rma 330, coll 300, variants 300, collsweep 120 a configuration, scale 240 a run, proxy 420, ep-bench 240+120,
-ab 480 to build and 240 a round, ep-ab 60 a run, ab-test 300 to build and 150 a round, repeat 60 a run, ep 600, perftests 540
-to build and 300 a group of runs, study 540 a call (the study resumes where the budget cut it).
+ab 480 to build and 240 a round, ep-ab 30 a process and 12 a config and round, ab-test 300 to build and 150 a
+round, repeat 60 a run, ep 600, perftests 540 to build and 300 a group of runs, study 540 a call (the study resumes
+where the budget cut it).
 
 Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_TIMEOUT (300 s: each
 collective binary), SHOAL_SWEEP_TIMEOUT (90 s: each sweep configuration), SHOAL_SWEEP_CHANNELS
@@ -707,28 +709,40 @@ step_ep-bench() {
   part ep-bench/low-latency 120 do_ep_ll
 }
 
-# One build, several environments (e.g. the EP layer's switches, docs/ep.md): bench_normal.py per rank count, SM
-# count and CONFIG (LABEL or LABEL:VAR=V[,VAR=V...]), the configs alternated within each round; rows carry the label
-# as their commit, and bench/ep/ab_ep.py compares every label with the first.
-do_ep_ab_run() {  # ROUND RANKS SMS CONFIG
-  local label=${4%%:*} vars=() extra=()
-  [[ $4 == *:* ]] && IFS=, read -ra vars <<<"${4#*:}"
+# The EP layer's switches side by side (docs/ep.md): one bench_normal.py process per rank count and SM count measures
+# every CONFIG (LABEL or LABEL:VAR=V[,VAR=V...], VAR a switch) in each round, alternated, through
+# Buffer.set_switches; rows carry the label as their commit, and bench/ep/ab_ep.py compares every label with the first.
+ep_ab_switches="SHOAL_EP_L2_DISCARD SHOAL_EP_SELF_DIRECT SHOAL_EP_INTERLEAVE"
+do_ep_ab_run() {  # RANKS SMS CONFIG...
+  local n=$1 sms=$2 extra=()
+  shift 2
   read -ra extra <<<"${SHOAL_EP_AB_ARGS:-}"
   mkdir -p "$out/ep-ab"
-  xlog "$out/ep-ab/${label}_r$2_s$3_$1.log" env "${vars[@]}" "SHOAL_EP_COMMIT=$label" "PYTHONPATH=$B_abs/python" \
-    timeout -k 10 240 python3 -m torch.distributed.run "--nproc_per_node=$2" bench/ep/bench_normal.py --num-sms "$3" \
-    "${extra[@]}" --csv "$out/ep-ab/ep_ab.csv"
+  xlog "$out/ep-ab/r${n}_s${sms}.log" env "PYTHONPATH=$B_abs/python" \
+    timeout -k 10 "$ep_ab_bound" python3 -m torch.distributed.run "--nproc_per_node=$n" bench/ep/bench_normal.py \
+    --num-sms "$sms" --configs "$@" --rounds "${rounds:-2}" "${extra[@]}" --csv "$out/ep-ab/ep_ab.csv"
 }
 step_ep-ab() {
-  local r n sms cfg
+  local n sms cfg assign var
   for cfg in "$@"; do
-    [[ ${cfg%%:*} =~ ^[A-Za-z0-9_.-]+$ ]] || { say "ep-ab: '$cfg': a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...]"; failed_parts+=(ep-ab); return; }
-  done
-  for r in $(seq "${rounds:-2}"); do
-    for n in ${SHOAL_EP_AB_RANKS:-2 4}; do
-      for sms in ${SHOAL_EP_AB_SMS:-24}; do
-        for cfg in "$@"; do part "ep-ab/${cfg%%:*}/r${n}_s${sms}_$r" 60 do_ep_ab_run "$r" "$n" "$sms" "$cfg"; done
+    local ok=1
+    [[ ${cfg%%:*} =~ ^[A-Za-z0-9_.-]+$ ]] || ok=0
+    if [[ $cfg == *:* ]]; then
+      IFS=, read -ra assigns <<<"${cfg#*:}"
+      for assign in "${assigns[@]}"; do
+        var=${assign%%=*}
+        [[ " $ep_ab_switches " == *" $var "* && $assign =~ =[01]$ ]] || ok=0
       done
+    fi
+    ((ok)) || { say "ep-ab: '$cfg': a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...], VAR one of $ep_ab_switches and V 0 or 1"
+      failed_parts+=(ep-ab); return; }
+  done
+  # A process start (~30 s) and about 12 s a config and round (4 ranks, 24 SMs, every chunk and the bounds).
+  local est=$((30 + 12 * $# * ${rounds:-2}))
+  ep_ab_bound=$((3 * est))
+  for n in ${SHOAL_EP_AB_RANKS:-2 4}; do
+    for sms in ${SHOAL_EP_AB_SMS:-24}; do
+      part "ep-ab/r${n}_s${sms}" "$est" do_ep_ab_run "$n" "$sms" "$@"
     done
   done
   part ep-ab/compare 30 x python3 bench/ep/ab_ep.py "$out/ep-ab/ep_ab.csv" --base "${1%%:*}" \

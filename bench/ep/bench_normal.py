@@ -12,7 +12,12 @@ bytes plus hidden/128 float scales. Like DeepEP, rank 0's times are reported, an
 Beside each best row, the same run measures the bound it is judged against: the same call at the same chunk
 with every wait and progress signal skipped (Buffer.raw_copy_dispatch / raw_copy_combine): the same bytes moved
 by the same SMs with no protocol. CSV columns: see FIELDS (op "dispatch_bound"/"combine_bound" for the bounds,
-"dispatch_full" for a dispatch with the layout exchange and host wait, at the best chunk)."""
+"dispatch_full" for a dispatch with the layout exchange and host wait, at the best chunk).
+
+--configs LABEL[:VAR=V,...] ... measures the normal mode's switches (docs/ep.md, "Switches") side by side in one
+process: each round (--rounds) runs the whole set once per config, in the order given, with the Buffer's switches
+set to the config's (VAR one of SWITCH_VARS, V 0 or 1; the others off); rows carry the label as their commit, for
+bench/ep/ab_ep.py. Without --configs the switches are the environment's."""
 import argparse
 import csv
 import os
@@ -27,6 +32,8 @@ from shoal.ep.config import nvl_bytes_needed
 
 FIELDS = ["op", "dtype", "num_ranks", "num_sms", "num_tokens", "hidden", "num_topk", "num_experts", "chunk",
           "time_us", "nbytes", "gbps", "commit"]
+SWITCH_VARS = {"SHOAL_EP_L2_DISCARD": "l2_discard", "SHOAL_EP_SELF_DIRECT": "self_direct",
+               "SHOAL_EP_INTERLEAVE": "interleave"}
 DISPATCH_CHUNKS = list(range(4, 33, 2))  # DeepEP's dispatch sweep
 COMBINE_CHUNKS = list(range(1, 17))      # DeepEP's combine sweep
 
@@ -69,6 +76,20 @@ def commit() -> str:
         return ""
 
 
+def parse_config(text: str):
+    """LABEL or LABEL:VAR=V[,VAR=V...] -> (label, switches): every switch off but those set to 1."""
+    label, _, assigns = text.partition(":")
+    if not label or not all(c.isalnum() or c in "_.-" for c in label):
+        raise ValueError(f"--configs: '{text}': a config is LABEL or LABEL:VAR=V[,VAR=V...] (label: letters, digits, _.-)")
+    switches = {field: False for field in SWITCH_VARS.values()}
+    for assign in filter(None, assigns.split(",")):
+        var, _, value = assign.partition("=")
+        if var not in SWITCH_VARS or value not in ("0", "1"):
+            raise ValueError(f"--configs: '{assign}' in '{text}': VAR is one of {', '.join(SWITCH_VARS)} and V 0 or 1")
+        switches[SWITCH_VARS[var]] = value == "1"
+    return label, switches
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--num-tokens", type=int, default=4096)
@@ -79,10 +100,19 @@ def main():
     p.add_argument("--dispatch-chunks", type=int, nargs="+", default=DISPATCH_CHUNKS)
     p.add_argument("--combine-chunks", type=int, nargs="+", default=COMBINE_CHUNKS)
     p.add_argument("--no-bound", action="store_true", help="skip the raw-copy bound rows")
-    p.add_argument("--csv", default="")
+    p.add_argument("--csv", default="", help="append the rows to this file (after each config of each round)")
+    p.add_argument("--configs", nargs="+", default=[], metavar="LABEL[:VAR=V,...]",
+                   help="compare the switches in one process (see above); rows labelled LABEL")
+    p.add_argument("--rounds", type=int, default=1, help="with --configs: rounds, the configs alternated in each")
     p.add_argument("--proxy", action="store_true",
                    help="size the buffer with staging slabs (a job with peers behind the proxy, e.g. SHOAL_DISABLE_P2P=1)")
     args = p.parse_args()
+    try:
+        configs = [parse_config(c) for c in args.configs]
+    except ValueError as e:
+        p.error(str(e))
+    if args.rounds < 1 or (args.rounds > 1 and not configs):
+        p.error("--rounds: at least 1, and above 1 only with --configs")
 
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     dist.init_process_group("gloo")
@@ -96,12 +126,12 @@ def main():
     topk_weights = torch.rand((args.num_tokens, args.num_topk), device="cuda")
     x_fp8 = per_token_fp8(x)
     per_rank, _, per_expert, in_rank, _ = buf.get_dispatch_layout(topk_idx, args.num_experts)
-    rows, sha = [], commit()
+    rows, label = [], commit()  # label: the commit, or the config measured (--configs)
 
     def record(op, dtype, num_sms, chunk, us, nbytes):
         rows.append(dict(op=op, dtype=dtype, num_ranks=R, num_sms=num_sms, num_tokens=args.num_tokens,
                          hidden=args.hidden, num_topk=args.num_topk, num_experts=args.num_experts, chunk=chunk,
-                         time_us=round(us, 2), nbytes=nbytes, gbps=round(nbytes / us / 1e3, 2), commit=sha))
+                         time_us=round(us, 2), nbytes=nbytes, gbps=round(nbytes / us / 1e3, 2), commit=label))
 
     def sweep(name, chunks, num_sms, call, nbytes):
         best = None
@@ -115,45 +145,60 @@ def main():
                   f"t: {best[1]:.2f} us", flush=True)
         return best
 
-    for num_sms in args.num_sms:
-        layout = dict(num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
-                      topk_idx=topk_idx, topk_weights=topk_weights)
-        recv_x, _, _, _, handle, _ = buf.dispatch(x, config=Config(num_sms, 24), **layout)
-        bf16_nbytes = recv_x.numel() * 2
-        fp8_nbytes = recv_x.numel() + recv_x.shape[0] * (args.hidden // 128) * 4
-        for dtype, xin, nbytes in (("fp8", x_fp8, fp8_nbytes), ("bf16", x, bf16_nbytes)):
-            chunk, us = sweep(f"dispatch ({dtype.upper()})", args.dispatch_chunks, num_sms,
-                              lambda c: buf.dispatch(xin, handle=handle, config=c), nbytes)  # noqa: B023
-            record("dispatch", dtype, num_sms, chunk, us, nbytes)
+    def measure():
+        """The whole set once: per SM count, the dispatch sweeps and bounds, then combine's."""
+        for num_sms in args.num_sms:
+            layout = dict(num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
+                          topk_idx=topk_idx, topk_weights=topk_weights)
+            recv_x, _, _, _, handle, _ = buf.dispatch(x, config=Config(num_sms, 24), **layout)
+            bf16_nbytes = recv_x.numel() * 2
+            fp8_nbytes = recv_x.numel() + recv_x.shape[0] * (args.hidden // 128) * 4
+            for dtype, xin, nbytes in (("fp8", x_fp8, fp8_nbytes), ("bf16", x, bf16_nbytes)):
+                chunk, us = sweep(f"dispatch ({dtype.upper()})", args.dispatch_chunks, num_sms,
+                                  lambda c: buf.dispatch(xin, handle=handle, config=c), nbytes)  # noqa: B023
+                record("dispatch", dtype, num_sms, chunk, us, nbytes)
+                if not args.no_bound:
+                    dist.barrier()
+                    bound = bench(lambda: buf.raw_copy_dispatch(xin, handle, Config(num_sms, chunk)))  # noqa: B023
+                    record("dispatch_bound", dtype, num_sms, chunk, bound, nbytes)
+                    if rank == 0:
+                        print(f"[bound] dispatch ({dtype.upper()}) raw copy: {bound:.2f} us; dispatch/bound "
+                              f"{us / bound:.2f}", flush=True)
+                if dtype == "bf16":
+                    dist.barrier()
+                    full = bench(lambda: buf.dispatch(x, config=Config(num_sms, chunk), **layout), warmups=10,  # noqa: B023
+                                 iters=20)
+                    record("dispatch_full", dtype, num_sms, chunk, full, nbytes)
+            chunk, us = sweep("combine", args.combine_chunks, num_sms,
+                              lambda c: buf.combine(recv_x, handle, config=c), bf16_nbytes)
+            record("combine", "bf16", num_sms, chunk, us, bf16_nbytes)
             if not args.no_bound:
                 dist.barrier()
-                bound = bench(lambda: buf.raw_copy_dispatch(xin, handle, Config(num_sms, chunk)))  # noqa: B023
-                record("dispatch_bound", dtype, num_sms, chunk, bound, nbytes)
+                bound = bench(lambda: buf.raw_copy_combine(recv_x, handle, Config(num_sms, chunk)))  # noqa: B023
+                record("combine_bound", "bf16", num_sms, chunk, bound, bf16_nbytes)
                 if rank == 0:
-                    print(f"[bound] dispatch ({dtype.upper()}) raw copy: {bound:.2f} us; dispatch/bound "
-                          f"{us / bound:.2f}", flush=True)
-            if dtype == "bf16":
-                dist.barrier()
-                full = bench(lambda: buf.dispatch(x, config=Config(num_sms, chunk), **layout), warmups=10,  # noqa: B023
-                             iters=20)
-                record("dispatch_full", dtype, num_sms, chunk, full, nbytes)
-        chunk, us = sweep("combine", args.combine_chunks, num_sms,
-                          lambda c: buf.combine(recv_x, handle, config=c), bf16_nbytes)
-        record("combine", "bf16", num_sms, chunk, us, bf16_nbytes)
-        if not args.no_bound:
-            dist.barrier()
-            bound = bench(lambda: buf.raw_copy_combine(recv_x, handle, Config(num_sms, chunk)))  # noqa: B023
-            record("combine_bound", "bf16", num_sms, chunk, bound, bf16_nbytes)
-            if rank == 0:
-                print(f"[bound] combine raw copy: {bound:.2f} us; combine/bound {us / bound:.2f}", flush=True)
+                    print(f"[bound] combine raw copy: {bound:.2f} us; combine/bound {us / bound:.2f}", flush=True)
 
-    if rank == 0 and args.csv:
-        new = not os.path.exists(args.csv)
-        with open(args.csv, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS)
-            if new:
-                w.writeheader()
-            w.writerows(rows)
+    def flush():
+        """Appends the rows so far to --csv (rank 0), so a run cut short keeps its finished configs."""
+        if rank == 0 and args.csv and rows:
+            new = not os.path.exists(args.csv)
+            with open(args.csv, "a", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=FIELDS)
+                if new:
+                    w.writeheader()
+                w.writerows(rows)
+        rows.clear()
+
+    for rnd in range(args.rounds):
+        for cfg_label, switches in configs or [(label, None)]:
+            if switches is not None:
+                buf.set_switches(**switches)
+                label = cfg_label
+                if rank == 0:
+                    print(f"== config {cfg_label}, round {rnd + 1} of {args.rounds}: {buf.switches}", flush=True)
+            measure()
+            flush()
     dist.barrier()
     buf.destroy()
     dist.destroy_process_group()

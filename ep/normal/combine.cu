@@ -25,10 +25,10 @@ __device__ __forceinline__ int rows_in_channel(const combine_args& a, int s, int
 template <int kRanks>
 __device__ __forceinline__ row_list<kRanks> return_list(const combine_args& a, int c) {
   row_list<kRanks> list;
-  list.shift = a.interleave_shift;
+  list.shift = a.sw.interleave ? kInterleaveShift : 0;
 #pragma unroll
   for (int s = 0; s < kRanks; ++s)
-    list.n[s] = (s < a.num_ranks && !(a.self_direct && s == a.rank)) ? rows_in_channel(a, s, c) : 0;
+    list.n[s] = (s < a.num_ranks && !(a.sw.self_direct && s == a.rank)) ? rows_in_channel(a, s, c) : 0;
   return list;
 }
 
@@ -159,7 +159,7 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
   const int t0 = token_begin(a.num_tokens, a.num_channels, c), t1 = token_begin(a.num_tokens, a.num_channels, c + 1);
   // With self_direct, this rank's own part of token t is row self_base + slot of x, read in place (no wait).
   const int64_t self_base = recv_offset(a.rank_prefix_matrix, a.num_ranks, a.rank, a.rank);
-  const int self = a.self_direct ? a.rank : -1;
+  const int self = a.sw.self_direct ? a.rank : -1;
   uint32_t seen = 0;  // lane d < R: rows of rank d seen written in this channel
   for (int t = t0 + warp; t < t1; t += kWarps) {
     const int my_slot = lane < a.num_ranks ? a.send_slot[static_cast<int64_t>(t) * a.num_ranks + lane] : -1;
@@ -199,7 +199,7 @@ __device__ void receiver(const combine_args& a, uint64_t seq, int c) {
       a.combined_topk_weights[static_cast<int64_t>(t) * a.num_topk + lane] = w;
     }
     reduce_token<kRanks>(a, rows, t, lane);
-    if (a.discard_slots) {
+    if (a.sw.l2_discard) {
       __syncwarp();
 #pragma unroll
       for (int d = 0; d < kRanks; ++d)
@@ -234,7 +234,6 @@ void combine(const combine_args& args, void* stream) {
   combine_args a = args;
   a.slot_nbytes = combine_slot_nbytes(a.hidden, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  detail::apply_switches(a);
   launch_by_ranks<combine_kernel>(a, stream);
   detail::check_launch("shoal::ep::combine");
 }

@@ -228,10 +228,6 @@ __device__ __forceinline__ void discard_slot(const void* p, std::size_t n, int l
     asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
 }
 
-/// The switches of channel_args, read from the environment once per process (SHOAL_EP_L2_DISCARD,
-/// SHOAL_EP_SELF_DIRECT, SHOAL_EP_INTERLEAVE: each 0 or 1, default 0); a bad value throws shoal::error.
-void apply_switches(channel_args& a);
-
 // --- a sending block's progress -----------------------------------------------------------------
 
 /// A sending block's list of items (tokens of its channel, or the rows it returns) is split round-robin

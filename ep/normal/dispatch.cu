@@ -44,7 +44,7 @@ __device__ __forceinline__ void send_token(const dispatch_args& a, const dispatc
 #pragma unroll
   for (int d = 0; d < kRanks; ++d) {
     const int s = __shfl_sync(0xffffffffu, my_slot, d);
-    rows[d] = (d < a.num_ranks && s >= 0 && !(a.self_direct && d == a.rank))
+    rows[d] = (d < a.num_ranks && s >= 0 && !(a.sw.self_direct && d == a.rank))
                   ? out_slot_ptr(a.p, a.rank, a.num_ranks, d, a.capacity, s, a.slot_nbytes)
                   : nullptr;
   }
@@ -98,7 +98,7 @@ __device__ __forceinline__ int edge_slot(const dispatch_args& a, int d, int b0, 
 __device__ __noinline__ void publish_tokens(const dispatch_args& a, uint64_t seq, int c, int t0, int from, int to,
                                             bool proxies, int lane) {
   // With self_direct no receiver reads this rank's own slots, so nobody waits for their count.
-  if (lane < a.num_ranks && !is_proxy(a.p, lane) && !(a.self_direct && lane == a.rank)) {
+  if (lane < a.num_ranks && !is_proxy(a.p, lane) && !(a.sw.self_direct && lane == a.rank)) {
     const int last = edge_slot<true>(a, lane, t0 + from, t0 + to);
     if (last >= 0) {
       const int done = last + 1 - chan_begin(a.send_chan_prefix, lane, a.num_channels, c);
@@ -150,14 +150,14 @@ __device__ void sender(const dispatch_args& a, uint64_t seq, int c) {
 template <int kRanks>
 __device__ __forceinline__ row_list<kRanks> receive_list(const dispatch_args& a, int c) {
   row_list<kRanks> list;
-  list.shift = a.interleave_shift;
+  list.shift = a.sw.interleave ? kInterleaveShift : 0;
 #pragma unroll
   for (int s = 0; s < kRanks; ++s) {
     const int rows = s < a.num_ranks ? chan_begin(a.recv_chan_prefix, s, a.num_channels, c + 1) -
                                            chan_begin(a.recv_chan_prefix, s, a.num_channels, c)
                                      : 0;
     const int own = token_begin(a.num_tokens, a.num_channels, c + 1) - token_begin(a.num_tokens, a.num_channels, c);
-    list.n[s] = a.self_direct && s == a.rank ? own : rows;  // one store per s: no index that becomes a.rank
+    list.n[s] = a.sw.self_direct && s == a.rank ? own : rows;  // one store per s: no index that becomes a.rank
   }
   return list;
 }
@@ -169,7 +169,7 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
   control* mine = ctrl(a.p.base[a.rank]);
   const row_list<kRanks> list = receive_list<kRanks>(a, c);
   const int total = list.total();
-  const int self = a.self_direct ? a.rank : -1;
+  const int self = a.sw.self_direct ? a.rank : -1;
   uint32_t seen = 0;  // lane s < R: slots of source s seen written in this channel
   for (int i = warp; i < total; i += kWarps) {
     int s, j;  // the row's source, and its index among that source's rows of this channel
@@ -215,7 +215,7 @@ __device__ void receiver(const dispatch_args& a, uint64_t seq, int c) {
       a.recv_topk_weights[row * a.num_topk + lane] = __ldcg(reinterpret_cast<const float*>(in + L.weights_off) + lane);
     }
     if (lane == 0) a.recv_src_idx[row] = __ldcg(reinterpret_cast<const int*>(in + L.src_off));
-    if (a.discard_slots) {
+    if (a.sw.l2_discard) {
       __syncwarp();
       discard_slot(in, a.slot_nbytes, lane);
     }
@@ -248,7 +248,6 @@ void dispatch(const dispatch_args& args, void* stream) {
   dispatch_args a = args;
   a.slot_nbytes = dispatch_slot_nbytes(a.hidden_nbytes, a.num_scales, a.num_topk);
   a.capacity = slot_capacity(a.buffer_nbytes, a.num_ranks, a.slot_nbytes, a.p.staged);
-  detail::apply_switches(a);
   launch_by_ranks<dispatch_kernel>(a, stream);
   detail::check_launch("shoal::ep::dispatch");
 }

@@ -165,31 +165,24 @@ std::size_t slot_capacity(std::size_t buffer_nbytes, int num_ranks, std::size_t 
   return (buffer_nbytes - kControlNbytes) / (static_cast<std::size_t>(num_slabs(num_ranks, staged)) * slot_nbytes);
 }
 
-namespace detail {
-cudaError_t load_dispatch_kernels();
-cudaError_t load_combine_kernels();
-
 namespace {
-// One switch: unset or "0" is off, "1" on, anything else an error naming the variable.
+// One switch: unset, empty or "0" is off, "1" on, anything else an error naming the variable.
 bool switch_from_env(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr || std::strcmp(v, "0") == 0) return false;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return false;
   if (std::strcmp(v, "1") == 0) return true;
   throw shoal::error(errc::invalid_argument, "shoal::ep", std::string(name) + " must be 0 or 1, not '" + v + "'");
 }
 }  // namespace
 
-void apply_switches(channel_args& a) {
-  // Read once: every call of the process behaves alike.
-  struct switches {
-    bool discard, self_direct, interleave;
-  };
-  static const switches s{switch_from_env("SHOAL_EP_L2_DISCARD"), switch_from_env("SHOAL_EP_SELF_DIRECT"),
-                          switch_from_env("SHOAL_EP_INTERLEAVE")};
-  a.discard_slots = s.discard;
-  a.self_direct = s.self_direct;
-  a.interleave_shift = s.interleave ? kInterleaveShift : 0;
+switches switches_from_env() {
+  return {switch_from_env("SHOAL_EP_L2_DISCARD"), switch_from_env("SHOAL_EP_SELF_DIRECT"),
+          switch_from_env("SHOAL_EP_INTERLEAVE")};
 }
+
+namespace detail {
+cudaError_t load_dispatch_kernels();
+cudaError_t load_combine_kernels();
 
 void check_launch(const char* call) {
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess)
@@ -227,8 +220,6 @@ void load_kernels() {
   cuda_check(cudaFuncGetAttributes(&attr, notify_kernel), call, "notify kernel");
   cuda_check(detail::load_dispatch_kernels(), call, "dispatch kernels");
   cuda_check(detail::load_combine_kernels(), call, "combine kernels");
-  channel_args probe{};
-  detail::apply_switches(probe);  // a bad SHOAL_EP_* switch fails here, in the constructor, not in a later call
 }
 
 void zero_device(void* addr, std::size_t nbytes) {

@@ -53,7 +53,8 @@ ep::peers to_peers(const std::vector<std::uintptr_t>& bases, bool staged, int ra
 void fill_channel(ep::channel_args& a, const std::vector<std::uintptr_t>& peers, bool staged, int rank,
                   int num_channels, int num_tokens, int num_recv, int num_topk, std::size_t buffer_nbytes,
                   std::uintptr_t send_slot, std::uintptr_t send_chan_prefix, std::uintptr_t recv_chan_prefix,
-                  std::uintptr_t rank_prefix_matrix, int tokens_per_signal, std::uint64_t timeout_ns, bool raw_copy) {
+                  std::uintptr_t rank_prefix_matrix, int tokens_per_signal, std::uint64_t timeout_ns, bool raw_copy,
+                  const ep::switches& sw) {
   a.rank = rank;
   a.p = to_peers(peers, staged, rank);
   a.num_ranks = static_cast<int>(peers.size());
@@ -69,6 +70,7 @@ void fill_channel(ep::channel_args& a, const std::vector<std::uintptr_t>& peers,
   a.tokens_per_signal = tokens_per_signal;
   a.timeout_ns = timeout_ns;
   a.raw_copy = raw_copy;
+  a.sw = sw;
 }
 
 void launch_layout(std::uintptr_t topk_idx, int num_tokens, int num_topk, int num_experts, int num_ranks,
@@ -117,10 +119,11 @@ void launch_dispatch(const std::vector<std::uintptr_t>& peers, bool staged, int 
                      std::uintptr_t send_slot, std::uintptr_t send_chan_prefix, std::uintptr_t recv_chan_prefix,
                      std::uintptr_t rank_prefix_matrix, std::uintptr_t recv_x, std::uintptr_t recv_x_scales,
                      std::uintptr_t recv_topk_idx, std::uintptr_t recv_topk_weights, std::uintptr_t recv_src_idx,
-                     int tokens_per_signal, std::uint64_t timeout_ns, bool raw_copy, std::uintptr_t stream) {
+                     int tokens_per_signal, std::uint64_t timeout_ns, bool raw_copy, const ep::switches& sw,
+                     std::uintptr_t stream) {
   ep::dispatch_args a{};
   fill_channel(a, peers, staged, rank, num_channels, num_tokens, num_recv, num_topk, buffer_nbytes, send_slot,
-               send_chan_prefix, recv_chan_prefix, rank_prefix_matrix, tokens_per_signal, timeout_ns, raw_copy);
+               send_chan_prefix, recv_chan_prefix, rank_prefix_matrix, tokens_per_signal, timeout_ns, raw_copy, sw);
   a.num_local_experts = num_local_experts;
   a.hidden_nbytes = hidden_nbytes;
   a.num_scales = num_scales;
@@ -143,10 +146,10 @@ void launch_combine(const std::vector<std::uintptr_t>& peers, bool staged, int r
                     std::uintptr_t topk_weights, std::uintptr_t bias0, std::uintptr_t bias1, std::uintptr_t send_slot,
                     std::uintptr_t send_chan_prefix, std::uintptr_t recv_chan_prefix, std::uintptr_t rank_prefix_matrix,
                     std::uintptr_t combined_x, std::uintptr_t combined_topk_weights, int tokens_per_signal,
-                    std::uint64_t timeout_ns, bool raw_copy, std::uintptr_t stream) {
+                    std::uint64_t timeout_ns, bool raw_copy, const ep::switches& sw, std::uintptr_t stream) {
   ep::combine_args a{};
   fill_channel(a, peers, staged, rank, num_channels, num_tokens, num_recv, num_topk, buffer_nbytes, send_slot,
-               send_chan_prefix, recv_chan_prefix, rank_prefix_matrix, tokens_per_signal, timeout_ns, raw_copy);
+               send_chan_prefix, recv_chan_prefix, rank_prefix_matrix, tokens_per_signal, timeout_ns, raw_copy, sw);
   a.hidden = hidden;
   a.x = as<const void>(x);
   a.topk_weights = as<const float>(topk_weights);
@@ -200,6 +203,19 @@ NB_MODULE(_ep, m) {
       "nbytes"_a, "Mapped pinned host memory, zeroed: (host address, device address).");
   m.def(
       "host_free", [](std::uintptr_t host) { ep::host_free(as<void>(host)); }, "host"_a);
+  nb::class_<ep::switches>(m, "Switches", "The normal mode's switches of one call (docs/ep.md, \"Switches\").")
+      .def(nb::init<>())
+      .def_rw("l2_discard", &ep::switches::l2_discard)
+      .def_rw("self_direct", &ep::switches::self_direct)
+      .def_rw("interleave", &ep::switches::interleave)
+      .def("__repr__", [](const ep::switches& s) {
+        return std::string("Switches(l2_discard=") + (s.l2_discard ? "True" : "False") +
+               ", self_direct=" + (s.self_direct ? "True" : "False") +
+               ", interleave=" + (s.interleave ? "True" : "False") + ")";
+      });
+  m.def(
+      "switches_from_env", &ep::switches_from_env,
+      "SHOAL_EP_L2_DISCARD, SHOAL_EP_SELF_DIRECT, SHOAL_EP_INTERLEAVE as set now (ValueError on a value but 0 or 1).");
   m.def("load_kernels", &ep::load_kernels, "Loads every normal-mode kernel on the current device now.");
   m.def("wait_counts", &wait_counts, "host"_a, "device"_a, "num_local_experts"_a, "timeout_s"_a);
   m.def("get_dispatch_layout", &launch_layout, nb::kw_only(), "topk_idx"_a, "num_tokens"_a, "num_topk"_a,
@@ -214,10 +230,10 @@ NB_MODULE(_ep, m) {
         "scale_token_stride"_a, "scale_hidden_stride"_a, "num_topk"_a, "x"_a, "x_scales"_a, "topk_idx"_a,
         "topk_weights"_a, "send_slot"_a, "send_chan_prefix"_a, "recv_chan_prefix"_a, "rank_prefix_matrix"_a, "recv_x"_a,
         "recv_x_scales"_a, "recv_topk_idx"_a, "recv_topk_weights"_a, "recv_src_idx"_a, "tokens_per_signal"_a,
-        "timeout_ns"_a, "raw_copy"_a, "stream"_a);
+        "timeout_ns"_a, "raw_copy"_a, "switches"_a, "stream"_a);
   m.def("combine", &launch_combine, nb::kw_only(), "peers"_a, "staged"_a, "rank"_a, "num_channels"_a, "num_tokens"_a,
         "num_recv"_a, "hidden"_a, "num_topk"_a, "buffer_nbytes"_a, "x"_a, "topk_weights"_a, "bias0"_a, "bias1"_a,
         "send_slot"_a, "send_chan_prefix"_a, "recv_chan_prefix"_a, "rank_prefix_matrix"_a, "combined_x"_a,
-        "combined_topk_weights"_a, "tokens_per_signal"_a, "timeout_ns"_a, "raw_copy"_a, "stream"_a);
+        "combined_topk_weights"_a, "tokens_per_signal"_a, "timeout_ns"_a, "raw_copy"_a, "switches"_a, "stream"_a);
   shoal_python::register_low_latency(m);
 }

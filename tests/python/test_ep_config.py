@@ -136,3 +136,31 @@ def test_capacity_check_uses_the_job_wide_count_when_known():
     buf._check_capacity("dispatch", 100, 2048, 4096, 0, 8)
     with pytest.raises(ValueError, match="this rank's 101 tokens"):
         buf._check_capacity("dispatch", 101, 2048, 4096, 0, 8)
+
+
+SWITCH_VARS = {"SHOAL_EP_L2_DISCARD": "l2_discard", "SHOAL_EP_SELF_DIRECT": "self_direct",
+               "SHOAL_EP_INTERLEAVE": "interleave"}
+
+
+def test_switches_from_env(monkeypatch):
+    """Each switch reads its own variable: unset, empty or 0 is off, 1 on; the others stay as they are."""
+    for var in SWITCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    sw = ep.switches_from_env()
+    assert (sw.l2_discard, sw.self_direct, sw.interleave) == (False, False, False)
+    for var, field in SWITCH_VARS.items():
+        monkeypatch.setenv(var, "1")
+        sw = ep.switches_from_env()
+        assert {f: getattr(sw, f) for f in SWITCH_VARS.values()} == {f: f == field for f in SWITCH_VARS.values()}
+        monkeypatch.setenv(var, "0" if field != "interleave" else "")
+    sw = ep.switches_from_env()
+    assert (sw.l2_discard, sw.self_direct, sw.interleave) == (False, False, False)
+
+
+@pytest.mark.parametrize("value", ["2", "yes", "1 ", "true", "01"])
+def test_switches_bad_value_names_the_variable(monkeypatch, value):
+    for var in SWITCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SHOAL_EP_SELF_DIRECT", value)
+    with pytest.raises(ValueError, match=f"SHOAL_EP_SELF_DIRECT must be 0 or 1, not '{value}'"):
+        ep.switches_from_env()

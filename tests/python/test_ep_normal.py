@@ -58,6 +58,25 @@ def test_bad_switch_refused(group):
     dist.barrier()
 
 
+def test_bad_switch_on_one_rank_raises_on_every_rank(group):
+    # The constructor agrees on the switches before it allocates: rank 0's bad value makes every rank raise, and
+    # none is left waiting in the collective allocation.
+    var, rank = "SHOAL_EP_SELF_DIRECT", group.rank()
+    old = os.environ.get(var)
+    if rank == 0:
+        os.environ[var] = "on"
+    try:
+        where = "" if rank == 0 else r" \(rank 0's environment\)"
+        with pytest.raises(ValueError, match=r"SHOAL_EP_SELF_DIRECT must be 0 or 1, not 'on'" + where):
+            Buffer(group, nvl_bytes_needed(MAX_TOKENS, MAX_HIDDEN, group.size(), num_topk=8))
+    finally:
+        if old is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old
+    dist.barrier()
+
+
 @pytest.fixture(scope="module")
 def buffer(group):
     if PROXY and not PROXY_ENABLED:
@@ -225,6 +244,35 @@ def run_round(buffer, seed, num_tokens, hidden, num_topk, mode="random", fp8=Fal
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_bf16(buffer, seed):
     run_round(buffer, seed, 256, 7168, 8)
+
+
+SWITCH_VARS = {"l2_discard": "SHOAL_EP_L2_DISCARD", "self_direct": "SHOAL_EP_SELF_DIRECT",
+               "interleave": "SHOAL_EP_INTERLEAVE"}
+
+
+def test_switches_per_call_and_rank(buffer):
+    """A switch changes only what its rank's own blocks do: with the ranks on different combinations, changed
+    between calls, every round still matches the reference; the Buffer starts from the environment's."""
+    me = buffer.rank
+    start = buffer.switches
+    assert start == {f: os.environ.get(var, "0") == "1" for f, var in SWITCH_VARS.items()}
+    try:
+        for i in range(8):
+            combo = (i + 3 * me) % 8
+            buffer.set_switches(l2_discard=bool(combo & 1), self_direct=bool(combo & 2), interleave=bool(combo & 4))
+            assert buffer.switches == {"l2_discard": bool(combo & 1), "self_direct": bool(combo & 2),
+                                       "interleave": bool(combo & 4)}
+            run_round(buffer, 40 + i, 512, 4096, 8, fp8=i % 3 == 2)
+        buffer.set_switches(self_direct=not start["self_direct"])  # None keeps the others
+        assert buffer.switches["interleave"] is bool(combo & 4)  # the last combination's
+    finally:
+        buffer.set_switches(**start)
+    assert buffer.switches == start
+    with pytest.raises(ValueError, match=r"set_switches: interleave must be a bool or None, got 1"):
+        buffer.set_switches(interleave=1)
+    with pytest.raises(TypeError):
+        buffer.set_switches(True)  # keyword-only
+    assert buffer.switches == start
 
 
 @pytest.mark.parametrize("hidden", [2048, 4096])

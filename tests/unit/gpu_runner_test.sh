@@ -121,13 +121,15 @@ else
   fail "dry run of repeat and ab"
   cat "$tmp/stdout"
 fi
-if SHOAL_EP_AB_RANKS=4 run --dry-run --out "$tmp/d5" --rounds 1 ep-ab off on:SHOAL_EP_SELF_DIRECT=1,SHOAL_EP_INTERLEAVE=1 &&
-  in_order "$tmp/stdout" "cmake --build $bdir .*shoal_py_core shoal_py_ep" '^\[ep-ab/off/r4_s24_1\]' \
-    "env SHOAL_EP_COMMIT=off PYTHONPATH=$bdir/python .*--nproc_per_node=4 bench/ep/bench_normal.py --num-sms 24" '^\[ep-ab/on/r4_s24_1\]' \
-    'env SHOAL_EP_SELF_DIRECT=1 SHOAL_EP_INTERLEAVE=1 SHOAL_EP_COMMIT=on ' 'bench/ep/ab_ep.py .* --base off' &&
-  { run --dry-run --out "$tmp/d6" ep-ab 'bad label:X=1'; grep -q "a CONFIG is LABEL" "$tmp/stdout"; } &&
-  grep -q "failed: ep-ab" "$tmp/stdout"; then
-  pass "dry run of ep-ab: the Python package built, the configs alternated with their variables, compared to the first"
+if SHOAL_EP_AB_RANKS="2 4" run --dry-run --out "$tmp/d5" --rounds 3 ep-ab off on:SHOAL_EP_SELF_DIRECT=1,SHOAL_EP_INTERLEAVE=1 &&
+  in_order "$tmp/stdout" "cmake --build $bdir .*shoal_py_core shoal_py_ep" '^\[ep-ab/r2_s24\] ~102 s' \
+    "PYTHONPATH=$bdir/python timeout -k 10 306 .*--nproc_per_node=2 bench/ep/bench_normal.py --num-sms 24 --configs off on:SHOAL_EP_SELF_DIRECT=1,SHOAL_EP_INTERLEAVE=1 --rounds 3 " \
+    '^\[ep-ab/r4_s24\]' '--nproc_per_node=4 ' 'bench/ep/ab_ep.py .* --base off' &&
+  { run --dry-run --out "$tmp/d6" ep-ab 'bad label:SHOAL_EP_INTERLEAVE=1'; grep -q "a CONFIG is LABEL" "$tmp/stdout"; } &&
+  grep -q "failed: ep-ab" "$tmp/stdout" &&
+  { run --dry-run --out "$tmp/d6b" ep-ab off x:SHOAL_EP_TIMEOUT_S=1; grep -q "VAR one of SHOAL_EP_L2_DISCARD" "$tmp/stdout"; } &&
+  { run --dry-run --out "$tmp/d6c" ep-ab off x:SHOAL_EP_INTERLEAVE=2; grep -q "failed: ep-ab" "$tmp/stdout"; }; then
+  pass "dry run of ep-ab: the Python package built, one process per rank count with every config and round, compared to the first; bad configs refused"
 else
   fail "dry run of ep-ab"
   cat "$tmp/stdout"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .config import (CONTROL_NBYTES, MAX_RANKS, Config, check_resident, combine_slot_nbytes, dispatch_slot_nbytes,
                      num_slabs)
@@ -96,10 +96,12 @@ class Buffer:
         self._pes_per_gpu, self._gpu_sms = 1, 0
         self._host: Optional[Tuple[int, int]] = None
         self._comm_stream = torch.cuda.Stream(device=self.device)
+        self._switches: Any = None  # shoal._ep.Switches of the normal-mode calls
         if num_nvl_bytes > 0:
             ep = _kernels()
             if num_nvl_bytes <= CONTROL_NBYTES:
                 raise ValueError(f"Buffer: num_nvl_bytes={num_nvl_bytes} holds no data; it needs more than {CONTROL_NBYTES}")
+            self._switches = self._agree_switches(ep)
             self._base = _core.malloc(num_nvl_bytes)
             ep.zero(self._base, num_nvl_bytes)
             _core.barrier_all()
@@ -136,18 +138,56 @@ class Buffer:
         every rank decides alike: whether any rank has a proxy peer (the buffer layout, with or without
         staging slabs, must be the same on every rank), and the numbers check_resident needs. Through
         torch.distributed, as shoal's blocking collectives on GPU heaps refuse proxy members."""
-        torch = torch_module()
-        props = torch.cuda.get_device_properties(self.device)
+        props = torch_module().cuda.get_device_properties(self.device)
         gpu = f"{socket.gethostname()}:{getattr(props, 'uuid', self.device.index)}"
-        mine = (self.num_proxy_peers, gpu, int(props.multi_processor_count))
-        if self._comm is not None:
-            rows: List[Any] = list(self._comm.allgather(mine))
-        else:
-            rows = [None] * self.group_size
-            torch.distributed.all_gather_object(rows, mine, group=self.group)
+        rows = self._allgather((self.num_proxy_peers, gpu, int(props.multi_processor_count)))
         gpus = [row[1] for row in rows]
         return (any(bool(row[0]) for row in rows), max(gpus.count(g) for g in gpus),
                 min(int(row[2]) for row in rows))
+
+    def _allgather(self, mine: Any) -> List[Any]:
+        """Every rank's `mine`, in rank order (collective over the group: torch.distributed or mpi4py)."""
+        if self._comm is not None:
+            return list(self._comm.allgather(mine))
+        rows: List[Any] = [None] * self.group_size
+        torch_module().distributed.all_gather_object(rows, mine, group=self.group)
+        return rows
+
+    def _agree_switches(self, ep: Any) -> Any:
+        """The switches the environment sets (docs/ep.md, "Switches"), read before anything is allocated. A bad
+        value on any rank raises on every rank (collective), so no rank is left in the allocation alone."""
+        try:
+            switches, error = ep.switches_from_env(), ""
+        except ValueError as e:
+            switches, error = None, str(e)
+        bad = [(r, e) for r, e in enumerate(self._allgather(error)) if e]
+        if bad:
+            r, e = bad[0]
+            raise ValueError(f"Buffer: {e}" + ("" if r == self.rank else f" (rank {r}'s environment)"))
+        return switches
+
+    @property
+    def switches(self) -> Dict[str, bool]:
+        """This rank's normal-mode switches (docs/ep.md, "Switches"): l2_discard, self_direct, interleave. Taken
+        from the environment when the Buffer is built; set_switches changes them."""
+        sw = self._switches
+        if sw is None:
+            raise RuntimeError("switches: this Buffer has no NVLink buffer (num_nvl_bytes=0)")
+        return {"l2_discard": sw.l2_discard, "self_direct": sw.self_direct, "interleave": sw.interleave}
+
+    def set_switches(self, *, l2_discard: Optional[bool] = None, self_direct: Optional[bool] = None,
+                     interleave: Optional[bool] = None) -> None:
+        """Changes this rank's switches for the Buffer's later dispatch and combine calls (a CUDA graph keeps the
+        ones of its capture); None keeps one as it is. A switch changes only what this rank's own blocks do, so the
+        other ranks need not change theirs. For measurements that compare them in one process
+        (bench/ep/bench_normal.py --configs); the environment variables are the way to set them otherwise."""
+        ep = self._need_normal("set_switches")
+        new = ep.Switches()
+        for name, value in (("l2_discard", l2_discard), ("self_direct", self_direct), ("interleave", interleave)):
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"set_switches: {name} must be a bool or None, got {value!r}")
+            setattr(new, name, getattr(self._switches, name) if value is None else value)
+        self._switches = new
 
     @property
     def staged(self) -> bool:
@@ -516,7 +556,7 @@ class Buffer:
             recv_x=recv_x.data_ptr(), recv_x_scales=ptr(recv_scales), recv_topk_idx=ptr(recv_topk_idx),
             recv_topk_weights=ptr(recv_topk_weights), recv_src_idx=recv_src_idx.data_ptr(),
             tokens_per_signal=config.num_max_nvl_chunked_send_tokens, timeout_ns=int(timeout_s() * 1e9),
-            raw_copy=raw_copy, stream=self._comm_stream.cuda_stream)
+            raw_copy=raw_copy, switches=self._switches, stream=self._comm_stream.cuda_stream)
         if fresh_src_idx:
             handle = (rank_prefix_matrix, send_prefix, recv_prefix, recv_src_idx, is_token_in_rank, send_slot)
         event = self._finish(compute, async_finish, [x, x_scales, topk_idx, topk_weights, recv_x, recv_scales,
@@ -570,7 +610,8 @@ class Buffer:
             recv_chan_prefix=recv_prefix.data_ptr(), rank_prefix_matrix=rank_prefix_matrix.data_ptr(),
             combined_x=combined_x.data_ptr(), combined_topk_weights=ptr(combined_w),
             tokens_per_signal=(config or self.get_combine_config(self.group_size)).num_max_nvl_chunked_send_tokens,
-            timeout_ns=int(timeout_s() * 1e9), raw_copy=_raw_copy, stream=self._comm_stream.cuda_stream)
+            timeout_ns=int(timeout_s() * 1e9), raw_copy=_raw_copy, switches=self._switches,
+            stream=self._comm_stream.cuda_stream)
         event = self._finish(compute, async_finish, [x, topk_weights, *biases, combined_x, combined_w, *handle],
                              allocate_on_comm_stream)
         return combined_x, combined_w, event

@@ -79,6 +79,25 @@ struct notify_args {
 /// Exchanges counts with every peer and fills the handle's matrices; publishes the receive counts to host.
 void notify_dispatch(const notify_args& a, void* stream);
 
+/// Changes to what this rank's own blocks do in a dispatch or combine (docs/ep.md, "Switches"). None changes what
+/// a peer's blocks expect, so ranks, and calls, that set them differently still work together.
+struct switches {
+  /// SHOAL_EP_L2_DISCARD: receivers drop each slot's L2 lines once they have read it (discard.global.L2): a
+  /// slot's bytes are dead then, and without it every one is written back to memory when L2 evicts it.
+  bool l2_discard = false;
+  /// SHOAL_EP_SELF_DIRECT: this rank's rows for itself skip the slab. Dispatch's receiver copies them from x
+  /// straight into recv_x (with scales, top-k and source index from the inputs), and combine's receiver reads
+  /// them from x in place.
+  bool self_direct = false;
+  /// SHOAL_EP_INTERLEAVE: a channel's rows of several ranks (dispatch's receiver, combine's sender) are handled
+  /// part by part (64 parts per rank, detail::row_list), not rank after rank.
+  bool interleave = false;
+};
+
+/// The switches as the environment sets them now (SHOAL_EP_L2_DISCARD, SHOAL_EP_SELF_DIRECT, SHOAL_EP_INTERLEAVE:
+/// unset, empty or "0" is off, "1" on). Any other value throws shoal::error (invalid_argument) naming the variable.
+switches switches_from_env();
+
 /// What dispatch and combine share: the buffers, the handle's layout and the tuning.
 struct channel_args {
   peers p;
@@ -94,17 +113,9 @@ struct channel_args {
   /// same SMs and no protocol (its output is garbage). The bound a real call is judged against. The start
   /// handshake (`entered`) stays: a raw call never overwrites a slab a peer's earlier call still reads.
   bool raw_copy = false;
-  // The switches below are filled by dispatch() / combine() from the environment (docs/ep.md, "Switches"). Each
-  // changes only what this rank's own blocks do, so ranks that set them differently still work together.
-  /// SHOAL_EP_L2_DISCARD: receivers drop each slot's L2 lines once they have read it (discard.global.L2): a
-  /// slot's bytes are dead then, and without it every one is written back to memory when L2 evicts it.
-  bool discard_slots = false;
-  /// SHOAL_EP_SELF_DIRECT: this rank's rows for itself skip the slab. Dispatch's sender writes them straight into
-  /// recv_x (and its scales, top-k and source index), and combine's receiver reads them straight from x.
-  bool self_direct = false;
-  /// SHOAL_EP_INTERLEAVE: a channel's rows of several ranks (dispatch's receiver, combine's sender) are handled
-  /// in 2^interleave_shift parts per rank, part by part (detail::row_list), not rank after rank (shift 0).
-  int interleave_shift = 0;
+  /// The switches of this call (docs/ep.md, "Switches"), set by the caller: shoal.ep's Buffer takes them from the
+  /// environment when it is built (switches_from_env) and Buffer.set_switches changes them for its later calls.
+  switches sw{};
   std::size_t slot_nbytes = 0, capacity = 0;  ///< filled by dispatch() / combine()
 };
 
@@ -142,8 +153,7 @@ void combine(const combine_args& a, void* stream);
 /// Loads every normal-mode kernel on the current device now (cudaFuncGetAttributes), not at its first
 /// launch: under lazy module loading (PyTorch's setting) a first launch waits for the context's running
 /// kernels, here an earlier EP kernel that may be waiting on this rank's proxy thread. Once per process
-/// and device, before the first launch (Buffer's constructor); throws shoal::error on failure, and on a bad value
-/// of a switch (channel_args; invalid_argument naming the variable).
+/// and device, before the first launch (Buffer's constructor); throws shoal::error on failure.
 void load_kernels();
 
 /// Zeroes nbytes of device memory at `addr` and waits for the device (a new buffer, before the barrier
