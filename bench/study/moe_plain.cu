@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -87,6 +88,9 @@ class moe_run {
     local_ = device_array<dispatch_local_words>(1);
     cuda_check(cudaMallocHost(&counts_host_, sizeof(uint64_t) * num_pes_ * num_pes_), "cudaMallocHost");
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    // device_array's zeroing runs on the legacy stream, which a non-blocking stream does not wait for: done before
+    // any kernel of stream_ reads the arrays (the last-block counter of local_ first of all).
+    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (set-up)");
   }
   ~moe_run() {
     cudaStreamDestroy(stream_);
@@ -96,6 +100,9 @@ class moe_run {
                     static_cast<void*>(seen_), static_cast<void*>(expect_rows_), static_cast<void*>(check_),
                     static_cast<void*>(local_)})
       cudaFree(p);
+    // shoal_free is collective: while an exception unwinds, this PE is on its way to main's _Exit and its peers may
+    // be where they cannot agree (in a kernel, in a reduce), so the symmetric arrays stay to the process's end.
+    if (std::uncaught_exceptions() > 0) return;
     for (void* p : {static_cast<void*>(fail_out_), static_cast<void*>(fail_in_), static_cast<void*>(counts_all_),
                     static_cast<void*>(counts_), static_cast<void*>(shared_.done), static_cast<void*>(shared_.reserved),
                     static_cast<void*>(recv_src_), static_cast<void*>(recv_rows_)})
@@ -228,6 +235,9 @@ class moe_run {
   std::string check(path p, uint32_t rows) {
     const size_t slots = static_cast<size_t>(num_pes_) * num_tokens_;
     std::string what;
+    if (p == path::device && bad_epoch_)  // `rows` then counts a stale word's rows too: this is the error to name
+      return "a done word of another epoch, or reserved slots not matching the rows signalled (this call or a timed "
+             "one before it)";
     if (rows > slots) return text("%u rows received, more than the %zu the buffer has", rows, slots);
     const uint64_t* origin = half_src(last_half_);  // the device path sends each row's origin
     if (p == path::cpu) {                           // the CPU-orchestrated form's layout is known to its receiver
@@ -239,8 +249,9 @@ class moe_run {
     zero.first_wrong = UINT64_MAX;
     cuda_check(cudaMemcpyAsync(check_, &zero, sizeof(zero), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
     cuda_check(cudaMemsetAsync(seen_, 0, slots * sizeof(uint32_t), stream_), "cudaMemsetAsync");
-    check_rows_kernel<<<element_blocks(size_t{rows} * 32), kElementThreads, 0, stream_>>>(
-        half_rows(last_half_), origin, rows, hidden_, masks_, num_pes_, num_tokens_, me_, seen_, check_);
+    if (rows > 0)  // a PE that receives nothing has no row to check (a grid of 0 blocks is a launch error)
+      check_rows_kernel<<<element_blocks(size_t{rows} * 32), kElementThreads, 0, stream_>>>(
+          half_rows(last_half_), origin, rows, hidden_, masks_, num_pes_, num_tokens_, me_, seen_, check_);
     check_coverage_kernel<<<element_blocks(slots), kElementThreads, 0, stream_>>>(masks_, seen_, num_pes_, num_tokens_,
                                                                                   me_, check_);
     cuda_check(cudaGetLastError(), "check kernels launch");
@@ -257,11 +268,6 @@ class moe_run {
                   got.duplicates, got.missing);
     if (expect_rows != rows)
       what += text("%s%u rows received, %u expected", what.empty() ? "" : "; ", rows, expect_rows);
-    if (p == path::device && bad_epoch_)
-      what += text(
-          "%sa done word of another epoch, or reserved slots not matching the rows signalled (this call or a "
-          "timed one before it)",
-          what.empty() ? "" : "; ");
     return what;
   }
 
