@@ -33,7 +33,8 @@ inline constexpr int kOrderKs[] = {1, 4, 16, 64, 256, 1024, 4096};
 template <class Api>
 void driver<Api>::quiet_after_k() {
   const size_t max_bytes = std::min(max_bytes_, kOrderMaxBytes);
-  const size_t buffer = std::min(kOrderMaxBatch, std::max(max_bytes, size_t{4096} * opts_.min_bytes));
+  // Room for the largest batch of the largest size, up to kOrderMaxBatch: every size gets each k while k x size fits.
+  const size_t buffer = std::min(kOrderMaxBatch, size_t{4096} * max_bytes);
   char* src = static_cast<char*>(Api::host_malloc(buffer));
   char* dst = static_cast<char*>(Api::host_malloc(buffer));
   Api::host_barrier();

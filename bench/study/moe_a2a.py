@@ -13,7 +13,8 @@ paths are:
                          exchanged (shoal's on-stream fcollect, then a host copy: the round trip), then one bulk
                          copy per peer into its receive buffer (shoal.core.put on a stream: the copy engine), then a
                          barrier on the stream
-Every path moves the same rows (each token once to every rank that holds one of its experts). The time is the
+Every path moves the same rows (each token once to every rank that holds one of its experts), and GB/s counts those
+bytes on every path, also for shoal.ep/ll, which sends one message per (token, expert) and so moves more. The time is the
 wall time of one call, host round trips included, the mean of --iters calls after --warmup (rank 0's). Rows are
 written in shoal-bench's CSV columns (benchmark moe_dispatch_h<hidden>, impl, scope = path, size_bytes = the
 rank's input bytes), which bench/study/ reads like its other rows.
@@ -86,7 +87,8 @@ def main():
     p.add_argument("--num-topk", type=int, default=8)
     p.add_argument("--experts-per-rank", type=int, default=32)
     p.add_argument("--ll-max-tokens", type=int, default=512, help="largest token count of the low-latency path")
-    p.add_argument("--num-sms", type=int, default=24)
+    p.add_argument("--num-sms", type=int, default=24,
+                   help="normal mode's SMs (fewer when the PEs sharing a GPU could not all be resident)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--csv", default="")
@@ -101,6 +103,14 @@ def main():
     from shoal.ep.config import nvl_bytes_needed
     core.init(group=group)
     experts = args.experts_per_rank * ranks
+    # PEs sharing this GPU (MPS): the normal kernels' blocks of all of them must be resident at once (Buffer raises
+    # otherwise), and the low-latency receive blocks, which poll, must leave SMs to the peers' senders.
+    gpu_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    share = -(-int(os.environ.get("LOCAL_WORLD_SIZE", ranks)) // max(1, torch.cuda.device_count()))
+    num_sms = args.num_sms if share <= 1 else max(2, min(args.num_sms, gpu_sms // share // 2 * 2))
+    if num_sms != args.num_sms and rank == 0:
+        print(f"moe_a2a: {share} PEs share each GPU of {gpu_sms} SMs: normal mode on {num_sms} SMs, not "
+              f"{args.num_sms}", flush=True)
     rows = []
     top = max(args.tokens)
 
@@ -123,7 +133,7 @@ def main():
             layout = dict(num_tokens_per_rank=per_rank, is_token_in_rank=in_rank, num_tokens_per_expert=per_expert,
                           topk_idx=topk_idx, topk_weights=weights)
             moved = int(in_rank.sum()) * hidden * 2  # the rows this rank sends, every path
-            cfg = Config(args.num_sms, 24)
+            cfg = Config(num_sms, 24)
 
             received = {}
 
@@ -147,9 +157,23 @@ def main():
         dist.barrier()
 
         small = [t for t in args.tokens if t <= args.ll_max_tokens]
+        # The low-latency buffer grows with the token count and the experts: keep the counts whose buffers fit the
+        # GPU's free memory for every PE sharing it, decided on the smallest free memory of any rank (alike).
+        torch.cuda.empty_cache()
+        free = torch.tensor([torch.cuda.mem_get_info()[0]], dtype=torch.int64)
+        dist.all_reduce(free, op=dist.ReduceOp.MIN)
+        fits = [t for t in small if Buffer.get_low_latency_rdma_size_hint(t, hidden, ranks, experts) * share
+                < 0.9 * int(free)]
+        if fits != small and rank == 0:
+            print(f"moe_a2a: hidden {hidden}: low-latency mode at {sorted(set(small) - set(fits))} tokens skipped: "
+                  f"{share} PEs' buffers would not fit the GPU's {int(free) / 2**30:.1f} GiB free", flush=True)
+        small = fits
         if small:
             ll = Buffer(group, 0, Buffer.get_low_latency_rdma_size_hint(max(small), hidden, ranks, experts),
                         low_latency_mode=True, num_qps_per_rank=max(1, experts // ranks))
+            ll._ll.check_topk_values = False  # no device->host read inside the timed calls (bench_low_latency.py too)
+            if share > 1:  # receive blocks poll: leave SMs to the peers' send kernels on the shared GPU
+                ll._ll.num_recv_blocks = max(1, min(ll._ll.num_recv_blocks, gpu_sms // share // 2))
             for tokens in small:
                 torch.manual_seed(rank * 7919 + tokens)
                 x = torch.randn((tokens, hidden), dtype=torch.bfloat16, device="cuda")

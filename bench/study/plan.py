@@ -49,7 +49,7 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
                               ["put_bw", "get_bw", "-s", scope, "-c", str(c), "-b", "8", "-e", big, "-f", step_f],
                               variant=f"ctas={c}"))
     steps.append(Step("latency", "latency", 2, list(LATENCY_SET) + ["-b", "8", "-e", "1M", "-f", "8"]))
-    steps.append(Step("completion", "completion", 2, list(COMPLETION_SET) + ["-b", "8", "-e", "64K", "-f", "8"]))
+    steps.append(Step("completion", "completion", 2, list(COMPLETION_SET) + ["-b", "8", "-e", "32K", "-f", "8"]))
     steps.append(Step("host_issued", "host_issued", 2,
                       ["--host-issued", "put_bw", "get_bw", "put_quiet_latency", "atomic_latency", "put_on_stream",
                        "get_on_stream", "-b", "8", "-e", big, "-f", step_f]))
