@@ -79,7 +79,7 @@ Options:
   -R, --tests REGEX        test: only the tests whose names match
   -E, --exclude REGEX      test: leave these out
   --risky REGEX            test: run these last, one at a time, as the ones labelled risky
-  --rounds N               ab: base/new rounds (4); ab-test: runs per side (2)
+  --rounds N               ab: base/new rounds (4); ab-test: runs per side (2); ep-ab: rounds of the configs (2)
   --ab-ep                  ab: also the EP benchmark of both trees (their Python packages)
   --targets "T ..."        build: only these targets
   --no-build               do not put a build step in front
