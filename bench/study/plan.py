@@ -8,7 +8,8 @@ pipeline (rows, models, crossovers, tables, plots) without a GPU.
 """
 from dataclasses import dataclass, field
 
-P2P_CTAS = (1, 8, 32, 132)  # 132: one CTA per SM of an H100/H200
+GPU_SMS = 132  # an H100's or H200's SMs
+P2P_CTAS = (1, 8, 32, GPU_SMS)  # up to one CTA per SM
 COLL_PES = (2, 4, 8)
 COLL_BENCHMARKS = ("allreduce", "broadcast", "fcollect", "alltoall")
 COLL_CHANNELS = (1, 4, 16, 64)
@@ -78,7 +79,12 @@ def gpu_plan(quick=False, pes=COLL_PES, gpus=1):
             sizes = ["-b", "8", "-e", "1M", "-f", step_f] if algo == "ll" else coll_sizes
             steps.append(Step(f"coll_n{n}_{algo}", "coll_variants", n, names + sizes,
                               env={**only_stream, "SHOAL_COLL_ALGO": algo}, variant=f"algo={algo}"))
+        # PEs sharing a GPU: shoal limits a collective to SMs / (PEs per GPU) channels (so that every PE's CTAs are
+        # resident together); a forced count above that would measure the limit again under another name.
+        limit = GPU_SMS // -(-n // max(1, gpus)) if n > gpus else None
         for k in ((1, 64) if quick else COLL_CHANNELS):
+            if limit is not None and k > limit:
+                continue
             steps.append(Step(f"coll_n{n}_ch{k}", "coll_variants", n, list(COLL_BENCHMARKS) + ["-b", "64K", "-e", big,
                                                                                              "-f", step_f],
                               env={**only_stream, "SHOAL_COLL_ALGO": "direct", "SHOAL_COLL_CHANNELS": str(k)},

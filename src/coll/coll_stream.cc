@@ -291,11 +291,13 @@ launch_config choose(const stream_call& c, tuning::coll_kind kind, size_t messag
     const size_t lines = (message_bytes + 7) / 8;
     cfg.threads = static_cast<uint32_t>(std::clamp<size_t>((lines + 31) / 32 * 32, 32, cfg.threads));
   }
-  // One CTA for ll, ce and proxy; direct takes one per bytes_per_channel moved, up to SHOAL_COLL_CHANNELS.
+  // One CTA for ll, ce and proxy; direct takes one per bytes_per_channel moved, up to SHOAL_COLL_CHANNELS, and with
+  // PEs sharing a GPU up to what lets every PE's CTAs be resident together (the same limit on every PE).
+  const uint32_t most = c.w.channel_limit() != 0 ? std::min(dw.coll_channels, c.w.channel_limit()) : dw.coll_channels;
   cfg.channels = cfg.how != algo::direct
                      ? 1
                      : static_cast<uint32_t>(std::clamp<size_t>((total + bytes_per_channel - 1) / bytes_per_channel, 1,
-                                                                std::max<uint32_t>(dw.coll_channels, 1)));
+                                                                std::max<uint32_t>(most, 1)));
   SHOAL_LOG(trace, coll, "{}: {} bytes per message, {} in all: algorithm {}, {} channel(s) x {} threads (defaults: {})",
             c.call, message_bytes, total, to_string(cfg.how), cfg.channels, cfg.threads, tuning::source_machine());
   return cfg;

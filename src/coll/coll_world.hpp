@@ -24,6 +24,8 @@ class coll_world {
   int my_pe() const { return w_.my_pe(); }
   const char* backend_name() const { return w_.backend_name(); }
   const device_world& device_handle() const { return w_.device_handle(); }
+  /// world_impl::coll_channel_limit (0: none).
+  uint32_t channel_limit() const { return w_.coll_channel_limit(); }
   team_table& teams() const { return teams_.table(); }
   /// `pe`'s host sync words of team slot `slot`; nullptr when that heap is not CPU-addressable here.
   team_sync* team_sync_of(int pe, int slot) const { return teams_.sync_of(pe, slot); }

@@ -85,7 +85,8 @@ constexpr std::array kTable = {
              "32", "512"},
     variable{"SHOAL_COLL_CHANNELS", kind::integer, "64",
              "GPU on-stream collectives: the most CTAs (channels) one collective uses; the workspace has barrier "
-             "words for this many",
+             "words for this many. With PEs sharing a GPU (MPS), at most the job's fewest SMs / its most PEs on one "
+             "GPU (the same on every PE), so that every PE's CTAs, which wait for one another, are resident together",
              "1", "1024"},
     variable{"SHOAL_COLL_ALGO", kind::string, "auto",
              "GPU team collectives on a stream: auto (LL up to SHOAL_COLL_LL_BYTES, copy engines for broadcast/"

@@ -428,6 +428,9 @@ class cuda_backend final : public chunk_backend, public cuda_backend_info {
   int device_ordinal() const override { return ordinal_; }
   std::string pci_bus_id() const override { return pci_bus_id_; }
   void* primary_context() const override { return context_; }
+  int multiprocessor_count() const override {
+    return attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "shoal_init");
+  }
 
  private:
   int attribute(CUdevice_attribute which, std::string_view call) const {

@@ -21,6 +21,8 @@ class cuda_backend_info {
   /// The device's primary context (a CUcontext), retained by the backend for its lifetime. A thread
   /// that calls the driver API for shoal (a proxy thread, say) makes it current first.
   virtual void* primary_context() const = 0;
+  /// Streaming multiprocessors of the GPU (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).
+  virtual int multiprocessor_count() const = 0;
 };
 
 /// The GPU info of `backend` when it is the cuda backend (make_cuda_backend's result); else nullptr.

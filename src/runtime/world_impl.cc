@@ -133,6 +133,9 @@ world_impl::world_impl(const init_options& options) {
   uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
   node_map nodes = node_map::discover(*boot_);
   std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
+  if (const gpu_sharing share = peer_transport::share_gpus(*boot_, *backend, nodes);
+      share.most_pes_per_gpu > 1 && share.fewest_sms > 0)
+    coll_channel_limit_ = static_cast<uint32_t>(std::max(1, share.fewest_sms / share.most_pes_per_gpu));
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
   data_ = std::make_unique<symmetric_data>(*boot_, *heap_, share_data, std::move(data_why_not));
   transport_ = std::make_unique<peer_transport>(*boot_, *heap_, *data_, std::move(paths));
@@ -201,6 +204,11 @@ std::vector<uint64_t> world_impl::setup_reserved_block() {
   device_.n_local = n_local;
   device_.coll_offset = coll_offset;
   device_.coll_channels = channels;
+  if (coll_channel_limit_ != 0 && coll_channel_limit_ < channels)
+    SHOAL_LOG(info, coll,
+              "PEs share a GPU: an on-stream collective uses at most {} of SHOAL_COLL_CHANNELS={} channels, "
+              "so that every PE's CTAs fit on the GPU at once",
+              coll_channel_limit_, channels);
   device_.coll_ll_bytes = ll_bytes;
   device_.proxy_ring = transport_->device_ring();  // nullptr unless some peer is a proxy peer
   if (device_report_box* box = transport_->ops().report_box_host(); box != nullptr) {

@@ -48,6 +48,10 @@ class world_impl {
   /// The handle kernels receive (valid for GPU heaps; for the host backend only my_pe/n_pes are set).
   const device_world& device_handle() const { return device_; }
   uint64_t heap_in_use_bytes() const { return memory_->in_use_bytes(); }
+  /// The most CTAs (channels) one on-stream collective may use so that the CTAs of every PE sharing a GPU are
+  /// resident together (each waits for the same channel of every member): the fewest SMs of the job's GPUs over the
+  /// most PEs on one GPU, one CTA an SM. 0: no two PEs share a GPU, no limit. The same on every PE.
+  uint32_t coll_channel_limit() const { return coll_channel_limit_; }
 
   /// How bytes and atomics reach each PE (the per-peer path table and its operations).
   peer_transport& transport() { return *transport_; }
@@ -85,6 +89,7 @@ class world_impl {
   std::unique_ptr<host_rma> rma_;
   std::unique_ptr<stream_ops> streams_;
   device_world device_;
+  uint32_t coll_channel_limit_ = 0;
   std::vector<std::unique_ptr<world_extension>> extensions_;  // by key
 };
 

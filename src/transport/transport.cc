@@ -1,6 +1,8 @@
 #include "transport/transport.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include <fmt/ranges.h>
@@ -92,6 +94,31 @@ class unbuilt_path final : public path_ops {
 };
 
 }  // namespace
+
+gpu_sharing sharing_of(const std::vector<gpu_identity>& every_pe) {
+  gpu_sharing out;
+  for (const gpu_identity& a : every_pe) {
+    if (a.sms <= 0) continue;
+    int same = 0;
+    for (const gpu_identity& b : every_pe)
+      same += b.sms > 0 && b.node == a.node && std::strncmp(a.pci_bus_id, b.pci_bus_id, sizeof(a.pci_bus_id)) == 0;
+    out.most_pes_per_gpu = std::max(out.most_pes_per_gpu, same);
+    out.fewest_sms = out.fewest_sms == 0 ? a.sms : std::min(out.fewest_sms, a.sms);
+  }
+  return out;
+}
+
+gpu_sharing peer_transport::share_gpus(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
+  gpu_identity mine;
+  if (const cuda_backend_info* gpu = cuda_info(backend); gpu != nullptr) {
+    std::snprintf(mine.pci_bus_id, sizeof(mine.pci_bus_id), "%s", gpu->pci_bus_id().c_str());
+    mine.sms = gpu->multiprocessor_count();
+  }
+  mine.node = nodes.pe_of_local.empty() ? boot.rank() : nodes.pe_of_local.front();
+  std::vector<gpu_identity> all(static_cast<size_t>(boot.size()));
+  boot.allgather(&mine, all.data(), sizeof(gpu_identity), "shoal_init");
+  return sharing_of(all);
+}
 
 std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
   const int my_pe = boot.rank();

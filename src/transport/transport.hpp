@@ -63,8 +63,26 @@ class path_ops {
   virtual void quiet() = 0;
 };
 
+/// One PE's GPU as the job sees it: its node (the node's lowest PE), its PCI bus id and its SM count (0: no GPU).
+struct gpu_identity {
+  char pci_bus_id[32] = {};
+  int32_t node = 0;
+  int32_t sms = 0;
+};
+
+/// What PEs that share a GPU must agree on: the most PEs of the job on one GPU (same node, same bus id) and the
+/// fewest SMs of any PE's GPU (0 when no PE has one). The same on every PE, from every PE's gpu_identity.
+struct gpu_sharing {
+  int most_pes_per_gpu = 1;
+  int fewest_sms = 0;
+};
+gpu_sharing sharing_of(const std::vector<gpu_identity>& every_pe);
+
 class peer_transport {
  public:
+  /// Collective over every PE (all-gathers each PE's gpu_identity): see gpu_sharing.
+  static gpu_sharing share_gpus(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
+
   /// Collective over every PE (all-gathers each PE's GPU): the path from `my_pe` to every PE. Throws
   /// errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
   static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);

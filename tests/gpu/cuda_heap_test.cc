@@ -104,7 +104,12 @@ TEST(cuda_heap, backend_reports_its_gpu) {
   EXPECT_EQ(bus.find_first_of("ABCDEF"), std::string::npos) << bus << " should be lower case";
   EXPECT_EQ(cuda_device_of_pci_bus_id(bus), info->device_ordinal());
   EXPECT_TRUE(can_access_peer(info->device_ordinal(), info->device_ordinal()));
-  std::printf("GPU %d, PCI %s, granularity %zu KiB; %s\n", info->device_ordinal(), bus.c_str(), g >> 10,
+  CUdevice dev = 0;
+  int sms = 0;
+  ASSERT_EQ(drv().cuDeviceGet(&dev, info->device_ordinal()), CUDA_SUCCESS);
+  ASSERT_EQ(drv().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), CUDA_SUCCESS);
+  EXPECT_EQ(info->multiprocessor_count(), sms);
+  std::printf("GPU %d, PCI %s, %d SMs, granularity %zu KiB; %s\n", info->device_ordinal(), bus.c_str(), sms, g >> 10,
               cuda_status().c_str());
 }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -48,6 +49,45 @@ TEST(Transport, DiscoverPutsAnotherNodesPeOnTheProxyPath) {
   auto backend = make_host_backend();
   std::vector<peer_path> paths = peer_transport::discover(boot, *backend, nodes);
   EXPECT_EQ(paths, (std::vector<peer_path>{peer_path::self, peer_path::proxy, peer_path::shared_memory}));
+}
+
+gpu_identity gpu_of(int node, const char* bus, int sms) {
+  gpu_identity g;
+  std::snprintf(g.pci_bus_id, sizeof(g.pci_bus_id), "%s", bus);
+  g.node = node;
+  g.sms = sms;
+  return g;
+}
+
+TEST(Transport, SharingOfGpusCountsPesPerGpuOfEachNode) {
+  // No GPU anywhere (host heaps): nothing shared, no SM count.
+  gpu_sharing none = sharing_of({gpu_identity{}, gpu_identity{}});
+  EXPECT_EQ(none.most_pes_per_gpu, 1);
+  EXPECT_EQ(none.fewest_sms, 0);
+  // One GPU a PE: nothing shared.
+  gpu_sharing own = sharing_of({gpu_of(0, "0000:19:00.0", 132), gpu_of(0, "0000:3b:00.0", 132)});
+  EXPECT_EQ(own.most_pes_per_gpu, 1);
+  EXPECT_EQ(own.fewest_sms, 132);
+  // Node 0: three PEs on one GPU and one on another; node 4: the same bus id is another GPU, with fewer SMs.
+  gpu_sharing mixed =
+      sharing_of({gpu_of(0, "0000:19:00.0", 132), gpu_of(0, "0000:19:00.0", 132), gpu_of(0, "0000:3b:00.0", 132),
+                  gpu_of(0, "0000:19:00.0", 132), gpu_of(4, "0000:19:00.0", 114), gpu_of(4, "0000:3b:00.0", 114)});
+  EXPECT_EQ(mixed.most_pes_per_gpu, 3);
+  EXPECT_EQ(mixed.fewest_sms, 114);
+  // Eight PEs on the one GPU of a node.
+  std::vector<gpu_identity> eight(8, gpu_of(0, "0000:19:00.0", 132));
+  EXPECT_EQ(sharing_of(eight).most_pes_per_gpu, 8);
+}
+
+TEST(Transport, ShareGpusOfHostHeapsIsNothing) {
+  mirror_bootstrap boot(4);
+  node_map nodes;
+  nodes.local_of_pe = {0, 1, 2, 3};
+  nodes.pe_of_local = {0, 1, 2, 3};
+  auto backend = make_host_backend();
+  const gpu_sharing share = peer_transport::share_gpus(boot, *backend, nodes);
+  EXPECT_EQ(share.most_pes_per_gpu, 1);
+  EXPECT_EQ(share.fewest_sms, 0);
 }
 
 class TransportDispatch : public ::testing::Test {
