@@ -132,13 +132,12 @@ world_impl::world_impl(const init_options& options) {
   SHOAL_CHECK_ARG(reserve >= (1u << 20), "shoal_init", "heap reserve of {} bytes is below the 1 MiB minimum", reserve);
   uint64_t chunk = std::max<uint64_t>(env::get_size("SHOAL_HEAP_CHUNK"), backend->granularity());
   node_map nodes = node_map::discover(*boot_);
-  std::vector<peer_path> paths = peer_transport::discover(*boot_, *backend, nodes);
-  if (const gpu_sharing share = peer_transport::share_gpus(*boot_, *backend, nodes);
-      share.most_pes_per_gpu > 1 && share.fewest_sms > 0)
+  discovery found = peer_transport::discover(*boot_, *backend, nodes);
+  if (const gpu_sharing share = found.sharing; share.most_pes_per_gpu > 1 && share.fewest_sms > 0)
     coll_channel_limit_ = static_cast<uint32_t>(std::max(1, share.fewest_sms / share.most_pes_per_gpu));
   heap_ = std::make_unique<symmetric_heap>(*boot_, std::move(nodes), std::move(backend), reserve, chunk);
   data_ = std::make_unique<symmetric_data>(*boot_, *heap_, share_data, std::move(data_why_not));
-  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, *data_, std::move(paths));
+  transport_ = std::make_unique<peer_transport>(*boot_, *heap_, *data_, std::move(found.paths));
   sync_ = std::make_unique<collective_sync>(*boot_, *transport_, check_collectives, wait_timeout);
   memory_ = std::make_unique<symmetric_memory>(*boot_, *heap_, *transport_, *sync_);
   rma_ = std::make_unique<host_rma>(my_pe_, *memory_, *transport_, wait_timeout);

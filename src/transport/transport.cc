@@ -108,29 +108,21 @@ gpu_sharing sharing_of(const std::vector<gpu_identity>& every_pe) {
   return out;
 }
 
-gpu_sharing peer_transport::share_gpus(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
-  gpu_identity mine;
-  if (const cuda_backend_info* gpu = cuda_info(backend); gpu != nullptr) {
-    std::snprintf(mine.pci_bus_id, sizeof(mine.pci_bus_id), "%s", gpu->pci_bus_id().c_str());
-    mine.sms = gpu->multiprocessor_count();
-  }
-  mine.node = nodes.pe_of_local.empty() ? boot.rank() : nodes.pe_of_local.front();
-  std::vector<gpu_identity> all(static_cast<size_t>(boot.size()));
-  boot.allgather(&mine, all.data(), sizeof(gpu_identity), "shoal_init");
-  return sharing_of(all);
-}
-
-std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
+discovery peer_transport::discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes) {
   const int my_pe = boot.rank();
   const int n_pes = boot.size();
   std::vector<peer_path> paths(n_pes, peer_path::none);
   const cuda_backend_info* gpu = cuda_info(backend);
-  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES).
-  constexpr size_t kIdBytes = 32;
-  char mine[kIdBytes] = {};
-  if (gpu != nullptr) std::snprintf(mine, kIdBytes, "%s", gpu->pci_bus_id().c_str());
-  std::vector<char> all(kIdBytes * n_pes);
-  boot.allgather(mine, all.data(), kIdBytes, "shoal_init");
+  // Every PE's GPU by PCI bus id (ordinals differ between processes under CUDA_VISIBLE_DEVICES), with its node and
+  // SM count for gpu_sharing.
+  gpu_identity mine;
+  if (gpu != nullptr) {
+    std::snprintf(mine.pci_bus_id, sizeof(mine.pci_bus_id), "%s", gpu->pci_bus_id().c_str());
+    mine.sms = gpu->multiprocessor_count();
+  }
+  mine.node = nodes.pe_of_local.empty() ? my_pe : nodes.pe_of_local.front();
+  std::vector<gpu_identity> all(static_cast<size_t>(n_pes));
+  boot.allgather(&mine, all.data(), sizeof(gpu_identity), "shoal_init");
   std::vector<int> unreachable;
   const bool disable_p2p = env::get_bool("SHOAL_DISABLE_P2P");
   for (int pe = 0; pe < n_pes; ++pe) {
@@ -141,7 +133,7 @@ std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_bac
     } else if (gpu == nullptr) {
       paths[pe] = peer_path::shared_memory;
     } else {
-      int peer_dev = cuda_device_of_pci_bus_id(std::string(all.data() + pe * kIdBytes));
+      int peer_dev = cuda_device_of_pci_bus_id(std::string(all[pe].pci_bus_id));
       cuda_peer_link link = peer_dev < 0 ? cuda_peer_link{} : cuda_peer_link_between(gpu->device_ordinal(), peer_dev);
       // NVLink carries every CUDA atomic natively; PCIe P2P usually does not.
       if (peer_dev == gpu->device_ordinal())
@@ -157,7 +149,7 @@ std::vector<peer_path> peer_transport::discover(bootstrap& boot, const chunk_bac
                 "PE {} cannot reach the GPU of same-node PE(s) {} by P2P (is that GPU hidden by "
                 "CUDA_VISIBLE_DEVICES, or without peer access?); shoal needs P2P between the GPUs of one node",
                 my_pe, fmt::join(unreachable, ", "));
-  return paths;
+  return {std::move(paths), sharing_of(all)};
 }
 
 peer_transport::peer_transport(bootstrap& boot, symmetric_heap& heap, const symmetric_data& data,

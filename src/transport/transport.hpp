@@ -78,14 +78,17 @@ struct gpu_sharing {
 };
 gpu_sharing sharing_of(const std::vector<gpu_identity>& every_pe);
 
+/// What peer_transport::discover finds: the path to every PE, and gpu_sharing.
+struct discovery {
+  std::vector<peer_path> paths;
+  gpu_sharing sharing;
+};
+
 class peer_transport {
  public:
-  /// Collective over every PE (all-gathers each PE's gpu_identity): see gpu_sharing.
-  static gpu_sharing share_gpus(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
-
-  /// Collective over every PE (all-gathers each PE's GPU): the path from `my_pe` to every PE. Throws
-  /// errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
-  static std::vector<peer_path> discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
+  /// Collective over every PE (all-gathers each PE's gpu_identity): the path from `my_pe` to every PE, and how the
+  /// job's PEs share GPUs. Throws errc::unsupported naming shoal_init when a same-node GPU cannot be reached by P2P.
+  static discovery discover(bootstrap& boot, const chunk_backend& backend, const node_map& nodes);
 
   /// Collective. `paths`: from discover(); `heap`, `data` (global and static variables; may be
   /// disabled) and `boot` outlive this object. Host heaps use plain loads/stores, GPU heaps copies

@@ -47,8 +47,10 @@ TEST(Transport, DiscoverPutsAnotherNodesPeOnTheProxyPath) {
   nodes.local_of_pe = {0, -1, 1};  // PE 1 on another node, PE 2 on this one
   nodes.pe_of_local = {0, 2};
   auto backend = make_host_backend();
-  std::vector<peer_path> paths = peer_transport::discover(boot, *backend, nodes);
-  EXPECT_EQ(paths, (std::vector<peer_path>{peer_path::self, peer_path::proxy, peer_path::shared_memory}));
+  const discovery found = peer_transport::discover(boot, *backend, nodes);
+  EXPECT_EQ(found.paths, (std::vector<peer_path>{peer_path::self, peer_path::proxy, peer_path::shared_memory}));
+  EXPECT_EQ(found.sharing.most_pes_per_gpu, 1);  // host heaps: no GPU to share
+  EXPECT_EQ(found.sharing.fewest_sms, 0);
 }
 
 gpu_identity gpu_of(int node, const char* bus, int sms) {
@@ -77,17 +79,6 @@ TEST(Transport, SharingOfGpusCountsPesPerGpuOfEachNode) {
   // Eight PEs on the one GPU of a node.
   std::vector<gpu_identity> eight(8, gpu_of(0, "0000:19:00.0", 132));
   EXPECT_EQ(sharing_of(eight).most_pes_per_gpu, 8);
-}
-
-TEST(Transport, ShareGpusOfHostHeapsIsNothing) {
-  mirror_bootstrap boot(4);
-  node_map nodes;
-  nodes.local_of_pe = {0, 1, 2, 3};
-  nodes.pe_of_local = {0, 1, 2, 3};
-  auto backend = make_host_backend();
-  const gpu_sharing share = peer_transport::share_gpus(boot, *backend, nodes);
-  EXPECT_EQ(share.most_pes_per_gpu, 1);
-  EXPECT_EQ(share.fewest_sms, 0);
 }
 
 class TransportDispatch : public ::testing::Test {
