@@ -100,14 +100,14 @@ def main():
     ranks, rank = group.size(), group.rank()
     from shoal import core
     from shoal.ep import Buffer, Config
-    from shoal.ep.config import nvl_bytes_needed
+    from shoal.ep.config import max_resident_num_sms, nvl_bytes_needed
     core.init(group=group)
     experts = args.experts_per_rank * ranks
     # PEs sharing this GPU (MPS): the normal kernels' blocks of all of them must be resident at once (Buffer raises
     # otherwise), and the low-latency receive blocks, which poll, must leave SMs to the peers' senders.
     gpu_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     share = -(-int(os.environ.get("LOCAL_WORLD_SIZE", ranks)) // max(1, torch.cuda.device_count()))
-    num_sms = args.num_sms if share <= 1 else max(2, min(args.num_sms, gpu_sms // share // 2 * 2))
+    num_sms = args.num_sms if share <= 1 else min(args.num_sms, max_resident_num_sms(share, gpu_sms))
     if num_sms != args.num_sms and rank == 0:
         print(f"moe_a2a: {share} PEs share each GPU of {gpu_sms} SMs: normal mode on {num_sms} SMs, not "
               f"{args.num_sms}", flush=True)

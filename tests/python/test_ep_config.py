@@ -104,6 +104,18 @@ def test_check_resident_refuses_what_cannot_all_run():
         check_resident("combine", 48, 4, 132)
 
 
+def test_max_resident_num_sms_is_the_bound_check_resident_keeps():
+    from shoal.ep.config import check_resident, max_resident_num_sms
+    for pes, sms in [(2, 132), (4, 132), (8, 132), (3, 114), (1, 132), (64, 132)]:
+        n = max_resident_num_sms(pes, sms)
+        assert n >= 2 and n % 2 == 0
+        if n * pes <= sms:
+            check_resident("dispatch", n, pes, sms)  # fits
+        if (n + 2) * pes <= sms:
+            raise AssertionError(f"{pes} PEs, {sms} SMs: {n} is not the largest even num_sms that fits")
+    assert max_resident_num_sms(8, 132) == 16 and max_resident_num_sms(4, 132) == 32
+
+
 class _FakeMatrix:
     """Stands for a handle's rank_prefix_matrix (a tensor in real use): carries what notify published."""
 

@@ -39,6 +39,11 @@ def nvl_bytes_needed(num_tokens: int, hidden: int, num_ranks: int, num_topk: int
     return CONTROL_NBYTES + num_slabs(num_ranks, proxy) * num_tokens * slot
 
 
+def max_resident_num_sms(pes_per_gpu: int, gpu_sms: int) -> int:
+    """The largest num_sms (even) whose blocks fit on a GPU of gpu_sms SMs with pes_per_gpu PEs sharing it."""
+    return max(2, gpu_sms // max(1, pes_per_gpu) // 2 * 2)
+
+
 def check_resident(call: str, blocks_per_pe: int, pes_per_gpu: int, gpu_sms: int) -> None:
     """Raises ValueError when the dispatch or combine kernels of PEs sharing one GPU cannot all be resident.
 
@@ -50,7 +55,7 @@ def check_resident(call: str, blocks_per_pe: int, pes_per_gpu: int, gpu_sms: int
     if pes_per_gpu > 1 and blocks_per_pe * pes_per_gpu > gpu_sms:
         raise ValueError(f"{call}: num_sms={blocks_per_pe} on each of {pes_per_gpu} PEs sharing one GPU needs "
                          f"{blocks_per_pe * pes_per_gpu} resident blocks, the GPU has {gpu_sms} SMs: use num_sms <= "
-                         f"{gpu_sms // pes_per_gpu // 2 * 2} (Config(num_sms=...) or Buffer.set_num_sms)")
+                         f"{max_resident_num_sms(pes_per_gpu, gpu_sms)} (Config(num_sms=...) or Buffer.set_num_sms)")
 
 
 class Config:
