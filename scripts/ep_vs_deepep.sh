@@ -15,6 +15,9 @@
 # (without its object files) can be kept for a later machine: SHOAL_EP_DEEPEP_SAVE=FILE.tar.xz writes it after the
 # build, SHOAL_EP_DEEPEP_PREBUILT=FILE.tar.xz unpacks it instead of building.
 # SHOAL_EP_TEST_TIMEOUT bounds each test run (500 s for the ctests, 900 for DeepEP's files).
+# SHOAL_EP_CONFIGS="LABEL[:VAR=V,...] ...": each shoal process measures every config of the normal mode's switches
+# (bench_normal.py --configs, in the order given), so that each one is beside the same DeepEP runs; the table then
+# has a row per config (labelled) and says which meets 0.9x DeepEP's time where.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 src=$(realpath "${1:?usage: $0 DEEPEP_SRC}")
@@ -81,6 +84,8 @@ if [[ ${SHOAL_EP_TESTS:-0} == 1 ]]; then
 fi
 
 if [[ ${SHOAL_EP_BENCH:-1} == 1 ]]; then
+  configs=()
+  [[ -n ${SHOAL_EP_CONFIGS:-} ]] && read -ra configs <<<"--configs $SHOAL_EP_CONFIGS"
   for round in $(seq "${SHOAL_EP_ROUNDS:-2}"); do
     for r in "${ranks[@]}"; do
       for sms in ${SHOAL_EP_SMS:-24 12}; do
@@ -88,7 +93,7 @@ if [[ ${SHOAL_EP_BENCH:-1} == 1 ]]; then
           --log "$out/deepep_r${r}_s${sms}_${round}.log" --csv "$out/deepep.csv" >/dev/null 2>&1
         echo "round $round: DeepEP ${r} ranks ${sms} SMs: $(grep -c 'Best' "$out/deepep_r${r}_s${sms}_${round}.log") best rows ($(el))"
         timeout 600 python3 -m torch.distributed.run --nproc_per_node="$r" bench/ep/bench_normal.py --num-sms "$sms" \
-          --csv "$out/shoal.csv" >"$out/shoal_r${r}_s${sms}_${round}.log" 2>&1
+          "${configs[@]}" --csv "$out/shoal.csv" >"$out/shoal_r${r}_s${sms}_${round}.log" 2>&1
         echo "round $round: shoal.ep ${r} ranks ${sms} SMs: rc=$? $(grep -c 'Best' "$out/shoal_r${r}_s${sms}_${round}.log") best rows ($(el))"
       done
     done

@@ -97,7 +97,8 @@ Environment: SHOAL_BENCH_TIMEOUT (200 s: each RMA benchmark binary), SHOAL_COLL_
 collective binary), SHOAL_SWEEP_TIMEOUT (90 s: each sweep configuration), SHOAL_SWEEP_CHANNELS
 ("16 32 64 132"), SHOAL_SWEEP_ALGOS ("auto ll direct"), SHOAL_SCALE_PES ("2 4 8"), SHOAL_SCALE_PAIRS (all),
 SHOAL_SCALE_COLL_SCOPES (stream), SHOAL_AB_RMA_MAX (16M), SHOAL_AB_COLL_MAX (4M), SHOAL_WAIT_TIMEOUT (25s),
-SHOAL_EP_AB_RANKS ("2 4"), SHOAL_EP_AB_SMS ("24"), SHOAL_EP_AB_ARGS (more bench_normal.py options, e.g. "--no-bound").
+SHOAL_EP_AB_RANKS ("2 4"), SHOAL_EP_AB_SMS ("24"), SHOAL_EP_AB_ARGS (more bench_normal.py options, e.g. "--no-bound"),
+SHOAL_EP_CONFIGS (ep: shoal's switch configs, as ep-ab's, each beside DeepEP; see scripts/ep_vs_deepep.sh).
 Other variables pass through to the programs (e.g. SHOAL_PROXY_CUDA_CONTEXT=primary). NVLink multicast stays
 off (scripts/env.sh).
 
@@ -722,21 +723,26 @@ do_ep_ab_run() {  # RANKS SMS CONFIG...
     timeout -k 10 "$ep_ab_bound" python3 -m torch.distributed.run "--nproc_per_node=$n" bench/ep/bench_normal.py \
     --num-sms "$sms" --configs "$@" --rounds "${rounds:-2}" "${extra[@]}" --csv "$out/ep-ab/ep_ab.csv"
 }
-step_ep-ab() {
-  local n sms cfg assign var
+# Each CONFIG is LABEL or LABEL:VAR=V[,VAR=V...] with VAR a switch and V 0 or 1; says what is wrong otherwise (exit 1).
+check_ep_configs() {  # STEP CONFIG...
+  local step=$1 cfg assign assigns
+  shift
   for cfg in "$@"; do
     local ok=1
     [[ ${cfg%%:*} =~ ^[A-Za-z0-9_.-]+$ ]] || ok=0
     if [[ $cfg == *:* ]]; then
       IFS=, read -ra assigns <<<"${cfg#*:}"
       for assign in "${assigns[@]}"; do
-        var=${assign%%=*}
-        [[ " $ep_ab_switches " == *" $var "* && $assign =~ =[01]$ ]] || ok=0
+        [[ " $ep_ab_switches " == *" ${assign%%=*} "* && $assign =~ =[01]$ ]] || ok=0
       done
     fi
-    ((ok)) || { say "ep-ab: '$cfg': a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...], VAR one of $ep_ab_switches and V 0 or 1"
-      failed_parts+=(ep-ab); return; }
+    ((ok)) || { say "$step: '$cfg': a CONFIG is LABEL or LABEL:VAR=V[,VAR=V...], VAR one of $ep_ab_switches and V 0 or 1"
+      return 1; }
   done
+}
+step_ep-ab() {
+  local n sms
+  check_ep_configs ep-ab "$@" || { failed_parts+=(ep-ab); return; }
   # A process start (~30 s) and about 12 s a config and round (4 ranks, 24 SMs, every chunk and the bounds).
   local est=$((30 + 12 * $# * ${rounds:-2}))
   ep_ab_bound=$((3 * est))
@@ -854,7 +860,12 @@ step_repeat() {
   ((dry)) || note "repeat $name: ${#fails[@]} of $n runs failed (logs repeat/fail_<run>.log)"
 }
 
-step_ep() { part ep 600 x env "OUT=$out" "SHOAL_EP_BUILD=$B" scripts/ep_vs_deepep.sh "$1"; }
+step_ep() {
+  local cfgs=()
+  read -ra cfgs <<<"${SHOAL_EP_CONFIGS:-}"
+  check_ep_configs ep "${cfgs[@]}" || { failed_parts+=(ep); return; }
+  part ep 600 x env "OUT=$out" "SHOAL_EP_BUILD=$B" scripts/ep_vs_deepep.sh "$1"
+}
 # The perftests link against an installed shoal: this run's build folder installed into OUT/perftests/shoal (the
 # script's own Release build of the checkout only when that install fails, e.g. after a benchmarks-only build).
 do_perftests_build() {  # NVSHMEM_SRC

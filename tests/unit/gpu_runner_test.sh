@@ -134,6 +134,16 @@ else
   fail "dry run of ep-ab"
   cat "$tmp/stdout"
 fi
+if SHOAL_EP_CONFIGS="off on:SHOAL_EP_INTERLEAVE=1" run --dry-run --out "$tmp/d6d" --no-build ep /src &&
+  in_order "$tmp/stdout" '^\[ep\] ~600 s' 'scripts/ep_vs_deepep.sh /src' &&
+  { SHOAL_EP_CONFIGS="off x:SHOAL_EP_TIMEOUT_S=1" run --dry-run --out "$tmp/d6e" --no-build ep /src
+    grep -q "^ep: 'x:SHOAL_EP_TIMEOUT_S=1': a CONFIG is LABEL" "$tmp/stdout" && grep -q "failed: ep" "$tmp/stdout" &&
+    ! grep -q "ep_vs_deepep.sh" "$tmp/stdout"; }; then
+  pass "dry run of ep with SHOAL_EP_CONFIGS: the configs checked before anything runs, a bad one refused"
+else
+  fail "dry run of ep with SHOAL_EP_CONFIGS"
+  cat "$tmp/stdout"
+fi
 if run --dry-run --out "$tmp/d7" --no-build perftests /src &&
   in_order "$tmp/stdout" '^\[perftests/build\]' 'BUILD_ONLY=1' '^\[perftests/run-device-pt-to-pt\]' \
     'RUN_ONLY=1 ONLY=\^device/pt-to-pt/ PES=2 scripts/nvshmem_perftests.sh /src' '^\[perftests/run-device-coll\]' \
