@@ -144,9 +144,9 @@ TEST(Proxy, CarriedRunsLandWholeBeforeTheirSignal) {
   shoal_free(bulk);
 }
 
-// Two symmetric words for the idle-target tests: [0] = 0 (a counter), [1] = base + this PE.
+// Three symmetric words for the idle-target tests: [0] = 0 (a counter), [1] = base + this PE, [2] = 0 (a flag).
 uint64_t* target_words(uint64_t base) {
-  auto* words = static_cast<uint64_t*>(shoal_calloc(2, sizeof(uint64_t)));
+  auto* words = static_cast<uint64_t*>(shoal_calloc(3, sizeof(uint64_t)));
   words[1] = base + me();
   shoal_barrier_all();
   return words;
@@ -155,10 +155,15 @@ uint64_t* target_words(uint64_t base) {
 TEST(Proxy, SleepingTargetStillServesGetsAndAmos) {
   if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
   constexpr int kOps = 100;
-  constexpr auto kSleep = std::chrono::seconds(4);
+  // The target sleeps until PE 0 has finished (its flag put lands through the proxy too), at most kCap: ops
+  // that needed the target awake would wait out the cap, however slow the machine, and show as elapsed >= kCap.
+  constexpr auto kCap = std::chrono::seconds(20);
   uint64_t* words = target_words(1000);
   if (me() == 1) {
-    std::this_thread::sleep_for(kSleep);  // outside shoal: only the proxy thread can answer
+    auto until = std::chrono::steady_clock::now() + kCap;
+    while (load(&words[2]) == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // outside shoal: only the proxy thread answers
+    EXPECT_EQ(load(&words[2]), 1u) << "PE 0 did not finish while this PE slept";
   } else if (me() == 0) {
     auto start = std::chrono::steady_clock::now();
     uint64_t fetched_sum = 0, got = 0;
@@ -167,7 +172,9 @@ TEST(Proxy, SleepingTargetStillServesGetsAndAmos) {
       got += shoal_uint64_g(&words[1], 1);
     }
     auto elapsed = std::chrono::steady_clock::now() - start;
-    EXPECT_LT(elapsed, kSleep) << "the gets and fetch-adds waited for the target to wake";
+    shoal_uint64_p(&words[2], 1, 1);
+    shoal_quiet();
+    EXPECT_LT(elapsed, kCap) << "the gets and fetch-adds waited for the target to wake";
     EXPECT_EQ(fetched_sum, uint64_t(kOps) * (kOps - 1) / 2);
     EXPECT_EQ(got, uint64_t(kOps) * 1001);
   }

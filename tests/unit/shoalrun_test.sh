@@ -116,12 +116,17 @@ else
   fail "failure of one PE"; show
 fi
 
-# --- Two PEs fail, the first with 3, the next (once PE 1 is on its way out, before the others are
-# stopped) with 5: shoalrun exits with the first failing PE's status, as mpirun does, not the worst.
+# --- Two PEs fail, the first with 3, the next (once PE 1 has exited, before the others are stopped)
+# with 5: shoalrun exits with the first failing PE's status, as mpirun does, not the worst. PE 2 waits
+# for PE 1 to be a zombie (shoalrun leaves exited PEs so until the end), not for a fixed time, so that
+# a slow machine neither reorders the two nor lets the stop of the others come first.
 rm -f "$tmp/pe1-failing"
 FLAG="$tmp/pe1-failing" run_shoalrun -n 4 sh -c 'case $SHOAL_RANK in
-  1) touch "$FLAG"; exit 3 ;;
-  2) while [ ! -f "$FLAG" ]; do sleep 0.01; done; sleep 0.05; exit 5 ;;
+  1) echo $$ >"$FLAG.tmp" && mv "$FLAG.tmp" "$FLAG"; exit 3 ;;
+  2) while [ ! -s "$FLAG" ]; do sleep 0.01; done
+     p=$(cat "$FLAG")
+     while [ -d "/proc/$p" ] && ! grep -q ") Z " "/proc/$p/stat" 2>/dev/null; do sleep 0.01; done
+     exit 5 ;;
   *) exec sleep 30 ;;
 esac'
 if [ "$rc" -eq 3 ] && grep -qx 'shoalrun: PE 1 exited with status 3' "$tmp/err" &&
@@ -211,7 +216,7 @@ watchdog=$!
 start=$(now_ms)
 for _ in $(seq 100); do [ "$(grep -c ready "$tmp/out")" -eq 2 ] && break; sleep 0.05; done
 kill -TERM "$launcher"
-sleep 0.8
+sleep 2  # well past the 500 ms in which a repeated signal counts as the same one
 kill -TERM "$launcher"
 wait "$launcher"
 rc=$? elapsed_ms=$(($(now_ms) - start))
