@@ -11,10 +11,10 @@
 //   freeze         PE 1 stops itself (SIGSTOP): alive but silent; the heartbeat timeout must catch it
 //   global_exit    the last PE calls shoal_global_exit(3) while the others sit in shoal_barrier_all
 //   abort_on_error PE 1 passes pe=n_pes to shoal_int_p in the default (abort) error mode
-//   wait_timeout   (SHOAL_WAIT_TIMEOUT=1s) every PE waits on a word nobody sets, in RETURN mode: the
+//   wait_timeout   (SHOAL_WAIT_TIMEOUT=3s) every PE waits on a word nobody sets, in RETURN mode: the
 //                  call must fail with SHOAL_ERR_TIMEOUT and a message with the address, the value
 //                  seen and the value expected; then the job goes on (barrier, put) and exits 0
-//   split_timeout  (SHOAL_WAIT_TIMEOUT=1s, RETURN mode, 4 PEs) the odd PEs' team is split by PE 3 while
+//   split_timeout  (SHOAL_WAIT_TIMEOUT=3s, RETURN mode, 4 PEs) the odd PEs' team is split by PE 3 while
 //                  PE 1, also a member, never calls: PE 3 must fail with SHOAL_ERR_TIMEOUT naming PE 1;
 //                  then the team is made again in the same slot and split by both, which must work
 //                  (nothing of the failed split may be taken for the new one), and the job exits 0

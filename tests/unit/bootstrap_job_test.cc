@@ -244,9 +244,9 @@ TEST(Bootstrap, CollectiveTimeoutReportsTheLatePe) {
   std::latch done(n);  // nobody leaves (which the others would see as a death) before all are done
   auto errors = run_threads(all_ranks(n), [&](int rank) {
     bootstrap_options o = job.options(rank);
-    o.collective_timeout = 200ms;
+    o.collective_timeout = 500ms;
     auto boot = bootstrap::connect(o, job.logs[rank].handler());
-    if (rank == 1) std::this_thread::sleep_for(400ms);
+    if (rank == 1) std::this_thread::sleep_for(1500ms);  // late by three timeouts, so a slow machine stays clear
     try {
       boot->barrier("shoal_barrier_all");
       ADD_FAILURE() << "PE " << rank << ": no timeout";
