@@ -3,9 +3,10 @@
 # 10.77.0.2), one shoalrun in each starting half of one job (--job-pes/--first-rank, bootstrap at
 # 10.77.0.1). Checks with shoal-info that peers in the other namespace are reached through the UCX
 # proxy over the veth (without SHOAL_DISABLE_P2P) and same-namespace peers by load/store, then runs
-# PROGRAM. With --link-down-after S the veth is taken down S seconds into PROGRAM and the job must
-# stop with an error naming a peer within --max-seconds. Needs root (ip netns); exits 77 (CTest
-# SKIP_RETURN_CODE) with the reason when namespaces cannot be made. The namespaces go in every case.
+# PROGRAM. With --link-down-after S the veth is taken down S seconds after PE 0 started PROGRAM's first
+# test (a GoogleTest "RUN" line, after the init) and the job must stop with an error naming a peer within
+# --max-seconds. Needs root (ip netns); exits 77 (CTest SKIP_RETURN_CODE) with the reason when
+# namespaces cannot be made. The namespaces go in every case.
 #
 #   netns_test.sh --shoalrun PATH --info PATH --per-ns K [--link-down-after S] [--max-seconds S]
 #                 [--expect REGEX]... -- PROGRAM [ARGS...]
@@ -121,6 +122,12 @@ grep -Eq "proxy engine: UCX [0-9]" "$dir/info.a" || fail "shoal-info names no UC
 start=$(now_ms)
 run_job prog "$max_s" "$@"
 if [[ -n $link_down_after ]]; then
+  # The S seconds count from when PE 0 (namespace A; the others print no GoogleTest lines) runs the program's
+  # first test, after the collective init: a slow start never has the link taken down under the bootstrap.
+  for ((i = 0; i < max_s * 20; ++i)); do
+    grep -q "RUN" "$dir/prog.a" 2>/dev/null && break
+    sleep 0.05
+  done
   sleep "$link_down_after"
   echo "---- netns_test.sh: taking veth0 down after ${link_down_after} s"
   ip -n "$ns_a" link set veth0 down

@@ -193,11 +193,12 @@ TEST(Bootstrap, FinalizedPesMayLeaveAtAnyTime) {
   const int n = 4;
   test_job job(n);
   auto errors = run_threads(all_ranks(n), [&](int rank) {
-    auto boot = job.connect(rank, 5s, 100ms);
+    auto boot = job.connect(rank, 5s, 500ms);
     boot->barrier("test_barrier");
     boot->finalize();
-    // Leave at different times, longer than the peer timeout apart: nobody may call it a death.
-    std::this_thread::sleep_for(rank * 150ms);
+    // Leave at different times, longer than the peer timeout apart: nobody may call it a death. (A timeout
+    // of 500 ms, not less: a monitor thread that a loaded machine holds back must not see silence.)
+    std::this_thread::sleep_for(rank * 600ms);
   });
   expect_no_errors(errors);
   for (int r = 0; r < n; ++r) EXPECT_EQ(job.logs[r].count(), 0) << "PE " << r << ": " << job.logs[r].why;
