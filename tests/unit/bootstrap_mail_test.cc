@@ -86,7 +86,8 @@ TEST(BootstrapMail, LateMemberTimesOutEveryMemberThatCameAndTheJobGoesOn) {
   std::latch done(n), failed(2);
   auto errors = run_threads(all_ranks(n), [&](int rank) {
     bootstrap_options o = job.options(rank);
-    o.collective_timeout = std::chrono::seconds(1);  // also bounds the barrier and rounds after it: room for a slow machine
+    // Also bounds the barrier and the rounds after the failed exchange: room for a slow machine.
+    o.collective_timeout = std::chrono::seconds(1);
     auto boot = bootstrap::connect(o, job.logs[rank].handler());
     if (rank == 2) {
       failed.wait();  // never enters the exchange
